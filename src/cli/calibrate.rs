@@ -1,0 +1,147 @@
+use clap::Args;
+
+use crate::error::{Error, Result};
+use crate::estimate::{ip_variance, PairStats, QueryMode};
+use crate::mechanism::{self, MechanismKind, MechanismParams};
+use crate::privacy::gaussian::{analytic_sigma, classical_is_proven, classical_sigma};
+use crate::privacy::guarantee::{check_beta, Neighbour};
+use crate::projection::{DenseKind, Seed};
+
+#[derive(Debug, Args)]
+pub struct CalibrateArgs {
+    /// Privacy parameter ε > 0.
+    #[arg(short, long, allow_negative_numbers = true)]
+    epsilon: f64,
+    /// Privacy parameter δ in (0, 1).
+    #[arg(short, long, allow_negative_numbers = true)]
+    delta: f64,
+    /// ℓ₂-sensitivity Δ₂ of the released vector (alternative to --mechanism).
+    #[arg(long, allow_negative_numbers = true, conflicts_with = "mechanism")]
+    sensitivity: Option<f64>,
+    /// Mechanism whose sensitivity to compute (with --dim and optionally --k).
+    #[arg(short, long, requires = "dim")]
+    mechanism: Option<String>,
+    /// Sketch width k (default: a table over 64..1024).
+    #[arg(short, long)]
+    k: Option<usize>,
+    /// Input dimension p.
+    #[arg(long)]
+    dim: Option<usize>,
+    /// Neighbour distance β.
+    #[arg(short, long, default_value_t = 1.0, allow_negative_numbers = true)]
+    beta: f64,
+    /// Dense projection kind for dp-rp-g / dp-rp-g-opt.
+    #[arg(long)]
+    projection: Option<String>,
+    /// Projection seed (Δ₂ of Gaussian projections depends on the draw).
+    #[arg(long)]
+    projection_seed: Option<String>,
+    /// ‖u‖ of a typical pair, for the error estimate.
+    #[arg(long, default_value_t = 1.0)]
+    norm_u: f64,
+    /// ‖v‖ of a typical pair.
+    #[arg(long, default_value_t = 1.0)]
+    norm_v: f64,
+    /// Cosine of the pair.
+    #[arg(long, default_value_t = 0.5, allow_negative_numbers = true)]
+    cosine: f64,
+}
+
+pub fn run(a: CalibrateArgs) -> Result<()> {
+    check_beta(a.beta)?;
+    if !(a.norm_u.is_finite() && a.norm_u >= 0.0 && a.norm_v.is_finite() && a.norm_v >= 0.0) {
+        return Err(Error::param("--norm-u/--norm-v", "norms must be finite and ≥ 0"));
+    }
+    if !(-1.0..=1.0).contains(&a.cosine) {
+        return Err(Error::param("--cosine", "the cosine must lie in [-1, 1]"));
+    }
+    let Some(name) = &a.mechanism else {
+        let sens = a.sensitivity.unwrap_or(a.beta);
+        let sa = analytic_sigma(sens, a.epsilon, a.delta)?;
+        let sc = classical_sigma(sens, a.epsilon, a.delta)?;
+        println!("ε = {}, δ = {:e}, Δ₂ = {sens}", a.epsilon, a.delta);
+        println!("σ analytic  (Theorem 3.2, Balle & Wang 2018) = {sa:.6}");
+        println!(
+            "σ classical (Theorem 3.1)                    = {sc:.6}{}",
+            if classical_is_proven(a.epsilon) { "" } else { "  (proven only for ε < 1)" }
+        );
+        return Ok(());
+    };
+    let kind = MechanismKind::parse(name)?;
+    let p = a
+        .dim
+        .filter(|&p| p > 0)
+        .ok_or_else(|| Error::param("--dim", "give the input dimension p ≥ 1"))?;
+    let seed = match a.projection_seed.as_deref() {
+        Some(s) => Seed::parse_hex(s)?,
+        None => Seed::random()?,
+    };
+    let ks: Vec<usize> = match (kind.projects(), a.k) {
+        (false, _) => vec![p],
+        (true, Some(k)) => vec![k],
+        (true, None) => [64, 128, 256, 512, 1024]
+            .into_iter()
+            .filter(|&k| kind != MechanismKind::DpOporp || k <= p)
+            .collect(),
+    };
+    if ks.is_empty() {
+        return Err(Error::param("--dim", format!("OPORP needs k ≤ p; p = {p} is below 64, give --k")));
+    }
+    let nu2 = a.norm_u * a.norm_u;
+    let nv2 = a.norm_v * a.norm_v;
+    let stats = PairStats {
+        norm_u_sq: nu2,
+        norm_v_sq: nv2,
+        ip: a.cosine * a.norm_u * a.norm_v,
+        // assume the mass is spread over the p coordinates
+        sum_u2v2: nu2 * nv2 / p as f64,
+    };
+    println!(
+        "{} at ε = {}, δ = {:e}, β = {}, p = {p}; pair with ‖u‖ = {}, ‖v‖ = {}, cos = {} (ρ = {:.4})",
+        kind.name(),
+        a.epsilon,
+        a.delta,
+        a.beta,
+        a.norm_u,
+        a.norm_v,
+        a.cosine,
+        stats.ip
+    );
+    println!("(Σu²v² taken as ‖u‖²‖v‖²/p; the error is the standard deviation of the inner-product estimate, DESIGN.md §6)");
+    println!(
+        "{:>6} {:>10} {:>10} {:>12} {:>14} {:>14}",
+        "k", "Δ₂", "σ", "σ classical", "sd both-priv", "sd raw-query"
+    );
+    for k in ks {
+        let params = MechanismParams {
+            kind,
+            epsilon: a.epsilon,
+            delta: Some(a.delta),
+            beta: a.beta,
+            neighbour: Neighbour::Coordinate,
+            p,
+            k: kind.projects().then_some(k),
+            projection: a.projection.as_deref().map(DenseKind::parse).transpose()?,
+            seed: Some(seed),
+        };
+        let m = mechanism::build(&params)?;
+        let rec = m.record();
+        let Some(cal) = rec.gaussian.as_ref() else {
+            continue;
+        };
+        let est = m.estimator();
+        let crate::estimate::Estimator::Gaussian { family, .. } = est;
+        let both = ip_variance(family, k, cal.sigma, &stats, QueryMode::BothPrivate);
+        let raw = ip_variance(family, k, cal.sigma, &stats, QueryMode::RawQuery);
+        println!(
+            "{:>6} {:>10.6} {:>10.6} {:>12.6} {:>14.6} {:>14.6}",
+            k,
+            cal.sensitivity,
+            cal.sigma,
+            cal.sigma_classical,
+            both.sqrt(),
+            raw.sqrt()
+        );
+    }
+    Ok(())
+}

@@ -1,0 +1,123 @@
+use std::path::PathBuf;
+
+use clap::Args;
+
+use crate::error::{Error, Result};
+use crate::mechanism::{Payload, ProjectionRecord};
+use crate::release::Release;
+
+#[derive(Debug, Args)]
+pub struct InfoArgs {
+    /// Release file.
+    release: PathBuf,
+    /// Print the metadata as JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+pub fn run(a: InfoArgs) -> Result<()> {
+    let r = Release::open(&a.release)?;
+    if a.json {
+        let mut v = serde_json::to_value(r.meta())
+            .map_err(|e| Error::param("--json", e.to_string()))?;
+        if let Some(o) = v.as_object_mut() {
+            o.insert("file".into(), a.release.display().to_string().into());
+            o.insert("checksum_verified".into(), true.into());
+        }
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&v).map_err(|e| Error::param("--json", e.to_string()))?
+        );
+        return Ok(());
+    }
+    print!("{}", describe(&r));
+    Ok(())
+}
+
+/// The human-readable description printed by `dprp info` (and the demo).
+pub fn describe(r: &Release) -> String {
+    let m = r.meta();
+    let g = &m.guarantee;
+    let mut s = String::new();
+    let mut line = |k: &str, v: String| s.push_str(&format!("{k:<12} {v}\n"));
+    line(
+        "release",
+        format!("{} (checksum verified)", r.path().display()),
+    );
+    line(
+        "format",
+        format!("version {}, written by {} at {}", m.format_version, m.tool, m.created),
+    );
+    line(
+        "rows",
+        format!(
+            "{} (labels: {}, row ids: {})",
+            m.n,
+            if m.labels { "yes" } else { "no" },
+            if m.ids { "stored" } else { "0..n-1" }
+        ),
+    );
+    line(
+        "dimensions",
+        format!(
+            "p = {} → k = {} {}",
+            m.p,
+            m.k,
+            match m.payload {
+                Payload::F32 => "f32 values per row",
+                Payload::Bits => "sign bits per row",
+            }
+        ),
+    );
+    line(
+        "mechanism",
+        format!("{} — {}", m.mechanism.name.name(), m.mechanism.algorithm),
+    );
+    line(
+        "projection",
+        match &m.mechanism.projection {
+            ProjectionRecord::Identity => "none (raw coordinates)".into(),
+            ProjectionRecord::Dense {
+                entries,
+                seed,
+                layout,
+            } => format!(
+                "dense {}, public seed {}, layout v{layout}",
+                entries.name(),
+                seed.to_hex()
+            ),
+            ProjectionRecord::Oporp { seed, layout } => {
+                format!("OPORP, public seed {}, layout v{layout}", seed.to_hex())
+            }
+        },
+    );
+    if let Some(c) = &m.mechanism.gaussian {
+        line(
+            "noise",
+            format!(
+                "N(0, σ²) per value, σ = {:.6}, Δ₂ = {:.6}, {}; analytic σ {:.6}, classical σ {:.6}{}",
+                c.sigma,
+                c.sensitivity,
+                c.method,
+                c.sigma_analytic,
+                c.sigma_classical,
+                if c.classical_proven { "" } else { " (classical proven only for ε < 1)" }
+            ),
+        );
+    }
+    line("noise source", format!("{} — {}", m.noise.source, m.noise.generator));
+    line(
+        "privacy",
+        format!(
+            "{}; ε = {}, δ = {}, β = {}, neighbours: {:?}",
+            if m.private { g.label() } else { "NOT PRIVATE".into() },
+            g.epsilon,
+            g.delta.map(|d| format!("{d:e}")).unwrap_or_else(|| "0".into()),
+            g.beta,
+            g.neighbour
+        ),
+    );
+    line("scaling", m.scaling.describe());
+    line("guarantee", m.statement.clone());
+    s
+}

@@ -1,0 +1,142 @@
+//! The `dprp` command line: one module per subcommand; `main.rs` only calls [`main`].
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+use crate::data::scale::{parse_normalize, ScaleArg, ScalingRequest};
+use crate::data::{Format, InputOptions};
+use crate::error::{Error, Result};
+
+mod calibrate;
+mod convert;
+mod demo;
+mod info;
+mod publish;
+
+/// Differentially private random-projection sketches.
+#[derive(Debug, Parser)]
+#[command(name = "dprp", version, about, long_about = None)]
+pub struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Convert vectors (.npy, .fvecs, .bvecs, LIBSVM, MNIST IDX, CSV) to the native dataset format.
+    Convert(convert::ConvertArgs),
+    /// Publish private sketches of a dataset.
+    Publish(publish::PublishArgs),
+    /// Describe a release: mechanism, parameters and guarantee.
+    Info(info::InfoArgs),
+    /// Compute σ, sensitivity and the expected inner-product error before publishing.
+    Calibrate(calibrate::CalibrateArgs),
+    /// Publish the bundled sample with a couple of mechanisms and show what was released.
+    Demo(demo::DemoArgs),
+    /// Regenerate the bundled sample dataset (data/sample.bin).
+    #[command(hide = true)]
+    Sample {
+        /// Output path.
+        #[arg(short, long)]
+        output: PathBuf,
+    },
+}
+
+/// How to read the input (shared by convert and publish).
+#[derive(Debug, Args, Clone, Default)]
+pub struct InputArgs {
+    /// Input format, when the file name does not tell (native, npy, fvecs, bvecs, svm, idx, csv).
+    #[arg(long)]
+    format: Option<String>,
+    /// Number of features for LIBSVM input (default: the largest index in the file).
+    #[arg(long)]
+    dim: Option<usize>,
+    /// MNIST IDX label file (idx1-ubyte, raw or .gz) to store with the images.
+    #[arg(long)]
+    labels: Option<PathBuf>,
+    /// CSV: whether the first line is a header (default: detect).
+    #[arg(long, value_name = "yes|no")]
+    csv_header: Option<String>,
+    /// CSV: zero-based column holding a label.
+    #[arg(long)]
+    label_column: Option<usize>,
+}
+
+impl InputArgs {
+    fn options(&self) -> Result<InputOptions> {
+        Ok(InputOptions {
+            format: self.format.as_deref().map(Format::parse).transpose()?,
+            dim: match self.dim {
+                Some(0) => return Err(Error::param("--dim", "the dimension must be at least 1")),
+                d => d,
+            },
+            labels: self.labels.clone(),
+            csv_header: match self.csv_header.as_deref() {
+                None => None,
+                Some("yes" | "true" | "1") => Some(true),
+                Some("no" | "false" | "0") => Some(false),
+                Some(o) => {
+                    return Err(Error::param("--csv-header", format!("'{o}' is not yes or no")))
+                }
+            },
+            csv_label_column: self.label_column,
+        })
+    }
+}
+
+/// Explicit scaling (shared by convert and publish).
+#[derive(Debug, Args, Clone, Default)]
+pub struct ScaleArgs {
+    /// Scale values: `max-abs` (per column, data-dependent) or a number to divide by (e.g. 255).
+    #[arg(long)]
+    scale: Option<String>,
+    /// Normalise rows: `l2`.
+    #[arg(long)]
+    normalize: Option<String>,
+    /// Clamp values to [-1, 1].
+    #[arg(long)]
+    clip: bool,
+}
+
+impl ScaleArgs {
+    fn request(&self) -> Result<ScalingRequest> {
+        Ok(ScalingRequest {
+            scale: self.scale.as_deref().map(ScaleArg::parse).transpose()?,
+            normalize_l2: self
+                .normalize
+                .as_deref()
+                .map(parse_normalize)
+                .transpose()?
+                .unwrap_or(false),
+            clip: self.clip,
+        })
+    }
+}
+
+fn run(cli: Cli) -> Result<()> {
+    match cli.command {
+        Command::Convert(a) => convert::run(a),
+        Command::Publish(a) => publish::run(a),
+        Command::Info(a) => info::run(a),
+        Command::Calibrate(a) => calibrate::run(a),
+        Command::Demo(a) => demo::run(a),
+        Command::Sample { output } => {
+            crate::data::native::write(&output, &crate::data::sample::generate())?;
+            println!("wrote {}", output.display());
+            Ok(())
+        }
+    }
+}
+
+/// Parse the command line, run it, print any error; returns the process exit code.
+pub fn main() -> i32 {
+    let cli = Cli::parse();
+    match run(cli) {
+        Ok(()) => 0,
+        Err(e) => {
+            eprintln!("error: {e}");
+            1
+        }
+    }
+}

@@ -1,0 +1,99 @@
+use std::path::PathBuf;
+
+use clap::Args;
+
+use super::{InputArgs, ScaleArgs};
+use crate::error::Result;
+use crate::mechanism::{MechanismKind, MechanismParams};
+use crate::privacy::guarantee::Neighbour;
+use crate::privacy::noise::NoiseSource;
+use crate::projection::{DenseKind, Seed};
+use crate::publish::{publish, PublishRequest};
+
+#[derive(Debug, Args)]
+pub struct PublishArgs {
+    /// Input dataset (native .bin or any supported format).
+    input: PathBuf,
+    /// Mechanism: raw-g-opt, dp-rp-g, dp-rp-g-opt, dp-oporp.
+    #[arg(short, long)]
+    mechanism: String,
+    /// Privacy parameter ε > 0.
+    #[arg(short, long, allow_negative_numbers = true)]
+    epsilon: f64,
+    /// Privacy parameter δ in (0, 1) (Gaussian mechanisms).
+    #[arg(short, long, allow_negative_numbers = true)]
+    delta: Option<f64>,
+    /// Neighbour distance β > 0.
+    #[arg(short, long, default_value_t = 1.0, allow_negative_numbers = true)]
+    beta: f64,
+    /// Neighbour relation: coordinate (one coordinate of one row changes by ≤ β) or l1.
+    #[arg(long, default_value = "coordinate")]
+    neighbour: String,
+    /// Number of projections (sketch width).
+    #[arg(short, long)]
+    k: Option<usize>,
+    /// Dense projection: rademacher (default), gaussian, uniform or sparse:S.
+    #[arg(long)]
+    projection: Option<String>,
+    /// Public projection seed, up to 64 hex digits (default: fresh from the OS, recorded).
+    #[arg(long)]
+    projection_seed: Option<String>,
+    /// Reproducible noise for experiments. THE RELEASE IS THEN NOT PRIVATE.
+    #[arg(long)]
+    noise_seed: Option<String>,
+    /// Output release file.
+    #[arg(short, long)]
+    output: PathBuf,
+    #[command(flatten)]
+    input_args: InputArgs,
+    #[command(flatten)]
+    scale: ScaleArgs,
+}
+
+pub fn run(a: PublishArgs) -> Result<()> {
+    let params = MechanismParams {
+        kind: MechanismKind::parse(&a.mechanism)?,
+        epsilon: a.epsilon,
+        delta: a.delta,
+        beta: a.beta,
+        neighbour: Neighbour::parse(&a.neighbour)?,
+        p: 0,
+        k: a.k,
+        projection: a.projection.as_deref().map(DenseKind::parse).transpose()?,
+        seed: a.projection_seed.as_deref().map(Seed::parse_hex).transpose()?,
+    };
+    let noise = match &a.noise_seed {
+        Some(s) => {
+            eprintln!(
+                "WARNING: --noise-seed given: the noise is reproducible and the release is NOT private"
+            );
+            NoiseSource::from_seed(s)
+        }
+        None => NoiseSource::from_os()?,
+    };
+    let req = PublishRequest {
+        input: a.input,
+        input_opts: a.input_args.options()?,
+        scaling: a.scale.request()?,
+        params,
+        output: a.output.clone(),
+    };
+    let out = publish(&req, &noise)?;
+    for w in &out.warnings {
+        eprintln!("warning: {w}");
+    }
+    let m = &out.meta;
+    println!(
+        "published {}: {} rows, {} → {} values per row with {}",
+        a.output.display(),
+        m.n,
+        m.p,
+        m.k,
+        m.mechanism.name.name()
+    );
+    if let Some(g) = &m.mechanism.gaussian {
+        println!("noise: σ = {:.6} (Δ₂ = {:.6}, {})", g.sigma, g.sensitivity, g.method);
+    }
+    println!("guarantee: {}", m.statement);
+    Ok(())
+}

@@ -1,0 +1,386 @@
+//! LIBSVM / svmlight text, plain or gzip-compressed.
+//!
+//! One example per line: `label idx:value idx:value ...`, indices 1-based and strictly
+//! ascending; a feature that is not listed is 0, and a line with only a label is an all-zero row.
+//! The label is parsed as a float (`+1`, `-1`, `1.0`, `3`), so every row has a label.
+//!
+//! Tolerated: blank lines (skipped), trailing whitespace, `\r\n` line ends, comment lines starting
+//! with `#` and trailing `# ...` comments, and svmlight `qid:n` tokens (ignored). Rejected, with
+//! the 1-based line number and the offending token: index 0, non-ascending or duplicate indices,
+//! an index above the dimension, unparsable tokens, and NaN or infinite labels or values
+//! (including values too large for f32).
+//!
+//! The dimension is either given, or it is the largest index in the file, which needs a pre-scan
+//! (the file is read twice; the pre-scan also validates every line and counts the rows, which
+//! become the [`rows_hint`](RowReader::rows_hint)).
+
+use std::borrow::Cow;
+use std::io::BufRead;
+use std::path::{Path, PathBuf};
+
+use super::npy::CHUNK_BYTES;
+use super::source::open_maybe_gz;
+use super::RowReader;
+use crate::error::{Error, Result};
+
+/// A line source with a reusable buffer and a 1-based line counter (shared with the CSV reader).
+pub(crate) struct Lines {
+    pub(crate) path: PathBuf,
+    input: Box<dyn BufRead + Send>,
+    buf: Vec<u8>,
+    line: u64,
+}
+
+impl Lines {
+    pub(crate) fn open(path: &Path) -> Result<Lines> {
+        Ok(Lines {
+            path: path.to_path_buf(),
+            input: open_maybe_gz(path)?,
+            buf: Vec::new(),
+            line: 0,
+        })
+    }
+
+    /// The next line and its 1-based number, or `None` at the end of the input.
+    pub(crate) fn next_line(&mut self) -> Result<Option<(u64, Cow<'_, str>)>> {
+        self.buf.clear();
+        let got = self
+            .input
+            .read_until(b'\n', &mut self.buf)
+            .map_err(|e| Error::io(&self.path, e))?;
+        if got == 0 {
+            return Ok(None);
+        }
+        self.line += 1;
+        Ok(Some((self.line, String::from_utf8_lossy(&self.buf))))
+    }
+}
+
+/// Parse one line into `feats` (1-based index, value). Returns the label, or `None` for a blank
+/// or comment line. Errors are messages naming the line and token.
+fn parse_line(
+    text: &str,
+    line: u64,
+    dim: Option<usize>,
+    feats: &mut Vec<(usize, f32)>,
+) -> std::result::Result<Option<f32>, String> {
+    feats.clear();
+    let text = match text.find('#') {
+        Some(i) => &text[..i],
+        None => text,
+    };
+    let mut tokens = text.split_ascii_whitespace();
+    let Some(label_tok) = tokens.next() else {
+        return Ok(None);
+    };
+    let label: f32 = label_tok
+        .parse()
+        .map_err(|_| format!("line {line}: cannot parse the label '{label_tok}' as a number"))?;
+    if !label.is_finite() {
+        return Err(format!(
+            "line {line}: the label '{label_tok}' is not a finite number"
+        ));
+    }
+    let mut prev = 0usize;
+    for tok in tokens {
+        let Some((idx_s, val_s)) = tok.split_once(':') else {
+            return Err(format!(
+                "line {line}: expected 'index:value', found '{tok}'"
+            ));
+        };
+        if idx_s == "qid" {
+            continue;
+        }
+        let idx: usize = idx_s
+            .parse()
+            .map_err(|_| format!("line {line}: bad feature index in '{tok}'"))?;
+        if idx == 0 {
+            return Err(format!(
+                "line {line}: feature index 0 in '{tok}' (indices start at 1)"
+            ));
+        }
+        if idx <= prev {
+            return Err(format!(
+                "line {line}: feature index {idx} in '{tok}' is not greater than the previous \
+                 index {prev} (indices must be strictly ascending, without duplicates)"
+            ));
+        }
+        if let Some(d) = dim {
+            if idx > d {
+                return Err(format!(
+                    "line {line}: feature index {idx} in '{tok}' exceeds the dimension {d}"
+                ));
+            }
+        }
+        let val: f32 = val_s
+            .parse()
+            .map_err(|_| format!("line {line}: cannot parse the value in '{tok}' as a number"))?;
+        if !val.is_finite() {
+            return Err(format!(
+                "line {line}: the value in '{tok}' is not a finite number (as f32)"
+            ));
+        }
+        feats.push((idx, val));
+        prev = idx;
+    }
+    Ok(Some(label))
+}
+
+/// Streaming reader for LIBSVM / svmlight files.
+pub struct SvmReader {
+    lines: Lines,
+    dim: usize,
+    rows_hint: Option<u64>,
+    feats: Vec<(usize, f32)>,
+    done: bool,
+}
+
+impl SvmReader {
+    /// Open `path`. With `dim` = `None` the file is pre-scanned to find the largest index.
+    pub fn open(path: &Path, dim: Option<usize>) -> Result<SvmReader> {
+        let mut feats = Vec::new();
+        let (dim, rows_hint) = match dim {
+            Some(0) => {
+                return Err(Error::param(
+                    "--dim",
+                    "the dimension must be at least 1",
+                ))
+            }
+            Some(d) => (d, None),
+            None => {
+                let mut lines = Lines::open(path)?;
+                let (mut rows, mut max_idx) = (0u64, 0usize);
+                while let Some((line, text)) = lines.next_line()? {
+                    let parsed = parse_line(&text, line, None, &mut feats)
+                        .map_err(|m| Error::format(path, m))?;
+                    if parsed.is_some() {
+                        rows += 1;
+                        if let Some(&(idx, _)) = feats.last() {
+                            max_idx = max_idx.max(idx);
+                        }
+                    }
+                }
+                if rows == 0 {
+                    return Err(Error::format(
+                        path,
+                        "the file has no examples, so the dimension cannot be inferred",
+                    ));
+                }
+                if max_idx == 0 {
+                    return Err(Error::format(
+                        path,
+                        format!(
+                            "none of the {rows} examples has a feature, so the dimension cannot \
+                             be inferred; set it explicitly (--dim)"
+                        ),
+                    ));
+                }
+                (max_idx, Some(rows))
+            }
+        };
+        Ok(SvmReader {
+            lines: Lines::open(path)?,
+            dim,
+            rows_hint,
+            feats,
+            done: false,
+        })
+    }
+}
+
+impl RowReader for SvmReader {
+    fn dim(&self) -> usize {
+        self.dim
+    }
+    fn rows_hint(&self) -> Option<u64> {
+        self.rows_hint
+    }
+    fn has_labels(&self) -> bool {
+        true
+    }
+    fn read_chunk(
+        &mut self,
+        max_rows: usize,
+        values: &mut Vec<f32>,
+        labels: &mut Vec<f32>,
+    ) -> Result<usize> {
+        let take = max_rows.min((CHUNK_BYTES / 4 / self.dim).max(1));
+        let mut rows = 0;
+        while rows < take && !self.done {
+            let Some((line, text)) = self.lines.next_line()? else {
+                self.done = true;
+                break;
+            };
+            let parsed = parse_line(&text, line, Some(self.dim), &mut self.feats);
+            drop(text);
+            let label = parsed.map_err(|m| Error::format(&self.lines.path, m))?;
+            let Some(label) = label else { continue };
+            let base = values.len();
+            values.try_reserve(self.dim).map_err(|_| {
+                Error::format(
+                    &self.lines.path,
+                    format!("line {line}: cannot allocate a row of {} features", self.dim),
+                )
+            })?;
+            values.resize(base + self.dim, 0.0);
+            let row = &mut values[base..];
+            for &(idx, v) in &self.feats {
+                // `parse_line` checked 1 ≤ idx ≤ dim.
+                if let Some(slot) = row.get_mut(idx - 1) {
+                    *slot = v;
+                }
+            }
+            labels.push(label);
+            rows += 1;
+        }
+        Ok(rows)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::data::collect;
+    use std::io::Write;
+
+    fn gz(bytes: &[u8]) -> Vec<u8> {
+        let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+        e.write_all(bytes).unwrap();
+        e.finish().unwrap()
+    }
+
+    type Read = (usize, usize, Vec<f32>, Vec<f32>, Option<u64>);
+
+    fn read(bytes: &[u8], dim: Option<usize>) -> Result<Read> {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("x.svm");
+        std::fs::write(&path, bytes).unwrap();
+        let mut r = SvmReader::open(&path, dim)?;
+        let hint = r.rows_hint();
+        let d = collect(&mut r)?;
+        let labels = d.labels.expect("labels");
+        assert_eq!(labels.len(), d.n);
+        Ok((d.n, d.p, d.values, labels, hint))
+    }
+
+    fn err(bytes: &[u8], dim: Option<usize>) -> String {
+        match read(bytes, dim) {
+            Ok(_) => panic!("expected an error"),
+            Err(e) => e.to_string(),
+        }
+    }
+
+    const TEXT: &str = "# a comment line\n\
+                        +1 1:0.5 3:-2 \n\
+                        -1 \n\
+                        \n\
+                        1.0 2:1e-3 4:7 # trailing comment\r\n\
+                        3 qid:4 1:1\n\
+                        \n";
+
+    #[test]
+    fn parses_with_and_without_dim() {
+        let want_v = vec![
+            0.5, 0.0, -2.0, 0.0, //
+            0.0, 0.0, 0.0, 0.0, //
+            0.0, 1e-3, 0.0, 7.0, //
+            1.0, 0.0, 0.0, 0.0,
+        ];
+        let want_l = vec![1.0, -1.0, 1.0, 3.0];
+        let (n, p, v, l, hint) = read(TEXT.as_bytes(), None).unwrap();
+        assert_eq!((n, p, &v, &l, hint), (4, 4, &want_v, &want_l, Some(4)));
+        let (n, p, v, l, hint) = read(&gz(TEXT.as_bytes()), None).unwrap();
+        assert_eq!((n, p, &v, &l, hint), (4, 4, &want_v, &want_l, Some(4)));
+        let (n, p, v, l, hint) = read(&gz(TEXT.as_bytes()), Some(6)).unwrap();
+        assert_eq!((n, p, l, hint), (4, 6, want_l, None));
+        assert_eq!(&v[6..12], &[0.0, 0.0, 0.0, 0.0, 0.0, 0.0]);
+        assert_eq!(v[12 + 3], 7.0);
+        // No final newline.
+        let (n, p, v, _, _) = read(b"1 2:3", None).unwrap();
+        assert_eq!((n, p, v), (1, 2, vec![0.0, 3.0]));
+    }
+
+    #[test]
+    fn chunked_reads_match() {
+        let text: String = (1..=25).map(|i| format!("{i} {i}:{i}\n")).collect();
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("x.svm.gz");
+        std::fs::write(&path, gz(text.as_bytes())).unwrap();
+        let mut r = SvmReader::open(&path, None).unwrap();
+        assert_eq!((r.dim(), r.rows_hint(), r.has_labels()), (25, Some(25), true));
+        let (mut v, mut l) = (Vec::new(), Vec::new());
+        let mut total = 0;
+        loop {
+            let got = r.read_chunk(4, &mut v, &mut l).unwrap();
+            assert!(got <= 4);
+            if got == 0 {
+                break;
+            }
+            total += got;
+        }
+        assert_eq!(total, 25);
+        assert_eq!(v.len(), 25 * 25);
+        for i in 0..25 {
+            assert_eq!(v[i * 25 + i], (i + 1) as f32);
+            assert_eq!(l[i], (i + 1) as f32);
+        }
+    }
+
+    #[test]
+    fn rejects_index_above_dim() {
+        let e = err(b"1 1:1\n-1 2:1 5:1\n", Some(4));
+        assert!(
+            e.contains("line 2") && e.contains("index 5") && e.contains("dimension 4"),
+            "{e}"
+        );
+        let e = err(&gz(b"1 1:1\n-1 2:1 5:1\n"), Some(4));
+        assert!(e.contains("line 2") && e.contains("index 5"), "{e}");
+    }
+
+    #[test]
+    fn rejects_bad_indices() {
+        let e = err(b"1 1:1\n\n1 0:1\n", None);
+        assert!(e.contains("line 3") && e.contains("'0:1'") && e.contains("index 0"), "{e}");
+        let e = err(b"1 3:1 2:1\n", Some(5));
+        assert!(e.contains("line 1") && e.contains("'2:1'") && e.contains("ascending"), "{e}");
+        let e = err(b"1 2:1 2:1\n", None);
+        assert!(e.contains("line 1") && e.contains("'2:1'") && e.contains("duplicates"), "{e}");
+        let e = err(b"1 -2:1\n", None);
+        assert!(e.contains("line 1") && e.contains("'-2:1'"), "{e}");
+        let e = err(b"1 99999999999999999999999:1\n", None);
+        assert!(e.contains("line 1") && e.contains("bad feature index"), "{e}");
+    }
+
+    #[test]
+    fn rejects_bad_tokens_and_values() {
+        let e = err(b"1 1:1\nabc 1:1\n", None);
+        assert!(e.contains("line 2") && e.contains("'abc'"), "{e}");
+        let e = err(b"1 1:1\n1 1:x\n", Some(3));
+        assert!(e.contains("line 2") && e.contains("'1:x'"), "{e}");
+        let e = err(b"1 1:1 junk\n", None);
+        assert!(e.contains("line 1") && e.contains("'junk'"), "{e}");
+        let e = err(b"1 1:nan\n", None);
+        assert!(e.contains("line 1") && e.contains("'1:nan'") && e.contains("finite"), "{e}");
+        let e = err(b"1 1:inf\n", Some(2));
+        assert!(e.contains("line 1") && e.contains("'1:inf'") && e.contains("finite"), "{e}");
+        let e = err(b"1 1:1e40\n", Some(2));
+        assert!(e.contains("'1:1e40'") && e.contains("finite"), "{e}");
+        let e = err(b"1 1:1\n\nnan 1:1\n", Some(2));
+        assert!(e.contains("line 3") && e.contains("label 'nan'"), "{e}");
+        let e = err(b"-inf 1:1\n", None);
+        assert!(e.contains("line 1") && e.contains("label '-inf'"), "{e}");
+    }
+
+    #[test]
+    fn rejects_uninferable_dimension() {
+        let e = err(b"1\n-1\n", None);
+        assert!(e.contains("--dim"), "{e}");
+        let e = err(b"\n# only comments\n", None);
+        assert!(e.contains("no examples"), "{e}");
+        let e = err(b"1 1:1\n", Some(0));
+        assert!(e.contains("--dim"), "{e}");
+        // With a dimension, label-only rows and empty files are fine.
+        assert_eq!(read(b"1\n-1\n", Some(2)).unwrap().2, vec![0.0; 4]);
+        assert_eq!(read(b"", Some(2)).unwrap().0, 0);
+    }
+}

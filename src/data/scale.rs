@@ -1,0 +1,360 @@
+//! Explicit, recorded scaling. dprp never rescales silently: the privacy domain is `[-1,1]^p`
+//! (DESIGN.md §2) and `publish` refuses values outside it, so a user maps data into the domain with
+//! one of these steps, and every release records which steps were applied.
+//!
+//! Privacy note: `Divide`, `Clip` and `NormalizeL2` are data-independent (row-local) maps, so the
+//! guarantee carries over to the original data under the same neighbour relation of the scaled
+//! rows. `MaxAbs` computes per-column factors *from the data*; the factors are not protected by the
+//! release's guarantee (a careful publisher uses public bounds instead), so dprp warns when it is
+//! used and records it.
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Error, Result};
+
+/// One preprocessing step.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "step", rename_all = "kebab-case")]
+pub enum ScalingStep {
+    /// Every value divided by a public constant (e.g. 255 for pixels).
+    Divide {
+        /// The divisor.
+        by: f64,
+    },
+    /// Every column divided by its largest absolute value in the data (data-dependent).
+    MaxAbs,
+    /// Every row divided by its ℓ₂ norm (zero rows left as they are).
+    NormalizeL2,
+    /// Every value clamped to `[-1, 1]`.
+    Clip,
+}
+
+/// The ordered list of steps applied to a dataset.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct Scaling(pub Vec<ScalingStep>);
+
+impl Scaling {
+    /// True when the scaling depends on the data as a whole (not covered by the DP guarantee).
+    pub fn data_dependent(&self) -> bool {
+        self.0.iter().any(|s| matches!(s, ScalingStep::MaxAbs))
+    }
+    /// True when every row is guaranteed to have unit ℓ₂ norm (or be zero) afterwards.
+    pub fn unit_norm(&self) -> bool {
+        matches!(self.0.last(), Some(ScalingStep::NormalizeL2))
+    }
+    /// Human-readable description, `none` when empty.
+    pub fn describe(&self) -> String {
+        if self.0.is_empty() {
+            return "none".into();
+        }
+        self.0
+            .iter()
+            .map(|s| match s {
+                ScalingStep::Divide { by } => format!("divide by {by}"),
+                ScalingStep::MaxAbs => "per-column max-abs (data-dependent)".into(),
+                ScalingStep::NormalizeL2 => "l2-normalise rows".into(),
+                ScalingStep::Clip => "clip to [-1,1]".into(),
+            })
+            .collect::<Vec<_>>()
+            .join(", then ")
+    }
+}
+
+/// What the user asked for on the command line, before the data is seen.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ScalingRequest {
+    /// `--scale max-abs` or `--scale <number>`.
+    pub scale: Option<ScaleArg>,
+    /// `--normalize l2`.
+    pub normalize_l2: bool,
+    /// `--clip`.
+    pub clip: bool,
+}
+
+/// The argument of `--scale`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum ScaleArg {
+    /// Per-column max-abs.
+    MaxAbs,
+    /// Divide by a positive constant.
+    Divide(f64),
+}
+
+impl ScaleArg {
+    /// Parse `max-abs` or a positive finite number.
+    pub fn parse(s: &str) -> Result<ScaleArg> {
+        if s.eq_ignore_ascii_case("max-abs") || s.eq_ignore_ascii_case("maxabs") {
+            return Ok(ScaleArg::MaxAbs);
+        }
+        match s.parse::<f64>() {
+            Ok(v) if v.is_finite() && v > 0.0 => Ok(ScaleArg::Divide(v)),
+            _ => Err(Error::param(
+                "--scale",
+                format!("'{s}' is neither 'max-abs' nor a positive number to divide by"),
+            )),
+        }
+    }
+}
+
+/// Parse the argument of `--normalize` (only `l2` is supported).
+pub fn parse_normalize(s: &str) -> Result<bool> {
+    if s.eq_ignore_ascii_case("l2") {
+        Ok(true)
+    } else {
+        Err(Error::param(
+            "--normalize",
+            format!("'{s}' is not supported (only 'l2')"),
+        ))
+    }
+}
+
+impl ScalingRequest {
+    /// True when nothing is requested.
+    pub fn is_empty(&self) -> bool {
+        self.scale.is_none() && !self.normalize_l2 && !self.clip
+    }
+    /// True when the request needs a pass over the whole data first (max-abs).
+    pub fn needs_column_stats(&self) -> bool {
+        matches!(self.scale, Some(ScaleArg::MaxAbs))
+    }
+}
+
+/// A ready-to-apply scaler: the request plus any column statistics it needed.
+#[derive(Debug, Clone)]
+pub struct Scaler {
+    divide: Option<f64>,
+    col_factors: Option<Vec<f32>>,
+    normalize_l2: bool,
+    clip: bool,
+    /// The steps, in the order they are applied (scale, normalise, clip).
+    pub steps: Vec<ScalingStep>,
+}
+
+impl Scaler {
+    /// Build a scaler. `col_max_abs` must be given when the request is `max-abs` (see
+    /// [`column_max_abs`]).
+    pub fn new(req: &ScalingRequest, col_max_abs: Option<&[f32]>) -> Result<Scaler> {
+        let mut steps = Vec::new();
+        let mut divide = None;
+        let mut col_factors = None;
+        match req.scale {
+            Some(ScaleArg::Divide(by)) => {
+                divide = Some(by);
+                steps.push(ScalingStep::Divide { by });
+            }
+            Some(ScaleArg::MaxAbs) => {
+                let m = col_max_abs.ok_or_else(|| {
+                    Error::param("--scale", "max-abs needs column statistics from a first pass")
+                })?;
+                col_factors = Some(
+                    m.iter()
+                        .map(|&v| if v > 0.0 { 1.0 / v } else { 1.0 })
+                        .collect(),
+                );
+                steps.push(ScalingStep::MaxAbs);
+            }
+            None => {}
+        }
+        if req.normalize_l2 {
+            steps.push(ScalingStep::NormalizeL2);
+        }
+        if req.clip {
+            steps.push(ScalingStep::Clip);
+        }
+        Ok(Scaler {
+            divide,
+            col_factors,
+            normalize_l2: req.normalize_l2,
+            clip: req.clip,
+            steps,
+        })
+    }
+
+    /// Apply to a chunk of rows of width `p`, in place.
+    pub fn apply(&self, values: &mut [f32], p: usize) {
+        if p == 0 {
+            return;
+        }
+        for row in values.chunks_mut(p) {
+            if let Some(by) = self.divide {
+                for v in row.iter_mut() {
+                    *v = (*v as f64 / by) as f32;
+                }
+            }
+            if let Some(f) = &self.col_factors {
+                for (v, s) in row.iter_mut().zip(f) {
+                    *v *= s;
+                    // Guard against rounding just past 1 (x * (1/x) can be 1 + ulp).
+                    *v = v.clamp(-1.0, 1.0);
+                }
+            }
+            if self.normalize_l2 {
+                let norm = row
+                    .iter()
+                    .map(|&v| (v as f64) * (v as f64))
+                    .sum::<f64>()
+                    .sqrt();
+                if norm > 0.0 {
+                    for v in row.iter_mut() {
+                        *v = ((*v as f64) / norm).clamp(-1.0, 1.0) as f32;
+                    }
+                }
+            }
+            if self.clip {
+                for v in row.iter_mut() {
+                    // NaN stays NaN so validation still reports it.
+                    if *v > 1.0 {
+                        *v = 1.0;
+                    } else if *v < -1.0 {
+                        *v = -1.0;
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Per-column maximum absolute value of a chunk, folded into `acc` (length `p`).
+pub fn column_max_abs(values: &[f32], p: usize, acc: &mut [f32]) {
+    if p == 0 {
+        return;
+    }
+    for row in values.chunks(p) {
+        for (a, &v) in acc.iter_mut().zip(row) {
+            let v = v.abs();
+            if v > *a {
+                *a = v;
+            }
+        }
+    }
+}
+
+/// Check that every value of a chunk lies in the privacy domain `[-1,1]` and is finite. `first_row`
+/// is the global index of the chunk's first row, used in the error.
+pub fn check_domain(
+    values: &[f32],
+    p: usize,
+    first_row: u64,
+    path: &std::path::Path,
+) -> Result<()> {
+    if p == 0 {
+        return Ok(());
+    }
+    for (r, row) in values.chunks(p).enumerate() {
+        for (c, &v) in row.iter().enumerate() {
+            let msg = if v.is_nan() {
+                "value is NaN".to_string()
+            } else if v.is_infinite() {
+                format!("value is {v}")
+            } else if !(-1.0..=1.0).contains(&v) {
+                format!(
+                    "value {v} is outside the privacy domain [-1,1]; rescale explicitly with \
+                     --scale max-abs, --scale <divisor>, --normalize l2 or --clip"
+                )
+            } else {
+                continue;
+            };
+            return Err(crate::error::Error::Value {
+                path: path.to_path_buf(),
+                row: first_row + r as u64,
+                col: c as u64,
+                msg,
+            });
+        }
+    }
+    Ok(())
+}
+
+/// Check that every value is finite (used by `convert`, which may write unscaled data).
+pub fn check_finite(
+    values: &[f32],
+    p: usize,
+    first_row: u64,
+    path: &std::path::Path,
+) -> Result<()> {
+    if p == 0 {
+        return Ok(());
+    }
+    for (r, row) in values.chunks(p).enumerate() {
+        for (c, &v) in row.iter().enumerate() {
+            if !v.is_finite() {
+                return Err(crate::error::Error::Value {
+                    path: path.to_path_buf(),
+                    row: first_row + r as u64,
+                    col: c as u64,
+                    msg: if v.is_nan() {
+                        "value is NaN".into()
+                    } else {
+                        format!("value is {v}")
+                    },
+                });
+            }
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn divide_normalise_clip_in_order() {
+        let req = ScalingRequest {
+            scale: Some(ScaleArg::Divide(2.0)),
+            normalize_l2: true,
+            clip: true,
+        };
+        let s = Scaler::new(&req, None).unwrap();
+        let mut v = vec![6.0, 8.0, 0.0, 0.0];
+        s.apply(&mut v, 2);
+        assert!((v[0] - 0.6).abs() < 1e-6 && (v[1] - 0.8).abs() < 1e-6);
+        assert_eq!(&v[2..], &[0.0, 0.0]);
+        assert_eq!(s.steps.len(), 3);
+    }
+
+    #[test]
+    fn max_abs_maps_into_domain() {
+        let v0 = vec![3.0f32, -4.0, -6.0, 2.0, 0.0, 0.0];
+        let mut acc = vec![0.0; 2];
+        column_max_abs(&v0, 2, &mut acc);
+        assert_eq!(acc, vec![6.0, 4.0]);
+        let req = ScalingRequest {
+            scale: Some(ScaleArg::MaxAbs),
+            ..Default::default()
+        };
+        let s = Scaler::new(&req, Some(&acc)).unwrap();
+        let mut v = v0.clone();
+        s.apply(&mut v, 2);
+        assert_eq!(v, vec![0.5, -1.0, -1.0, 0.5, 0.0, 0.0]);
+        check_domain(&v, 2, 0, std::path::Path::new("x")).unwrap();
+    }
+
+    #[test]
+    fn domain_errors_name_row_and_column() {
+        let v = vec![0.0f32, 0.5, 0.25, 1.5];
+        let e = check_domain(&v, 2, 10, std::path::Path::new("d.bin")).unwrap_err();
+        let s = e.to_string();
+        assert!(s.contains("row 11") && s.contains("column 1"), "{s}");
+        let v = vec![f32::NAN];
+        assert!(check_domain(&v, 1, 0, std::path::Path::new("d"))
+            .unwrap_err()
+            .to_string()
+            .contains("NaN"));
+        let v = vec![f32::NEG_INFINITY];
+        assert!(check_finite(&v, 1, 0, std::path::Path::new("d"))
+            .unwrap_err()
+            .to_string()
+            .contains("-inf"));
+    }
+
+    #[test]
+    fn scale_arg_parsing() {
+        assert_eq!(ScaleArg::parse("255").unwrap(), ScaleArg::Divide(255.0));
+        assert_eq!(ScaleArg::parse("max-abs").unwrap(), ScaleArg::MaxAbs);
+        assert!(ScaleArg::parse("0").is_err());
+        assert!(ScaleArg::parse("nan").is_err());
+        assert!(ScaleArg::parse("big").is_err());
+    }
+}

@@ -1,0 +1,89 @@
+//! One error type for the library. Every variant names *what* is wrong and *where* (file, row,
+//! column, line or option), so the CLI can print it verbatim and exit non-zero.
+
+use std::path::PathBuf;
+
+/// Result alias used throughout dprp.
+pub type Result<T> = std::result::Result<T, Error>;
+
+/// Everything that can go wrong in dprp. No path reachable from user input panics; it returns one
+/// of these instead.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The operating system refused an operation on a file.
+    #[error("{path}: {source}")]
+    Io {
+        /// The file involved.
+        path: PathBuf,
+        /// The underlying error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A file's contents do not match its format (bad magic, truncated, ragged rows, ...).
+    #[error("{path}: {msg}")]
+    Format {
+        /// The file involved.
+        path: PathBuf,
+        /// What is wrong and where (line, row, byte offset).
+        msg: String,
+    },
+    /// A value outside the mechanism's data domain (or NaN/inf).
+    #[error("{path}: row {row}, column {col}: {msg}")]
+    Value {
+        /// The file involved.
+        path: PathBuf,
+        /// Zero-based row index.
+        row: u64,
+        /// Zero-based column index.
+        col: u64,
+        /// What is wrong with the value.
+        msg: String,
+    },
+    /// A parameter (command-line option or API argument) is invalid.
+    #[error("invalid {name}: {msg}")]
+    Param {
+        /// Name of the parameter, e.g. `--epsilon`.
+        name: String,
+        /// Why it is invalid.
+        msg: String,
+    },
+    /// A release file failed an integrity or consistency check.
+    #[error("{path}: corrupt release: {msg}")]
+    Corrupt {
+        /// The file involved.
+        path: PathBuf,
+        /// What check failed.
+        msg: String,
+    },
+}
+
+impl Error {
+    /// An I/O error on `path`.
+    pub fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
+        Error::Io {
+            path: path.into(),
+            source,
+        }
+    }
+    /// A format error in `path`.
+    pub fn format(path: impl Into<PathBuf>, msg: impl Into<String>) -> Self {
+        Error::Format {
+            path: path.into(),
+            msg: msg.into(),
+        }
+    }
+    /// An invalid parameter.
+    pub fn param(name: impl Into<String>, msg: impl Into<String>) -> Self {
+        Error::Param {
+            name: name.into(),
+            msg: msg.into(),
+        }
+    }
+    /// A corrupt release file.
+    pub fn corrupt(path: impl Into<PathBuf>, msg: impl Into<String>) -> Self {
+        Error::Corrupt {
+            path: path.into(),
+            msg: msg.into(),
+        }
+    }
+}

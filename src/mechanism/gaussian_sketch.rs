@@ -1,0 +1,274 @@
+//! The shared machinery of the real-valued mechanisms: a public linear map followed by i.i.d.
+//! Gaussian noise `N(0, σ²)` on every output coordinate (the Gaussian mechanism on the projected
+//! row). The per-mechanism files decide the map, the sensitivity and the calibration.
+
+use rand::RngExt;
+use rand_chacha::ChaCha20Rng;
+use rand_distr::StandardNormal;
+
+use super::{
+    GaussianCalibration, Mechanism, MechanismKind, MechanismRecord, Payload, ProjectionRecord,
+    SketchMut,
+};
+use crate::error::{Error, Result};
+use crate::estimate::{Estimator, Family};
+use crate::privacy::gaussian::{analytic_sigma, classical_is_proven, classical_sigma};
+use crate::privacy::guarantee::Guarantee;
+use crate::projection::{DenseProjection, Oporp};
+
+/// Randomness layout version recorded in releases.
+pub const LAYOUT: u32 = 1;
+
+/// The public map of a real-valued mechanism.
+#[derive(Debug, Clone)]
+pub enum PublicMap {
+    /// The row itself (`p` outputs).
+    Identity {
+        /// Dimension.
+        p: usize,
+    },
+    /// Dense random projection.
+    Dense(DenseProjection),
+    /// OPORP.
+    Oporp(Oporp),
+}
+
+impl PublicMap {
+    /// Input dimension.
+    pub fn p(&self) -> usize {
+        match self {
+            PublicMap::Identity { p } => *p,
+            PublicMap::Dense(d) => d.p(),
+            PublicMap::Oporp(o) => o.p(),
+        }
+    }
+    /// Output dimension.
+    pub fn k(&self) -> usize {
+        match self {
+            PublicMap::Identity { p } => *p,
+            PublicMap::Dense(d) => d.k(),
+            PublicMap::Oporp(o) => o.k(),
+        }
+    }
+    /// ℓ₂-sensitivity of the map under β-adjacency, computed from the actual map.
+    pub fn sensitivity(&self, beta: f64) -> f64 {
+        match self {
+            // Changing one coordinate by β changes the row by β in ℓ₂ (and the ℓ₁ ball of radius β
+            // lies inside the ℓ₂ ball of radius β).
+            PublicMap::Identity { .. } => beta,
+            PublicMap::Dense(d) => d.sensitivity(beta),
+            PublicMap::Oporp(o) => o.sensitivity(beta),
+        }
+    }
+    /// Apply to `m` rows.
+    pub fn apply(&self, rows: &[f32], out: &mut [f32]) {
+        match self {
+            PublicMap::Identity { .. } => out.copy_from_slice(rows),
+            PublicMap::Dense(d) => d.project(rows, out),
+            PublicMap::Oporp(o) => o.project(rows, out),
+        }
+    }
+    /// The estimator family of §6.
+    pub fn family(&self) -> Family {
+        match self {
+            PublicMap::Identity { p } => Family::Raw { p: *p },
+            PublicMap::Dense(d) => Family::Dense {
+                fourth_moment: d.kind().fourth_moment(),
+            },
+            PublicMap::Oporp(o) => Family::Oporp { p: o.p() },
+        }
+    }
+    /// The record stored in a release.
+    pub fn record(&self) -> ProjectionRecord {
+        match self {
+            PublicMap::Identity { .. } => ProjectionRecord::Identity,
+            PublicMap::Dense(d) => ProjectionRecord::Dense {
+                entries: d.kind(),
+                seed: d.seed(),
+                layout: LAYOUT,
+            },
+            PublicMap::Oporp(o) => ProjectionRecord::Oporp {
+                seed: o.seed(),
+                layout: LAYOUT,
+            },
+        }
+    }
+    /// Regenerate from a record.
+    pub fn from_record(rec: &ProjectionRecord, p: usize, k: usize) -> Result<PublicMap> {
+        let check_layout = |layout: u32| {
+            if layout == LAYOUT {
+                Ok(())
+            } else {
+                Err(Error::param(
+                    "release",
+                    format!("projection layout version {layout} is not supported (this dprp: {LAYOUT})"),
+                ))
+            }
+        };
+        Ok(match rec {
+            ProjectionRecord::Identity => {
+                if p != k {
+                    return Err(Error::param("release", "identity map with k ≠ p"));
+                }
+                PublicMap::Identity { p }
+            }
+            ProjectionRecord::Dense {
+                entries,
+                seed,
+                layout,
+            } => {
+                check_layout(*layout)?;
+                PublicMap::Dense(DenseProjection::generate(*entries, p, k, *seed)?)
+            }
+            ProjectionRecord::Oporp { seed, layout } => {
+                check_layout(*layout)?;
+                PublicMap::Oporp(Oporp::generate(p, k, *seed)?)
+            }
+        })
+    }
+}
+
+/// Which σ formula a mechanism uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SigmaRule {
+    /// Theorem 3.2 (Balle & Wang): smallest σ.
+    Analytic,
+    /// Theorem 3.1: `Δ√(2 ln(1.25/δ))/ε`.
+    Classical,
+}
+
+/// Calibrate σ for sensitivity `sens` at (ε, δ) with `rule`, recording both σ's.
+pub fn calibrate(sens: f64, epsilon: f64, delta: f64, rule: SigmaRule) -> Result<GaussianCalibration> {
+    let sa = analytic_sigma(sens, epsilon, delta)?;
+    let sc = classical_sigma(sens, epsilon, delta)?;
+    Ok(GaussianCalibration {
+        sensitivity: sens,
+        sigma: match rule {
+            SigmaRule::Analytic => sa,
+            SigmaRule::Classical => sc,
+        },
+        method: match rule {
+            SigmaRule::Analytic => "analytic (Theorem 3.2, Balle & Wang 2018)".into(),
+            SigmaRule::Classical => "classical (Theorem 3.1)".into(),
+        },
+        sigma_analytic: sa,
+        sigma_classical: sc,
+        classical_proven: classical_is_proven(epsilon),
+    })
+}
+
+/// A public map followed by calibrated Gaussian noise.
+#[derive(Debug, Clone)]
+pub struct GaussianSketch {
+    kind: MechanismKind,
+    algorithm: &'static str,
+    map: PublicMap,
+    calibration: GaussianCalibration,
+    guarantee: Guarantee,
+}
+
+impl GaussianSketch {
+    /// Assemble a mechanism from its parts (used by the per-mechanism constructors).
+    pub fn new(
+        kind: MechanismKind,
+        algorithm: &'static str,
+        map: PublicMap,
+        calibration: GaussianCalibration,
+        guarantee: Guarantee,
+    ) -> GaussianSketch {
+        GaussianSketch {
+            kind,
+            algorithm,
+            map,
+            calibration,
+            guarantee,
+        }
+    }
+
+    /// σ of the added noise.
+    pub fn sigma(&self) -> f64 {
+        self.calibration.sigma
+    }
+
+    /// The calibration record.
+    pub fn calibration(&self) -> &GaussianCalibration {
+        &self.calibration
+    }
+
+    /// The public map.
+    pub fn map(&self) -> &PublicMap {
+        &self.map
+    }
+
+    /// Rebuild from a release record (regenerating the public map).
+    pub fn from_record(rec: &MechanismRecord, guarantee: &Guarantee) -> Result<GaussianSketch> {
+        let cal = rec.gaussian.clone().ok_or_else(|| {
+            Error::param("release", "a Gaussian mechanism record without its calibration")
+        })?;
+        let map = PublicMap::from_record(&rec.projection, rec.p, rec.k)?;
+        let algorithm = match rec.name {
+            MechanismKind::RawGOpt => super::raw_gaussian::ALGORITHM,
+            MechanismKind::DpRpG | MechanismKind::DpRpGOpt => super::dp_rp::ALGORITHM,
+            MechanismKind::DpOporp => super::dp_oporp::ALGORITHM,
+        };
+        Ok(GaussianSketch::new(rec.name, algorithm, map, cal, guarantee.clone()))
+    }
+}
+
+/// Add `σ·N(0,1)` to every value (f64 sampling, rounded once into f32).
+pub fn add_gaussian_noise(out: &mut [f32], sigma: f64, rng: &mut ChaCha20Rng) {
+    for v in out.iter_mut() {
+        let z: f64 = rng.sample(StandardNormal);
+        *v = (*v as f64 + sigma * z) as f32;
+    }
+}
+
+impl Mechanism for GaussianSketch {
+    fn kind(&self) -> MechanismKind {
+        self.kind
+    }
+    fn input_dim(&self) -> usize {
+        self.map.p()
+    }
+    fn output_dim(&self) -> usize {
+        self.map.k()
+    }
+    fn payload(&self) -> Payload {
+        Payload::F32
+    }
+    fn guarantee(&self) -> Guarantee {
+        self.guarantee.clone()
+    }
+    fn record(&self) -> MechanismRecord {
+        MechanismRecord {
+            name: self.kind,
+            algorithm: self.algorithm.to_string(),
+            p: self.map.p(),
+            k: self.map.k(),
+            projection: self.map.record(),
+            gaussian: Some(self.calibration.clone()),
+        }
+    }
+    fn project(&self, rows: &[f32], out: &mut [f32]) {
+        self.map.apply(rows, out)
+    }
+    fn privatise(&self, rows: &[f32], out: SketchMut<'_>, rng: &mut ChaCha20Rng) -> Result<()> {
+        let SketchMut::Real(out) = out else {
+            return Err(Error::param("payload", "a real-valued mechanism needs a real buffer"));
+        };
+        let m = rows.len() / self.map.p();
+        if m * self.map.p() != rows.len() || out.len() != m * self.map.k() {
+            return Err(Error::param("rows", "block shape does not match the mechanism"));
+        }
+        self.map.apply(rows, out);
+        add_gaussian_noise(out, self.calibration.sigma, rng);
+        Ok(())
+    }
+    fn estimator(&self) -> Estimator {
+        Estimator::Gaussian {
+            family: self.map.family(),
+            k: self.map.k(),
+            sigma: self.calibration.sigma,
+        }
+    }
+}

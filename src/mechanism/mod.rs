@@ -1,0 +1,275 @@
+//! The publishing mechanisms (DESIGN.md §5), one file each, all behind one [`Mechanism`] trait so
+//! that the CLI, the release format and the evaluation stay generic.
+//!
+//! | name | file | algorithm |
+//! |---|---|---|
+//! | `raw-g-opt` | [`raw_gaussian`] | Gaussian noise on the raw row (Theorem C.1 baseline) |
+//! | `dp-rp-g` | [`dp_rp`] | Algorithm 1, classical σ (Theorem 3.1) |
+//! | `dp-rp-g-opt` | [`dp_rp`] | Algorithm 1 with analytic σ (Theorem 3.2); Rademacher = Algorithm 9 |
+//! | `dp-oporp` | [`dp_oporp`] | Algorithm 10 |
+
+pub mod dp_oporp;
+pub mod dp_rp;
+pub mod gaussian_sketch;
+pub mod raw_gaussian;
+
+use rand_chacha::ChaCha20Rng;
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Error, Result};
+use crate::estimate::Estimator;
+use crate::privacy::guarantee::{Guarantee, Neighbour};
+use crate::projection::{DenseKind, Seed};
+
+pub use gaussian_sketch::GaussianSketch;
+
+/// Every mechanism dprp can publish with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum MechanismKind {
+    /// Gaussian noise on the raw `p` coordinates, analytic σ, `Δ₂ = β`.
+    RawGOpt,
+    /// Dense random projection + Gaussian noise, classical σ.
+    DpRpG,
+    /// Dense random projection + Gaussian noise, analytic σ.
+    DpRpGOpt,
+    /// OPORP + Gaussian noise, analytic σ, `Δ₂ = β`.
+    DpOporp,
+}
+
+impl MechanismKind {
+    /// All mechanisms, in the order of DESIGN.md §5.
+    pub const ALL: [MechanismKind; 4] = [
+        MechanismKind::RawGOpt,
+        MechanismKind::DpRpG,
+        MechanismKind::DpRpGOpt,
+        MechanismKind::DpOporp,
+    ];
+
+    /// The command-line name.
+    pub fn name(&self) -> &'static str {
+        match self {
+            MechanismKind::RawGOpt => "raw-g-opt",
+            MechanismKind::DpRpG => "dp-rp-g",
+            MechanismKind::DpRpGOpt => "dp-rp-g-opt",
+            MechanismKind::DpOporp => "dp-oporp",
+        }
+    }
+
+    /// Parse a command-line name.
+    pub fn parse(s: &str) -> Result<MechanismKind> {
+        let t = s.to_ascii_lowercase();
+        MechanismKind::ALL
+            .into_iter()
+            .find(|m| m.name() == t)
+            .ok_or_else(|| {
+                let names: Vec<&str> = MechanismKind::ALL.iter().map(|m| m.name()).collect();
+                Error::param(
+                    "--mechanism",
+                    format!("unknown mechanism '{s}' (expected one of: {})", names.join(", ")),
+                )
+            })
+    }
+
+    /// Whether the mechanism needs δ.
+    pub fn needs_delta(&self) -> bool {
+        true
+    }
+
+    /// Whether `--k` applies (a projection), as opposed to releasing all `p` coordinates.
+    pub fn projects(&self) -> bool {
+        !matches!(self, MechanismKind::RawGOpt)
+    }
+
+    /// Whether `--projection` applies (a dense projection of selectable kind).
+    pub fn dense(&self) -> bool {
+        matches!(self, MechanismKind::DpRpG | MechanismKind::DpRpGOpt)
+    }
+}
+
+/// What a release's payload holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Payload {
+    /// `f32` row-major `n×k`.
+    F32,
+    /// Packed sign bits, `n×⌈k/64⌉` `u64` words (bit `j mod 64` of word `j/64`; 1 = positive).
+    Bits,
+}
+
+/// The public map applied before noise, as recorded in a release.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "kebab-case")]
+pub enum ProjectionRecord {
+    /// No projection: the row itself.
+    Identity,
+    /// Dense `W` with i.i.d. entries.
+    Dense {
+        /// Entry distribution.
+        entries: DenseKind,
+        /// Public seed (ChaCha20 key).
+        seed: Seed,
+        /// Randomness layout version (see [`crate::projection`]).
+        layout: u32,
+    },
+    /// OPORP permutation + signs + bins.
+    Oporp {
+        /// Public seed (ChaCha20 key).
+        seed: Seed,
+        /// Randomness layout version (see [`crate::projection`]).
+        layout: u32,
+    },
+}
+
+/// How σ was calibrated.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GaussianCalibration {
+    /// ℓ₂-sensitivity Δ₂ of the (projected) row under the neighbour relation.
+    pub sensitivity: f64,
+    /// The σ actually used.
+    pub sigma: f64,
+    /// `analytic` (Theorem 3.2) or `classical` (Theorem 3.1).
+    pub method: String,
+    /// Analytic σ for the same Δ₂, ε, δ.
+    pub sigma_analytic: f64,
+    /// Classical σ for the same Δ₂, ε, δ.
+    pub sigma_classical: f64,
+    /// Whether the classical bound is backed by its theorem (ε < 1).
+    pub classical_proven: bool,
+}
+
+/// Everything a reader needs to know about the mechanism behind a release.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MechanismRecord {
+    /// Mechanism.
+    pub name: MechanismKind,
+    /// The algorithm and theorem it implements.
+    pub algorithm: String,
+    /// Input dimension p.
+    pub p: usize,
+    /// Output dimension k (values or bits per row).
+    pub k: usize,
+    /// The public map.
+    pub projection: ProjectionRecord,
+    /// Gaussian noise calibration, for noise mechanisms.
+    pub gaussian: Option<GaussianCalibration>,
+}
+
+/// Parameters of a publish run, before the data is seen (except its dimension).
+#[derive(Debug, Clone)]
+pub struct MechanismParams {
+    /// Which mechanism.
+    pub kind: MechanismKind,
+    /// ε > 0.
+    pub epsilon: f64,
+    /// δ ∈ (0,1), for mechanisms that need it.
+    pub delta: Option<f64>,
+    /// β > 0 of the neighbour relation.
+    pub beta: f64,
+    /// Neighbour relation.
+    pub neighbour: Neighbour,
+    /// Input dimension p.
+    pub p: usize,
+    /// Output dimension (required for projecting mechanisms).
+    pub k: Option<usize>,
+    /// Dense projection kind (default Rademacher).
+    pub projection: Option<DenseKind>,
+    /// Public seed (default: fresh from the OS).
+    pub seed: Option<Seed>,
+}
+
+/// Output buffer for a block of privatised rows.
+pub enum SketchMut<'a> {
+    /// `rows×k` floats.
+    Real(&'a mut [f32]),
+    /// `rows×⌈k/64⌉` words of packed signs.
+    Bits(&'a mut [u64]),
+}
+
+/// A publishing mechanism.
+pub trait Mechanism: Send + Sync {
+    /// Which mechanism.
+    fn kind(&self) -> MechanismKind;
+    /// Input dimension p.
+    fn input_dim(&self) -> usize;
+    /// Output values (or bits) per row.
+    fn output_dim(&self) -> usize;
+    /// Payload element type.
+    fn payload(&self) -> Payload;
+    /// The guarantee each released row carries.
+    fn guarantee(&self) -> Guarantee;
+    /// The header record (projection seed, calibration, ...).
+    fn record(&self) -> MechanismRecord;
+    /// The noiseless public map (what a querier applies to its own raw vectors).
+    fn project(&self, rows: &[f32], out: &mut [f32]);
+    /// Privatise a block of rows (row-major, `input_dim` each) into `out`, drawing secret noise
+    /// from `rng`.
+    fn privatise(&self, rows: &[f32], out: SketchMut<'_>, rng: &mut ChaCha20Rng) -> Result<()>;
+    /// The estimator for inner products between released rows, with its variance formula.
+    fn estimator(&self) -> Estimator;
+}
+
+/// Build the mechanism for a publish run.
+pub fn build(params: &MechanismParams) -> Result<Box<dyn Mechanism>> {
+    crate::privacy::guarantee::check_epsilon(params.epsilon)?;
+    crate::privacy::guarantee::check_beta(params.beta)?;
+    if params.kind.needs_delta() {
+        let d = params.delta.ok_or_else(|| {
+            Error::param(
+                "--delta",
+                format!("{} gives (ε,δ)-DP and needs --delta", params.kind.name()),
+            )
+        })?;
+        crate::privacy::guarantee::check_delta(d)?;
+    }
+    if params.p == 0 {
+        return Err(Error::param("input", "the data has no features (p = 0)"));
+    }
+    if !params.kind.dense() && params.projection.is_some() {
+        return Err(Error::param(
+            "--projection",
+            format!(
+                "{} does not use a dense projection; --projection applies to dp-rp-g and dp-rp-g-opt",
+                params.kind.name()
+            ),
+        ));
+    }
+    let seed = match params.seed {
+        Some(s) => s,
+        None => Seed::random()?,
+    };
+    let k = if params.kind.projects() {
+        let k = params
+            .k
+            .ok_or_else(|| Error::param("--k", format!("{} needs --k", params.kind.name())))?;
+        if k == 0 {
+            return Err(Error::param("--k", "k must be at least 1"));
+        }
+        k
+    } else {
+        match params.k {
+            Some(k) if k != params.p => {
+                return Err(Error::param(
+                    "--k",
+                    format!(
+                        "raw-g-opt releases all p = {} coordinates; drop --k (got {k})",
+                        params.p
+                    ),
+                ))
+            }
+            _ => params.p,
+        }
+    };
+    let m: GaussianSketch = match params.kind {
+        MechanismKind::RawGOpt => raw_gaussian::build(params)?,
+        MechanismKind::DpRpG | MechanismKind::DpRpGOpt => dp_rp::build(params, k, seed)?,
+        MechanismKind::DpOporp => dp_oporp::build(params, k, seed)?,
+    };
+    Ok(Box::new(m))
+}
+
+/// Rebuild the mechanism (with its public projection regenerated from the seed) from a release's
+/// record, e.g. to project raw queries or to check a release.
+pub fn from_record(record: &MechanismRecord, guarantee: &Guarantee) -> Result<Box<dyn Mechanism>> {
+    Ok(Box::new(GaussianSketch::from_record(record, guarantee)?))
+}

@@ -1,0 +1,12 @@
+//! Privacy accounting: calibration of noise to a guarantee, the guarantee itself, and the noise
+//! source.
+//!
+//! - [`gaussian`]: the normal CDF in log space, the classical (Theorem 3.1) and analytic
+//!   (Theorem 3.2, Balle & Wang 2018) Gaussian mechanisms.
+//! - [`guarantee`]: the privacy model (neighbour relation, guarantee kinds) and its plain-language
+//!   statement.
+//! - [`noise`]: the CSPRNG that draws secret noise (OS-seeded ChaCha20).
+
+pub mod gaussian;
+pub mod guarantee;
+pub mod noise;

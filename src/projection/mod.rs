@@ -1,0 +1,176 @@
+//! Public random projections (DESIGN.md §3), regenerable bit-for-bit from `(kind, p, k, seed)`.
+//!
+//! Randomness layout (format version 1; changing it changes every release, so it is pinned by
+//! tests with golden values):
+//! * The 256-bit public seed is the ChaCha20 key; the word position starts at 0.
+//! * Dense kinds ([`dense`]): stream 0; entries generated in row-major order of `W ∈ R^{p×k}`
+//!   (input coordinate `i` outer, output `j` inner). Rademacher entries take one bit each
+//!   (bit `t mod 64`, least significant first, of 64-bit word `t / 64`, `t = i·k + j`; bit 1 → +1).
+//!   Gaussian entries come in pairs from Box–Muller on two 64-bit words; uniform and sparse entries
+//!   take one 64-bit word each. Transcendentals use the `libm` crate (pure Rust) so every platform
+//!   computes the same bits.
+//! * OPORP ([`oporp`]): stream 1 drives a Fisher–Yates shuffle of the `p` coordinates, stream 2
+//!   gives the Rademacher signs (one bit per coordinate, as above).
+
+pub mod dense;
+pub mod oporp;
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Error, Result};
+
+pub use dense::DenseProjection;
+pub use oporp::Oporp;
+
+/// The distribution of a dense projection's entries.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum DenseKind {
+    /// ±1 with probability ½ each (the default; `Δ₂ = β` exactly).
+    Rademacher,
+    /// N(0,1).
+    Gaussian,
+    /// √3·Unif[-1,1].
+    Uniform,
+    /// √s·{−1 w.p. 1/(2s), 0 w.p. 1 − 1/s, +1 w.p. 1/(2s)}.
+    Sparse {
+        /// Sparsity parameter s ≥ 1.
+        s: f64,
+    },
+}
+
+impl DenseKind {
+    /// Parse `rademacher`, `gaussian`, `uniform` or `sparse:S`.
+    pub fn parse(text: &str) -> Result<DenseKind> {
+        let t = text.to_ascii_lowercase();
+        Ok(match t.as_str() {
+            "rademacher" => DenseKind::Rademacher,
+            "gaussian" | "normal" => DenseKind::Gaussian,
+            "uniform" => DenseKind::Uniform,
+            _ => {
+                if let Some(s) = t.strip_prefix("sparse:") {
+                    let s: f64 = s.parse().map_err(|_| {
+                        Error::param("--projection", format!("'{text}': S in sparse:S must be a number"))
+                    })?;
+                    if !(s.is_finite() && s >= 1.0) {
+                        return Err(Error::param(
+                            "--projection",
+                            format!("'{text}': S in sparse:S must be at least 1"),
+                        ));
+                    }
+                    DenseKind::Sparse { s }
+                } else {
+                    return Err(Error::param(
+                        "--projection",
+                        format!(
+                            "unknown projection '{text}' (expected rademacher, gaussian, uniform or sparse:S)"
+                        ),
+                    ));
+                }
+            }
+        })
+    }
+
+    /// Fourth moment `E[w⁴]` of an entry (the `s` of Theorem C.2).
+    pub fn fourth_moment(&self) -> f64 {
+        match self {
+            DenseKind::Rademacher => 1.0,
+            DenseKind::Gaussian => 3.0,
+            DenseKind::Uniform => 1.8,
+            DenseKind::Sparse { s } => *s,
+        }
+    }
+
+    /// Name as accepted by [`parse`](DenseKind::parse).
+    pub fn name(&self) -> String {
+        match self {
+            DenseKind::Rademacher => "rademacher".into(),
+            DenseKind::Gaussian => "gaussian".into(),
+            DenseKind::Uniform => "uniform".into(),
+            DenseKind::Sparse { s } => format!("sparse:{s}"),
+        }
+    }
+}
+
+/// A 256-bit public seed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Seed(pub [u8; 32]);
+
+impl Seed {
+    /// Parse up to 64 hex digits (shorter seeds are left-padded with zeros).
+    pub fn parse_hex(s: &str) -> Result<Seed> {
+        let t = s.trim().trim_start_matches("0x");
+        if t.is_empty() || t.len() > 64 || !t.chars().all(|c| c.is_ascii_hexdigit()) {
+            return Err(Error::param(
+                "--projection-seed",
+                format!("'{s}' is not 1 to 64 hexadecimal digits"),
+            ));
+        }
+        let padded = format!("{t:0>64}");
+        let mut out = [0u8; 32];
+        for (i, b) in out.iter_mut().enumerate() {
+            *b = u8::from_str_radix(&padded[2 * i..2 * i + 2], 16).map_err(|_| {
+                Error::param("--projection-seed", format!("'{s}' is not hexadecimal"))
+            })?;
+        }
+        Ok(Seed(out))
+    }
+
+    /// A fresh seed from the operating system (public randomness, but unpredictable is better).
+    pub fn random() -> Result<Seed> {
+        use rand::TryRng;
+        let mut out = [0u8; 32];
+        rand::rngs::SysRng.try_fill_bytes(&mut out).map_err(|e| {
+            Error::param("--projection-seed", format!("OS random source failed: {e}"))
+        })?;
+        Ok(Seed(out))
+    }
+
+    /// 64 lowercase hex digits.
+    pub fn to_hex(&self) -> String {
+        self.0.iter().map(|b| format!("{b:02x}")).collect()
+    }
+}
+
+impl Serialize for Seed {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        s.serialize_str(&self.to_hex())
+    }
+}
+
+impl<'de> Deserialize<'de> for Seed {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Seed, D::Error> {
+        let s = String::deserialize(d)?;
+        Seed::parse_hex(&s).map_err(serde::de::Error::custom)
+    }
+}
+
+/// Convert the top 53 bits of a word to a double in `[0, 1)`.
+#[inline]
+pub(crate) fn unit_f64(w: u64) -> f64 {
+    (w >> 11) as f64 * (1.0 / (1u64 << 53) as f64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn seed_hex_round_trip() {
+        let s = Seed::parse_hex("ab").unwrap();
+        assert_eq!(s.0[31], 0xab);
+        assert_eq!(s.0[0], 0);
+        assert_eq!(Seed::parse_hex(&s.to_hex()).unwrap(), s);
+        assert!(Seed::parse_hex("xyz").is_err());
+        assert!(Seed::parse_hex(&"f".repeat(65)).is_err());
+        assert!(Seed::parse_hex("").is_err());
+    }
+
+    #[test]
+    fn kind_parsing() {
+        assert_eq!(DenseKind::parse("sparse:3").unwrap(), DenseKind::Sparse { s: 3.0 });
+        assert!(DenseKind::parse("sparse:0.5").is_err());
+        assert!(DenseKind::parse("sparse:x").is_err());
+        assert!(DenseKind::parse("hadamard").is_err());
+    }
+}

@@ -1,0 +1,100 @@
+use serde::{Deserialize, Serialize};
+
+use crate::data::Scaling;
+use crate::mechanism::{MechanismRecord, Payload};
+use crate::privacy::guarantee::Guarantee;
+
+/// Magic bytes of a release.
+pub const MAGIC: &[u8; 8] = b"DPRPSKCH";
+/// Current release format version.
+pub const VERSION: u32 = 1;
+/// Size of the fixed header (also the payload offset).
+pub const HEADER_LEN: usize = 128;
+/// Bytes covered by the checksum at the start of the header.
+pub const HASHED_HEADER: usize = 80;
+
+/// Where the secret noise came from.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NoiseRecord {
+    /// `os-csprng` (private) or `user-seed` (reproducible, NOT private).
+    pub source: String,
+    /// The generator and sampler.
+    pub generator: String,
+}
+
+/// The metadata block of a release.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ReleaseMeta {
+    /// Release format version.
+    pub format_version: u32,
+    /// `dprp <version>`.
+    pub tool: String,
+    /// Creation time, UTC, RFC 3339.
+    pub created: String,
+    /// Number of rows.
+    pub n: u64,
+    /// Input dimension p.
+    pub p: usize,
+    /// Values (or bits) per row.
+    pub k: usize,
+    /// Payload element type.
+    pub payload: Payload,
+    /// The mechanism, its projection and calibration.
+    pub mechanism: MechanismRecord,
+    /// The guarantee the mechanism gives.
+    pub guarantee: Guarantee,
+    /// Whether the release is private (false when the noise came from a user seed).
+    pub private: bool,
+    /// The guarantee in one sentence.
+    pub statement: String,
+    /// Where the noise came from.
+    pub noise: NoiseRecord,
+    /// Preprocessing applied to the data before publishing.
+    pub scaling: Scaling,
+    /// Whether labels are stored.
+    pub labels: bool,
+    /// Whether explicit row ids are stored (otherwise row i has id i).
+    pub ids: bool,
+}
+
+/// Payload kind code in the fixed header.
+pub fn payload_code(p: Payload) -> u32 {
+    match p {
+        Payload::F32 => 0,
+        Payload::Bits => 1,
+    }
+}
+
+/// Bytes per row of the payload.
+pub fn row_bytes(p: Payload, k: usize) -> usize {
+    match p {
+        Payload::F32 => k * 4,
+        Payload::Bits => k.div_ceil(64) * 8,
+    }
+}
+
+/// Current UTC time as RFC 3339 (seconds precision), without a date-time dependency.
+pub fn now_rfc3339() -> String {
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
+    let days = (secs / 86_400) as i64;
+    let rem = secs % 86_400;
+    // Howard Hinnant's civil-from-days.
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + if m <= 2 { 1 } else { 0 };
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
+        rem / 3600,
+        (rem / 60) % 60,
+        rem % 60
+    )
+}

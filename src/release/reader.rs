@@ -1,0 +1,204 @@
+use std::fs::File;
+use std::path::{Path, PathBuf};
+
+use memmap2::Mmap;
+
+use super::format::*;
+use crate::error::{Error, Result};
+use crate::mechanism::Payload;
+
+/// A release opened for reading: memory-mapped, header and checksum verified, metadata parsed.
+/// The payload is borrowed from the map, never copied.
+pub struct Release {
+    path: PathBuf,
+    map: Mmap,
+    meta: ReleaseMeta,
+    payload_off: usize,
+    payload_len: usize,
+    ids_off: usize,
+    labels_off: usize,
+}
+
+fn u64_at(b: &[u8], off: usize) -> u64 {
+    let mut a = [0u8; 8];
+    a.copy_from_slice(&b[off..off + 8]);
+    u64::from_le_bytes(a)
+}
+
+impl Release {
+    /// Open, validate and verify the checksum of a release file.
+    pub fn open(path: &Path) -> Result<Release> {
+        let file = File::open(path).map_err(|e| Error::io(path, e))?;
+        let len = file.metadata().map_err(|e| Error::io(path, e))?.len();
+        if len < HEADER_LEN as u64 {
+            if len >= 8 {
+                // still say "not a release" for foreign files
+                let head = std::fs::read(path).map_err(|e| Error::io(path, e))?;
+                if &head[..8] != MAGIC {
+                    return Err(Error::format(path, "not a dprp release (wrong magic bytes)"));
+                }
+            }
+            return Err(Error::corrupt(
+                path,
+                format!("file is truncated: {len} bytes, shorter than the {HEADER_LEN}-byte header"),
+            ));
+        }
+        // SAFETY: the map is read-only; dprp never writes a release in place (writes go to a
+        // temporary file that is renamed), so the mapped bytes do not change under us unless
+        // another program truncates the file, which the checksum check below would then catch
+        // only for the part read so far. This is the usual contract of memory-mapped readers.
+        let map = unsafe { Mmap::map(&file) }.map_err(|e| Error::io(path, e))?;
+        let h = &map[..HEADER_LEN];
+        if &h[0..8] != MAGIC {
+            return Err(Error::format(
+                path,
+                "not a dprp release (wrong magic bytes; expected \"DPRPSKCH\")",
+            ));
+        }
+        let version = u32::from_le_bytes([h[8], h[9], h[10], h[11]]);
+        if version != VERSION {
+            return Err(Error::format(
+                path,
+                format!("unsupported release format version {version} (this dprp reads version {VERSION})"),
+            ));
+        }
+        let code = u32::from_le_bytes([h[12], h[13], h[14], h[15]]);
+        let payload = match code {
+            0 => Payload::F32,
+            1 => Payload::Bits,
+            c => return Err(Error::corrupt(path, format!("unknown payload kind {c}"))),
+        };
+        let n = u64_at(h, 16);
+        let k = u64_at(h, 24);
+        let payload_off = u64_at(h, 32);
+        let payload_len = u64_at(h, 40);
+        let ids_off = u64_at(h, 48);
+        let labels_off = u64_at(h, 56);
+        let meta_off = u64_at(h, 64);
+        let meta_len = u64_at(h, 72);
+        let bad = |m: String| Err(Error::corrupt(path, m));
+        if payload_off != HEADER_LEN as u64 {
+            return bad(format!("payload offset {payload_off} (expected {HEADER_LEN})"));
+        }
+        let expect_payload = usize::try_from(k)
+            .ok()
+            .map(|k| row_bytes(payload, k) as u128 * n as u128);
+        if expect_payload != Some(payload_len as u128) {
+            return bad(format!(
+                "payload length {payload_len} does not match {n} rows × k = {k}"
+            ));
+        }
+        let payload_end = payload_off.checked_add(payload_len);
+        let meta_end = meta_off.checked_add(meta_len);
+        if meta_end != Some(len) {
+            return bad(format!(
+                "file is {len} bytes, but its header says the metadata ends at {}: truncated or extended",
+                meta_off as u128 + meta_len as u128
+            ));
+        }
+        let Some(payload_end) = payload_end.filter(|&e| e <= meta_off) else {
+            return bad("payload overlaps the metadata".into());
+        };
+        let side_ok = |off: u64, bytes_per: u64| {
+            off == 0
+                || (off % 64 == 0
+                    && off >= payload_end
+                    && n.checked_mul(bytes_per)
+                        .and_then(|b| b.checked_add(off))
+                        .is_some_and(|e| e <= meta_off))
+        };
+        if !side_ok(ids_off, 8) || !side_ok(labels_off, 4) {
+            return bad("row-id or label section out of bounds".into());
+        }
+        let mut hasher = blake3::Hasher::new();
+        hasher.update_rayon(&map[HEADER_LEN..]);
+        hasher.update(&h[..HASHED_HEADER]);
+        if hasher.finalize().as_bytes() != &h[80..112] {
+            return bad("checksum mismatch: the file was modified or damaged".into());
+        }
+        let meta: ReleaseMeta = serde_json::from_slice(&map[meta_off as usize..])
+            .map_err(|e| Error::corrupt(path, format!("bad metadata: {e}")))?;
+        if meta.n != n || meta.k as u64 != k || meta.payload != payload {
+            return bad("metadata disagrees with the header".into());
+        }
+        if meta.labels != (labels_off != 0) || meta.ids != (ids_off != 0) {
+            return bad("metadata disagrees with the header about labels or ids".into());
+        }
+        if cfg!(target_endian = "big") {
+            return Err(Error::format(path, "reading releases on big-endian machines is not supported"));
+        }
+        Ok(Release {
+            path: path.to_path_buf(),
+            map,
+            meta,
+            payload_off: payload_off as usize,
+            payload_len: payload_len as usize,
+            ids_off: ids_off as usize,
+            labels_off: labels_off as usize,
+        })
+    }
+
+    /// The file this release was read from.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+    /// The metadata.
+    pub fn meta(&self) -> &ReleaseMeta {
+        &self.meta
+    }
+    /// Number of rows.
+    pub fn n(&self) -> usize {
+        self.meta.n as usize
+    }
+    /// Values (or bits) per row.
+    pub fn k(&self) -> usize {
+        self.meta.k
+    }
+
+    /// The real-valued payload, `n×k` row-major (memory-mapped, not copied).
+    pub fn values(&self) -> Result<&[f32]> {
+        if self.meta.payload != Payload::F32 {
+            return Err(Error::param("release", "this release holds sign bits, not values"));
+        }
+        bytemuck::try_cast_slice(&self.map[self.payload_off..self.payload_off + self.payload_len])
+            .map_err(|e| Error::corrupt(&self.path, format!("payload misaligned: {e}")))
+    }
+
+    /// The packed-bit payload, `n×⌈k/64⌉` words.
+    pub fn bits(&self) -> Result<&[u64]> {
+        if self.meta.payload != Payload::Bits {
+            return Err(Error::param("release", "this release holds values, not sign bits"));
+        }
+        bytemuck::try_cast_slice(&self.map[self.payload_off..self.payload_off + self.payload_len])
+            .map_err(|e| Error::corrupt(&self.path, format!("payload misaligned: {e}")))
+    }
+
+    /// Row `i` of a real-valued release.
+    pub fn row(&self, i: usize) -> Result<&[f32]> {
+        let k = self.k();
+        let v = self.values()?;
+        v.get(i * k..(i + 1) * k).ok_or_else(|| {
+            Error::param("row", format!("row {i} is out of range (the release has {} rows)", self.n()))
+        })
+    }
+
+    /// Labels, if stored.
+    pub fn labels(&self) -> Option<&[f32]> {
+        if self.labels_off == 0 {
+            return None;
+        }
+        bytemuck::try_cast_slice(&self.map[self.labels_off..self.labels_off + 4 * self.n()]).ok()
+    }
+
+    /// Id of row `i` (its index in the published input).
+    pub fn id(&self, i: usize) -> u64 {
+        if self.ids_off == 0 {
+            return i as u64;
+        }
+        let off = self.ids_off + 8 * i;
+        self.map
+            .get(off..off + 8)
+            .map(|b| u64_at(b, 0))
+            .unwrap_or(i as u64)
+    }
+}
