@@ -49,7 +49,13 @@ fn npy_files() {
     }
     let data: Vec<u8> = M.iter().flat_map(|&x| f64::from(x).to_le_bytes()).collect();
     let path = write(dir.path(), "b.npy", &npy("<f8", "(3, 2)", &data));
-    check(&read_all(&path, &InputOptions::default()).unwrap(), 3, 2, &M, None);
+    check(
+        &read_all(&path, &InputOptions::default()).unwrap(),
+        3,
+        2,
+        &M,
+        None,
+    );
     let path = write(dir.path(), "c.npy", &npy("|u1", "(1, 3)", &[1, 2, 255]));
     check(
         &read_all(&path, &InputOptions::default()).unwrap(),
@@ -59,7 +65,9 @@ fn npy_files() {
         None,
     );
     let path = write(dir.path(), "d.npy", &npy("<f4", "(6,)", &[0; 24]));
-    let e = read_all(&path, &InputOptions::default()).unwrap_err().to_string();
+    let e = read_all(&path, &InputOptions::default())
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("1-D"), "{e}");
 }
 
@@ -75,7 +83,13 @@ fn fvecs_and_bvecs_files() {
     }
     for (name, b) in [("a.fvecs", f.clone()), ("a.fvecs.gz", gz(&f))] {
         let path = write(dir.path(), name, &b);
-        check(&read_all(&path, &InputOptions::default()).unwrap(), 2, 3, &M, None);
+        check(
+            &read_all(&path, &InputOptions::default()).unwrap(),
+            2,
+            3,
+            &M,
+            None,
+        );
     }
     let mut b = Vec::new();
     for row in [[1u8, 2], [3, 250]] {
@@ -94,7 +108,9 @@ fn fvecs_and_bvecs_files() {
     f.extend_from_slice(&2i32.to_le_bytes());
     f.extend_from_slice(&[0; 8]);
     let path = write(dir.path(), "r.fvecs", &f);
-    let e = read_all(&path, &InputOptions::default()).unwrap_err().to_string();
+    let e = read_all(&path, &InputOptions::default())
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("row 2 has dimension 2"), "{e}");
 }
 
@@ -145,8 +161,20 @@ fn idx_files() {
         .iter()
         .map(|&b: &u8| f32::from(b))
         .collect();
-    check(&read_all(&ip, &opts).unwrap(), 2, 6, &want, Some(&[9.0, 4.0]));
-    check(&read_all(&ip, &InputOptions::default()).unwrap(), 2, 6, &want, None);
+    check(
+        &read_all(&ip, &opts).unwrap(),
+        2,
+        6,
+        &want,
+        Some(&[9.0, 4.0]),
+    );
+    check(
+        &read_all(&ip, &InputOptions::default()).unwrap(),
+        2,
+        6,
+        &want,
+        None,
+    );
     // Images and labels swapped.
     let opts = InputOptions {
         format: Some(Format::Idx),
@@ -212,8 +240,13 @@ fn real_mnist_test_set() {
     assert_eq!((d.n, d.p, d.values.len()), (10000, 784, 10000 * 784));
     let l = d.labels.as_ref().unwrap();
     assert_eq!(l.len(), 10000);
-    assert_eq!(&l[..10], &[7.0, 2.0, 1.0, 0.0, 4.0, 1.0, 4.0, 9.0, 5.0, 9.0]);
-    assert!(l.iter().all(|&x| (0.0..=9.0).contains(&x) && x.fract() == 0.0));
+    assert_eq!(
+        &l[..10],
+        &[7.0, 2.0, 1.0, 0.0, 4.0, 1.0, 4.0, 9.0, 5.0, 9.0]
+    );
+    assert!(l
+        .iter()
+        .all(|&x| (0.0..=9.0).contains(&x) && x.fract() == 0.0));
     assert!(d.values.iter().all(|&v| (0.0..=255.0).contains(&v)));
     assert_eq!(d.values.iter().copied().fold(0.0f32, f32::max), 255.0);
 }

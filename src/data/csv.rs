@@ -86,9 +86,7 @@ impl CsvReader {
                 if fields == 1 {
                     return Err(Error::format(
                         path,
-                        format!(
-                            "line {line} has only the label column: no features would be left"
-                        ),
+                        format!("line {line} has only the label column: no features would be left"),
                     ));
                 }
             }
@@ -308,13 +306,25 @@ mod tests {
         let e = err(b"1,2\n3,\n", None, None);
         assert!(e.contains("line 2, column 2") && e.contains("''"), "{e}");
         let e = err(b"1,2\nnan,4\n", None, None);
-        assert!(e.contains("line 2, column 1") && e.contains("finite"), "{e}");
+        assert!(
+            e.contains("line 2, column 1") && e.contains("finite"),
+            "{e}"
+        );
         let e = err(b"1,inf\n", None, None);
-        assert!(e.contains("line 1, column 2") && e.contains("finite"), "{e}");
+        assert!(
+            e.contains("line 1, column 2") && e.contains("finite"),
+            "{e}"
+        );
         let e = err(b"1,2\n3,1e39\n", Some(false), None);
-        assert!(e.contains("line 2, column 2") && e.contains("finite"), "{e}");
+        assert!(
+            e.contains("line 2, column 2") && e.contains("finite"),
+            "{e}"
+        );
         let e = err(b"1,2\n3,-inf\n", None, Some(1));
-        assert!(e.contains("line 2, column 2") && e.contains("finite"), "{e}");
+        assert!(
+            e.contains("line 2, column 2") && e.contains("finite"),
+            "{e}"
+        );
     }
 
     #[test]

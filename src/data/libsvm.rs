@@ -140,12 +140,7 @@ impl SvmReader {
     pub fn open(path: &Path, dim: Option<usize>) -> Result<SvmReader> {
         let mut feats = Vec::new();
         let (dim, rows_hint) = match dim {
-            Some(0) => {
-                return Err(Error::param(
-                    "--dim",
-                    "the dimension must be at least 1",
-                ))
-            }
+            Some(0) => return Err(Error::param("--dim", "the dimension must be at least 1")),
             Some(d) => (d, None),
             None => {
                 let mut lines = Lines::open(path)?;
@@ -219,7 +214,10 @@ impl RowReader for SvmReader {
             values.try_reserve(self.dim).map_err(|_| {
                 Error::format(
                     &self.lines.path,
-                    format!("line {line}: cannot allocate a row of {} features", self.dim),
+                    format!(
+                        "line {line}: cannot allocate a row of {} features",
+                        self.dim
+                    ),
                 )
             })?;
             values.resize(base + self.dim, 0.0);
@@ -307,7 +305,10 @@ mod tests {
         let path = dir.path().join("x.svm.gz");
         std::fs::write(&path, gz(text.as_bytes())).unwrap();
         let mut r = SvmReader::open(&path, None).unwrap();
-        assert_eq!((r.dim(), r.rows_hint(), r.has_labels()), (25, Some(25), true));
+        assert_eq!(
+            (r.dim(), r.rows_hint(), r.has_labels()),
+            (25, Some(25), true)
+        );
         let (mut v, mut l) = (Vec::new(), Vec::new());
         let mut total = 0;
         loop {
@@ -340,15 +341,27 @@ mod tests {
     #[test]
     fn rejects_bad_indices() {
         let e = err(b"1 1:1\n\n1 0:1\n", None);
-        assert!(e.contains("line 3") && e.contains("'0:1'") && e.contains("index 0"), "{e}");
+        assert!(
+            e.contains("line 3") && e.contains("'0:1'") && e.contains("index 0"),
+            "{e}"
+        );
         let e = err(b"1 3:1 2:1\n", Some(5));
-        assert!(e.contains("line 1") && e.contains("'2:1'") && e.contains("ascending"), "{e}");
+        assert!(
+            e.contains("line 1") && e.contains("'2:1'") && e.contains("ascending"),
+            "{e}"
+        );
         let e = err(b"1 2:1 2:1\n", None);
-        assert!(e.contains("line 1") && e.contains("'2:1'") && e.contains("duplicates"), "{e}");
+        assert!(
+            e.contains("line 1") && e.contains("'2:1'") && e.contains("duplicates"),
+            "{e}"
+        );
         let e = err(b"1 -2:1\n", None);
         assert!(e.contains("line 1") && e.contains("'-2:1'"), "{e}");
         let e = err(b"1 99999999999999999999999:1\n", None);
-        assert!(e.contains("line 1") && e.contains("bad feature index"), "{e}");
+        assert!(
+            e.contains("line 1") && e.contains("bad feature index"),
+            "{e}"
+        );
     }
 
     #[test]
@@ -360,9 +373,15 @@ mod tests {
         let e = err(b"1 1:1 junk\n", None);
         assert!(e.contains("line 1") && e.contains("'junk'"), "{e}");
         let e = err(b"1 1:nan\n", None);
-        assert!(e.contains("line 1") && e.contains("'1:nan'") && e.contains("finite"), "{e}");
+        assert!(
+            e.contains("line 1") && e.contains("'1:nan'") && e.contains("finite"),
+            "{e}"
+        );
         let e = err(b"1 1:inf\n", Some(2));
-        assert!(e.contains("line 1") && e.contains("'1:inf'") && e.contains("finite"), "{e}");
+        assert!(
+            e.contains("line 1") && e.contains("'1:inf'") && e.contains("finite"),
+            "{e}"
+        );
         let e = err(b"1 1:1e40\n", Some(2));
         assert!(e.contains("'1:1e40'") && e.contains("finite"), "{e}");
         let e = err(b"1 1:1\n\nnan 1:1\n", Some(2));

@@ -230,7 +230,12 @@ impl DictParser<'_> {
         self.skip_ws();
         let q = match self.peek() {
             Some(q @ (b'\'' | b'"')) => q,
-            _ => return Err(format!("expected a string at byte {} of the header", self.pos)),
+            _ => {
+                return Err(format!(
+                    "expected a string at byte {} of the header",
+                    self.pos
+                ))
+            }
         };
         self.pos += 1;
         let start = self.pos;
@@ -330,7 +335,12 @@ impl DictParser<'_> {
             match p.peek() {
                 Some(b',') => p.pos += 1,
                 Some(b'}') => {}
-                _ => return Err(format!("expected ',' or '}}' at byte {} of the header", p.pos)),
+                _ => {
+                    return Err(format!(
+                        "expected ',' or '}}' at byte {} of the header",
+                        p.pos
+                    ))
+                }
             }
         }
         p.skip_ws();
@@ -407,12 +417,12 @@ impl NpyReader {
                 read_exact_or_truncated(&mut input, &mut l, path, "the header length")?;
                 (4u64, u64::from(u32::from_le_bytes(l)))
             }
-            _ => {
-                return Err(Error::format(
-                    path,
-                    format!("unsupported .npy format version {major}.{minor} (expected 1.0, 2.0 or 3.0)"),
-                ))
-            }
+            _ => return Err(Error::format(
+                path,
+                format!(
+                    "unsupported .npy format version {major}.{minor} (expected 1.0, 2.0 or 3.0)"
+                ),
+            )),
         };
         if header_len > MAX_HEADER {
             return Err(Error::format(
@@ -601,7 +611,13 @@ pub(crate) mod tests {
     use std::io::Write;
 
     /// Build `.npy` bytes with the given header fields and raw data.
-    pub(crate) fn npy_bytes(major: u8, descr: &str, fortran: bool, shape: &str, data: &[u8]) -> Vec<u8> {
+    pub(crate) fn npy_bytes(
+        major: u8,
+        descr: &str,
+        fortran: bool,
+        shape: &str,
+        data: &[u8],
+    ) -> Vec<u8> {
         let dict = format!(
             "{{'descr': '{descr}', 'fortran_order': {}, 'shape': {shape}, }}",
             if fortran { "True" } else { "False" }
@@ -826,10 +842,9 @@ pub(crate) mod tests {
 
     #[test]
     fn parses_header_dict() {
-        let h = DictParser::parse(
-            b"{\"shape\": (10,3),\"fortran_order\":True ,'descr':'|u1'}   \n",
-        )
-        .unwrap();
+        let h =
+            DictParser::parse(b"{\"shape\": (10,3),\"fortran_order\":True ,'descr':'|u1'}   \n")
+                .unwrap();
         assert_eq!(
             h,
             Header {

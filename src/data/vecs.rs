@@ -309,10 +309,7 @@ mod tests {
     fn rejects_ragged_rows() {
         let b = fvecs(&[&[1.0, 2.0], &[3.0, 4.0], &[5.0, 6.0, 7.0], &[1.0, 1.0]]);
         let e = err(&b, Kind::F32);
-        assert!(
-            e.contains("row 2 has dimension 3 but row 0 has 2"),
-            "{e}"
-        );
+        assert!(e.contains("row 2 has dimension 3 but row 0 has 2"), "{e}");
         let e = err(&gz(&b), Kind::F32);
         assert!(e.contains("row 2 has dimension 3"), "{e}");
         // Ragged as the last, shorter row.
@@ -355,13 +352,22 @@ mod tests {
         let b = fvecs(&[&[1.0, 2.0], &[3.0, 4.0]]);
         for cut in [1, 3, 4, 7, 11] {
             let e = err(&b[..b.len() - cut], Kind::F32);
-            assert!(e.contains("truncated") && e.contains("row 1"), "cut {cut}: {e}");
+            assert!(
+                e.contains("truncated") && e.contains("row 1"),
+                "cut {cut}: {e}"
+            );
             let e = err(&gz(&b[..b.len() - cut]), Kind::F32);
-            assert!(e.contains("truncated") && e.contains("row 1"), "cut {cut}: {e}");
+            assert!(
+                e.contains("truncated") && e.contains("row 1"),
+                "cut {cut}: {e}"
+            );
         }
         for cut in [13, 16, 19] {
             let e = err(&b[..b.len() - cut], Kind::F32);
-            assert!(e.contains("truncated") && e.contains("row 0"), "cut {cut}: {e}");
+            assert!(
+                e.contains("truncated") && e.contains("row 0"),
+                "cut {cut}: {e}"
+            );
         }
         let b = bvecs(&[&[1, 2, 3]]);
         let e = err(&b[..6], Kind::U8);

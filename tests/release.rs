@@ -1,0 +1,203 @@
+//! Release files: round trip through the streaming publisher and the memory-mapped reader,
+//! integrity checks, and the README's numpy reader.
+
+use std::path::Path;
+
+use dprp::data::{native, read_all, Dataset, InputOptions, Scaling};
+use dprp::mechanism::{build, from_record, MechanismKind, MechanismParams};
+use dprp::privacy::guarantee::Neighbour;
+use dprp::privacy::noise::NoiseSource;
+use dprp::projection::Seed;
+use dprp::publish::{privatise_dataset, publish, PublishRequest, CHUNK_ROWS};
+use dprp::release::Release;
+
+fn dataset(n: usize, p: usize) -> Dataset {
+    let values = (0..n * p)
+        .map(|i| (((i * 2654435761usize) % 2001) as f32 / 1000.0) - 1.0)
+        .collect();
+    Dataset {
+        n,
+        p,
+        values,
+        labels: Some((0..n).map(|i| (i % 3) as f32).collect()),
+        scaling: Scaling::default(),
+    }
+}
+
+fn params(kind: MechanismKind, k: Option<usize>) -> MechanismParams {
+    MechanismParams {
+        kind,
+        epsilon: 3.0,
+        delta: Some(1e-6),
+        beta: 1.0,
+        neighbour: Neighbour::Coordinate,
+        p: 0,
+        k,
+        projection: None,
+        seed: Some(Seed::parse_hex("d1").unwrap()),
+    }
+}
+
+fn publish_to(input: &Path, out: &Path, kind: MechanismKind, k: Option<usize>, noise: &str) {
+    let req = PublishRequest {
+        input: input.to_path_buf(),
+        input_opts: InputOptions::default(),
+        scaling: Default::default(),
+        params: params(kind, k),
+        output: out.to_path_buf(),
+    };
+    publish(&req, &NoiseSource::from_seed(noise)).unwrap();
+}
+
+/// The streamed, chunked, multi-threaded publisher writes exactly what privatising the whole
+/// dataset in memory gives (same noise key), across several chunks and a partial last block.
+#[test]
+fn streamed_release_equals_in_memory_privatisation() {
+    let dir = tempfile::tempdir().unwrap();
+    let n = 2 * CHUNK_ROWS + 77;
+    let d = dataset(n, 40);
+    let input = dir.path().join("d.bin");
+    native::write(&input, &d).unwrap();
+    for (kind, k) in [
+        (MechanismKind::DpOporp, Some(8)),
+        (MechanismKind::DpRpGOpt, Some(12)),
+        (MechanismKind::DpRpG, Some(5)),
+        (MechanismKind::RawGOpt, None),
+    ] {
+        let out = dir.path().join(format!("{}.dprp", kind.name()));
+        publish_to(&input, &out, kind, k, "rt");
+        let r = Release::open(&out).unwrap();
+        assert_eq!(r.n(), n);
+        let mut p = params(kind, k);
+        p.p = 40;
+        let m = build(&p).unwrap();
+        let expect = privatise_dataset(m.as_ref(), &d, &NoiseSource::from_seed("rt")).unwrap();
+        assert_eq!(r.values().unwrap(), &expect[..], "{kind:?}");
+        assert_eq!(r.labels().unwrap(), &d.labels.as_ref().unwrap()[..]);
+        assert_eq!(r.id(5), 5);
+        // the recorded mechanism regenerates the same public map
+        let m2 = from_record(&r.meta().mechanism, &r.meta().guarantee).unwrap();
+        let mut a = vec![0f32; m.output_dim()];
+        let mut b = vec![0f32; m.output_dim()];
+        m.project(d.row(3), &mut a);
+        m2.project(d.row(3), &mut b);
+        assert_eq!(a, b);
+        assert!(!r.meta().private);
+    }
+}
+
+#[test]
+fn different_noise_keys_give_different_releases_and_os_noise_is_private() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("d.bin");
+    native::write(&input, &dataset(300, 10)).unwrap();
+    let a = dir.path().join("a.dprp");
+    let b = dir.path().join("b.dprp");
+    publish_to(&input, &a, MechanismKind::DpOporp, Some(4), "one");
+    publish_to(&input, &b, MechanismKind::DpOporp, Some(4), "two");
+    let (ra, rb) = (Release::open(&a).unwrap(), Release::open(&b).unwrap());
+    assert_ne!(ra.values().unwrap(), rb.values().unwrap());
+    let c = dir.path().join("c.dprp");
+    let req = PublishRequest {
+        input: input.clone(),
+        input_opts: InputOptions::default(),
+        scaling: Default::default(),
+        params: params(MechanismKind::DpOporp, Some(4)),
+        output: c.clone(),
+    };
+    let out = publish(&req, &NoiseSource::from_os().unwrap()).unwrap();
+    assert!(out.meta.private);
+    assert_eq!(Release::open(&c).unwrap().meta().noise.source, "os-csprng");
+}
+
+#[test]
+fn corruption_is_detected() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("d.bin");
+    native::write(&input, &dataset(100, 10)).unwrap();
+    let good = dir.path().join("g.dprp");
+    publish_to(&input, &good, MechanismKind::DpOporp, Some(4), "c");
+    let bytes = std::fs::read(&good).unwrap();
+    let bad = dir.path().join("bad.dprp");
+    let check = |b: &[u8], what: &str| {
+        std::fs::write(&bad, b).unwrap();
+        let e = Release::open(&bad).err().expect("corruption not detected").to_string();
+        assert!(e.contains(what), "expected '{what}' in: {e}");
+    };
+    for off in [130, 128 + 100 * 16 - 1, bytes.len() - 3, 20, 60, 85] {
+        let mut b = bytes.clone();
+        b[off] ^= 0x10;
+        let what = if (16..80).contains(&off) { "" } else { "checksum" };
+        check(&b, what);
+    }
+    check(&bytes[..bytes.len() - 1], "truncated");
+    check(&bytes[..50], "truncated");
+    let mut b = bytes.clone();
+    b.extend_from_slice(b"xx");
+    check(&b, "");
+    let mut b = bytes.clone();
+    b[0] = b'Q';
+    check(&b, "magic");
+    let mut b = bytes.clone();
+    b[8] = 9;
+    check(&b, "version");
+}
+
+/// The five-line numpy reader printed in the README really reads a release.
+#[test]
+fn readme_numpy_reader_works() {
+    let python = std::env::var("DPRP_PYTHON").unwrap_or_else(|_| "python3".into());
+    let has_numpy = std::process::Command::new(&python)
+        .args(["-c", "import numpy"])
+        .output()
+        .map(|o| o.status.success())
+        .unwrap_or(false);
+    if !has_numpy {
+        eprintln!("skipping: {python} with numpy is not available (set DPRP_PYTHON; .ci/run installs numpy)");
+        return;
+    }
+    let readme = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md")).unwrap();
+    let start = readme.find("<!-- numpy-reader -->").expect("README lacks the numpy reader marker");
+    let block = &readme[start..];
+    let code_start = block.find("```python\n").unwrap() + "```python\n".len();
+    let code = &block[code_start..code_start + block[code_start..].find("```").unwrap()];
+    assert!(code.lines().filter(|l| !l.trim().is_empty()).count() <= 5, "the reader is longer than five lines");
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("d.bin");
+    native::write(&input, &dataset(123, 20)).unwrap();
+    let rel = dir.path().join("release.dprp");
+    publish_to(&input, &rel, MechanismKind::DpRpGOpt, Some(7), "np");
+    let r = Release::open(&rel).unwrap();
+    let script = format!(
+        "{code}\nprint(int(n), int(k), meta['mechanism']['name'], repr(float(x.astype('f8').sum())), repr(float(x[5,3])))\n"
+    );
+    let out = std::process::Command::new(&python)
+        .arg("-c")
+        .arg(&script)
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let s = String::from_utf8_lossy(&out.stdout);
+    let sum: f64 = r.values().unwrap().iter().map(|&v| v as f64).sum();
+    let parts: Vec<&str> = s.split_whitespace().collect();
+    assert_eq!(parts[0], "123");
+    assert_eq!(parts[1], "7");
+    assert_eq!(parts[2], "dp-rp-g-opt");
+    assert!((parts[3].parse::<f64>().unwrap() - sum).abs() < 1e-6 * sum.abs().max(1.0));
+    assert_eq!(parts[4].parse::<f32>().unwrap(), r.row(5).unwrap()[3]);
+}
+
+/// The committed sample is what the documented generator makes.
+#[test]
+fn bundled_sample_is_reproducible() {
+    let committed = Path::new(env!("CARGO_MANIFEST_DIR")).join("data/sample.bin");
+    let d = read_all(&committed, &InputOptions::default()).unwrap();
+    assert_eq!(d, dprp::data::sample::generate());
+    let dir = tempfile::tempdir().unwrap();
+    let regen = dir.path().join("s.bin");
+    native::write(&regen, &d).unwrap();
+    assert_eq!(std::fs::read(&regen).unwrap(), std::fs::read(&committed).unwrap());
+    assert!(std::fs::metadata(&committed).unwrap().len() < 2 << 20);
+    assert!(d.values.iter().all(|v| (0.0..=1.0).contains(v)));
+}
