@@ -126,7 +126,12 @@ fn bench_end_to_end(c: &mut Criterion, fx: &Fixture, noise: &NoiseSource) {
         .measurement_time(Duration::from_secs(8))
         .throughput(Throughput::Elements(fx.data.n as u64));
     for (name, kind, k) in SETTINGS {
-        let req = request(kind, k, &fx.dataset, fx.dir.join(format!("{name}-{k}.release")));
+        let req = request(
+            kind,
+            k,
+            &fx.dataset,
+            fx.dir.join(format!("{name}-{k}.release")),
+        );
         g.bench_with_input(BenchmarkId::new(name, k), &req, |b, req| {
             b.iter(|| publish(black_box(req), noise).expect("publish"))
         });
@@ -168,9 +173,10 @@ fn bench_projection(c: &mut Criterion, fx: &Fixture) -> dprp::Result<()> {
     let rows = &fx.data.values[..DENSE_ROWS * p];
     let mut out = vec![0f32; DENSE_ROWS * 1024];
     g.throughput(Throughput::Elements(DENSE_ROWS as u64));
-    g.bench_function(BenchmarkId::new("dense-rademacher-k1024", DENSE_ROWS), |b| {
-        b.iter(|| dense.project(black_box(rows), &mut out))
-    });
+    g.bench_function(
+        BenchmarkId::new("dense-rademacher-k1024", DENSE_ROWS),
+        |b| b.iter(|| dense.project(black_box(rows), &mut out)),
+    );
 
     let oporp = Oporp::generate(p, 512, seed)?;
     let mut out = vec![0f32; n * 512];
@@ -244,11 +250,7 @@ fn phases(fx: &Fixture, noise: &NoiseSource) -> dprp::Result<()> {
             black_box(mechanism::build(&params(kind, k, p)).expect("build"));
         });
         let mech = mechanism::build(&params(kind, k, p))?;
-        let sigma = mech
-            .record()
-            .gaussian
-            .map(|g| g.sigma)
-            .unwrap_or(1.0);
+        let sigma = mech.record().gaussian.map(|g| g.sigma).unwrap_or(1.0);
         let mut out = vec![0f32; n * k];
         let project = time_it(REPS, || {
             fx.data
@@ -284,7 +286,9 @@ fn phases(fx: &Fixture, noise: &NoiseSource) -> dprp::Result<()> {
                 std::fs::File::create(&path).map_err(|e| dprp::Error::io(&path, e))?,
             );
             f.write_all(bytes).map_err(|e| dprp::Error::io(&path, e))?;
-            let f = f.into_inner().map_err(|e| dprp::Error::io(&path, e.into_error()))?;
+            let f = f
+                .into_inner()
+                .map_err(|e| dprp::Error::io(&path, e.into_error()))?;
             write.push(t.elapsed().as_secs_f64());
             let t = Instant::now();
             f.sync_all().map_err(|e| dprp::Error::io(&path, e))?;

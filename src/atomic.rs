@@ -44,9 +44,7 @@ impl AtomicFile {
             // Ordinary output-file permissions (rw-r--r--), not the 0600 of temporary files.
             builder.permissions(std::fs::Permissions::from_mode(0o644));
         }
-        let tmp = builder
-            .tempfile_in(&dir)
-            .map_err(|e| Error::io(dest, e))?;
+        let tmp = builder.tempfile_in(&dir).map_err(|e| Error::io(dest, e))?;
         let file = tmp.reopen().map_err(|e| Error::io(dest, e))?;
         Ok(AtomicFile {
             dest: dest.to_path_buf(),

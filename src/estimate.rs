@@ -95,9 +95,7 @@ impl Estimator {
     /// Variance of [`inner_product`](Estimator::inner_product) for a pair with statistics `s`.
     pub fn variance(&self, s: &PairStats, mode: QueryMode) -> f64 {
         match *self {
-            Estimator::Gaussian { family, k, sigma } => {
-                ip_variance(family, k, sigma, s, mode)
-            }
+            Estimator::Gaussian { family, k, sigma } => ip_variance(family, k, sigma, s, mode),
         }
     }
 }
@@ -115,7 +113,8 @@ pub fn ip_variance(family: Family, k: usize, sigma: f64, s: &PairStats, mode: Qu
         Family::Dense { fourth_moment } => {
             noise_lin
                 + dim_for_s4 * kf * s2 * s2
-                + (s.norm_u_sq * s.norm_v_sq + s.ip * s.ip + (fourth_moment - 3.0) * s.sum_u2v2) / kf
+                + (s.norm_u_sq * s.norm_v_sq + s.ip * s.ip + (fourth_moment - 3.0) * s.sum_u2v2)
+                    / kf
         }
         Family::Oporp { p } => {
             let pf = p as f64;

@@ -62,7 +62,10 @@ pub fn privatise_real(
     let p = mech.input_dim();
     let k = mech.output_dim();
     if first_row % BLOCK_ROWS as u64 != 0 {
-        return Err(Error::param("chunk", "chunks must start on a noise-block boundary"));
+        return Err(Error::param(
+            "chunk",
+            "chunks must start on a noise-block boundary",
+        ));
     }
     let first_block = first_row / BLOCK_ROWS as u64;
     rows.par_chunks(BLOCK_ROWS * p)
@@ -83,7 +86,11 @@ pub fn privatise_dataset(
     if data.p != mech.input_dim() {
         return Err(Error::param(
             "input",
-            format!("data has {} features, the mechanism expects {}", data.p, mech.input_dim()),
+            format!(
+                "data has {} features, the mechanism expects {}",
+                data.p,
+                mech.input_dim()
+            ),
         ));
     }
     let mut out = vec![0f32; data.n * mech.output_dim()];
@@ -135,7 +142,10 @@ pub fn publish(req: &PublishRequest, noise: &NoiseSource) -> Result<PublishOutco
     params.p = p;
     let mech = mechanism::build(&params)?;
     if mech.payload() != Payload::F32 {
-        return Err(Error::param("--mechanism", "sign mechanisms are not supported yet"));
+        return Err(Error::param(
+            "--mechanism",
+            "sign mechanisms are not supported yet",
+        ));
     }
     let k = mech.output_dim();
     let has_labels = reader.has_labels();
@@ -206,7 +216,10 @@ pub fn publish(req: &PublishRequest, noise: &NoiseSource) -> Result<PublishOutco
     });
     let writer = result?;
     if writer.rows() == 0 {
-        return Err(Error::format(&req.input, "the input has no rows: nothing to publish"));
+        return Err(Error::format(
+            &req.input,
+            "the input has no rows: nothing to publish",
+        ));
     }
     let guarantee = mech.guarantee();
     let private = !noise.is_seeded();
@@ -216,14 +229,20 @@ pub fn publish(req: &PublishRequest, noise: &NoiseSource) -> Result<PublishOutco
             "NOT PRIVATE: the noise was drawn from a user-supplied --noise-seed and can be \
              reproduced by anyone who knows it. Had it come from the OS, the guarantee would be: {statement}"
         );
-        warnings.push("--noise-seed makes the release reproducible and therefore NOT private".into());
+        warnings
+            .push("--noise-seed makes the release reproducible and therefore NOT private".into());
     }
-    if let (GuaranteeKind::ApproxDp, Some(cal)) = (guarantee.kind, mech.record().gaussian.as_ref()) {
+    if let (GuaranteeKind::ApproxDp, Some(cal)) = (guarantee.kind, mech.record().gaussian.as_ref())
+    {
         if cal.method.starts_with("classical") && !cal.classical_proven {
             warnings.push(format!(
-                "the classical Gaussian σ (Theorem 3.1) is proven only for ε < 1; at ε = {} prefer \
+                "the classical Gaussian σ (Theorem 3.1) is proven only for ε < 1; at ε = {} it \
+                 achieves δ = {:e} (exact, Balle & Wang), which is what the release states; prefer \
                  dp-rp-g-opt (analytic σ = {:.4} vs classical {:.4})",
-                guarantee.epsilon, cal.sigma_analytic, cal.sigma_classical
+                guarantee.epsilon,
+                guarantee.delta.unwrap_or(0.0),
+                cal.sigma_analytic,
+                cal.sigma_classical
             ));
         }
     }
@@ -256,7 +275,11 @@ pub fn publish(req: &PublishRequest, noise: &NoiseSource) -> Result<PublishOutco
 }
 
 /// Convenience: read, scale and validate a whole input into memory (for `convert`, evaluation).
-pub fn load_scaled(path: &std::path::Path, opts: &InputOptions, req: &ScalingRequest) -> Result<Dataset> {
+pub fn load_scaled(
+    path: &std::path::Path,
+    opts: &InputOptions,
+    req: &ScalingRequest,
+) -> Result<Dataset> {
     let mut data = crate::data::read_all(path, opts)?;
     let col = if req.needs_column_stats() {
         let mut acc = vec![0f32; data.p];

@@ -43,7 +43,11 @@ fn describe(args: &[&str], out: &Output) -> String {
 /// Run and require success; returns stdout.
 fn ok(dir: &Path, args: &[&str]) -> String {
     let out = dprp(dir, args);
-    assert!(out.status.success(), "expected success:\n{}", describe(args, &out));
+    assert!(
+        out.status.success(),
+        "expected success:\n{}",
+        describe(args, &out)
+    );
     assert!(
         !text(&out.stderr).contains("panicked"),
         "panic:\n{}",
@@ -55,7 +59,11 @@ fn ok(dir: &Path, args: &[&str]) -> String {
 /// Run and require success; returns (stdout, stderr).
 fn ok2(dir: &Path, args: &[&str]) -> (String, String) {
     let out = dprp(dir, args);
-    assert!(out.status.success(), "expected success:\n{}", describe(args, &out));
+    assert!(
+        out.status.success(),
+        "expected success:\n{}",
+        describe(args, &out)
+    );
     (text(&out.stdout), text(&out.stderr))
 }
 
@@ -230,7 +238,10 @@ fn read_native(path: &Path) -> (usize, usize, Vec<f32>, Option<Vec<f32>>) {
     assert_eq!(off % 64, 0);
     let values = f32s(&b[off..off + 4 * n * p]);
     let labels = (flags & 1 == 1).then(|| f32s(&b[off + 4 * n * p..off + 4 * n * p + 4 * n]));
-    assert_eq!(b.len(), off + 4 * n * p + if flags & 1 == 1 { 4 * n } else { 0 });
+    assert_eq!(
+        b.len(),
+        off + 4 * n * p + if flags & 1 == 1 { 4 * n } else { 0 }
+    );
     (n, p, values, labels)
 }
 
@@ -340,7 +351,10 @@ fn round_trip(dir: &Path, c: &Case) {
     assert_eq!(c.values.len(), c.n * c.p);
     let out = ok(dir, &with(&["convert", c.input, "-o", "d.bin"], c.flags));
     let summary = format!("{} rows × {} features", c.n, c.p);
-    assert!(out.contains(&summary), "convert should say {summary:?}:\n{out}");
+    assert!(
+        out.contains(&summary),
+        "convert should say {summary:?}:\n{out}"
+    );
     let (n, p, values, labels) = read_native(&dir.join("d.bin"));
     assert_eq!((n, p), (c.n, c.p), "dataset shape");
     assert_eq!(values, c.values, "dataset values");
@@ -355,11 +369,23 @@ fn round_trip(dir: &Path, c: &Case) {
     assert!(info.contains("(5, 1e-6)-DP"), "{info}");
 
     // Publish the original file directly, with the same reader and scaling flags.
-    let args = with(&with(&["publish", c.input, "-o", "direct.dprp"], &PUBLISH), c.flags);
+    let args = with(
+        &with(&["publish", c.input, "-o", "direct.dprp"], &PUBLISH),
+        c.flags,
+    );
     ok(dir, &args);
-    let j = check_release(dir, "direct.dprp", (c.n, c.p, 4), "dp-oporp", c.labels.is_some());
+    let j = check_release(
+        dir,
+        "direct.dprp",
+        (c.n, c.p, 4),
+        "dp-oporp",
+        c.labels.is_some(),
+    );
     check_guarantee_5(&j);
-    assert_eq!(j["scaling"], c.scaling, "scaling recorded by a direct publish");
+    assert_eq!(
+        j["scaling"], c.scaling,
+        "scaling recorded by a direct publish"
+    );
     assert_eq!(release_labels(&dir.join("direct.dprp")), c.labels);
     assert!(temp_leftovers(dir).is_empty());
 }
@@ -371,7 +397,9 @@ fn divide_by(v: &[f32], by: f64) -> Vec<f32> {
 #[test]
 fn round_trip_npy_f32() {
     let d = tmp();
-    let v = [0.5f32, -1.0, 0.25, 1.0, 0.0, -0.75, 0.125, 0.3, -0.3, 0.9, -0.9, 0.01];
+    let v = [
+        0.5f32, -1.0, 0.25, 1.0, 0.0, -0.75, 0.125, 0.3, -0.3, 0.9, -0.9, 0.01,
+    ];
     put(d.path(), "x.npy", &npy("<f4", 3, 4, &f32_le(&v)));
     round_trip(
         d.path(),
@@ -597,7 +625,9 @@ fn round_trip_csv_with_header() {
             flags: &[],
             n: 3,
             p: 4,
-            values: vec![0.1, 0.2, 0.3, 0.4, -0.5, 0.5, -1.0, 1.0, 0.0, 0.25, -0.25, 0.75],
+            values: vec![
+                0.1, 0.2, 0.3, 0.4, -0.5, 0.5, -1.0, 1.0, 0.0, 0.25, -0.25, 0.75,
+            ],
             labels: None,
             scaling: serde_json::json!([]),
         },
@@ -619,7 +649,9 @@ fn round_trip_csv_with_label_column() {
             flags: &["--label-column", "1"],
             n: 3,
             p: 4,
-            values: vec![0.5, -1.0, 0.0, 0.25, -0.5, 1.0, 0.5, -0.25, 0.0, 0.125, -0.125, 1.0],
+            values: vec![
+                0.5, -1.0, 0.0, 0.25, -0.5, 1.0, 0.5, -0.25, 0.0, 0.125, -0.125, 1.0,
+            ],
             labels: Some(vec![3.0, 1.0, 8.0]),
             scaling: serde_json::json!([]),
         },
@@ -634,21 +666,36 @@ fn round_trip_csv_with_scale_and_normalize() {
     let want = vec![0.6f32, 0.8, 0.0, 0.0, 0.0, 0.0, -0.6, 0.8];
     ok(
         d.path(),
-        &["convert", "x.csv", "--scale", "10", "--normalize", "l2", "-o", "d.bin"],
+        &[
+            "convert",
+            "x.csv",
+            "--scale",
+            "10",
+            "--normalize",
+            "l2",
+            "-o",
+            "d.bin",
+        ],
     );
     let (n, p, values, _) = read_native(&d.path().join("d.bin"));
     assert_eq!((n, p), (2, 4));
     for (a, b) in values.iter().zip(&want) {
         assert!((a - b).abs() < 1e-6, "{values:?} vs {want:?}");
     }
-    ok(d.path(), &with(&["publish", "d.bin", "-o", "r.dprp"], &PUBLISH));
+    ok(
+        d.path(),
+        &with(&["publish", "d.bin", "-o", "r.dprp"], &PUBLISH),
+    );
     let j = check_release(d.path(), "r.dprp", (2, 4, 4), "dp-oporp", false);
     assert_eq!(
         j["scaling"],
         serde_json::json!([{"step": "divide", "by": 10.0}, {"step": "normalize-l2"}])
     );
     let info = ok(d.path(), &["info", "r.dprp"]);
-    assert!(info.contains("divide by 10, then l2-normalise rows"), "{info}");
+    assert!(
+        info.contains("divide by 10, then l2-normalise rows"),
+        "{info}"
+    );
 }
 
 #[test]
@@ -661,7 +708,10 @@ fn format_flag_overrides_the_file_name() {
         "d.bin",
         &["data.txt", "unknown input format"],
     );
-    let out = ok(d.path(), &["convert", "data.txt", "--format", "csv", "-o", "d.bin"]);
+    let out = ok(
+        d.path(),
+        &["convert", "data.txt", "--format", "csv", "-o", "d.bin"],
+    );
     assert!(out.contains("3 rows × 4 features"), "{out}");
 }
 
@@ -681,7 +731,15 @@ fn every_mechanism_publishes() {
     ] {
         let out = format!("{mech}.dprp");
         let mut args = vec![
-            "publish", "d.bin", "--mechanism", mech, "--epsilon", "5", "--delta", "1e-6", "-o",
+            "publish",
+            "d.bin",
+            "--mechanism",
+            mech,
+            "--epsilon",
+            "5",
+            "--delta",
+            "1e-6",
+            "-o",
             &out,
         ];
         if let Some(k) = k {
@@ -724,8 +782,20 @@ fn every_projection_publishes() {
             ok(
                 d.path(),
                 &[
-                    "publish", "d.bin", "-m", mech, "--epsilon", "5", "--delta", "1e-6", "--k",
-                    "6", "--projection", proj, "-o", &out,
+                    "publish",
+                    "d.bin",
+                    "-m",
+                    mech,
+                    "--epsilon",
+                    "5",
+                    "--delta",
+                    "1e-6",
+                    "--k",
+                    "6",
+                    "--projection",
+                    proj,
+                    "-o",
+                    &out,
                 ],
             );
             let j = check_release(d.path(), &out, (3, 4, 6), mech, false);
@@ -791,7 +861,14 @@ fn projection_seed_is_recorded_left_padded() {
     ok(
         d.path(),
         &with(
-            &["publish", "d.bin", "--projection-seed", full, "-o", "full.dprp"],
+            &[
+                "publish",
+                "d.bin",
+                "--projection-seed",
+                full,
+                "-o",
+                "full.dprp",
+            ],
             &PUBLISH,
         ),
     );
@@ -801,12 +878,21 @@ fn projection_seed_is_recorded_left_padded() {
         full.to_ascii_lowercase().as_str()
     );
     // Without --projection-seed a fresh seed is drawn and recorded.
-    ok(d.path(), &with(&["publish", "d.bin", "-o", "a.dprp"], &PUBLISH));
-    ok(d.path(), &with(&["publish", "d.bin", "-o", "b.dprp"], &PUBLISH));
+    ok(
+        d.path(),
+        &with(&["publish", "d.bin", "-o", "a.dprp"], &PUBLISH),
+    );
+    ok(
+        d.path(),
+        &with(&["publish", "d.bin", "-o", "b.dprp"], &PUBLISH),
+    );
     let a = info_json(d.path(), "a.dprp")["mechanism"]["projection"]["seed"].clone();
     let b = info_json(d.path(), "b.dprp")["mechanism"]["projection"]["seed"].clone();
     assert_eq!(a.as_str().unwrap().len(), 64);
-    assert_ne!(a, b, "two runs without --projection-seed should draw different seeds");
+    assert_ne!(
+        a, b,
+        "two runs without --projection-seed should draw different seeds"
+    );
 }
 
 #[test]
@@ -858,7 +944,10 @@ fn noise_seed_is_reproducible_not_private_and_not_stored() {
         run(&b, Some(secret));
         let (pa, pb) = (payload(&d.path().join(&a)), payload(&d.path().join(&b)));
         assert_eq!(pa.len(), 3 * k * 4);
-        assert_eq!(pa, pb, "{mech}: same seeds must give byte-identical payloads");
+        assert_eq!(
+            pa, pb,
+            "{mech}: same seeds must give byte-identical payloads"
+        );
         run(&c, Some("another-seed"));
         assert_ne!(
             pa,
@@ -870,8 +959,14 @@ fn noise_seed_is_reproducible_not_private_and_not_stored() {
         assert!(info.contains("NOT PRIVATE"), "{info}");
         let j = info_json(d.path(), &a);
         assert_eq!(j["private"], false, "{j}");
-        assert!(j["statement"].as_str().unwrap().starts_with("NOT PRIVATE"), "{j}");
-        assert!(j["noise"]["source"].as_str().unwrap().contains("NOT PRIVATE"));
+        assert!(
+            j["statement"].as_str().unwrap().starts_with("NOT PRIVATE"),
+            "{j}"
+        );
+        assert!(j["noise"]["source"]
+            .as_str()
+            .unwrap()
+            .contains("NOT PRIVATE"));
         for f in [&a, &b] {
             let bytes = std::fs::read(d.path().join(f)).unwrap();
             assert!(
@@ -898,23 +993,42 @@ fn fresh_noise_without_noise_seed() {
         "private releases must draw fresh noise"
     );
     let info = ok(d.path(), &["info", "a.dprp"]);
-    assert!(!info.contains("NOT PRIVATE") && info.contains("(5, 1e-6)-DP"), "{info}");
+    assert!(
+        !info.contains("NOT PRIVATE") && info.contains("(5, 1e-6)-DP"),
+        "{info}"
+    );
 }
 
 #[test]
 fn labels_survive_publish_from_native() {
     let d = tmp();
     put(d.path(), "x.csv", b"y,a,b\n1,0.5,0.5\n-1,0.25,-0.25\n");
-    ok(d.path(), &["convert", "x.csv", "--label-column", "0", "-o", "d.bin"]);
+    ok(
+        d.path(),
+        &["convert", "x.csv", "--label-column", "0", "-o", "d.bin"],
+    );
     ok(
         d.path(),
         &[
-            "publish", "d.bin", "-m", "dp-oporp", "--epsilon", "5", "--delta", "1e-6", "--k",
-            "2", "-o", "r.dprp",
+            "publish",
+            "d.bin",
+            "-m",
+            "dp-oporp",
+            "--epsilon",
+            "5",
+            "--delta",
+            "1e-6",
+            "--k",
+            "2",
+            "-o",
+            "r.dprp",
         ],
     );
     check_release(d.path(), "r.dprp", (2, 2, 2), "dp-oporp", true);
-    assert_eq!(release_labels(&d.path().join("r.dprp")), Some(vec![1.0, -1.0]));
+    assert_eq!(
+        release_labels(&d.path().join("r.dprp")),
+        Some(vec![1.0, -1.0])
+    );
 }
 
 #[test]
@@ -1087,9 +1201,17 @@ fn info_rejects_wrong_magic() {
     b[0] = b'X';
     put(d.path(), "bad.dprp", &b);
     fails(d.path(), &["info", "bad.dprp"], &["bad.dprp", "magic"]);
-    fails(d.path(), &["info", "bad.dprp", "--json"], &["bad.dprp", "magic"]);
+    fails(
+        d.path(),
+        &["info", "bad.dprp", "--json"],
+        &["bad.dprp", "magic"],
+    );
     // A dataset is not a release.
-    fails(d.path(), &["info", "d.bin"], &["d.bin", "not a dprp release"]);
+    fails(
+        d.path(),
+        &["info", "d.bin"],
+        &["d.bin", "not a dprp release"],
+    );
 }
 
 #[test]
@@ -1139,7 +1261,10 @@ fn info_rejects_flipped_metadata_byte() {
     // Change a digit of the recorded ε (a plausible-looking, still well-formed edit).
     let meta = std::str::from_utf8(&b[meta_off..]).unwrap();
     let at = meta.find("\"epsilon\": 5").expect("epsilon in metadata") + "\"epsilon\": ".len();
-    for (name, off) in [("a.dprp", meta_off + at), ("b.dprp", meta_off + meta_len / 2)] {
+    for (name, off) in [
+        ("a.dprp", meta_off + at),
+        ("b.dprp", meta_off + meta_len / 2),
+    ] {
         let mut c = b.clone();
         c[off] ^= 0x01;
         put(d.path(), name, &c);
@@ -1171,7 +1296,10 @@ fn values_outside_domain_name_row_and_column() {
         "r.dprp",
         &["x.csv", "row 2, column 3", "1.5", "[-1,1]", "--clip"],
     );
-    assert!(err.contains("--scale"), "the message should say how to rescale: {err}");
+    assert!(
+        err.contains("--scale"),
+        "the message should say how to rescale: {err}"
+    );
     // Convert keeps unscaled values; publish of the dataset names the same cell.
     ok(d.path(), &["convert", "x.csv", "-o", "d.bin"]);
     let (_, _, v, _) = read_native(&d.path().join("d.bin"));
@@ -1186,7 +1314,10 @@ fn values_outside_domain_name_row_and_column() {
     put(d.path(), "x.svm", b"1 1:0.5\n0 3:-2.5\n");
     fails_clean(
         d.path(),
-        &with(&["publish", "x.svm", "--dim", "4", "-o", "r.dprp"], &PUBLISH),
+        &with(
+            &["publish", "x.svm", "--dim", "4", "-o", "r.dprp"],
+            &PUBLISH,
+        ),
         "r.dprp",
         &["x.svm", "row 1, column 2", "-2.5"],
     );
@@ -1197,7 +1328,10 @@ fn values_outside_domain_name_row_and_column() {
     );
     ok(
         d.path(),
-        &with(&["publish", "x.csv", "--scale", "max-abs", "-o", "r2.dprp"], &PUBLISH),
+        &with(
+            &["publish", "x.csv", "--scale", "max-abs", "-o", "r2.dprp"],
+            &PUBLISH,
+        ),
     );
 }
 
@@ -1298,7 +1432,11 @@ fn nan_and_inf_in_npy() {
 #[test]
 fn ragged_csv_rows() {
     let d = tmp();
-    put(d.path(), "x.csv", b"a,b,c,d\n0,0,0,0\n0.1,0.1,0.1,0.1\n0.2,0.2,0.2\n0,0,0,0\n");
+    put(
+        d.path(),
+        "x.csv",
+        b"a,b,c,d\n0,0,0,0\n0.1,0.1,0.1,0.1\n0.2,0.2,0.2\n0,0,0,0\n",
+    );
     fails_clean(
         d.path(),
         &with(&["publish", "x.csv", "-o", "r.dprp"], &PUBLISH),
@@ -1314,7 +1452,11 @@ fn ragged_csv_rows() {
     // Far into the file (after the first chunk has been privatised and written).
     let mut big = String::from("a,b,c,d\n");
     for i in 0..6000 {
-        big.push_str(if i == 5500 { "0,0,0,0,0\n" } else { "0.5,0,0,-0.5\n" });
+        big.push_str(if i == 5500 {
+            "0,0,0,0,0\n"
+        } else {
+            "0.5,0,0,-0.5\n"
+        });
     }
     put(d.path(), "big.csv", big.as_bytes());
     fails_clean(
@@ -1337,7 +1479,11 @@ fn ragged_fvecs() {
     put(
         d.path(),
         "x.fvecs",
-        &fvecs(&[&[0.0, 0.0, 0.0, 0.0], &[0.5, 0.5, 0.5, 0.5], &[0.1, 0.2, 0.3]]),
+        &fvecs(&[
+            &[0.0, 0.0, 0.0, 0.0],
+            &[0.5, 0.5, 0.5, 0.5],
+            &[0.1, 0.2, 0.3],
+        ]),
     );
     fails_clean(
         d.path(),
@@ -1369,7 +1515,10 @@ fn svm_index_beyond_dim() {
     put(d.path(), "x.svm", b"1 1:0.5 2:0.5\n-1 3:0.25 9:0.5\n");
     fails_clean(
         d.path(),
-        &with(&["publish", "x.svm", "--dim", "4", "-o", "r.dprp"], &PUBLISH),
+        &with(
+            &["publish", "x.svm", "--dim", "4", "-o", "r.dprp"],
+            &PUBLISH,
+        ),
         "r.dprp",
         &["x.svm", "line 2", "index 9", "dimension 4"],
     );
@@ -1393,8 +1542,18 @@ fn bad_epsilon() {
     valid_dataset(d.path());
     for eps in ["0", "-1", "nan", "inf", "abc"] {
         let args = [
-            "publish", "d.bin", "-m", "dp-oporp", "--epsilon", eps, "--delta", "1e-6", "--k", "2",
-            "-o", "r.dprp",
+            "publish",
+            "d.bin",
+            "-m",
+            "dp-oporp",
+            "--epsilon",
+            eps,
+            "--delta",
+            "1e-6",
+            "--k",
+            "2",
+            "-o",
+            "r.dprp",
         ];
         fails_clean(d.path(), &args, "r.dprp", &["--epsilon"]);
     }
@@ -1406,14 +1565,33 @@ fn bad_delta() {
     valid_dataset(d.path());
     for delta in ["0", "1", "1.5", "-0.1", "nan"] {
         let args = [
-            "publish", "d.bin", "-m", "dp-oporp", "--epsilon", "5", "--delta", delta, "--k", "2",
-            "-o", "r.dprp",
+            "publish",
+            "d.bin",
+            "-m",
+            "dp-oporp",
+            "--epsilon",
+            "5",
+            "--delta",
+            delta,
+            "--k",
+            "2",
+            "-o",
+            "r.dprp",
         ];
         fails_clean(d.path(), &args, "r.dprp", &["--delta"]);
     }
     // Missing δ for each (Gaussian) mechanism.
     for mech in ["raw-g-opt", "dp-rp-g", "dp-rp-g-opt", "dp-oporp"] {
-        let mut args = vec!["publish", "d.bin", "-m", mech, "--epsilon", "5", "-o", "r.dprp"];
+        let mut args = vec![
+            "publish",
+            "d.bin",
+            "-m",
+            mech,
+            "--epsilon",
+            "5",
+            "-o",
+            "r.dprp",
+        ];
         if mech != "raw-g-opt" {
             args.extend(["--k", "4"]);
         }
@@ -1426,12 +1604,18 @@ fn bad_beta() {
     let d = tmp();
     valid_dataset(d.path());
     for beta in ["0", "-1", "-0.5", "nan", "inf"] {
-        let args = with(&["publish", "d.bin", "--beta", beta, "-o", "r.dprp"], &PUBLISH);
+        let args = with(
+            &["publish", "d.bin", "--beta", beta, "-o", "r.dprp"],
+            &PUBLISH,
+        );
         fails_clean(d.path(), &args, "r.dprp", &["--beta"]);
     }
     fails_clean(
         d.path(),
-        &with(&["publish", "d.bin", "--neighbour", "l2", "-o", "r.dprp"], &PUBLISH),
+        &with(
+            &["publish", "d.bin", "--neighbour", "l2", "-o", "r.dprp"],
+            &PUBLISH,
+        ),
         "r.dprp",
         &["--neighbour", "l2"],
     );
@@ -1442,7 +1626,15 @@ fn bad_k() {
     let d = tmp();
     valid_dataset(d.path()); // p = 4
     let base = [
-        "publish", "d.bin", "--epsilon", "5", "--delta", "1e-6", "-o", "r.dprp", "-m",
+        "publish",
+        "d.bin",
+        "--epsilon",
+        "5",
+        "--delta",
+        "1e-6",
+        "-o",
+        "r.dprp",
+        "-m",
     ];
     // k = 0
     for mech in ["dp-oporp", "dp-rp-g", "dp-rp-g-opt"] {
@@ -1481,7 +1673,12 @@ fn bad_k() {
         "r.dprp",
         &["--k"],
     );
-    fails_clean(d.path(), &with(&base, &["dp-oporp", "--k", "-3"]), "r.dprp", &["-3"]);
+    fails_clean(
+        d.path(),
+        &with(&base, &["dp-oporp", "--k", "-3"]),
+        "r.dprp",
+        &["-3"],
+    );
 }
 
 #[test]
@@ -1489,7 +1686,16 @@ fn unknown_mechanism_and_projection() {
     let d = tmp();
     valid_dataset(d.path());
     let base = [
-        "publish", "d.bin", "--epsilon", "5", "--delta", "1e-6", "--k", "2", "-o", "r.dprp",
+        "publish",
+        "d.bin",
+        "--epsilon",
+        "5",
+        "--delta",
+        "1e-6",
+        "--k",
+        "2",
+        "-o",
+        "r.dprp",
     ];
     fails_clean(
         d.path(),
@@ -1527,7 +1733,14 @@ fn bad_projection_seed() {
     let long = "a".repeat(65);
     for seed in ["xyz", "12g4", "", "0x", long.as_str()] {
         let args = with(
-            &["publish", "d.bin", "--projection-seed", seed, "-o", "r.dprp"],
+            &[
+                "publish",
+                "d.bin",
+                "--projection-seed",
+                seed,
+                "-o",
+                "r.dprp",
+            ],
             &PUBLISH,
         );
         fails_clean(d.path(), &args, "r.dprp", &["--projection-seed"]);
@@ -1621,7 +1834,10 @@ fn empty_inputs() {
     // With --dim the dimension is known but there are still no rows.
     fails_clean(
         d.path(),
-        &with(&["publish", "e.svm", "--dim", "4", "-o", "r.dprp"], &PUBLISH),
+        &with(
+            &["publish", "e.svm", "--dim", "4", "-o", "r.dprp"],
+            &PUBLISH,
+        ),
         "r.dprp",
         &["e.svm", "no rows"],
     );
@@ -1660,13 +1876,19 @@ fn reader_option_mismatches() {
     valid_dataset(d.path());
     fails_clean(
         d.path(),
-        &with(&["publish", "ok.csv", "--labels", "l", "-o", "r.dprp"], &PUBLISH),
+        &with(
+            &["publish", "ok.csv", "--labels", "l", "-o", "r.dprp"],
+            &PUBLISH,
+        ),
         "r.dprp",
         &["--labels"],
     );
     fails_clean(
         d.path(),
-        &with(&["publish", "d.bin", "--dim", "4", "-o", "r.dprp"], &PUBLISH),
+        &with(
+            &["publish", "d.bin", "--dim", "4", "-o", "r.dprp"],
+            &PUBLISH,
+        ),
         "r.dprp",
         &["--dim"],
     );
@@ -1695,18 +1917,36 @@ fn reader_option_mismatches() {
         &["--normalize"],
     );
     // IDX: image and label counts differ.
-    put(d.path(), "i-idx3-ubyte", &idx_images(2, 1, 2, &[1, 2, 3, 4]));
+    put(
+        d.path(),
+        "i-idx3-ubyte",
+        &idx_images(2, 1, 2, &[1, 2, 3, 4]),
+    );
     put(d.path(), "l-idx1-ubyte", &idx_labels(&[1, 2, 3]));
     fails_clean(
         d.path(),
-        &["convert", "i-idx3-ubyte", "--labels", "l-idx1-ubyte", "-o", "d2.bin"],
+        &[
+            "convert",
+            "i-idx3-ubyte",
+            "--labels",
+            "l-idx1-ubyte",
+            "-o",
+            "d2.bin",
+        ],
         "d2.bin",
         &["l-idx1-ubyte", "3 labels", "2 images"],
     );
     // ... and a missing label file.
     fails_clean(
         d.path(),
-        &["convert", "i-idx3-ubyte", "--labels", "none-idx1-ubyte", "-o", "d2.bin"],
+        &[
+            "convert",
+            "i-idx3-ubyte",
+            "--labels",
+            "none-idx1-ubyte",
+            "-o",
+            "d2.bin",
+        ],
         "d2.bin",
         &["none-idx1-ubyte"],
     );
@@ -1735,7 +1975,10 @@ fn missing_output_directory_message_names_the_directory() {
         "nodir/r.dprp",
         &["nodir"],
     );
-    assert!(!err.contains(".dprp-tmp-"), "internal temp name leaked: {err}");
+    assert!(
+        !err.contains(".dprp-tmp-"),
+        "internal temp name leaked: {err}"
+    );
 }
 
 #[test]
@@ -1751,7 +1994,11 @@ fn output_equal_to_input_is_refused() {
     );
     assert_eq!(std::fs::read(d.path().join("d.bin")).unwrap(), before);
     let csv = std::fs::read(d.path().join("ok.csv")).unwrap();
-    fails(d.path(), &["convert", "ok.csv", "-o", "ok.csv"], &["ok.csv"]);
+    fails(
+        d.path(),
+        &["convert", "ok.csv", "-o", "ok.csv"],
+        &["ok.csv"],
+    );
     assert_eq!(std::fs::read(d.path().join("ok.csv")).unwrap(), csv);
     assert!(temp_leftovers(d.path()).is_empty());
 }
@@ -1831,30 +2078,67 @@ fn calibrate_reference_sigmas() {
     let d = tmp();
     let out = ok(
         d.path(),
-        &["calibrate", "--epsilon", "1", "--delta", "1e-6", "--sensitivity", "1"],
+        &[
+            "calibrate",
+            "--epsilon",
+            "1",
+            "--delta",
+            "1e-6",
+            "--sensitivity",
+            "1",
+        ],
     );
     let analytic = value_after(&out, "analytic");
     let classical = value_after(&out, "classical");
     assert_eq!(format!("{analytic:.4}"), "4.2247", "{out}");
     assert_eq!(format!("{classical:.4}"), "5.2988", "{out}");
     // DESIGN.md §4 reference table, a few more entries; σ scales linearly with Δ₂.
-    for (eps, delta, sigma) in [("0.5", "1e-6", "8.0576"), ("5", "1e-6", "0.9800"), ("2", "1e-5", "1.9938")] {
+    for (eps, delta, sigma) in [
+        ("0.5", "1e-6", "8.0576"),
+        ("5", "1e-6", "0.9800"),
+        ("2", "1e-5", "1.9938"),
+    ] {
         let out = ok(d.path(), &["calibrate", "--epsilon", eps, "--delta", delta]);
-        assert_eq!(format!("{:.4}", value_after(&out, "analytic")), sigma, "{out}");
+        assert_eq!(
+            format!("{:.4}", value_after(&out, "analytic")),
+            sigma,
+            "{out}"
+        );
     }
     let out = ok(
         d.path(),
-        &["calibrate", "--epsilon", "1", "--delta", "1e-6", "--sensitivity", "2"],
+        &[
+            "calibrate",
+            "--epsilon",
+            "1",
+            "--delta",
+            "1e-6",
+            "--sensitivity",
+            "2",
+        ],
     );
-    assert_eq!(format!("{:.3}", value_after(&out, "analytic")), "8.449", "{out}");
+    assert_eq!(
+        format!("{:.3}", value_after(&out, "analytic")),
+        "8.449",
+        "{out}"
+    );
 }
 
 #[test]
 fn calibrate_for_a_mechanism() {
     let d = tmp();
     let args = [
-        "calibrate", "--epsilon", "5", "--delta", "1e-6", "--mechanism", "dp-rp-g-opt", "--dim",
-        "784", "--k", "256",
+        "calibrate",
+        "--epsilon",
+        "5",
+        "--delta",
+        "1e-6",
+        "--mechanism",
+        "dp-rp-g-opt",
+        "--dim",
+        "784",
+        "--k",
+        "256",
     ];
     let out = ok(d.path(), &args);
     let row = table_row(&out, 256);
@@ -1864,21 +2148,40 @@ fn calibrate_for_a_mechanism() {
 
     let out = ok(
         d.path(),
-        &with(&args, &["--projection", "gaussian", "--projection-seed", "1"]),
+        &with(
+            &args,
+            &["--projection", "gaussian", "--projection-seed", "1"],
+        ),
     );
     let row = table_row(&out, 256);
-    assert!(row[1] > 1.0, "Gaussian W: Δ₂ = max row norm / √k > 1:\n{out}");
+    assert!(
+        row[1] > 1.0,
+        "Gaussian W: Δ₂ = max row norm / √k > 1:\n{out}"
+    );
     assert!(row[2] > 0.98, "{out}");
 
     // dp-oporp: Δ₂ = β, default table of k ≤ p.
     let out = ok(
         d.path(),
-        &["calibrate", "-e", "5", "-d", "1e-6", "-m", "dp-oporp", "--dim", "784"],
+        &[
+            "calibrate",
+            "-e",
+            "5",
+            "-d",
+            "1e-6",
+            "-m",
+            "dp-oporp",
+            "--dim",
+            "784",
+        ],
     );
     for k in [64, 128, 256, 512] {
         assert_eq!(table_row(&out, k)[1], 1.0, "{out}");
     }
-    assert!(!out.lines().any(|l| l.trim_start().starts_with("1024")), "k ≤ p:\n{out}");
+    assert!(
+        !out.lines().any(|l| l.trim_start().starts_with("1024")),
+        "k ≤ p:\n{out}"
+    );
 }
 
 #[test]
@@ -1887,52 +2190,140 @@ fn calibrate_rejects_bad_parameters() {
     for eps in ["0", "-1", "nan", "inf"] {
         fails(
             d.path(),
-            &["calibrate", "--epsilon", eps, "--delta", "1e-6", "--sensitivity", "1"],
+            &[
+                "calibrate",
+                "--epsilon",
+                eps,
+                "--delta",
+                "1e-6",
+                "--sensitivity",
+                "1",
+            ],
             &["--epsilon"],
         );
         fails(
             d.path(),
-            &["calibrate", "--epsilon", eps, "--delta", "1e-6", "-m", "dp-oporp", "--dim", "784", "--k", "256"],
+            &[
+                "calibrate",
+                "--epsilon",
+                eps,
+                "--delta",
+                "1e-6",
+                "-m",
+                "dp-oporp",
+                "--dim",
+                "784",
+                "--k",
+                "256",
+            ],
             &["--epsilon"],
         );
     }
     for delta in ["0", "1", "1.5", "-0.5", "nan"] {
         fails(
             d.path(),
-            &["calibrate", "--epsilon", "1", "--delta", delta, "--sensitivity", "1"],
+            &[
+                "calibrate",
+                "--epsilon",
+                "1",
+                "--delta",
+                delta,
+                "--sensitivity",
+                "1",
+            ],
             &["--delta"],
         );
         fails(
             d.path(),
-            &["calibrate", "--epsilon", "1", "--delta", delta, "-m", "dp-rp-g", "--dim", "784", "--k", "256"],
+            &[
+                "calibrate",
+                "--epsilon",
+                "1",
+                "--delta",
+                delta,
+                "-m",
+                "dp-rp-g",
+                "--dim",
+                "784",
+                "--k",
+                "256",
+            ],
             &["--delta"],
         );
     }
     for s in ["0", "-1", "nan"] {
         fails(
             d.path(),
-            &["calibrate", "--epsilon", "1", "--delta", "1e-6", "--sensitivity", s],
+            &[
+                "calibrate",
+                "--epsilon",
+                "1",
+                "--delta",
+                "1e-6",
+                "--sensitivity",
+                s,
+            ],
             &["--sensitivity"],
         );
     }
     fails(
         d.path(),
-        &["calibrate", "--epsilon", "1", "--delta", "1e-6", "-m", "dp-nope", "--dim", "10"],
+        &[
+            "calibrate",
+            "--epsilon",
+            "1",
+            "--delta",
+            "1e-6",
+            "-m",
+            "dp-nope",
+            "--dim",
+            "10",
+        ],
         &["--mechanism", "dp-nope"],
     );
     fails(
         d.path(),
-        &["calibrate", "--epsilon", "1", "--delta", "1e-6", "-m", "dp-oporp", "--dim", "0"],
+        &[
+            "calibrate",
+            "--epsilon",
+            "1",
+            "--delta",
+            "1e-6",
+            "-m",
+            "dp-oporp",
+            "--dim",
+            "0",
+        ],
         &["--dim"],
     );
     fails(
         d.path(),
-        &["calibrate", "--epsilon", "1", "--delta", "1e-6", "-m", "dp-oporp", "--dim", "10", "--k", "20"],
+        &[
+            "calibrate",
+            "--epsilon",
+            "1",
+            "--delta",
+            "1e-6",
+            "-m",
+            "dp-oporp",
+            "--dim",
+            "10",
+            "--k",
+            "20",
+        ],
         &["--k"],
     );
     fails(
         d.path(),
-        &["calibrate", "--epsilon", "1", "--delta", "1e-6", "--beta", "0"],
+        &[
+            "calibrate",
+            "--epsilon",
+            "1",
+            "--delta",
+            "1e-6",
+            "--beta",
+            "0",
+        ],
         &["--beta"],
     );
     assert!(temp_leftovers(d.path()).is_empty());
@@ -1943,8 +2334,32 @@ fn calibrate_rejects_bad_parameters() {
 fn calibrate_prints_nothing_when_parameters_are_invalid() {
     let d = tmp();
     for args in [
-        ["calibrate", "--epsilon", "0", "--delta", "1e-6", "-m", "dp-oporp", "--dim", "784", "--k", "256"],
-        ["calibrate", "--epsilon", "1", "--delta", "2", "-m", "dp-oporp", "--dim", "784", "--k", "256"],
+        [
+            "calibrate",
+            "--epsilon",
+            "0",
+            "--delta",
+            "1e-6",
+            "-m",
+            "dp-oporp",
+            "--dim",
+            "784",
+            "--k",
+            "256",
+        ],
+        [
+            "calibrate",
+            "--epsilon",
+            "1",
+            "--delta",
+            "2",
+            "-m",
+            "dp-oporp",
+            "--dim",
+            "784",
+            "--k",
+            "256",
+        ],
     ] {
         let out = dprp(d.path(), &args);
         assert!(!out.status.success(), "{}", describe(&args, &out));

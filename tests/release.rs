@@ -121,13 +121,20 @@ fn corruption_is_detected() {
     let bad = dir.path().join("bad.dprp");
     let check = |b: &[u8], what: &str| {
         std::fs::write(&bad, b).unwrap();
-        let e = Release::open(&bad).err().expect("corruption not detected").to_string();
+        let e = Release::open(&bad)
+            .err()
+            .expect("corruption not detected")
+            .to_string();
         assert!(e.contains(what), "expected '{what}' in: {e}");
     };
     for off in [130, 128 + 100 * 16 - 1, bytes.len() - 3, 20, 60, 85] {
         let mut b = bytes.clone();
         b[off] ^= 0x10;
-        let what = if (16..80).contains(&off) { "" } else { "checksum" };
+        let what = if (16..80).contains(&off) {
+            ""
+        } else {
+            "checksum"
+        };
         check(&b, what);
     }
     check(&bytes[..bytes.len() - 1], "truncated");
@@ -156,12 +163,18 @@ fn readme_numpy_reader_works() {
         eprintln!("skipping: {python} with numpy is not available (set DPRP_PYTHON; .ci/run installs numpy)");
         return;
     }
-    let readme = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md")).unwrap();
-    let start = readme.find("<!-- numpy-reader -->").expect("README lacks the numpy reader marker");
+    let readme =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md")).unwrap();
+    let start = readme
+        .find("<!-- numpy-reader -->")
+        .expect("README lacks the numpy reader marker");
     let block = &readme[start..];
     let code_start = block.find("```python\n").unwrap() + "```python\n".len();
     let code = &block[code_start..code_start + block[code_start..].find("```").unwrap()];
-    assert!(code.lines().filter(|l| !l.trim().is_empty()).count() <= 5, "the reader is longer than five lines");
+    assert!(
+        code.lines().filter(|l| !l.trim().is_empty()).count() <= 5,
+        "the reader is longer than five lines"
+    );
     let dir = tempfile::tempdir().unwrap();
     let input = dir.path().join("d.bin");
     native::write(&input, &dataset(123, 20)).unwrap();
@@ -177,7 +190,11 @@ fn readme_numpy_reader_works() {
         .current_dir(dir.path())
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let s = String::from_utf8_lossy(&out.stdout);
     let sum: f64 = r.values().unwrap().iter().map(|&v| v as f64).sum();
     let parts: Vec<&str> = s.split_whitespace().collect();
@@ -197,7 +214,10 @@ fn bundled_sample_is_reproducible() {
     let dir = tempfile::tempdir().unwrap();
     let regen = dir.path().join("s.bin");
     native::write(&regen, &d).unwrap();
-    assert_eq!(std::fs::read(&regen).unwrap(), std::fs::read(&committed).unwrap());
+    assert_eq!(
+        std::fs::read(&regen).unwrap(),
+        std::fs::read(&committed).unwrap()
+    );
     assert!(std::fs::metadata(&committed).unwrap().len() < 2 << 20);
     assert!(d.values.iter().all(|v| (0.0..=1.0).contains(v)));
 }

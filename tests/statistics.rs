@@ -39,7 +39,13 @@ impl Moments {
     }
 }
 
-fn params(kind: MechanismKind, p: usize, k: usize, proj: Option<DenseKind>, seed: u64) -> MechanismParams {
+fn params(
+    kind: MechanismKind,
+    p: usize,
+    k: usize,
+    proj: Option<DenseKind>,
+    seed: u64,
+) -> MechanismParams {
     MechanismParams {
         kind,
         epsilon: 20.0,
@@ -58,8 +64,22 @@ fn pair(p: usize) -> (Vec<f32>, Vec<f32>) {
     let mut u = vec![0f32; p];
     let mut v = vec![0f32; p];
     for i in 0..p {
-        u[i] = if i < 4 { 1.0 } else if i % 3 == 0 { 0.1 } else { 0.0 };
-        v[i] = if i < 3 { 0.9 } else if i == 4 { -0.5 } else if i % 5 == 0 { 0.2 } else { 0.0 };
+        u[i] = if i < 4 {
+            1.0
+        } else if i % 3 == 0 {
+            0.1
+        } else {
+            0.0
+        };
+        v[i] = if i < 3 {
+            0.9
+        } else if i == 4 {
+            -0.5
+        } else if i % 5 == 0 {
+            0.2
+        } else {
+            0.0
+        };
     }
     (u, v)
 }
@@ -89,7 +109,8 @@ fn simulate(
         assert_eq!(kk, m.output_dim());
         let mut out = vec![0f32; 2 * kk];
         let mut rng = NoiseSource::from_seed(&format!("stat-{t}")).block_rng(0);
-        m.privatise(&rows, SketchMut::Real(&mut out), &mut rng).unwrap();
+        m.privatise(&rows, SketchMut::Real(&mut out), &mut rng)
+            .unwrap();
         let (x, y) = out.split_at(kk);
         let x = match mode {
             QueryMode::BothPrivate => x.to_vec(),
@@ -101,7 +122,9 @@ fn simulate(
         };
         let e = m.estimator();
         est.push(e.inner_product(&x, y));
-        let dprp::estimate::Estimator::Gaussian { family: f, sigma, .. } = e;
+        let dprp::estimate::Estimator::Gaussian {
+            family: f, sigma, ..
+        } = e;
         family = f;
         formula += ip_variance(family, kk, sigma, &stats, mode) / trials as f64;
     }
@@ -117,7 +140,10 @@ fn check(name: &str, est: &[f64], formula: f64, truth: f64, wrong: &[(&str, f64)
         m.mean, m.var
     );
     assert!(z_mean.abs() < 5.0, "{name}: biased (z = {z_mean})");
-    assert!(z_var.abs() < 5.0, "{name}: variance does not match the formula (z = {z_var})");
+    assert!(
+        z_var.abs() < 5.0,
+        "{name}: variance does not match the formula (z = {z_var})"
+    );
     for (label, w) in wrong {
         let z = (m.var - w) / m.se_var();
         assert!(
@@ -143,7 +169,13 @@ fn raw_gaussian_variance_matches_c1() {
             QueryMode::RawQuery => v * 0.8,
         };
         let _ = s;
-        check(&format!("raw-g-opt {mode:?}"), &est, v, truth, &[("wrong", wrong)]);
+        check(
+            &format!("raw-g-opt {mode:?}"),
+            &est,
+            v,
+            truth,
+            &[("wrong", wrong)],
+        );
     }
 }
 
@@ -170,7 +202,13 @@ fn dense_rademacher_and_gaussian_variance_match_c2() {
             } else {
                 vec![("other fourth moment", wrong)]
             };
-            check(&format!("dp-rp-g-opt {kind:?} {mode:?}"), &est, v, truth, &wrongs);
+            check(
+                &format!("dp-rp-g-opt {kind:?} {mode:?}"),
+                &est,
+                v,
+                truth,
+                &wrongs,
+            );
         }
     }
 }
@@ -185,14 +223,14 @@ fn oporp_variance_matches_c3() {
         assert_eq!(fam, Family::Oporp { p: 64 });
         // without the (p−k)/(p−1) factor: the dense-Rademacher formula
         let sigma = analytic_sigma(1.0, 20.0, 1e-6).unwrap();
-        let dense = ip_variance(
-            Family::Dense { fourth_moment: 1.0 },
-            k,
-            sigma,
-            &s,
-            mode,
+        let dense = ip_variance(Family::Dense { fourth_moment: 1.0 }, k, sigma, &s, mode);
+        check(
+            &format!("dp-oporp {mode:?}"),
+            &est,
+            v,
+            truth,
+            &[("dense formula", dense)],
         );
-        check(&format!("dp-oporp {mode:?}"), &est, v, truth, &[("dense formula", dense)]);
     }
 }
 
@@ -218,14 +256,20 @@ fn noise_is_gaussian_with_the_calibrated_sigma() {
     let zeros = vec![0f32; rows * p];
     let mut out = vec![0f32; rows * p];
     let mut rng = NoiseSource::from_seed("noise-test").block_rng(0);
-    m.privatise(&zeros, SketchMut::Real(&mut out), &mut rng).unwrap();
+    m.privatise(&zeros, SketchMut::Real(&mut out), &mut rng)
+        .unwrap();
     let n = out.len() as f64;
     let xs: Vec<f64> = out.iter().map(|&x| x as f64).collect();
     let mo = moments(&xs);
     assert!(mo.mean.abs() < 5.0 * sigma / n.sqrt(), "mean {}", mo.mean);
     // Var(S²)/σ⁴ = 2/n for Gaussian samples
     let z = (mo.var / (sigma * sigma) - 1.0) / (2.0 / n).sqrt();
-    assert!(z.abs() < 5.0, "variance {} vs σ² {} (z {z})", mo.var, sigma * sigma);
+    assert!(
+        z.abs() < 5.0,
+        "variance {} vs σ² {} (z {z})",
+        mo.var,
+        sigma * sigma
+    );
     // the distribution: empirical CDF at σ·z against Φ(z), binomial tolerance
     for zq in [-3.0, -2.0, -1.0, -0.5, 0.0, 0.5, 1.0, 2.0, 3.0] {
         let frac = xs.iter().filter(|&&x| x <= sigma * zq).count() as f64 / n;
@@ -241,7 +285,13 @@ fn noise_is_gaussian_with_the_calibrated_sigma() {
 /// our log-space evaluation of it) were wrong, σ would be wrong.
 #[test]
 fn analytic_calibration_matches_numerical_hockey_stick_divergence() {
-    for &(eps, delta) in &[(0.5, 1e-6), (1.0, 1e-5), (5.0, 1e-6), (20.0, 1e-6), (2.0, 1e-3)] {
+    for &(eps, delta) in &[
+        (0.5, 1e-6),
+        (1.0, 1e-5),
+        (5.0, 1e-6),
+        (20.0, 1e-6),
+        (2.0, 1e-3),
+    ] {
         let sens = 1.0;
         let sigma = analytic_sigma(sens, eps, delta).unwrap();
         let hs = |s: f64| -> f64 {
@@ -249,7 +299,10 @@ fn analytic_calibration_matches_numerical_hockey_stick_divergence() {
             let (a, b) = (-40.0 * s, 40.0 * s + sens);
             let steps = 400_000;
             let h = (b - a) / steps as f64;
-            let pdf = |x: f64, mu: f64| (-(x - mu) * (x - mu) / (2.0 * s * s)).exp() / (s * (2.0 * std::f64::consts::PI).sqrt());
+            let pdf = |x: f64, mu: f64| {
+                (-(x - mu) * (x - mu) / (2.0 * s * s)).exp()
+                    / (s * (2.0 * std::f64::consts::PI).sqrt())
+            };
             let f = |x: f64| (pdf(x, 0.0) - eps.exp() * pdf(x, sens)).max(0.0);
             let mut acc = f(a) + f(b);
             for i in 1..steps {
@@ -265,7 +318,10 @@ fn analytic_calibration_matches_numerical_hockey_stick_divergence() {
         );
         assert!((gaussian_delta(sigma, sens, eps) - numeric).abs() < 1e-3 * delta);
         // 1% less noise must violate the guarantee
-        assert!(hs(sigma * 0.99) > delta * 1.01, "ε {eps}: calibration not tight");
+        assert!(
+            hs(sigma * 0.99) > delta * 1.01,
+            "ε {eps}: calibration not tight"
+        );
     }
 }
 
@@ -292,7 +348,11 @@ fn sensitivity_is_the_worst_case_neighbour_change() {
             let n = x.iter().map(|&v| (v as f64).powi(2)).sum::<f64>().sqrt();
             worst = worst.max(n);
         }
-        assert!((worst - w.sensitivity(beta)).abs() < 1e-5, "{kind:?}: {worst} vs {}", w.sensitivity(beta));
+        assert!(
+            (worst - w.sensitivity(beta)).abs() < 1e-5,
+            "{kind:?}: {worst} vs {}",
+            w.sensitivity(beta)
+        );
     }
     let o = Oporp::generate(p, k, seed).unwrap();
     let mut worst = 0f64;

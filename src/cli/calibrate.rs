@@ -50,7 +50,10 @@ pub struct CalibrateArgs {
 pub fn run(a: CalibrateArgs) -> Result<()> {
     check_beta(a.beta)?;
     if !(a.norm_u.is_finite() && a.norm_u >= 0.0 && a.norm_v.is_finite() && a.norm_v >= 0.0) {
-        return Err(Error::param("--norm-u/--norm-v", "norms must be finite and ≥ 0"));
+        return Err(Error::param(
+            "--norm-u/--norm-v",
+            "norms must be finite and ≥ 0",
+        ));
     }
     if !(-1.0..=1.0).contains(&a.cosine) {
         return Err(Error::param("--cosine", "the cosine must lie in [-1, 1]"));
@@ -63,7 +66,11 @@ pub fn run(a: CalibrateArgs) -> Result<()> {
         println!("σ analytic  (Theorem 3.2, Balle & Wang 2018) = {sa:.6}");
         println!(
             "σ classical (Theorem 3.1)                    = {sc:.6}{}",
-            if classical_is_proven(a.epsilon) { "" } else { "  (proven only for ε < 1)" }
+            if classical_is_proven(a.epsilon) {
+                ""
+            } else {
+                "  (proven only for ε < 1)"
+            }
         );
         return Ok(());
     };
@@ -85,7 +92,10 @@ pub fn run(a: CalibrateArgs) -> Result<()> {
             .collect(),
     };
     if ks.is_empty() {
-        return Err(Error::param("--dim", format!("OPORP needs k ≤ p; p = {p} is below 64, give --k")));
+        return Err(Error::param(
+            "--dim",
+            format!("OPORP needs k ≤ p; p = {p} is below 64, give --k"),
+        ));
     }
     let nu2 = a.norm_u * a.norm_u;
     let nv2 = a.norm_v * a.norm_v;

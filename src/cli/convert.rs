@@ -69,13 +69,20 @@ pub fn run(a: ConvertArgs) -> Result<()> {
         row0 += got as u64;
     }
     if row0 == 0 {
-        return Err(crate::error::Error::format(&a.input, "the input has no rows"));
+        return Err(crate::error::Error::format(
+            &a.input,
+            "the input has no rows",
+        ));
     }
     let n = w.finish()?;
     println!(
         "wrote {}: {n} rows × {p} features{}; scaling: {}",
         a.output.display(),
-        if reader.has_labels() { " with labels" } else { "" },
+        if reader.has_labels() {
+            " with labels"
+        } else {
+            ""
+        },
         scaling.describe()
     );
     Ok(())

@@ -49,7 +49,9 @@ pub fn run(a: DemoArgs) -> Result<()> {
             "$ dprp publish sample.bin --mechanism {} --epsilon {} --delta 1e-6 --k {k} -o {}",
             kind.name(),
             a.epsilon,
-            out.file_name().map(|f| f.to_string_lossy()).unwrap_or_default()
+            out.file_name()
+                .map(|f| f.to_string_lossy())
+                .unwrap_or_default()
         );
         let req = crate::publish::PublishRequest {
             input: sample.clone(),
@@ -108,7 +110,13 @@ fn utility(r: &Release, data: &crate::data::Dataset) -> Result<()> {
     let db: Vec<usize> = (queries..data.n).collect();
     let mut projected = vec![0f32; queries * k];
     m.project(&data.values[..queries * data.p], &mut projected);
-    let norm = |v: &[f32]| v.iter().map(|&x| (x as f64).powi(2)).sum::<f64>().sqrt().max(1e-12);
+    let norm = |v: &[f32]| {
+        v.iter()
+            .map(|&x| (x as f64).powi(2))
+            .sum::<f64>()
+            .sqrt()
+            .max(1e-12)
+    };
     let (mut hit_raw, mut hit_priv) = (0usize, 0usize);
     for q in 0..queries {
         let qv = &projected[q * k..(q + 1) * k];

@@ -18,8 +18,8 @@ pub struct InfoArgs {
 pub fn run(a: InfoArgs) -> Result<()> {
     let r = Release::open(&a.release)?;
     if a.json {
-        let mut v = serde_json::to_value(r.meta())
-            .map_err(|e| Error::param("--json", e.to_string()))?;
+        let mut v =
+            serde_json::to_value(r.meta()).map_err(|e| Error::param("--json", e.to_string()))?;
         if let Some(o) = v.as_object_mut() {
             o.insert("file".into(), a.release.display().to_string().into());
             o.insert("checksum_verified".into(), true.into());
@@ -46,7 +46,10 @@ pub fn describe(r: &Release) -> String {
     );
     line(
         "format",
-        format!("version {}, written by {} at {}", m.format_version, m.tool, m.created),
+        format!(
+            "version {}, written by {} at {}",
+            m.format_version, m.tool, m.created
+        ),
     );
     line(
         "rows",
@@ -105,14 +108,23 @@ pub fn describe(r: &Release) -> String {
             ),
         );
     }
-    line("noise source", format!("{} — {}", m.noise.source, m.noise.generator));
+    line(
+        "noise source",
+        format!("{} — {}", m.noise.source, m.noise.generator),
+    );
     line(
         "privacy",
         format!(
             "{}; ε = {}, δ = {}, β = {}, neighbours: {:?}",
-            if m.private { g.label() } else { "NOT PRIVATE".into() },
+            if m.private {
+                g.label()
+            } else {
+                "NOT PRIVATE".into()
+            },
             g.epsilon,
-            g.delta.map(|d| format!("{d:e}")).unwrap_or_else(|| "0".into()),
+            g.delta
+                .map(|d| format!("{d:e}"))
+                .unwrap_or_else(|| "0".into()),
             g.beta,
             g.neighbour
         ),

@@ -77,7 +77,10 @@ impl InputArgs {
                 Some("yes" | "true" | "1") => Some(true),
                 Some("no" | "false" | "0") => Some(false),
                 Some(o) => {
-                    return Err(Error::param("--csv-header", format!("'{o}' is not yes or no")))
+                    return Err(Error::param(
+                        "--csv-header",
+                        format!("'{o}' is not yes or no"),
+                    ))
                 }
             },
             csv_label_column: self.label_column,

@@ -60,7 +60,11 @@ pub fn run(a: PublishArgs) -> Result<()> {
         p: 0,
         k: a.k,
         projection: a.projection.as_deref().map(DenseKind::parse).transpose()?,
-        seed: a.projection_seed.as_deref().map(Seed::parse_hex).transpose()?,
+        seed: a
+            .projection_seed
+            .as_deref()
+            .map(Seed::parse_hex)
+            .transpose()?,
     };
     let noise = match &a.noise_seed {
         Some(s) => {
@@ -92,7 +96,10 @@ pub fn run(a: PublishArgs) -> Result<()> {
         m.mechanism.name.name()
     );
     if let Some(g) = &m.mechanism.gaussian {
-        println!("noise: σ = {:.6} (Δ₂ = {:.6}, {})", g.sigma, g.sensitivity, g.method);
+        println!(
+            "noise: σ = {:.6} (Δ₂ = {:.6}, {})",
+            g.sigma, g.sensitivity, g.method
+        );
     }
     println!("guarantee: {}", m.statement);
     Ok(())

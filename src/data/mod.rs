@@ -194,7 +194,8 @@ pub fn collect(reader: &mut dyn RowReader) -> Result<Dataset> {
     let mut values = Vec::new();
     let mut labels = Vec::new();
     if let Some(n) = reader.rows_hint() {
-        values.reserve((n as usize).saturating_mul(p));
+        // A hint is only a hint: never let a header's claim abort the process.
+        let _ = values.try_reserve((n as usize).saturating_mul(p));
     }
     let mut n = 0usize;
     loop {

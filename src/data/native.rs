@@ -205,7 +205,10 @@ impl NativeWriter {
         scaling: &Scaling,
     ) -> Result<NativeWriter> {
         if p == 0 {
-            return Err(Error::param("dimension", "a dataset needs at least one feature"));
+            return Err(Error::param(
+                "dimension",
+                "a dataset needs at least one feature",
+            ));
         }
         let meta = serde_json::to_vec(scaling)
             .map_err(|e| Error::format(path, format!("cannot encode scaling record: {e}")))?;
@@ -256,7 +259,10 @@ impl NativeWriter {
 
     /// Write the labels, patch the header with the row count and move the file into place.
     pub fn finish(mut self) -> Result<u64> {
-        debug_assert_eq!(self.out.position(), self.data_off + self.n * self.p as u64 * 4);
+        debug_assert_eq!(
+            self.out.position(),
+            self.data_off + self.n * self.p as u64 * 4
+        );
         if self.has_labels {
             let mut bytes = Vec::with_capacity(self.labels.len() * 4);
             for v in &self.labels {

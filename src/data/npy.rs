@@ -417,12 +417,12 @@ impl NpyReader {
                 read_exact_or_truncated(&mut input, &mut l, path, "the header length")?;
                 (4u64, u64::from(u32::from_le_bytes(l)))
             }
-            _ => return Err(Error::format(
-                path,
-                format!(
-                    "unsupported .npy format version {major}.{minor} (expected 1.0, 2.0 or 3.0)"
-                ),
-            )),
+            _ => {
+                return Err(Error::format(
+                    path,
+                    format!("unsupported .npy format version {major}.{minor} (expected 1, 2 or 3)"),
+                ))
+            }
         };
         if header_len > MAX_HEADER {
             return Err(Error::format(

@@ -145,7 +145,10 @@ impl Scaler {
             }
             Some(ScaleArg::MaxAbs) => {
                 let m = col_max_abs.ok_or_else(|| {
-                    Error::param("--scale", "max-abs needs column statistics from a first pass")
+                    Error::param(
+                        "--scale",
+                        "max-abs needs column statistics from a first pass",
+                    )
                 })?;
                 col_factors = Some(
                     m.iter()
@@ -203,12 +206,8 @@ impl Scaler {
             }
             if self.clip {
                 for v in row.iter_mut() {
-                    // NaN stays NaN so validation still reports it.
-                    if *v > 1.0 {
-                        *v = 1.0;
-                    } else if *v < -1.0 {
-                        *v = -1.0;
-                    }
+                    // NaN stays NaN (f32::clamp keeps it), so validation still reports it.
+                    *v = v.clamp(-1.0, 1.0);
                 }
             }
         }

@@ -9,10 +9,9 @@
 //!
 //! Privacy: Gaussian mechanism on a query of ℓ₂-sensitivity Δ₂ ⇒ (ε,δ)-DP per row.
 
-use super::gaussian_sketch::{calibrate, GaussianSketch, PublicMap, SigmaRule};
+use super::gaussian_sketch::{calibrate, gaussian_guarantee, GaussianSketch, PublicMap, SigmaRule};
 use super::MechanismParams;
 use crate::error::Result;
-use crate::privacy::guarantee::{Guarantee, GuaranteeKind};
 use crate::projection::{Oporp, Seed};
 
 /// Citation recorded in releases.
@@ -22,13 +21,18 @@ pub const ALGORITHM: &str = "DP-OPORP (Li & Li, Algorithm 10), analytic sigma (T
 pub fn build(params: &MechanismParams, k: usize, seed: Seed) -> Result<GaussianSketch> {
     let map = PublicMap::Oporp(Oporp::generate(params.p, k, seed)?);
     let delta = params.delta.unwrap_or(0.0);
-    let cal = calibrate(map.sensitivity(params.beta), params.epsilon, delta, SigmaRule::Analytic)?;
-    let guarantee = Guarantee {
-        kind: GuaranteeKind::ApproxDp,
-        epsilon: params.epsilon,
-        delta: params.delta,
-        beta: params.beta,
-        neighbour: params.neighbour,
-    };
-    Ok(GaussianSketch::new(params.kind, ALGORITHM, map, cal, guarantee))
+    let cal = calibrate(
+        map.sensitivity(params.beta),
+        params.epsilon,
+        delta,
+        SigmaRule::Analytic,
+    )?;
+    let guarantee = gaussian_guarantee(params, &cal);
+    Ok(GaussianSketch::new(
+        params.kind,
+        ALGORITHM,
+        map,
+        cal,
+        guarantee,
+    ))
 }

@@ -11,14 +11,14 @@
 //! changes by `Wᵀd/√k`, whose ℓ₂ norm is at most `Δ₂`; the Gaussian mechanism calibrated to `Δ₂`
 //! is (ε,δ)-DP. `W` is public, so releasing its seed costs nothing.
 
-use super::gaussian_sketch::{calibrate, GaussianSketch, PublicMap, SigmaRule};
+use super::gaussian_sketch::{calibrate, gaussian_guarantee, GaussianSketch, PublicMap, SigmaRule};
 use super::{MechanismKind, MechanismParams};
 use crate::error::Result;
-use crate::privacy::guarantee::{Guarantee, GuaranteeKind};
 use crate::projection::{DenseKind, DenseProjection, Seed};
 
 /// Citation recorded in releases.
-pub const ALGORITHM: &str = "DP-RP (Li & Li, Algorithm 1; Rademacher + analytic sigma = Algorithm 9)";
+pub const ALGORITHM: &str =
+    "DP-RP (Li & Li, Algorithm 1; Rademacher + analytic sigma = Algorithm 9)";
 
 /// Build `dp-rp-g` (classical σ) or `dp-rp-g-opt` (analytic σ).
 pub fn build(params: &MechanismParams, k: usize, seed: Seed) -> Result<GaussianSketch> {
@@ -31,12 +31,12 @@ pub fn build(params: &MechanismParams, k: usize, seed: Seed) -> Result<GaussianS
     };
     let delta = params.delta.unwrap_or(0.0);
     let cal = calibrate(map.sensitivity(params.beta), params.epsilon, delta, rule)?;
-    let guarantee = Guarantee {
-        kind: GuaranteeKind::ApproxDp,
-        epsilon: params.epsilon,
-        delta: params.delta,
-        beta: params.beta,
-        neighbour: params.neighbour,
-    };
-    Ok(GaussianSketch::new(params.kind, ALGORITHM, map, cal, guarantee))
+    let guarantee = gaussian_guarantee(params, &cal);
+    Ok(GaussianSketch::new(
+        params.kind,
+        ALGORITHM,
+        map,
+        cal,
+        guarantee,
+    ))
 }

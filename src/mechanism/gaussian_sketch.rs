@@ -12,7 +12,9 @@ use super::{
 };
 use crate::error::{Error, Result};
 use crate::estimate::{Estimator, Family};
-use crate::privacy::gaussian::{analytic_sigma, classical_is_proven, classical_sigma};
+use crate::privacy::gaussian::{
+    analytic_sigma, classical_is_proven, classical_sigma, gaussian_delta,
+};
 use crate::privacy::guarantee::Guarantee;
 use crate::projection::{DenseProjection, Oporp};
 
@@ -101,7 +103,9 @@ impl PublicMap {
             } else {
                 Err(Error::param(
                     "release",
-                    format!("projection layout version {layout} is not supported (this dprp: {LAYOUT})"),
+                    format!(
+                        "projection layout version {layout} is not supported (this dprp: {LAYOUT})"
+                    ),
                 ))
             }
         };
@@ -137,16 +141,24 @@ pub enum SigmaRule {
     Classical,
 }
 
-/// Calibrate σ for sensitivity `sens` at (ε, δ) with `rule`, recording both σ's.
-pub fn calibrate(sens: f64, epsilon: f64, delta: f64, rule: SigmaRule) -> Result<GaussianCalibration> {
+/// Calibrate σ for sensitivity `sens` at (ε, δ) with `rule`, recording both σ's and the exact δ
+/// the chosen σ achieves at ε.
+pub fn calibrate(
+    sens: f64,
+    epsilon: f64,
+    delta: f64,
+    rule: SigmaRule,
+) -> Result<GaussianCalibration> {
     let sa = analytic_sigma(sens, epsilon, delta)?;
     let sc = classical_sigma(sens, epsilon, delta)?;
+    let sigma = match rule {
+        SigmaRule::Analytic => sa,
+        SigmaRule::Classical => sc,
+    };
     Ok(GaussianCalibration {
         sensitivity: sens,
-        sigma: match rule {
-            SigmaRule::Analytic => sa,
-            SigmaRule::Classical => sc,
-        },
+        sigma,
+        delta_exact: gaussian_delta(sigma, sens, epsilon),
         method: match rule {
             SigmaRule::Analytic => "analytic (Theorem 3.2, Balle & Wang 2018)".into(),
             SigmaRule::Classical => "classical (Theorem 3.1)".into(),
@@ -165,6 +177,20 @@ pub struct GaussianSketch {
     map: PublicMap,
     calibration: GaussianCalibration,
     guarantee: Guarantee,
+}
+
+/// The guarantee a calibrated Gaussian release actually carries: (ε, max(δ, δ_exact)). For the
+/// analytic σ this is the requested δ; for the classical σ at ε ≥ 1 (outside Theorem 3.1) it can be
+/// larger, and dprp says so rather than claim a δ the noise does not achieve.
+pub fn gaussian_guarantee(params: &super::MechanismParams, cal: &GaussianCalibration) -> Guarantee {
+    let delta = params.delta.unwrap_or(0.0).max(cal.delta_exact);
+    Guarantee {
+        kind: crate::privacy::guarantee::GuaranteeKind::ApproxDp,
+        epsilon: params.epsilon,
+        delta: Some(delta),
+        beta: params.beta,
+        neighbour: params.neighbour,
+    }
 }
 
 impl GaussianSketch {
@@ -203,7 +229,10 @@ impl GaussianSketch {
     /// Rebuild from a release record (regenerating the public map).
     pub fn from_record(rec: &MechanismRecord, guarantee: &Guarantee) -> Result<GaussianSketch> {
         let cal = rec.gaussian.clone().ok_or_else(|| {
-            Error::param("release", "a Gaussian mechanism record without its calibration")
+            Error::param(
+                "release",
+                "a Gaussian mechanism record without its calibration",
+            )
         })?;
         let map = PublicMap::from_record(&rec.projection, rec.p, rec.k)?;
         let algorithm = match rec.name {
@@ -211,7 +240,13 @@ impl GaussianSketch {
             MechanismKind::DpRpG | MechanismKind::DpRpGOpt => super::dp_rp::ALGORITHM,
             MechanismKind::DpOporp => super::dp_oporp::ALGORITHM,
         };
-        Ok(GaussianSketch::new(rec.name, algorithm, map, cal, guarantee.clone()))
+        Ok(GaussianSketch::new(
+            rec.name,
+            algorithm,
+            map,
+            cal,
+            guarantee.clone(),
+        ))
     }
 }
 
@@ -254,11 +289,17 @@ impl Mechanism for GaussianSketch {
     }
     fn privatise(&self, rows: &[f32], out: SketchMut<'_>, rng: &mut ChaCha20Rng) -> Result<()> {
         let SketchMut::Real(out) = out else {
-            return Err(Error::param("payload", "a real-valued mechanism needs a real buffer"));
+            return Err(Error::param(
+                "payload",
+                "a real-valued mechanism needs a real buffer",
+            ));
         };
         let m = rows.len() / self.map.p();
         if m * self.map.p() != rows.len() || out.len() != m * self.map.k() {
-            return Err(Error::param("rows", "block shape does not match the mechanism"));
+            return Err(Error::param(
+                "rows",
+                "block shape does not match the mechanism",
+            ));
         }
         self.map.apply(rows, out);
         add_gaussian_noise(out, self.calibration.sigma, rng);

@@ -66,7 +66,10 @@ impl MechanismKind {
                 let names: Vec<&str> = MechanismKind::ALL.iter().map(|m| m.name()).collect();
                 Error::param(
                     "--mechanism",
-                    format!("unknown mechanism '{s}' (expected one of: {})", names.join(", ")),
+                    format!(
+                        "unknown mechanism '{s}' (expected one of: {})",
+                        names.join(", ")
+                    ),
                 )
             })
     }
@@ -136,6 +139,9 @@ pub struct GaussianCalibration {
     pub sigma_classical: f64,
     /// Whether the classical bound is backed by its theorem (ε < 1).
     pub classical_proven: bool,
+    /// The exact δ of the σ used at this ε (Balle & Wang's iff condition): the guarantee's δ is
+    /// the larger of this and the requested δ.
+    pub delta_exact: f64,
 }
 
 /// Everything a reader needs to know about the mechanism behind a release.
@@ -272,4 +278,123 @@ pub fn build(params: &MechanismParams) -> Result<Box<dyn Mechanism>> {
 /// record, e.g. to project raw queries or to check a release.
 pub fn from_record(record: &MechanismRecord, guarantee: &Guarantee) -> Result<Box<dyn Mechanism>> {
     Ok(Box::new(GaussianSketch::from_record(record, guarantee)?))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::privacy::gaussian::{analytic_sigma, classical_sigma, gaussian_delta};
+
+    fn params(kind: MechanismKind, eps: f64, k: Option<usize>) -> MechanismParams {
+        MechanismParams {
+            kind,
+            epsilon: eps,
+            delta: Some(1e-6),
+            beta: 1.0,
+            neighbour: Neighbour::Coordinate,
+            p: 100,
+            k,
+            projection: None,
+            seed: Some(Seed::parse_hex("7").unwrap()),
+        }
+    }
+
+    #[test]
+    fn calibration_comes_from_the_actual_sensitivity() {
+        for (kind, k, proj) in [
+            (MechanismKind::RawGOpt, None, None),
+            (MechanismKind::DpOporp, Some(20), None),
+            (MechanismKind::DpRpGOpt, Some(20), None),
+            (MechanismKind::DpRpGOpt, Some(20), Some(DenseKind::Gaussian)),
+            (MechanismKind::DpRpG, Some(20), Some(DenseKind::Uniform)),
+        ] {
+            let mut p = params(kind, 2.0, k);
+            p.projection = proj;
+            p.beta = 0.5;
+            let m = build(&p).unwrap();
+            let cal = m.record().gaussian.unwrap();
+            let expect = if kind == MechanismKind::DpRpG {
+                classical_sigma(cal.sensitivity, 2.0, 1e-6).unwrap()
+            } else {
+                analytic_sigma(cal.sensitivity, 2.0, 1e-6).unwrap()
+            };
+            assert_eq!(cal.sigma, expect, "{kind:?}");
+            if proj.is_none() {
+                assert_eq!(cal.sensitivity, 0.5, "{kind:?}: Δ₂ = β");
+            } else {
+                assert!(cal.sensitivity > 0.5, "{kind:?} {proj:?}: Δ₂ > β");
+            }
+        }
+    }
+
+    #[test]
+    fn classical_sigma_outside_its_theorem_states_the_delta_it_achieves() {
+        // ε = 10: the classical σ (0.5299) is below the analytic one (0.5411), so it cannot give
+        // δ = 1e-6; the guarantee must state the exact, larger δ.
+        let m = build(&params(MechanismKind::DpRpG, 10.0, Some(10))).unwrap();
+        let g = m.guarantee();
+        let cal = m.record().gaussian.unwrap();
+        let d = g.delta.unwrap();
+        assert!(d > 1e-6, "{d}");
+        assert_eq!(d, gaussian_delta(cal.sigma, 1.0, 10.0));
+        // ε = 0.5: inside the theorem, the requested δ holds.
+        let m = build(&params(MechanismKind::DpRpG, 0.5, Some(10))).unwrap();
+        assert_eq!(m.guarantee().delta, Some(1e-6));
+        assert!(m.record().gaussian.unwrap().delta_exact <= 1e-6);
+    }
+
+    #[test]
+    fn bad_parameters_are_rejected_with_the_option_named() {
+        let cases: Vec<(MechanismParams, &str)> = vec![
+            (params(MechanismKind::DpOporp, 0.0, Some(5)), "--epsilon"),
+            (
+                params(MechanismKind::DpOporp, f64::NAN, Some(5)),
+                "--epsilon",
+            ),
+            (
+                params(MechanismKind::DpOporp, f64::INFINITY, Some(5)),
+                "--epsilon",
+            ),
+            (params(MechanismKind::DpOporp, 1.0, Some(0)), "--k"),
+            (params(MechanismKind::DpOporp, 1.0, Some(101)), "k ≤ p"),
+            (params(MechanismKind::DpOporp, 1.0, None), "--k"),
+            (params(MechanismKind::RawGOpt, 1.0, Some(5)), "--k"),
+            (
+                MechanismParams {
+                    delta: None,
+                    ..params(MechanismKind::DpRpGOpt, 1.0, Some(5))
+                },
+                "--delta",
+            ),
+            (
+                MechanismParams {
+                    delta: Some(1.0),
+                    ..params(MechanismKind::DpRpGOpt, 1.0, Some(5))
+                },
+                "--delta",
+            ),
+            (
+                MechanismParams {
+                    beta: 0.0,
+                    ..params(MechanismKind::DpRpGOpt, 1.0, Some(5))
+                },
+                "--beta",
+            ),
+            (
+                MechanismParams {
+                    projection: Some(DenseKind::Gaussian),
+                    ..params(MechanismKind::DpOporp, 1.0, Some(5))
+                },
+                "--projection",
+            ),
+        ];
+        for (p, what) in cases {
+            let e = build(&p)
+                .err()
+                .expect("accepted bad parameters")
+                .to_string();
+            assert!(e.contains(what), "expected {what} in {e}");
+        }
+        assert!(MechanismKind::parse("dp-magic").is_err());
+    }
 }

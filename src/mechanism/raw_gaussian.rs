@@ -5,10 +5,9 @@
 //! so the row changes by at most β in ℓ₂: `Δ₂ = β`; the analytic Gaussian mechanism with that Δ₂
 //! is (ε,δ)-DP for the row, and rows use independent noise.
 
-use super::gaussian_sketch::{calibrate, GaussianSketch, PublicMap, SigmaRule};
+use super::gaussian_sketch::{calibrate, gaussian_guarantee, GaussianSketch, PublicMap, SigmaRule};
 use super::{MechanismKind, MechanismParams};
 use crate::error::Result;
-use crate::privacy::guarantee::{Guarantee, GuaranteeKind};
 
 /// Citation recorded in releases.
 pub const ALGORITHM: &str =
@@ -18,14 +17,13 @@ pub const ALGORITHM: &str =
 pub fn build(params: &MechanismParams) -> Result<GaussianSketch> {
     let map = PublicMap::Identity { p: params.p };
     let delta = params.delta.unwrap_or(0.0);
-    let cal = calibrate(map.sensitivity(params.beta), params.epsilon, delta, SigmaRule::Analytic)?;
-    let guarantee = Guarantee {
-        kind: GuaranteeKind::ApproxDp,
-        epsilon: params.epsilon,
-        delta: params.delta,
-        beta: params.beta,
-        neighbour: params.neighbour,
-    };
+    let cal = calibrate(
+        map.sensitivity(params.beta),
+        params.epsilon,
+        delta,
+        SigmaRule::Analytic,
+    )?;
+    let guarantee = gaussian_guarantee(params, &cal);
     Ok(GaussianSketch::new(
         MechanismKind::RawGOpt,
         ALGORITHM,

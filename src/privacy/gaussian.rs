@@ -194,7 +194,10 @@ mod tests {
                     assert!(d <= delta, "eps {eps} delta {delta}: {d}");
                     // 1e-9 below, the inequality must fail: σ is the smallest.
                     let d2 = gaussian_delta(s * (1.0 - 1e-9), sens, eps);
-                    assert!(d2 > delta * (1.0 - 1e-6), "eps {eps} delta {delta}: not tight");
+                    assert!(
+                        d2 > delta * (1.0 - 1e-6),
+                        "eps {eps} delta {delta}: not tight"
+                    );
                     // scaling: σ is linear in Δ
                     let s1 = analytic_sigma(1.0, eps, delta).unwrap();
                     assert!(((s / sens) / s1 - 1.0).abs() < 1e-9);

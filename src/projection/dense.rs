@@ -82,7 +82,13 @@ impl DenseProjection {
                 }
             }
         }
-        Ok(DenseProjection { kind, p, k, seed, w })
+        Ok(DenseProjection {
+            kind,
+            p,
+            k,
+            seed,
+            w,
+        })
     }
 
     /// Entry distribution.
@@ -110,7 +116,12 @@ impl DenseProjection {
     pub fn max_row_norm(&self) -> f64 {
         self.w
             .chunks(self.k)
-            .map(|row| row.iter().map(|&x| (x as f64) * (x as f64)).sum::<f64>().sqrt())
+            .map(|row| {
+                row.iter()
+                    .map(|&x| (x as f64) * (x as f64))
+                    .sum::<f64>()
+                    .sqrt()
+            })
             .fold(0.0, f64::max)
     }
 
@@ -175,14 +186,13 @@ mod tests {
             .collect();
         let g = DenseProjection::generate(DenseKind::Gaussian, 2, 2, seed()).unwrap();
         let golden = (bits, g.entries().to_vec());
-        eprintln!("{golden:?}");
         assert_eq!(golden.0, GOLDEN_BITS);
         for (a, b) in golden.1.iter().zip(GOLDEN_GAUSS) {
             assert_eq!(a.to_bits(), b.to_bits(), "{:?}", golden.1);
         }
     }
-    const GOLDEN_BITS: &str = "";
-    const GOLDEN_GAUSS: [f32; 4] = [0.0; 4];
+    const GOLDEN_BITS: &str = "1111001101010101";
+    const GOLDEN_GAUSS: [f32; 4] = [-0.069_588_61, -0.852_608_44, 0.046_922_617, -0.383_045_5];
 
     #[test]
     fn entry_moments() {
@@ -200,7 +210,10 @@ mod tests {
             // sd of the mean of n unit-variance draws is 1/sqrt(n) = 0.0022: 5 sd = 0.011
             assert!(m1.abs() < 0.011, "{kind:?} mean {m1}");
             // Var(w²) = m4 - 1 ≤ 2 for these kinds (gaussian): sd of mean ≤ 0.0032, 5 sd
-            assert!((m2 - 1.0).abs() < 5.0 * ((m4 - 1.0f64).max(1e-9) / n).sqrt() + 1e-9, "{kind:?} {m2}");
+            assert!(
+                (m2 - 1.0).abs() < 5.0 * ((m4 - 1.0f64).max(1e-9) / n).sqrt() + 1e-9,
+                "{kind:?} {m2}"
+            );
             assert!((e4 - m4).abs() < 0.1 * m4, "{kind:?} {e4}");
             assert!((kind.fourth_moment() - m4).abs() < 1e-12);
         }
@@ -218,7 +231,9 @@ mod tests {
     #[test]
     fn project_matches_naive() {
         let w = DenseProjection::generate(DenseKind::Gaussian, 13, 5, seed()).unwrap();
-        let rows: Vec<f32> = (0..3 * 13).map(|i| ((i * 7) % 11) as f32 / 11.0 - 0.5).collect();
+        let rows: Vec<f32> = (0..3 * 13)
+            .map(|i| ((i * 7) % 11) as f32 / 11.0 - 0.5)
+            .collect();
         let mut out = vec![0f32; 15];
         w.project(&rows, &mut out);
         for r in 0..3 {

@@ -50,7 +50,10 @@ impl DenseKind {
             _ => {
                 if let Some(s) = t.strip_prefix("sparse:") {
                     let s: f64 = s.parse().map_err(|_| {
-                        Error::param("--projection", format!("'{text}': S in sparse:S must be a number"))
+                        Error::param(
+                            "--projection",
+                            format!("'{text}': S in sparse:S must be a number"),
+                        )
                     })?;
                     if !(s.is_finite() && s >= 1.0) {
                         return Err(Error::param(
@@ -168,7 +171,10 @@ mod tests {
 
     #[test]
     fn kind_parsing() {
-        assert_eq!(DenseKind::parse("sparse:3").unwrap(), DenseKind::Sparse { s: 3.0 });
+        assert_eq!(
+            DenseKind::parse("sparse:3").unwrap(),
+            DenseKind::Sparse { s: 3.0 }
+        );
         assert!(DenseKind::parse("sparse:0.5").is_err());
         assert!(DenseKind::parse("sparse:x").is_err());
         assert!(DenseKind::parse("hadamard").is_err());

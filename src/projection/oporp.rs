@@ -48,7 +48,9 @@ impl Oporp {
         if k > p {
             return Err(Error::param(
                 "--k",
-                format!("OPORP needs k ≤ p: k = {k} bins cannot be filled from p = {p} coordinates"),
+                format!(
+                    "OPORP needs k ≤ p: k = {k} bins cannot be filled from p = {p} coordinates"
+                ),
             ));
         }
         if p > u32::MAX as usize {
@@ -114,7 +116,11 @@ impl Oporp {
     /// ℓ₂-sensitivity under β-adjacency, from the actual structure: a coordinate changed by β
     /// moves only its own bin, by `β·|r|`, so `Δ₂ = β·max_c |r_c|` (= β).
     pub fn sensitivity(&self, beta: f64) -> f64 {
-        beta * self.sign_of.iter().map(|s| s.abs() as f64).fold(0.0, f64::max)
+        beta * self
+            .sign_of
+            .iter()
+            .map(|s| s.abs() as f64)
+            .fold(0.0, f64::max)
     }
 
     /// `out (m×k)` = OPORP of each row of `rows (m×p)`.
@@ -182,6 +188,17 @@ mod tests {
             assert!(((x[moved[0]] - y[moved[0]]).abs() - 0.75).abs() < 1e-5);
         }
     }
+
+    /// Pins the documented randomness layout of the permutation and signs.
+    #[test]
+    fn golden_values_pin_the_layout() {
+        let o = Oporp::generate(10, 3, seed()).unwrap();
+        let signs: Vec<i8> = o.signs().iter().map(|&s| s as i8).collect();
+        assert_eq!(o.permutation(), GOLDEN_PERM);
+        assert_eq!(signs, GOLDEN_SIGNS);
+    }
+    const GOLDEN_PERM: &[u32] = &[3, 0, 6, 4, 1, 2, 7, 8, 9, 5];
+    const GOLDEN_SIGNS: &[i8] = &[1, -1, -1, 1, 1, 1, -1, 1, 1, -1];
 
     #[test]
     fn k_larger_than_p_rejected() {

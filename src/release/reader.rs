@@ -35,12 +35,17 @@ impl Release {
                 // still say "not a release" for foreign files
                 let head = std::fs::read(path).map_err(|e| Error::io(path, e))?;
                 if &head[..8] != MAGIC {
-                    return Err(Error::format(path, "not a dprp release (wrong magic bytes)"));
+                    return Err(Error::format(
+                        path,
+                        "not a dprp release (wrong magic bytes)",
+                    ));
                 }
             }
             return Err(Error::corrupt(
                 path,
-                format!("file is truncated: {len} bytes, shorter than the {HEADER_LEN}-byte header"),
+                format!(
+                    "file is truncated: {len} bytes, shorter than the {HEADER_LEN}-byte header"
+                ),
             ));
         }
         // SAFETY: the map is read-only; dprp never writes a release in place (writes go to a
@@ -78,7 +83,9 @@ impl Release {
         let meta_len = u64_at(h, 72);
         let bad = |m: String| Err(Error::corrupt(path, m));
         if payload_off != HEADER_LEN as u64 {
-            return bad(format!("payload offset {payload_off} (expected {HEADER_LEN})"));
+            return bad(format!(
+                "payload offset {payload_off} (expected {HEADER_LEN})"
+            ));
         }
         let expect_payload = usize::try_from(k)
             .ok()
@@ -125,7 +132,10 @@ impl Release {
             return bad("metadata disagrees with the header about labels or ids".into());
         }
         if cfg!(target_endian = "big") {
-            return Err(Error::format(path, "reading releases on big-endian machines is not supported"));
+            return Err(Error::format(
+                path,
+                "reading releases on big-endian machines is not supported",
+            ));
         }
         Ok(Release {
             path: path.to_path_buf(),
@@ -158,7 +168,10 @@ impl Release {
     /// The real-valued payload, `n×k` row-major (memory-mapped, not copied).
     pub fn values(&self) -> Result<&[f32]> {
         if self.meta.payload != Payload::F32 {
-            return Err(Error::param("release", "this release holds sign bits, not values"));
+            return Err(Error::param(
+                "release",
+                "this release holds sign bits, not values",
+            ));
         }
         bytemuck::try_cast_slice(&self.map[self.payload_off..self.payload_off + self.payload_len])
             .map_err(|e| Error::corrupt(&self.path, format!("payload misaligned: {e}")))
@@ -167,7 +180,10 @@ impl Release {
     /// The packed-bit payload, `n×⌈k/64⌉` words.
     pub fn bits(&self) -> Result<&[u64]> {
         if self.meta.payload != Payload::Bits {
-            return Err(Error::param("release", "this release holds values, not sign bits"));
+            return Err(Error::param(
+                "release",
+                "this release holds values, not sign bits",
+            ));
         }
         bytemuck::try_cast_slice(&self.map[self.payload_off..self.payload_off + self.payload_len])
             .map_err(|e| Error::corrupt(&self.path, format!("payload misaligned: {e}")))
@@ -178,7 +194,13 @@ impl Release {
         let k = self.k();
         let v = self.values()?;
         v.get(i * k..(i + 1) * k).ok_or_else(|| {
-            Error::param("row", format!("row {i} is out of range (the release has {} rows)", self.n()))
+            Error::param(
+                "row",
+                format!(
+                    "row {i} is out of range (the release has {} rows)",
+                    self.n()
+                ),
+            )
         })
     }
 

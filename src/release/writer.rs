@@ -51,7 +51,10 @@ impl ReleaseWriter {
     /// Append real-valued rows (`values.len()` a multiple of k).
     pub fn write_f32(&mut self, values: &[f32], labels: &[f32], ids: &[u64]) -> Result<()> {
         if self.payload != Payload::F32 || values.len() % self.k.max(1) != 0 {
-            return Err(Error::param("payload", "rows do not match the release's payload"));
+            return Err(Error::param(
+                "payload",
+                "rows do not match the release's payload",
+            ));
         }
         let rows = values.len() / self.k;
         self.side(rows, labels, ids)?;
@@ -64,7 +67,10 @@ impl ReleaseWriter {
     pub fn write_bits(&mut self, words: &[u64], labels: &[f32], ids: &[u64]) -> Result<()> {
         let wpr = self.k.div_ceil(64);
         if self.payload != Payload::Bits || words.len() % wpr.max(1) != 0 {
-            return Err(Error::param("payload", "rows do not match the release's payload"));
+            return Err(Error::param(
+                "payload",
+                "rows do not match the release's payload",
+            ));
         }
         let rows = words.len() / wpr;
         self.side(rows, labels, ids)?;
@@ -77,13 +83,19 @@ impl ReleaseWriter {
     fn side(&mut self, rows: usize, labels: &[f32], ids: &[u64]) -> Result<()> {
         if let Some(l) = self.labels.as_mut() {
             if labels.len() != rows {
-                return Err(Error::param("labels", format!("{} labels for {rows} rows", labels.len())));
+                return Err(Error::param(
+                    "labels",
+                    format!("{} labels for {rows} rows", labels.len()),
+                ));
             }
             l.extend_from_slice(labels);
         }
         if let Some(v) = self.ids.as_mut() {
             if ids.len() != rows {
-                return Err(Error::param("ids", format!("{} ids for {rows} rows", ids.len())));
+                return Err(Error::param(
+                    "ids",
+                    format!("{} ids for {rows} rows", ids.len()),
+                ));
             }
             v.extend_from_slice(ids);
         }
