@@ -115,7 +115,7 @@ pub fn describe(r: &Release) -> String {
     line(
         "privacy",
         format!(
-            "{}; ε = {}, δ = {}, β = {}, neighbours: {:?}",
+            "{}; ε = {}, δ = {}, β = {}, neighbours: {}",
             if m.private {
                 g.label()
             } else {
@@ -126,7 +126,7 @@ pub fn describe(r: &Release) -> String {
                 .map(|d| format!("{d:e}"))
                 .unwrap_or_else(|| "0".into()),
             g.beta,
-            g.neighbour
+            g.neighbour.name()
         ),
     );
     line("scaling", m.scaling.describe());

@@ -36,6 +36,14 @@ impl Neighbour {
         }
     }
 
+    /// The command-line name.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Neighbour::Coordinate => "coordinate",
+            Neighbour::L1 => "l1",
+        }
+    }
+
     /// Plain-language description for the given β.
     pub fn describe(&self, beta: f64) -> String {
         match self {
