@@ -8,6 +8,37 @@ use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Result};
 
+/// Check that `path` names an existing regular file (not a directory), with a clear error.
+pub fn check_input_file(path: &Path) -> Result<()> {
+    match std::fs::metadata(path) {
+        Ok(m) if m.is_dir() => Err(Error::io(
+            path,
+            std::io::Error::new(
+                std::io::ErrorKind::IsADirectory,
+                "is a directory, not a file",
+            ),
+        )),
+        Ok(_) => Ok(()),
+        Err(e) => Err(Error::io(path, e)),
+    }
+}
+
+/// Refuse an output path that names the input file (it would be replaced by the output).
+pub fn check_not_input(input: &Path, output: &Path) -> Result<()> {
+    if let (Ok(a), Ok(b)) = (std::fs::canonicalize(input), std::fs::canonicalize(output)) {
+        if a == b {
+            return Err(Error::param(
+                "--output",
+                format!(
+                    "{} is the input file; refusing to overwrite it",
+                    output.display()
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// A file being written that appears at its destination only on [`commit`](AtomicFile::commit).
 pub struct AtomicFile {
     dest: PathBuf,
@@ -44,7 +75,25 @@ impl AtomicFile {
             // Ordinary output-file permissions (rw-r--r--), not the 0600 of temporary files.
             builder.permissions(std::fs::Permissions::from_mode(0o644));
         }
-        let tmp = builder.tempfile_in(&dir).map_err(|e| Error::io(dest, e))?;
+        if !dir.is_dir() {
+            return Err(Error::io(
+                dest,
+                std::io::Error::new(
+                    std::io::ErrorKind::NotFound,
+                    format!(
+                        "cannot write the output: directory {} does not exist",
+                        dir.display()
+                    ),
+                ),
+            ));
+        }
+        // Report failures against the destination, not the temporary name.
+        let tmp = builder.tempfile_in(&dir).map_err(|e| {
+            Error::io(
+                dest,
+                std::io::Error::new(e.kind(), format!("cannot write the output: {}", e.kind())),
+            )
+        })?;
         let file = tmp.reopen().map_err(|e| Error::io(dest, e))?;
         Ok(AtomicFile {
             dest: dest.to_path_buf(),

@@ -11,7 +11,7 @@ use std::sync::mpsc::sync_channel;
 
 use rayon::prelude::*;
 
-use crate::data::scale::{check_domain, column_max_abs, Scaler, ScalingRequest};
+use crate::data::scale::{check_domain, check_finite, column_max_abs, Scaler, ScalingRequest};
 use crate::data::{open_reader, Dataset, InputOptions, RowReader, Scaling};
 use crate::error::{Error, Result};
 use crate::mechanism::{self, Mechanism, MechanismParams, Payload, SketchMut};
@@ -103,6 +103,7 @@ type Chunk = (Vec<f32>, Vec<f32>);
 /// Run a publish request with noise from `noise`.
 pub fn publish(req: &PublishRequest, noise: &NoiseSource) -> Result<PublishOutcome> {
     let mut warnings = Vec::new();
+    crate::atomic::check_not_input(&req.input, &req.output)?;
     let mut reader = open_reader(&req.input, &req.input_opts)?;
     let p = reader.dim();
     let mut scaling: Scaling = reader.scaling();
@@ -115,13 +116,17 @@ pub fn publish(req: &PublishRequest, noise: &NoiseSource) -> Result<PublishOutco
         let mut acc = vec![0f32; p];
         let mut buf = Vec::new();
         let mut lab = Vec::new();
+        let mut row0 = 0u64;
         loop {
             buf.clear();
             lab.clear();
-            if reader.read_chunk(CHUNK_ROWS, &mut buf, &mut lab)? == 0 {
+            let got = reader.read_chunk(CHUNK_ROWS, &mut buf, &mut lab)?;
+            if got == 0 {
                 break;
             }
+            check_finite(&buf, p, row0, &req.input)?;
             column_max_abs(&buf, p, &mut acc);
+            row0 += got as u64;
         }
         reader = open_reader(&req.input, &req.input_opts)?;
         Some(acc)
@@ -189,6 +194,11 @@ pub fn publish(req: &PublishRequest, noise: &NoiseSource) -> Result<PublishOutco
                     break;
                 }
             };
+            // Non-finite input is refused before any scaling (--clip must not turn inf into 1).
+            if let Err(e) = check_finite(&v, p, row0, &input_path) {
+                failure = Some(e);
+                break;
+            }
             scaler.apply(&mut v, p);
             if let Err(e) = check_domain(&v, p, row0, &input_path) {
                 failure = Some(e);

@@ -3,9 +3,6 @@
 //!
 //! Every failure case checks four things: a non-zero exit status, a message on stderr naming what
 //! is wrong, no panic, and no output (nor leftover `.dprp-tmp-*` temporary file) left behind.
-//!
-//! Tests marked `#[ignore = "BUG: ..."]` assert the correct behaviour for a defect found in the
-//! tool; run them with `cargo test --test cli -- --ignored`.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -1956,7 +1953,7 @@ fn reader_option_mismatches() {
 // behaviour and is ignored until the tool is fixed.
 
 #[test]
-#[ignore = "BUG: `dprp info <directory>` says \"No such device (os error 19)\" instead of naming the directory"]
+
 fn info_on_a_directory_says_so() {
     let d = tmp();
     std::fs::create_dir(d.path().join("adir")).unwrap();
@@ -1965,7 +1962,7 @@ fn info_on_a_directory_says_so() {
 }
 
 #[test]
-#[ignore = "BUG: output in a missing directory reports the internal temp path (.dprp-tmp-*) instead of the missing directory"]
+
 fn missing_output_directory_message_names_the_directory() {
     let d = tmp();
     valid_dataset(d.path());
@@ -1982,7 +1979,7 @@ fn missing_output_directory_message_names_the_directory() {
 }
 
 #[test]
-#[ignore = "BUG: publish/convert with -o naming the input file silently replace the input"]
+
 fn output_equal_to_input_is_refused() {
     let d = tmp();
     valid_dataset(d.path());
@@ -2004,7 +2001,7 @@ fn output_equal_to_input_is_refused() {
 }
 
 #[test]
-#[ignore = "BUG: publish --clip turns +inf/-inf into +1/-1 and publishes (convert --clip and CSV input refuse them)"]
+
 fn publish_clip_refuses_infinity() {
     let d = tmp();
     for (i, (bad, text)) in [(f32::INFINITY, "inf"), (f32::NEG_INFINITY, "-inf")]
@@ -2033,7 +2030,7 @@ fn publish_clip_refuses_infinity() {
 }
 
 #[test]
-#[ignore = "BUG: a short non-dataset file named .bin is reported as a truncated dataset instead of wrong magic"]
+
 fn short_text_file_renamed_bin_says_wrong_magic() {
     let d = tmp();
     put(d.path(), "x.bin", b"a,b\n0.5,0.5\n");
@@ -2330,7 +2327,7 @@ fn calibrate_rejects_bad_parameters() {
 }
 
 #[test]
-#[ignore = "BUG: calibrate --mechanism prints its table header on stdout before rejecting an invalid ε/δ"]
+
 fn calibrate_prints_nothing_when_parameters_are_invalid() {
     let d = tmp();
     for args in [

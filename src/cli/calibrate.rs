@@ -106,22 +106,7 @@ pub fn run(a: CalibrateArgs) -> Result<()> {
         // assume the mass is spread over the p coordinates
         sum_u2v2: nu2 * nv2 / p as f64,
     };
-    println!(
-        "{} at ε = {}, δ = {:e}, β = {}, p = {p}; pair with ‖u‖ = {}, ‖v‖ = {}, cos = {} (ρ = {:.4})",
-        kind.name(),
-        a.epsilon,
-        a.delta,
-        a.beta,
-        a.norm_u,
-        a.norm_v,
-        a.cosine,
-        stats.ip
-    );
-    println!("(Σu²v² taken as ‖u‖²‖v‖²/p; the error is the standard deviation of the inner-product estimate, DESIGN.md §6)");
-    println!(
-        "{:>6} {:>10} {:>10} {:>12} {:>14} {:>14}",
-        "k", "Δ₂", "σ", "σ classical", "sd both-priv", "sd raw-query"
-    );
+    let mut rows = Vec::new();
     for k in ks {
         let params = MechanismParams {
             kind,
@@ -143,12 +128,38 @@ pub fn run(a: CalibrateArgs) -> Result<()> {
         let crate::estimate::Estimator::Gaussian { family, .. } = est;
         let both = ip_variance(family, k, cal.sigma, &stats, QueryMode::BothPrivate);
         let raw = ip_variance(family, k, cal.sigma, &stats, QueryMode::RawQuery);
-        println!(
-            "{:>6} {:>10.6} {:>10.6} {:>12.6} {:>14.6} {:>14.6}",
+        rows.push((
             k,
             cal.sensitivity,
             cal.sigma,
             cal.sigma_classical,
+            both,
+            raw,
+        ));
+    }
+    println!(
+        "{} at ε = {}, δ = {:e}, β = {}, p = {p}; pair with ‖u‖ = {}, ‖v‖ = {}, cos = {} (ρ = {:.4})",
+        kind.name(),
+        a.epsilon,
+        a.delta,
+        a.beta,
+        a.norm_u,
+        a.norm_v,
+        a.cosine,
+        stats.ip
+    );
+    println!("(Σu²v² taken as ‖u‖²‖v‖²/p; the error is the standard deviation of the inner-product estimate, DESIGN.md §6)");
+    println!(
+        "{:>6} {:>10} {:>10} {:>12} {:>14} {:>14}",
+        "k", "Δ₂", "σ", "σ classical", "sd both-priv", "sd raw-query"
+    );
+    for (k, sens, sigma, classical, both, raw) in rows {
+        println!(
+            "{:>6} {:>10.6} {:>10.6} {:>12.6} {:>14.6} {:>14.6}",
+            k,
+            sens,
+            sigma,
+            classical,
             both.sqrt(),
             raw.sqrt()
         );

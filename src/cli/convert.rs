@@ -24,6 +24,7 @@ pub struct ConvertArgs {
 pub fn run(a: ConvertArgs) -> Result<()> {
     let opts = a.input_args.options()?;
     let req = a.scale.request()?;
+    crate::atomic::check_not_input(&a.input, &a.output)?;
     let mut reader = open_reader(&a.input, &opts)?;
     let p = reader.dim();
     let col = if req.needs_column_stats() {

@@ -145,6 +145,7 @@ pub trait RowReader: Send {
 /// Open `path` as a streaming row reader, guessing its format from the name unless
 /// `opts.format` says otherwise.
 pub fn open_reader(path: &Path, opts: &InputOptions) -> Result<Box<dyn RowReader>> {
+    crate::atomic::check_input_file(path)?;
     let format = match opts.format {
         Some(f) => f,
         None => Format::from_path(path).ok_or_else(|| {

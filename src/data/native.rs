@@ -62,11 +62,24 @@ impl NativeReader {
         let mut f = File::open(path).map_err(|e| Error::io(path, e))?;
         let size = f.metadata().map_err(|e| Error::io(path, e))?.len();
         let mut h = [0u8; HEADER];
-        read_exact_or_truncated(&mut f, &mut h, path, "the dataset header")?;
-        if &h[0..8] != MAGIC {
+        let got =
+            crate::data::source::read_up_to(&mut f, &mut h).map_err(|e| Error::io(path, e))?;
+        // A file too short for the magic that starts like it is a truncated dataset.
+        let magic_ok = if got < 8 {
+            got > 0 && MAGIC.starts_with(&h[..got])
+        } else {
+            &h[0..8] == MAGIC
+        };
+        if !magic_ok {
             return Err(Error::format(
                 path,
                 "not a dprp dataset (wrong magic bytes; expected \"DPRPDATA\")",
+            ));
+        }
+        if got < HEADER {
+            return Err(Error::format(
+                path,
+                format!("file is truncated: expected {HEADER} bytes for the dataset header, found {got}"),
             ));
         }
         let version = u32_at(&h, 8);

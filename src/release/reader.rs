@@ -28,6 +28,7 @@ fn u64_at(b: &[u8], off: usize) -> u64 {
 impl Release {
     /// Open, validate and verify the checksum of a release file.
     pub fn open(path: &Path) -> Result<Release> {
+        crate::atomic::check_input_file(path)?;
         let file = File::open(path).map_err(|e| Error::io(path, e))?;
         let len = file.metadata().map_err(|e| Error::io(path, e))?.len();
         if len < HEADER_LEN as u64 {
