@@ -2,8 +2,8 @@
 """Peer benchmark: `dprp publish` against the same job written in numpy.
 
 Both sides read the same native dprp dataset (`dataset.bin`, MNIST pixels / 255), project every
-row, add Gaussian noise and write the n×k float32 result to a file (fsync'ed, as dprp's atomic
-writer does). Usage:
+row, add Gaussian noise and write the n×k float32 result to a file (a new file, fsync'ed and
+renamed into place, as dprp's atomic writer does). Usage:
 
     python3 benches/peer_numpy.py target/release/dprp target/bench-data/mnist-train.bin \
         [--reps 5] [--mnist-gz /path/train-images-idx3-ubyte.gz]
@@ -56,10 +56,14 @@ def load_idx_gz(path):
 
 
 def write_out(x, path):
-    with open(path, "wb") as f:
+    """Write like dprp's atomic writer: a new temporary file in the same directory, fsync, rename
+    over the destination (so each run writes a fresh file rather than truncating the old one)."""
+    tmp = f"{path}.tmp-{os.getpid()}"
+    with open(tmp, "wb") as f:
         x.tofile(f)
         f.flush()
         os.fsync(f.fileno())
+    os.replace(tmp, path)
 
 
 def add_noise(x, rng):
@@ -88,20 +92,35 @@ def oporp_structure(rng, p, k):
 
 
 def oporp_project(u, perm, signs, starts):
+    """Matrix-free OPORP: gather the permuted columns, apply the signs, sum each bin."""
     up = u[:, perm]
     up *= signs
     return np.add.reduceat(up, starts, axis=1)
 
 
-def numpy_job(mech, k, dataset, out):
+def oporp_matrix(perm, signs, starts):
+    """The same OPORP map as an explicit p×k matrix S (one ±1 per row), for a BLAS matmul."""
+    p, k = len(perm), len(starts)
+    bins = np.searchsorted(starts, np.arange(p), side="right") - 1  # permuted position → bin
+    s = np.zeros((p, k), dtype=np.float32)
+    s[perm, bins] = signs
+    return s
+
+
+# How numpy builds and applies each map: name → (build(rng, p, k) → map, apply(u, map) → x).
+IMPLS = {
+    "reduceat": (oporp_structure, lambda u, st: oporp_project(u, *st)),
+    "matmul-S": (lambda rng, p, k: oporp_matrix(*oporp_structure(rng, p, k)), lambda u, s: u @ s),
+    "matmul-W": (rademacher, dense_project),
+}
+
+
+def numpy_job(impl, k, dataset, out):
     """End to end: read, build the public map, project, add noise, write."""
+    build, apply = IMPLS[impl]
     rng = np.random.default_rng()
     u = read_native(dataset)
-    p = u.shape[1]
-    if mech == "dp-oporp":
-        x = oporp_project(u, *oporp_structure(rng, p, k))
-    else:
-        x = dense_project(u, rademacher(rng, p, k))
+    x = apply(u, build(rng, u.shape[1], k))
     add_noise(x, rng)
     write_out(x, out)
 
@@ -149,37 +168,40 @@ def main():
             if mech != "dp-oporp":
                 cmd += ["--projection", "rademacher"]
             dprp_t = median_time(args.reps, lambda: subprocess.run(cmd, check=True, capture_output=True))
-            np_t = median_time(args.reps, lambda: numpy_job(mech, k, args.dataset, np_out))
-
-            # Components, on the array already in memory.
-            if mech == "dp-oporp":
-                st = oporp_structure(rng, p, k)
-                build_t = median_time(args.reps, lambda: oporp_structure(rng, p, k))
-                proj_t = median_time(args.reps, lambda: oporp_project(u, *st))
-                x = oporp_project(u, *st)
-            else:
-                w = rademacher(rng, p, k)
-                build_t = median_time(args.reps, lambda: rademacher(rng, p, k))
-                proj_t = median_time(args.reps, lambda: dense_project(u, w))
-                x = dense_project(u, w)
-            noise_t = median_time(args.reps, lambda: add_noise(x, rng))
-            write_t = median_time(args.reps, lambda: write_out(x, np_out))
-            rows.append((f"{mech} k={k}", dprp_t, np_t, read_t, build_t, proj_t, noise_t, write_t))
+            impls = ["reduceat", "matmul-S"] if mech == "dp-oporp" else ["matmul-W"]
+            for impl in impls:
+                np_t = median_time(args.reps, lambda: numpy_job(impl, k, args.dataset, np_out))
+                # Components, on the array already in memory.
+                build, apply = IMPLS[impl]
+                m = build(rng, p, k)
+                build_t = median_time(args.reps, lambda: build(rng, p, k))
+                proj_t = median_time(args.reps, lambda: apply(u, m))
+                x = apply(u, m)
+                noise_t = median_time(args.reps, lambda: add_noise(x, rng))
+                write_t = median_time(args.reps, lambda: write_out(x, np_out))
+                rows.append((f"{mech} k={k}", impl, dprp_t, np_t, read_t, build_t, proj_t,
+                             noise_t, write_t))
             print(f"  done {mech} k={k}", file=sys.stderr, flush=True)
 
     print()
-    hdr = ("setting", "dprp s", "numpy s", "dprp/np", "np read", "np build", "np proj",
-           "np noise", "np write", "dprp/(np proj+noise)")
-    print("{:<20} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>21}".format(*hdr))
-    for name, d, t, r, b, pr, nz, wr in rows:
-        print(f"{name:<20} {d:>8.3f} {t:>8.3f} {d / t:>8.2f} {r:>8.3f} {b:>8.4f} {pr:>8.3f} "
-              f"{nz:>8.3f} {wr:>8.3f} {d / (pr + nz):>21.2f}")
-    print("\nnp proj = matmul (dense) or gather·signs + add.reduceat (OPORP); np noise = "
-          "standard_normal(float32)·σ added in place; np write = tofile + fsync.")
-    print(f"noise-only throughput (numpy, 1 thread): "
-          + ", ".join(f"{name}: {n * int(name.split('=')[1]) / nz / 1e6:.0f} M samples/s"
-                      for name, _, _, _, _, _, nz, _ in rows))
-
+    hdr = ("setting", "numpy impl", "dprp s", "numpy s", "dprp/np", "np read", "np build",
+           "np proj", "np noise", "np write", "dprp/(np proj+noise)")
+    print("{:<20} {:<10} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>21}".format(*hdr))
+    for name, impl, d, t, r, b, pr, nz, wr in rows:
+        print(f"{name:<20} {impl:<10} {d:>8.3f} {t:>8.3f} {d / t:>8.2f} {r:>8.3f} {b:>8.4f} "
+              f"{pr:>8.3f} {nz:>8.3f} {wr:>8.3f} {d / (pr + nz):>21.2f}")
+    print("\nnumpy impl: reduceat = gather·signs + np.add.reduceat (matrix-free OPORP); matmul-S = "
+          "OPORP as an explicit sparse-pattern p×k matrix through BLAS; matmul-W = dense Rademacher "
+          "U@W/√k.\nnp proj = that projection alone; np noise = standard_normal(float32)·σ added in "
+          "place (1 thread); np write = tofile to a new file + fsync + rename (as dprp);\n"
+          "dprp s includes process start-up.")
+    seen = set()
+    parts = []
+    for name, _, _, _, _, _, _, nz, _ in rows:
+        if name not in seen:
+            seen.add(name)
+            parts.append(f"{name}: {n * int(name.split('=')[1]) / nz / 1e6:.0f} M samples/s")
+    print("numpy noise-only throughput: " + ", ".join(parts))
 
 if __name__ == "__main__":
     main()

@@ -148,19 +148,24 @@ pub fn run(a: CalibrateArgs) -> Result<()> {
         a.cosine,
         stats.ip
     );
-    println!("(Σu²v² taken as ‖u‖²‖v‖²/p; the error is the standard deviation of the inner-product estimate, DESIGN.md §6)");
     println!(
-        "{:>6} {:>10} {:>10} {:>12} {:>14} {:>14}",
-        "k", "Δ₂", "σ", "σ classical", "sd both-priv", "sd raw-query"
+        "(Σu²v² taken as ‖u‖²‖v‖²/p; variance and standard deviation of the inner-product estimate \
+         ⟨x̃,ỹ⟩, DESIGN.md §6: both rows released, or a raw query against a released row)"
+    );
+    println!(
+        "{:>6} {:>10} {:>10} {:>12} {:>13} {:>10} {:>13} {:>10}",
+        "k", "Δ₂", "σ", "σ classical", "var both", "sd both", "var raw-q", "sd raw-q"
     );
     for (k, sens, sigma, classical, both, raw) in rows {
         println!(
-            "{:>6} {:>10.6} {:>10.6} {:>12.6} {:>14.6} {:>14.6}",
+            "{:>6} {:>10.6} {:>10.6} {:>12.6} {:>13.6} {:>10.6} {:>13.6} {:>10.6}",
             k,
             sens,
             sigma,
             classical,
+            both,
             both.sqrt(),
+            raw,
             raw.sqrt()
         );
     }

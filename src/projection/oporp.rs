@@ -189,6 +189,23 @@ mod tests {
         }
     }
 
+    /// The shuffle is uniform: over 24 000 seeds, the 24 permutations of 4 coordinates are equally
+    /// frequent (χ² with 23 degrees of freedom; 70 is beyond its 0.99999 quantile, ≈ 58).
+    #[test]
+    fn permutation_is_uniform() {
+        let mut counts = std::collections::HashMap::new();
+        let trials = 24_000;
+        for s in 0..trials {
+            let seed = Seed::parse_hex(&format!("{:x}", s + 1)).unwrap();
+            let o = Oporp::generate(4, 2, seed).unwrap();
+            *counts.entry(o.permutation().to_vec()).or_insert(0usize) += 1;
+        }
+        assert_eq!(counts.len(), 24);
+        let e = trials as f64 / 24.0;
+        let chi2: f64 = counts.values().map(|&c| (c as f64 - e).powi(2) / e).sum();
+        assert!(chi2 < 70.0, "χ² = {chi2}");
+    }
+
     /// Pins the documented randomness layout of the permutation and signs.
     #[test]
     fn golden_values_pin_the_layout() {
