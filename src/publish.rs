@@ -20,7 +20,7 @@ use crate::privacy::noise::{NoiseSource, BLOCK_ROWS};
 use crate::release::{now_rfc3339, NoiseRecord, ReleaseMeta, ReleaseWriter, VERSION};
 
 /// Rows per pipeline chunk (a multiple of [`BLOCK_ROWS`]).
-pub const CHUNK_ROWS: usize = 16 * BLOCK_ROWS;
+pub const CHUNK_ROWS: usize = 32 * BLOCK_ROWS;
 
 /// Description of the noise generator recorded in releases.
 pub const NOISE_GENERATOR: &str =
@@ -50,6 +50,9 @@ pub struct PublishOutcome {
     pub warnings: Vec<String>,
 }
 
+/// Noise blocks per parallel task: each task projects `GROUP_BLOCKS·BLOCK_ROWS` rows at once.
+pub const GROUP_BLOCKS: usize = 4;
+
 /// Privatise a chunk of rows whose first row has global index `first_row` (a multiple of
 /// [`BLOCK_ROWS`]) into `out` (`rows × output_dim`), in parallel.
 pub fn privatise_real(
@@ -68,13 +71,61 @@ pub fn privatise_real(
         ));
     }
     let first_block = first_row / BLOCK_ROWS as u64;
-    rows.par_chunks(BLOCK_ROWS * p)
-        .zip(out.par_chunks_mut(BLOCK_ROWS * k))
+    let group = GROUP_BLOCKS * BLOCK_ROWS;
+    rows.par_chunks(group * p)
+        .zip(out.par_chunks_mut(group * k))
         .enumerate()
-        .try_for_each(|(b, (r, o))| {
-            let mut rng = noise.block_rng(first_block + b as u64);
-            mech.privatise(r, SketchMut::Real(o), &mut rng)
+        .map(|(g, (r, o))| {
+            mech.privatise_blocks(
+                r,
+                SketchMut::Real(o),
+                first_block + (g * GROUP_BLOCKS) as u64,
+                noise,
+            )
         })
+        .collect::<Vec<Result<()>>>()
+        .into_iter()
+        .collect()
+}
+
+/// Validate (scaling first when asked), then privatise one pipeline chunk, all in parallel groups.
+/// The error reported is the first bad cell in row order, whichever thread found it.
+#[allow(clippy::too_many_arguments)]
+fn process_chunk(
+    mech: &dyn Mechanism,
+    scaler: Option<&Scaler>,
+    values: &mut [f32],
+    first_row: u64,
+    noise: &NoiseSource,
+    out: &mut [f32],
+    path: &std::path::Path,
+) -> Result<()> {
+    let p = mech.input_dim();
+    let k = mech.output_dim();
+    let group = GROUP_BLOCKS * BLOCK_ROWS;
+    let first_block = first_row / BLOCK_ROWS as u64;
+    values
+        .par_chunks_mut(group * p)
+        .zip(out.par_chunks_mut(group * k))
+        .enumerate()
+        .map(|(g, (v, o))| {
+            let r0 = first_row + (g * group) as u64;
+            if let Some(s) = scaler {
+                // Non-finite input is refused before any scaling (--clip must not turn inf into 1).
+                check_finite(v, p, r0, path)?;
+                s.apply(v, p);
+            }
+            check_domain(v, p, r0, path)?;
+            mech.privatise_blocks(
+                v,
+                SketchMut::Real(o),
+                first_block + (g * GROUP_BLOCKS) as u64,
+                noise,
+            )
+        })
+        .collect::<Vec<Result<()>>>()
+        .into_iter()
+        .collect()
 }
 
 /// Privatise a whole in-memory dataset with `mech` (used by evaluation and tests).
@@ -158,11 +209,18 @@ pub fn publish(req: &PublishRequest, noise: &NoiseSource) -> Result<PublishOutco
 
     let input_path = req.input.clone();
     let mech_ref: &dyn Mechanism = mech.as_ref();
+    let scaler_opt = (!scaler.steps.is_empty()).then_some(&scaler);
     let result: Result<ReleaseWriter> = std::thread::scope(|s| {
+        // Buffers travel reader → main → writer and back, so steady state allocates nothing.
         let (tx, rx) = sync_channel::<Result<Chunk>>(2);
+        let (in_pool_tx, in_pool_rx) = std::sync::mpsc::channel::<Vec<f32>>();
+        let (out_pool_tx, out_pool_rx) = std::sync::mpsc::channel::<Vec<f32>>();
         let mut reader = reader;
         s.spawn(move || loop {
-            let mut v = Vec::with_capacity(CHUNK_ROWS * p);
+            let mut v = in_pool_rx
+                .try_recv()
+                .unwrap_or_else(|_| Vec::with_capacity(CHUNK_ROWS * p));
+            v.clear();
             let mut l = Vec::new();
             match reader.read_chunk(CHUNK_ROWS, &mut v, &mut l) {
                 Ok(0) => break,
@@ -181,6 +239,7 @@ pub fn publish(req: &PublishRequest, noise: &NoiseSource) -> Result<PublishOutco
         let wh = s.spawn(move || -> Result<ReleaseWriter> {
             for (out, labels) in wrx {
                 writer.write_f32(&out, &labels, &[])?;
+                let _ = out_pool_tx.send(out);
             }
             Ok(writer)
         });
@@ -194,22 +253,22 @@ pub fn publish(req: &PublishRequest, noise: &NoiseSource) -> Result<PublishOutco
                     break;
                 }
             };
-            // Non-finite input is refused before any scaling (--clip must not turn inf into 1).
-            if let Err(e) = check_finite(&v, p, row0, &input_path) {
-                failure = Some(e);
-                break;
-            }
-            scaler.apply(&mut v, p);
-            if let Err(e) = check_domain(&v, p, row0, &input_path) {
-                failure = Some(e);
-                break;
-            }
             let rows = v.len() / p;
-            let mut out = vec![0f32; rows * k];
-            if let Err(e) = privatise_real(mech_ref, &v, row0, noise, &mut out) {
+            let mut out = out_pool_rx.try_recv().unwrap_or_default();
+            out.resize(rows * k, 0.0);
+            if let Err(e) = process_chunk(
+                mech_ref,
+                scaler_opt,
+                &mut v,
+                row0,
+                noise,
+                &mut out,
+                &input_path,
+            ) {
                 failure = Some(e);
                 break;
             }
+            let _ = in_pool_tx.send(v);
             row0 += rows as u64;
             if wtx.send((out, l)).is_err() {
                 break; // the writer failed; its error is reported below

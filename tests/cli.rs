@@ -2059,11 +2059,11 @@ fn value_after(out: &str, label: &str) -> f64 {
         .unwrap_or_else(|| panic!("no number in {line:?}"))
 }
 
-/// The numeric row of calibrate's table for `k`: (k, Δ₂, σ, σ classical, sd both, sd raw).
+/// The numeric row of calibrate's table for `k`: (k, Δ₂, σ, σ classical, var both, sd both, var raw, sd raw).
 fn table_row(out: &str, k: usize) -> Vec<f64> {
     out.lines()
         .map(|l| l.split_whitespace().collect::<Vec<_>>())
-        .find(|w| w.len() == 6 && w[0] == k.to_string())
+        .find(|w| w.len() == 8 && w[0] == k.to_string())
         .unwrap_or_else(|| panic!("no table row for k = {k}:\n{out}"))
         .iter()
         .map(|t| t.parse().unwrap())
@@ -2141,7 +2141,7 @@ fn calibrate_for_a_mechanism() {
     let row = table_row(&out, 256);
     assert_eq!(row[1], 1.0, "Rademacher Δ₂ = β = 1:\n{out}");
     assert!((row[2] - 0.98).abs() < 0.0005, "σ ≈ 0.98:\n{out}");
-    assert!(row[4] > 0.0 && row[5] > 0.0, "{out}");
+    assert!(row[4] > 0.0 && row[7] > 0.0 && (row[5] * row[5] - row[4]).abs() < 1e-3 * row[4], "{out}");
 
     let out = ok(
         d.path(),

@@ -185,9 +185,17 @@ impl RowReader for NativeReader {
         if take == 0 {
             return Ok(0);
         }
-        self.buf.resize(take * self.p * 4, 0);
-        read_exact_or_truncated(&mut self.data, &mut self.buf, &self.path, "row data")?;
-        extend_f32_le(values, &self.buf);
+        if cfg!(target_endian = "little") {
+            // Read the little-endian payload straight into the f32 buffer (no second copy).
+            let start = values.len();
+            values.resize(start + take * self.p, 0.0);
+            let bytes: &mut [u8] = bytemuck::cast_slice_mut(&mut values[start..]);
+            read_exact_or_truncated(&mut self.data, bytes, &self.path, "row data")?;
+        } else {
+            self.buf.resize(take * self.p * 4, 0);
+            read_exact_or_truncated(&mut self.data, &mut self.buf, &self.path, "row data")?;
+            extend_f32_le(values, &self.buf);
+        }
         if let Some(lf) = self.labels.as_mut() {
             self.buf.resize(take * 4, 0);
             read_exact_or_truncated(lf, &mut self.buf, &self.path, "labels")?;

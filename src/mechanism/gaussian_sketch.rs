@@ -305,6 +305,36 @@ impl Mechanism for GaussianSketch {
         add_gaussian_noise(out, self.calibration.sigma, rng);
         Ok(())
     }
+    fn privatise_blocks(
+        &self,
+        rows: &[f32],
+        out: SketchMut<'_>,
+        first_block: u64,
+        noise: &crate::privacy::noise::NoiseSource,
+    ) -> Result<()> {
+        let SketchMut::Real(out) = out else {
+            return Err(Error::param(
+                "payload",
+                "a real-valued mechanism needs a real buffer",
+            ));
+        };
+        let m = rows.len() / self.map.p();
+        if m * self.map.p() != rows.len() || out.len() != m * self.map.k() {
+            return Err(Error::param(
+                "rows",
+                "block shape does not match the mechanism",
+            ));
+        }
+        // One projection for all blocks (a larger, more efficient matrix product), then each
+        // block's noise from its own stream: identical to privatising block by block.
+        self.map.apply(rows, out);
+        let per_block = crate::privacy::noise::BLOCK_ROWS * self.map.k();
+        for (b, o) in out.chunks_mut(per_block).enumerate() {
+            let mut rng = noise.block_rng(first_block + b as u64);
+            add_gaussian_noise(o, self.calibration.sigma, &mut rng);
+        }
+        Ok(())
+    }
     fn estimator(&self) -> Estimator {
         Estimator::Gaussian {
             family: self.map.family(),

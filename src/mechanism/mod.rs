@@ -213,6 +213,39 @@ pub trait Mechanism: Send + Sync {
     fn privatise(&self, rows: &[f32], out: SketchMut<'_>, rng: &mut ChaCha20Rng) -> Result<()>;
     /// The estimator for inner products between released rows, with its variance formula.
     fn estimator(&self) -> Estimator;
+
+    /// Privatise several consecutive noise blocks at once: block `b` of `rows` (each
+    /// [`BLOCK_ROWS`](crate::privacy::noise::BLOCK_ROWS) rows, the last possibly shorter) draws its
+    /// noise from `noise.block_rng(first_block + b)`. The result must equal calling
+    /// [`privatise`](Mechanism::privatise) block by block; mechanisms override it to share work
+    /// across blocks (e.g. one larger matrix product).
+    fn privatise_blocks(
+        &self,
+        rows: &[f32],
+        out: SketchMut<'_>,
+        first_block: u64,
+        noise: &crate::privacy::noise::NoiseSource,
+    ) -> Result<()> {
+        let bs = crate::privacy::noise::BLOCK_ROWS;
+        let p = self.input_dim();
+        match out {
+            SketchMut::Real(out) => {
+                let k = self.output_dim();
+                for (b, (r, o)) in rows.chunks(bs * p).zip(out.chunks_mut(bs * k)).enumerate() {
+                    let mut rng = noise.block_rng(first_block + b as u64);
+                    self.privatise(r, SketchMut::Real(o), &mut rng)?;
+                }
+            }
+            SketchMut::Bits(out) => {
+                let w = self.output_dim().div_ceil(64);
+                for (b, (r, o)) in rows.chunks(bs * p).zip(out.chunks_mut(bs * w)).enumerate() {
+                    let mut rng = noise.block_rng(first_block + b as u64);
+                    self.privatise(r, SketchMut::Bits(o), &mut rng)?;
+                }
+            }
+        }
+        Ok(())
+    }
 }
 
 /// Build the mechanism for a publish run.
