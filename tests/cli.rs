@@ -2141,7 +2141,10 @@ fn calibrate_for_a_mechanism() {
     let row = table_row(&out, 256);
     assert_eq!(row[1], 1.0, "Rademacher Δ₂ = β = 1:\n{out}");
     assert!((row[2] - 0.98).abs() < 0.0005, "σ ≈ 0.98:\n{out}");
-    assert!(row[4] > 0.0 && row[7] > 0.0 && (row[5] * row[5] - row[4]).abs() < 1e-3 * row[4], "{out}");
+    assert!(
+        row[4] > 0.0 && row[7] > 0.0 && (row[5] * row[5] - row[4]).abs() < 1e-3 * row[4],
+        "{out}"
+    );
 
     let out = ok(
         d.path(),

@@ -258,6 +258,27 @@ pub fn add_gaussian_noise(out: &mut [f32], sigma: f64, rng: &mut ChaCha20Rng) {
     }
 }
 
+impl GaussianSketch {
+    /// Check the block's shape and apply the public map into the real output buffer.
+    fn project_checked<'a>(&self, rows: &[f32], out: SketchMut<'a>) -> Result<&'a mut [f32]> {
+        let SketchMut::Real(out) = out else {
+            return Err(Error::param(
+                "payload",
+                "a real-valued mechanism needs a real buffer",
+            ));
+        };
+        let m = rows.len() / self.map.p();
+        if m * self.map.p() != rows.len() || out.len() != m * self.map.k() {
+            return Err(Error::param(
+                "rows",
+                "block shape does not match the mechanism",
+            ));
+        }
+        self.map.apply(rows, out);
+        Ok(out)
+    }
+}
+
 impl Mechanism for GaussianSketch {
     fn kind(&self) -> MechanismKind {
         self.kind
@@ -288,20 +309,7 @@ impl Mechanism for GaussianSketch {
         self.map.apply(rows, out)
     }
     fn privatise(&self, rows: &[f32], out: SketchMut<'_>, rng: &mut ChaCha20Rng) -> Result<()> {
-        let SketchMut::Real(out) = out else {
-            return Err(Error::param(
-                "payload",
-                "a real-valued mechanism needs a real buffer",
-            ));
-        };
-        let m = rows.len() / self.map.p();
-        if m * self.map.p() != rows.len() || out.len() != m * self.map.k() {
-            return Err(Error::param(
-                "rows",
-                "block shape does not match the mechanism",
-            ));
-        }
-        self.map.apply(rows, out);
+        let out = self.project_checked(rows, out)?;
         add_gaussian_noise(out, self.calibration.sigma, rng);
         Ok(())
     }
@@ -312,22 +320,9 @@ impl Mechanism for GaussianSketch {
         first_block: u64,
         noise: &crate::privacy::noise::NoiseSource,
     ) -> Result<()> {
-        let SketchMut::Real(out) = out else {
-            return Err(Error::param(
-                "payload",
-                "a real-valued mechanism needs a real buffer",
-            ));
-        };
-        let m = rows.len() / self.map.p();
-        if m * self.map.p() != rows.len() || out.len() != m * self.map.k() {
-            return Err(Error::param(
-                "rows",
-                "block shape does not match the mechanism",
-            ));
-        }
         // One projection for all blocks (a larger, more efficient matrix product), then each
         // block's noise from its own stream: identical to privatising block by block.
-        self.map.apply(rows, out);
+        let out = self.project_checked(rows, out)?;
         let per_block = crate::privacy::noise::BLOCK_ROWS * self.map.k();
         for (b, o) in out.chunks_mut(per_block).enumerate() {
             let mut rng = noise.block_rng(first_block + b as u64);
