@@ -65,6 +65,8 @@ fn params(kind: MechanismKind, k: usize, p: usize) -> MechanismParams {
         projection: kind.dense().then_some(DenseKind::Rademacher),
         // A fixed public seed: the cost of generating the map is the same for any seed.
         seed: Some(Seed::parse_hex("d9e5").expect("valid hex seed")),
+        min_norm: None,
+        individual_dp: false,
     }
 }
 

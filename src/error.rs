@@ -39,6 +39,16 @@ pub enum Error {
         /// What is wrong with the value.
         msg: String,
     },
+    /// A whole row is unacceptable (e.g. its norm is below the public bound).
+    #[error("{path}: row {row}: {msg}")]
+    Row {
+        /// The file involved.
+        path: PathBuf,
+        /// Zero-based row index.
+        row: u64,
+        /// What is wrong with the row.
+        msg: String,
+    },
     /// A parameter (command-line option or API argument) is invalid.
     #[error("invalid {name}: {msg}")]
     Param {

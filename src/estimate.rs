@@ -84,6 +84,14 @@ pub enum Estimator {
         /// Noise σ per coordinate.
         sigma: f64,
     },
+    /// Agreement of packed sign sketches; with a uniform flip probability `1/(1+e^{ε'})` the
+    /// agreement rate is debiased into an angle and a cosine (Theorem 4.5).
+    Sign {
+        /// Number of signs.
+        k: usize,
+        /// ε' of a uniform randomised response (None: data-dependent flips, agreements only).
+        eps_prime: Option<f64>,
+    },
 }
 
 impl Estimator {
@@ -92,10 +100,13 @@ impl Estimator {
         x.iter().zip(y).map(|(&a, &b)| a as f64 * b as f64).sum()
     }
 
-    /// Variance of [`inner_product`](Estimator::inner_product) for a pair with statistics `s`.
+    /// Variance of [`inner_product`](Estimator::inner_product) for a pair with statistics `s`
+    /// (real sketches; NaN for sign sketches, whose estimator is [`sign_cosine`]).
     pub fn variance(&self, s: &PairStats, mode: QueryMode) -> f64 {
         match *self {
             Estimator::Gaussian { family, k, sigma } => ip_variance(family, k, sigma, s, mode),
+            // sign sketches estimate cosines: see `sign_cosine`
+            Estimator::Sign { .. } => f64::NAN,
         }
     }
 }
@@ -123,5 +134,92 @@ pub fn ip_variance(family: Family, k: usize, sigma: f64, s: &PairStats, mode: Qu
                 + dim_for_s4 * kf * s2 * s2
                 + (s.norm_u_sq * s.norm_v_sq + s.ip * s.ip - 2.0 * s.sum_u2v2) / kf * shrink
         }
+    }
+}
+
+/// Number of agreeing signs between two packed sign rows of `k` bits: `k − popcount(a XOR b)`.
+pub fn agreements(a: &[u64], b: &[u64], k: usize) -> u32 {
+    let full = k / 64;
+    let mut diff: u32 = a[..full]
+        .iter()
+        .zip(&b[..full])
+        .map(|(x, y)| (x ^ y).count_ones())
+        .sum();
+    if k % 64 != 0 {
+        let mask = (1u64 << (k % 64)) - 1;
+        diff += ((a[full] ^ b[full]) & mask).count_ones();
+    }
+    k as u32 - diff
+}
+
+/// A cosine estimated from sign agreements, with standard errors (Theorem 4.5).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct SignEstimate {
+    /// Fraction of agreeing signs, `P̂`.
+    pub agreement: f64,
+    /// Debiased collision probability of the unperturbed signs, `P̂_SRP` (clamped to [0,1]).
+    pub p_srp: f64,
+    /// Estimated angle `θ̂ = π(1 − P̂_SRP)`.
+    pub theta: f64,
+    /// Standard error of `θ̂`.
+    pub se_theta: f64,
+    /// `cos θ̂`.
+    pub cosine: f64,
+    /// Standard error of `cos θ̂` (delta method: `|sin θ̂|·se(θ̂)`).
+    pub se_cosine: f64,
+}
+
+/// Debias an agreement count between two sign sketches of `k` signs whose signs were flipped
+/// independently with probability `1/(1+e^{ε'})` — on both sides ([`QueryMode::BothPrivate`],
+/// Theorem 4.5) or on the released side only ([`QueryMode::RawQuery`]). `eps_prime = None` means no
+/// flips (a non-private sketch). Angles follow sign random projections: `P_SRP = 1 − θ/π` (exact
+/// for Gaussian projections, approximate for Rademacher and OPORP).
+///
+/// Both private, with `e = e^{ε'}`: `P = (1−θ/π)(e−1)²/(e+1)² + 2e/(e+1)²`, so
+/// `P̂_SRP = (P̂(e+1)² − 2e)/(e−1)²` and `Var(θ̂) = π²(e+1)⁴/(e−1)⁴·P(1−P)/k`.
+/// Raw query: `P = (1−θ/π)(e−1)/(e+1) + 1/(e+1)`, `P̂_SRP = (P̂(e+1) − 1)/(e−1)`,
+/// `Var(θ̂) = π²(e+1)²/(e−1)²·P(1−P)/k`.
+pub fn sign_cosine(agree: u32, k: usize, eps_prime: Option<f64>, mode: QueryMode) -> SignEstimate {
+    let kf = k as f64;
+    let p_hat = agree as f64 / kf;
+    let (p_srp, slope) = match eps_prime {
+        None => (p_hat, 1.0),
+        Some(e1) => {
+            let e = e1.exp();
+            match mode {
+                QueryMode::BothPrivate => {
+                    let s = ((e - 1.0) / (e + 1.0)).powi(2);
+                    ((p_hat - 2.0 * e / ((e + 1.0) * (e + 1.0))) / s, s)
+                }
+                QueryMode::RawQuery => {
+                    let s = (e - 1.0) / (e + 1.0);
+                    ((p_hat - 1.0 / (e + 1.0)) / s, s)
+                }
+            }
+        }
+    };
+    let p_srp = p_srp.clamp(0.0, 1.0);
+    let theta = std::f64::consts::PI * (1.0 - p_srp);
+    // P at the estimate, for the plug-in standard error
+    let p_model = match eps_prime {
+        None => p_srp,
+        Some(e1) => {
+            let e = e1.exp();
+            match mode {
+                QueryMode::BothPrivate => {
+                    p_srp * slope + 2.0 * e / ((e + 1.0) * (e + 1.0))
+                }
+                QueryMode::RawQuery => p_srp * slope + 1.0 / (e + 1.0),
+            }
+        }
+    };
+    let se_theta = std::f64::consts::PI / slope * (p_model * (1.0 - p_model) / kf).sqrt();
+    SignEstimate {
+        agreement: p_hat,
+        p_srp,
+        theta,
+        se_theta,
+        cosine: theta.cos(),
+        se_cosine: theta.sin().abs() * se_theta,
     }
 }

@@ -88,8 +88,53 @@ pub fn privatise_real(
         .collect()
 }
 
-/// Validate (scaling first when asked), then privatise one pipeline chunk, all in parallel groups.
-/// The error reported is the first bad cell in row order, whichever thread found it.
+/// A pipeline output buffer.
+enum OutBuf {
+    F32(Vec<f32>),
+    Bits(Vec<u64>),
+}
+
+impl OutBuf {
+    fn resize(&mut self, len: usize) {
+        match self {
+            OutBuf::F32(v) => v.resize(len, 0.0),
+            OutBuf::Bits(v) => v.resize(len, 0),
+        }
+    }
+}
+
+/// Norm lower bound used when rows are l2-normalised and no --min-norm is given: 1 less a margin
+/// for f32 rounding of the normalised rows.
+pub const NORMALISED_MIN_NORM: f64 = 1.0 - 1e-5;
+
+/// Refuse rows whose ℓ₂ norm is below the mechanism's public bound.
+fn check_min_norm(
+    values: &[f32],
+    p: usize,
+    first_row: u64,
+    nu: f64,
+    path: &std::path::Path,
+) -> Result<()> {
+    for (r, row) in values.chunks(p).enumerate() {
+        let norm = row.iter().map(|&v| (v as f64) * (v as f64)).sum::<f64>().sqrt();
+        if norm < nu {
+            return Err(Error::Row {
+                path: path.to_path_buf(),
+                row: first_row + r as u64,
+                msg: format!(
+                    "its ℓ₂ norm {norm:.6} is below the public bound --min-norm {nu}; the N₊ \
+                     calibration is valid only for rows at or above it (filter or rescale such rows, \
+                     or lower --min-norm)"
+                ),
+            });
+        }
+    }
+    Ok(())
+}
+
+/// Validate (scaling first when asked), then privatise one pipeline chunk, all in parallel groups,
+/// recording per row how many outputs could be perturbed. The error reported is the first bad cell
+/// in row order, whichever thread found it.
 #[allow(clippy::too_many_arguments)]
 fn process_chunk(
     mech: &dyn Mechanism,
@@ -97,35 +142,55 @@ fn process_chunk(
     values: &mut [f32],
     first_row: u64,
     noise: &NoiseSource,
-    out: &mut [f32],
+    out: &mut OutBuf,
+    perturbed: &mut [u32],
     path: &std::path::Path,
 ) -> Result<()> {
     let p = mech.input_dim();
-    let k = mech.output_dim();
     let group = GROUP_BLOCKS * BLOCK_ROWS;
+    let per_row = match out {
+        OutBuf::F32(_) => mech.output_dim(),
+        OutBuf::Bits(_) => mech.output_dim().div_ceil(64),
+    };
     let first_block = first_row / BLOCK_ROWS as u64;
-    values
-        .par_chunks_mut(group * p)
-        .zip(out.par_chunks_mut(group * k))
-        .enumerate()
-        .map(|(g, (v, o))| {
-            let r0 = first_row + (g * group) as u64;
-            if let Some(s) = scaler {
-                // Non-finite input is refused before any scaling (--clip must not turn inf into 1).
-                check_finite(v, p, r0, path)?;
-                s.apply(v, p);
-            }
-            check_domain(v, p, r0, path)?;
-            mech.privatise_blocks(
-                v,
-                SketchMut::Real(o),
-                first_block + (g * GROUP_BLOCKS) as u64,
-                noise,
-            )
-        })
-        .collect::<Vec<Result<()>>>()
-        .into_iter()
-        .collect()
+    let nu = mech.min_norm();
+    let work = |g: usize, v: &mut [f32], o: SketchMut<'_>, c: &mut [u32]| -> Result<()> {
+        let r0 = first_row + (g * group) as u64;
+        if let Some(s) = scaler {
+            // Non-finite input is refused before any scaling (--clip must not turn inf into 1).
+            check_finite(v, p, r0, path)?;
+            s.apply(v, p);
+        }
+        check_domain(v, p, r0, path)?;
+        if let Some(nu) = nu {
+            check_min_norm(v, p, r0, nu, path)?;
+        }
+        mech.privatise_blocks_counted(v, o, first_block + (g * GROUP_BLOCKS) as u64, noise, c)
+    };
+    let results: Vec<Result<()>> = match out {
+        OutBuf::F32(o) => values
+            .par_chunks_mut(group * p)
+            .zip(o.par_chunks_mut(group * per_row))
+            .zip(perturbed.par_chunks_mut(group))
+            .enumerate()
+            .map(|(g, ((v, o), c))| work(g, v, SketchMut::Real(o), c))
+            .collect(),
+        OutBuf::Bits(o) => values
+            .par_chunks_mut(group * p)
+            .zip(o.par_chunks_mut(group * per_row))
+            .zip(perturbed.par_chunks_mut(group))
+            .enumerate()
+            .map(|(g, ((v, o), c))| work(g, v, SketchMut::Bits(o), c))
+            .collect(),
+    };
+    results.into_iter().collect()
+}
+
+fn payload_elem(p: Payload) -> usize {
+    match p {
+        Payload::F32 => 4,
+        Payload::Bits => 8,
+    }
 }
 
 /// Privatise a whole in-memory dataset with `mech` (used by evaluation and tests).
@@ -196,16 +261,15 @@ pub fn publish(req: &PublishRequest, noise: &NoiseSource) -> Result<PublishOutco
 
     let mut params = req.params.clone();
     params.p = p;
-    let mech = mechanism::build(&params)?;
-    if mech.payload() != Payload::F32 {
-        return Err(Error::param(
-            "--mechanism",
-            "sign mechanisms are not supported yet",
-        ));
+    if params.kind.needs_min_norm() && params.min_norm.is_none() && scaling.unit_norm() {
+        params.min_norm = Some(NORMALISED_MIN_NORM);
     }
+    let mech = mechanism::build(&params)?;
+    let payload = mech.payload();
     let k = mech.output_dim();
     let has_labels = reader.has_labels();
-    let mut writer = ReleaseWriter::create(&req.output, Payload::F32, k, has_labels, false)?;
+    let mut writer = ReleaseWriter::create(&req.output, payload, k, has_labels, false)?;
+    let mut histogram = vec![0u64; k + 1];
 
     let input_path = req.input.clone();
     let mech_ref: &dyn Mechanism = mech.as_ref();
@@ -214,7 +278,7 @@ pub fn publish(req: &PublishRequest, noise: &NoiseSource) -> Result<PublishOutco
         // Buffers travel reader → main → writer and back, so steady state allocates nothing.
         let (tx, rx) = sync_channel::<Result<Chunk>>(2);
         let (in_pool_tx, in_pool_rx) = std::sync::mpsc::channel::<Vec<f32>>();
-        let (out_pool_tx, out_pool_rx) = std::sync::mpsc::channel::<Vec<f32>>();
+        let (out_pool_tx, out_pool_rx) = std::sync::mpsc::channel::<OutBuf>();
         let mut reader = reader;
         s.spawn(move || loop {
             let mut v = in_pool_rx
@@ -235,14 +299,19 @@ pub fn publish(req: &PublishRequest, noise: &NoiseSource) -> Result<PublishOutco
                 }
             }
         });
-        let (wtx, wrx) = sync_channel::<Chunk>(2);
+        let (wtx, wrx) = sync_channel::<(OutBuf, Vec<f32>)>(2);
         let wh = s.spawn(move || -> Result<ReleaseWriter> {
             for (out, labels) in wrx {
-                writer.write_f32(&out, &labels, &[])?;
+                match &out {
+                    OutBuf::F32(v) => writer.write_f32(v, &labels, &[])?,
+                    OutBuf::Bits(v) => writer.write_bits(v, &labels, &[])?,
+                }
                 let _ = out_pool_tx.send(out);
             }
             Ok(writer)
         });
+        let mut perturbed = Vec::new();
+        let hist = &mut histogram;
         let mut row0 = 0u64;
         let mut failure = None;
         for msg in rx {
@@ -254,8 +323,12 @@ pub fn publish(req: &PublishRequest, noise: &NoiseSource) -> Result<PublishOutco
                 }
             };
             let rows = v.len() / p;
-            let mut out = out_pool_rx.try_recv().unwrap_or_default();
-            out.resize(rows * k, 0.0);
+            let mut out = out_pool_rx.try_recv().unwrap_or_else(|_| match payload {
+                Payload::F32 => OutBuf::F32(Vec::new()),
+                Payload::Bits => OutBuf::Bits(Vec::new()),
+            });
+            out.resize(rows * crate::release::row_bytes(payload, k) / payload_elem(payload));
+            perturbed.resize(rows, 0);
             if let Err(e) = process_chunk(
                 mech_ref,
                 scaler_opt,
@@ -263,10 +336,14 @@ pub fn publish(req: &PublishRequest, noise: &NoiseSource) -> Result<PublishOutco
                 row0,
                 noise,
                 &mut out,
+                &mut perturbed,
                 &input_path,
             ) {
                 failure = Some(e);
                 break;
+            }
+            for &c in &perturbed {
+                hist[(c as usize).min(k)] += 1;
             }
             let _ = in_pool_tx.send(v);
             row0 += rows as u64;
@@ -315,6 +392,30 @@ pub fn publish(req: &PublishRequest, noise: &NoiseSource) -> Result<PublishOutco
             ));
         }
     }
+    let mut record = mech.record();
+    if let Some(sign) = record.sign.as_mut() {
+        use crate::mechanism::sign_sketch::{FlipRule, SetSummary};
+        match sign.rule {
+            FlipRule::RandomisedResponse {
+                flip_probability, ..
+            } if flip_probability >= 0.499 => warnings.push(format!(
+                "every sign is flipped with probability {flip_probability:.4} ≥ 0.499: the release \
+                 carries almost no signal (raise ε or lower k)"
+            )),
+            FlipRule::SmoothFlipping { eps_prime }
+                if crate::privacy::rr::rr_flip_probability(eps_prime) >= 0.499 =>
+            {
+                warnings.push(format!(
+                    "ε' = {eps_prime:.2e} per sign: signs one step from zero are flipped with \
+                     probability ≥ 0.499, so only rows far from every hyperplane keep signal"
+                ))
+            }
+            _ => {}
+        }
+        if params.kind.is_idp() {
+            sign.noise_set = SetSummary::from_histogram(&histogram);
+        }
+    }
     let meta = ReleaseMeta {
         format_version: VERSION,
         tool: format!("dprp {}", env!("CARGO_PKG_VERSION")),
@@ -322,8 +423,8 @@ pub fn publish(req: &PublishRequest, noise: &NoiseSource) -> Result<PublishOutco
         n: 0,
         p,
         k,
-        payload: Payload::F32,
-        mechanism: mech.record(),
+        payload,
+        mechanism: record,
         guarantee,
         private,
         statement,

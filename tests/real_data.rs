@@ -29,6 +29,8 @@ fn params(kind: MechanismKind, k: usize) -> MechanismParams {
         k: Some(k),
         projection: None,
         seed: None,
+        min_norm: None,
+        individual_dp: false,
     }
 }
 

@@ -35,6 +35,8 @@ fn params(kind: MechanismKind, k: Option<usize>) -> MechanismParams {
         k,
         projection: None,
         seed: Some(Seed::parse_hex("d1").unwrap()),
+        min_norm: None,
+        individual_dp: false,
     }
 }
 

@@ -56,6 +56,8 @@ fn params(
         k: Some(k),
         projection: proj,
         seed: Some(Seed::parse_hex(&format!("{:x}", seed + 1)).unwrap()),
+        min_norm: None,
+        individual_dp: false,
     }
 }
 
@@ -248,6 +250,8 @@ fn noise_is_gaussian_with_the_calibrated_sigma() {
         k: None,
         projection: None,
         seed: Some(Seed::parse_hex("5").unwrap()),
+        min_norm: None,
+        individual_dp: false,
     })
     .unwrap();
     let sigma = analytic_sigma(1.0, 2.0, 1e-5).unwrap();

@@ -12,9 +12,9 @@ pub struct CalibrateArgs {
     /// Privacy parameter ε > 0.
     #[arg(short, long, allow_negative_numbers = true)]
     epsilon: f64,
-    /// Privacy parameter δ in (0, 1).
+    /// Privacy parameter δ in (0, 1) (Gaussian mechanisms, dp-signrp-rr, idp-*-g).
     #[arg(short, long, allow_negative_numbers = true)]
-    delta: f64,
+    delta: Option<f64>,
     /// ℓ₂-sensitivity Δ₂ of the released vector (alternative to --mechanism).
     #[arg(long, allow_negative_numbers = true, conflicts_with = "mechanism")]
     sensitivity: Option<f64>,
@@ -45,6 +45,9 @@ pub struct CalibrateArgs {
     /// Cosine of the pair.
     #[arg(long, default_value_t = 0.5, allow_negative_numbers = true)]
     cosine: f64,
+    /// Public lower bound ν on row norms (dp-signrp-rr).
+    #[arg(long, allow_negative_numbers = true)]
+    min_norm: Option<f64>,
 }
 
 pub fn run(a: CalibrateArgs) -> Result<()> {
@@ -59,10 +62,13 @@ pub fn run(a: CalibrateArgs) -> Result<()> {
         return Err(Error::param("--cosine", "the cosine must lie in [-1, 1]"));
     }
     let Some(name) = &a.mechanism else {
+        let delta = a
+            .delta
+            .ok_or_else(|| Error::param("--delta", "the Gaussian mechanism needs --delta"))?;
         let sens = a.sensitivity.unwrap_or(a.beta);
-        let sa = analytic_sigma(sens, a.epsilon, a.delta)?;
-        let sc = classical_sigma(sens, a.epsilon, a.delta)?;
-        println!("ε = {}, δ = {:e}, Δ₂ = {sens}", a.epsilon, a.delta);
+        let sa = analytic_sigma(sens, a.epsilon, delta)?;
+        let sc = classical_sigma(sens, a.epsilon, delta)?;
+        println!("ε = {}, δ = {:e}, Δ₂ = {sens}", a.epsilon, delta);
         println!("σ analytic  (Theorem 3.2, Balle & Wang 2018) = {sa:.6}");
         println!(
             "σ classical (Theorem 3.1)                    = {sc:.6}{}",
@@ -88,7 +94,7 @@ pub fn run(a: CalibrateArgs) -> Result<()> {
         (true, Some(k)) => vec![k],
         (true, None) => [64, 128, 256, 512, 1024]
             .into_iter()
-            .filter(|&k| kind != MechanismKind::DpOporp || k <= p)
+            .filter(|&k| !kind.oporp() || k <= p)
             .collect(),
     };
     if ks.is_empty() {
@@ -97,6 +103,10 @@ pub fn run(a: CalibrateArgs) -> Result<()> {
             format!("OPORP needs k ≤ p; p = {p} is below 64, give --k"),
         ));
     }
+    if kind.is_sign() {
+        return sign_table(&a, kind, p, &ks, seed);
+    }
+    let delta = a.delta;
     let nu2 = a.norm_u * a.norm_u;
     let nv2 = a.norm_v * a.norm_v;
     let stats = PairStats {
@@ -111,13 +121,15 @@ pub fn run(a: CalibrateArgs) -> Result<()> {
         let params = MechanismParams {
             kind,
             epsilon: a.epsilon,
-            delta: Some(a.delta),
+            delta,
             beta: a.beta,
             neighbour: Neighbour::Coordinate,
             p,
             k: kind.projects().then_some(k),
             projection: a.projection.as_deref().map(DenseKind::parse).transpose()?,
             seed: Some(seed),
+            min_norm: None,
+            individual_dp: false,
         };
         let m = mechanism::build(&params)?;
         let rec = m.record();
@@ -125,7 +137,9 @@ pub fn run(a: CalibrateArgs) -> Result<()> {
             continue;
         };
         let est = m.estimator();
-        let crate::estimate::Estimator::Gaussian { family, .. } = est;
+        let crate::estimate::Estimator::Gaussian { family, .. } = est else {
+            continue;
+        };
         let both = ip_variance(family, k, cal.sigma, &stats, QueryMode::BothPrivate);
         let raw = ip_variance(family, k, cal.sigma, &stats, QueryMode::RawQuery);
         rows.push((
@@ -141,7 +155,7 @@ pub fn run(a: CalibrateArgs) -> Result<()> {
         "{} at ε = {}, δ = {:e}, β = {}, p = {p}; pair with ‖u‖ = {}, ‖v‖ = {}, cos = {} (ρ = {:.4})",
         kind.name(),
         a.epsilon,
-        a.delta,
+        delta.unwrap_or(0.0),
         a.beta,
         a.norm_u,
         a.norm_v,
@@ -167,6 +181,92 @@ pub fn run(a: CalibrateArgs) -> Result<()> {
             both.sqrt(),
             raw,
             raw.sqrt()
+        );
+    }
+    Ok(())
+}
+
+/// The flip parameters of a sign mechanism for each k: N₊ and its inputs, ε' per sign, flip
+/// probabilities (DESIGN.md §4).
+fn sign_table(a: &CalibrateArgs, kind: MechanismKind, p: usize, ks: &[usize], seed: Seed) -> Result<()> {
+    use crate::mechanism::sign_sketch::FlipRule;
+    use crate::privacy::rr::rr_flip_probability;
+    let mut lines = Vec::new();
+    let mut weak = false;
+    for &k in ks {
+        let params = MechanismParams {
+            kind,
+            epsilon: a.epsilon,
+            delta: a.delta,
+            beta: a.beta,
+            neighbour: Neighbour::Coordinate,
+            p,
+            k: Some(k),
+            projection: a.projection.as_deref().map(DenseKind::parse).transpose()?,
+            seed: Some(seed),
+            min_norm: a.min_norm,
+            individual_dp: true,
+        };
+        let m = mechanism::build(&params)?;
+        let rec = m.record();
+        let Some(sign) = rec.sign else { continue };
+        let line = match sign.rule {
+            FlipRule::RandomisedResponse {
+                eps_prime,
+                flip_probability,
+            } => {
+                weak |= flip_probability >= 0.499;
+                match &sign.n_plus {
+                    Some(n) => format!(
+                        "k = {k:>5}: r = β/ν = {:.4}, P = {:.6} ({}), μ = {:.3}, η = {:.4}, N₊ = {}, \
+                         ε' = ε/N₊ = {:.6}, flip probability {:.6}",
+                        n.r, n.prob, n.method, n.mu, n.eta, n.n_plus, eps_prime, flip_probability
+                    ),
+                    None => format!(
+                        "k = {k:>5}: N₊ = 1 (one bin moves), ε' = {eps_prime}, flip probability {flip_probability:.6}"
+                    ),
+                }
+            }
+            FlipRule::SmoothFlipping { eps_prime } => {
+                let q1 = rr_flip_probability(eps_prime);
+                weak |= q1 >= 0.499;
+                let qs: Vec<String> = [0u64, 1, 2, 5, 10, 50]
+                    .iter()
+                    .map(|&l| format!("q(L={l}) = {:.6}", rr_flip_probability(eps_prime * l as f64)))
+                    .collect();
+                format!("k = {k:>5}: ε' = {eps_prime:.6}; {}", qs.join(", "))
+            }
+            FlipRule::IdpGaussian { sigma_unit, .. } => format!(
+                "k = {k:>5}: σ = Δ₂(A)·{sigma_unit:.6}; Rademacher Δ₂(A) = β·√(|A|/k), e.g. |A| = k/10: σ = {:.6}",
+                a.beta * (0.1f64).sqrt() * sigma_unit
+            ),
+            FlipRule::IdpRandomisedResponse { epsilon, split } => {
+                if split {
+                    format!(
+                        "k = {k:>5}: flip probability 1/(1+e^(ε/|A|)); |A| = k/10: {:.6}",
+                        rr_flip_probability(epsilon / (k as f64 / 10.0).max(1.0))
+                    )
+                } else {
+                    format!("k = {k:>5}: flip probability {:.6} per bin in A", rr_flip_probability(epsilon))
+                }
+            }
+        };
+        lines.push(line);
+    }
+    println!(
+        "{} at ε = {}{}, β = {}, p = {p}",
+        kind.name(),
+        a.epsilon,
+        a.delta.map(|d| format!(", δ = {d:e}")).unwrap_or_default(),
+        a.beta
+    );
+    for l in lines {
+        println!("{l}");
+    }
+    if weak {
+        println!(
+            "warning: flip probabilities are ≥ 0.499: such a release carries almost no signal \
+             (raise ε or lower k)"
         );
     }
     Ok(())

@@ -67,6 +67,8 @@ pub fn run(a: DemoArgs) -> Result<()> {
                 k: Some(k),
                 projection: None,
                 seed: None,
+                min_norm: None,
+                individual_dp: false,
             },
             output: out.clone(),
         };

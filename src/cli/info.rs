@@ -108,6 +108,9 @@ pub fn describe(r: &Release) -> String {
             ),
         );
     }
+    if let Some(sr) = &m.mechanism.sign {
+        line("signs", sr.describe());
+    }
     line(
         "noise source",
         format!("{} — {}", m.noise.source, m.noise.generator),

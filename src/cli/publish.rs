@@ -14,7 +14,9 @@ use crate::publish::{publish, PublishRequest};
 pub struct PublishArgs {
     /// Input dataset (native .bin or any supported format).
     input: PathBuf,
-    /// Mechanism: raw-g-opt, dp-rp-g, dp-rp-g-opt, dp-oporp.
+    /// Mechanism: raw-g-opt, dp-rp-g, dp-rp-g-opt, dp-oporp, dp-signrp-rr, dp-signrp-rr-smooth,
+    /// dp-signoporp-rr, dp-signoporp-rr-smooth, idp-signrp-g, idp-signrp-rr, idp-signoporp-g,
+    /// idp-signoporp-rr.
     #[arg(short, long)]
     mechanism: String,
     /// Privacy parameter ε > 0.
@@ -38,6 +40,13 @@ pub struct PublishArgs {
     /// Public projection seed, up to 64 hex digits (default: fresh from the OS, recorded).
     #[arg(long)]
     projection_seed: Option<String>,
+    /// Public lower bound ν on every row's ℓ₂ norm (dp-signrp-rr; rows below it are refused).
+    /// With --normalize l2 it defaults to 1.
+    #[arg(long, allow_negative_numbers = true)]
+    min_norm: Option<f64>,
+    /// Accept individual DP (idp-* mechanisms): it protects only the neighbours of this dataset.
+    #[arg(long)]
+    individual_dp: bool,
     /// Reproducible noise for experiments. THE RELEASE IS THEN NOT PRIVATE.
     #[arg(long)]
     noise_seed: Option<String>,
@@ -65,6 +74,8 @@ pub fn run(a: PublishArgs) -> Result<()> {
             .as_deref()
             .map(Seed::parse_hex)
             .transpose()?,
+        min_norm: a.min_norm,
+        individual_dp: a.individual_dp,
     };
     let noise = match &a.noise_seed {
         Some(s) => {
@@ -88,13 +99,20 @@ pub fn run(a: PublishArgs) -> Result<()> {
     }
     let m = &out.meta;
     println!(
-        "published {}: {} rows, {} → {} values per row with {}",
+        "published {}: {} rows, {} → {} {} per row with {}",
         a.output.display(),
         m.n,
         m.p,
         m.k,
+        match m.payload {
+            crate::mechanism::Payload::F32 => "values",
+            crate::mechanism::Payload::Bits => "signs",
+        },
         m.mechanism.name.name()
     );
+    if let Some(s) = &m.mechanism.sign {
+        println!("signs: {}", s.describe());
+    }
     if let Some(g) = &m.mechanism.gaussian {
         println!(
             "noise: σ = {:.6} (Δ₂ = {:.6}, {})",

@@ -39,9 +39,16 @@ impl Scaling {
     pub fn data_dependent(&self) -> bool {
         self.0.iter().any(|s| matches!(s, ScalingStep::MaxAbs))
     }
-    /// True when every row is guaranteed to have unit ℓ₂ norm (or be zero) afterwards.
+    /// True when every row is guaranteed to have unit ℓ₂ norm (or be zero) afterwards (a clip
+    /// after normalising changes nothing: unit rows are already inside [-1,1]).
     pub fn unit_norm(&self) -> bool {
-        matches!(self.0.last(), Some(ScalingStep::NormalizeL2))
+        let steps: Vec<&ScalingStep> = self
+            .0
+            .iter()
+            .filter(|s| !matches!(s, ScalingStep::Clip))
+            .collect();
+        matches!(steps.last(), Some(ScalingStep::NormalizeL2))
+            && matches!(self.0.last(), Some(ScalingStep::NormalizeL2 | ScalingStep::Clip))
     }
     /// Human-readable description, `none` when empty.
     pub fn describe(&self) -> String {

@@ -239,6 +239,12 @@ impl GaussianSketch {
             MechanismKind::RawGOpt => super::raw_gaussian::ALGORITHM,
             MechanismKind::DpRpG | MechanismKind::DpRpGOpt => super::dp_rp::ALGORITHM,
             MechanismKind::DpOporp => super::dp_oporp::ALGORITHM,
+            other => {
+                return Err(Error::param(
+                    "release",
+                    format!("{} is not a Gaussian mechanism", other.name()),
+                ))
+            }
         };
         Ok(GaussianSketch::new(
             rec.name,
@@ -303,6 +309,7 @@ impl Mechanism for GaussianSketch {
             k: self.map.k(),
             projection: self.map.record(),
             gaussian: Some(self.calibration.clone()),
+            sign: None,
         }
     }
     fn project(&self, rows: &[f32], out: &mut [f32]) {

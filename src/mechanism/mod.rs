@@ -7,11 +7,21 @@
 //! | `dp-rp-g` | [`dp_rp`] | Algorithm 1, classical σ (Theorem 3.1) |
 //! | `dp-rp-g-opt` | [`dp_rp`] | Algorithm 1 with analytic σ (Theorem 3.2); Rademacher = Algorithm 9 |
 //! | `dp-oporp` | [`dp_oporp`] | Algorithm 10 |
+//! | `dp-signrp-rr`, `dp-signoporp-rr` | [`sign_rr`] | Algorithm 3 with N₊ (Proposition 4.4); on OPORP N₊ = 1 |
+//! | `dp-signrp-rr-smooth`, `dp-signoporp-rr-smooth` | [`smooth_flipping`] | Algorithm 4 (Theorem 4.6) |
+//! | `idp-signrp-g`, `idp-signrp-rr`, `idp-signoporp-g`, `idp-signoporp-rr` | [`idp_sign`] | Algorithms 6–8, appendix A.3 (individual DP) |
+//!
+//! The sign mechanisms share [`sign_sketch`]: projection, packing of signs (64 per `u64`) and the
+//! flip rules.
 
 pub mod dp_oporp;
 pub mod dp_rp;
 pub mod gaussian_sketch;
+pub mod idp_sign;
 pub mod raw_gaussian;
+pub mod sign_rr;
+pub mod sign_sketch;
+pub mod smooth_flipping;
 
 use rand_chacha::ChaCha20Rng;
 use serde::{Deserialize, Serialize};
@@ -22,6 +32,7 @@ use crate::privacy::guarantee::{Guarantee, Neighbour};
 use crate::projection::{DenseKind, Seed};
 
 pub use gaussian_sketch::GaussianSketch;
+pub use sign_sketch::{SignRecord, SignSketch};
 
 /// Every mechanism dprp can publish with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -35,15 +46,39 @@ pub enum MechanismKind {
     DpRpGOpt,
     /// OPORP + Gaussian noise, analytic σ, `Δ₂ = β`.
     DpOporp,
+    /// Signs of a dense projection, randomised response with `ε/N₊` per sign.
+    DpSignrpRr,
+    /// Signs of a dense projection, smooth flipping with `ε' = ε/k`.
+    DpSignrpRrSmooth,
+    /// Signs of OPORP, randomised response with `ε` per sign (`N₊ = 1`).
+    DpSignoporpRr,
+    /// Signs of OPORP, smooth flipping with `ε' = ε`.
+    DpSignoporpRrSmooth,
+    /// Individual DP: Gaussian noise on the noise set `A` of a dense projection, then signs.
+    IdpSignrpG,
+    /// Individual DP: randomised response on the noise set `A` of a dense projection.
+    IdpSignrpRr,
+    /// Individual DP: Gaussian noise on the noise set `A` of OPORP bins, then signs.
+    IdpSignoporpG,
+    /// Individual DP: randomised response on the noise set `A` of OPORP bins.
+    IdpSignoporpRr,
 }
 
 impl MechanismKind {
     /// All mechanisms, in the order of DESIGN.md §5.
-    pub const ALL: [MechanismKind; 4] = [
+    pub const ALL: [MechanismKind; 12] = [
         MechanismKind::RawGOpt,
         MechanismKind::DpRpG,
         MechanismKind::DpRpGOpt,
         MechanismKind::DpOporp,
+        MechanismKind::DpSignrpRr,
+        MechanismKind::DpSignrpRrSmooth,
+        MechanismKind::DpSignoporpRr,
+        MechanismKind::DpSignoporpRrSmooth,
+        MechanismKind::IdpSignrpG,
+        MechanismKind::IdpSignrpRr,
+        MechanismKind::IdpSignoporpG,
+        MechanismKind::IdpSignoporpRr,
     ];
 
     /// The command-line name.
@@ -53,6 +88,14 @@ impl MechanismKind {
             MechanismKind::DpRpG => "dp-rp-g",
             MechanismKind::DpRpGOpt => "dp-rp-g-opt",
             MechanismKind::DpOporp => "dp-oporp",
+            MechanismKind::DpSignrpRr => "dp-signrp-rr",
+            MechanismKind::DpSignrpRrSmooth => "dp-signrp-rr-smooth",
+            MechanismKind::DpSignoporpRr => "dp-signoporp-rr",
+            MechanismKind::DpSignoporpRrSmooth => "dp-signoporp-rr-smooth",
+            MechanismKind::IdpSignrpG => "idp-signrp-g",
+            MechanismKind::IdpSignrpRr => "idp-signrp-rr",
+            MechanismKind::IdpSignoporpG => "idp-signoporp-g",
+            MechanismKind::IdpSignoporpRr => "idp-signoporp-rr",
         }
     }
 
@@ -76,7 +119,55 @@ impl MechanismKind {
 
     /// Whether the mechanism needs δ.
     pub fn needs_delta(&self) -> bool {
-        true
+        matches!(
+            self,
+            MechanismKind::RawGOpt
+                | MechanismKind::DpRpG
+                | MechanismKind::DpRpGOpt
+                | MechanismKind::DpOporp
+                | MechanismKind::DpSignrpRr
+                | MechanismKind::IdpSignrpG
+                | MechanismKind::IdpSignoporpG
+        )
+    }
+
+    /// Whether the release holds sign bits.
+    pub fn is_sign(&self) -> bool {
+        !matches!(
+            self,
+            MechanismKind::RawGOpt
+                | MechanismKind::DpRpG
+                | MechanismKind::DpRpGOpt
+                | MechanismKind::DpOporp
+        )
+    }
+
+    /// Whether the mechanism gives only individual DP.
+    pub fn is_idp(&self) -> bool {
+        matches!(
+            self,
+            MechanismKind::IdpSignrpG
+                | MechanismKind::IdpSignrpRr
+                | MechanismKind::IdpSignoporpG
+                | MechanismKind::IdpSignoporpRr
+        )
+    }
+
+    /// Whether the mechanism needs a public lower bound on row norms (`--min-norm`).
+    pub fn needs_min_norm(&self) -> bool {
+        matches!(self, MechanismKind::DpSignrpRr)
+    }
+
+    /// Whether the public map is OPORP.
+    pub fn oporp(&self) -> bool {
+        matches!(
+            self,
+            MechanismKind::DpOporp
+                | MechanismKind::DpSignoporpRr
+                | MechanismKind::DpSignoporpRrSmooth
+                | MechanismKind::IdpSignoporpG
+                | MechanismKind::IdpSignoporpRr
+        )
     }
 
     /// Whether `--k` applies (a projection), as opposed to releasing all `p` coordinates.
@@ -86,7 +177,7 @@ impl MechanismKind {
 
     /// Whether `--projection` applies (a dense projection of selectable kind).
     pub fn dense(&self) -> bool {
-        matches!(self, MechanismKind::DpRpG | MechanismKind::DpRpGOpt)
+        self.projects() && !self.oporp()
     }
 }
 
@@ -159,6 +250,9 @@ pub struct MechanismRecord {
     pub projection: ProjectionRecord,
     /// Gaussian noise calibration, for noise mechanisms.
     pub gaussian: Option<GaussianCalibration>,
+    /// Flip rule and its parameters, for sign mechanisms.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sign: Option<SignRecord>,
 }
 
 /// Parameters of a publish run, before the data is seen (except its dimension).
@@ -182,6 +276,10 @@ pub struct MechanismParams {
     pub projection: Option<DenseKind>,
     /// Public seed (default: fresh from the OS).
     pub seed: Option<Seed>,
+    /// Public lower bound ν on every row's ℓ₂ norm (`dp-signrp-rr`).
+    pub min_norm: Option<f64>,
+    /// The user accepts individual DP (required for the `idp-*` mechanisms).
+    pub individual_dp: bool,
 }
 
 /// Output buffer for a block of privatised rows.
@@ -246,6 +344,26 @@ pub trait Mechanism: Send + Sync {
         }
         Ok(())
     }
+
+    /// [`privatise_blocks`](Mechanism::privatise_blocks), also reporting for each row how many
+    /// output values could be perturbed (|A| for the iDP mechanisms; `output_dim` otherwise).
+    fn privatise_blocks_counted(
+        &self,
+        rows: &[f32],
+        out: SketchMut<'_>,
+        first_block: u64,
+        noise: &crate::privacy::noise::NoiseSource,
+        perturbed: &mut [u32],
+    ) -> Result<()> {
+        self.privatise_blocks(rows, out, first_block, noise)?;
+        perturbed.fill(self.output_dim() as u32);
+        Ok(())
+    }
+
+    /// A public lower bound every row's ℓ₂ norm must meet (rows below it are refused).
+    fn min_norm(&self) -> Option<f64> {
+        None
+    }
 }
 
 /// Build the mechanism for a publish run.
@@ -268,10 +386,30 @@ pub fn build(params: &MechanismParams) -> Result<Box<dyn Mechanism>> {
         return Err(Error::param(
             "--projection",
             format!(
-                "{} does not use a dense projection; --projection applies to dp-rp-g and dp-rp-g-opt",
+                "{} does not use a dense projection; --projection applies to dp-rp-g, dp-rp-g-opt, \
+                 dp-signrp-* and idp-signrp-*",
                 params.kind.name()
             ),
         ));
+    }
+    if params.kind.is_idp() && !params.individual_dp {
+        return Err(Error::param(
+            "--individual-dp",
+            format!(
+                "{} gives only individual DP, which protects the neighbours of this exact dataset \
+                 rather than every pair of neighbouring datasets; pass --individual-dp to accept \
+                 that weaker guarantee",
+                params.kind.name()
+            ),
+        ));
+    }
+    if let Some(nu) = params.min_norm {
+        if !(nu.is_finite() && nu > 0.0) {
+            return Err(Error::param(
+                "--min-norm",
+                format!("the norm lower bound must be a positive finite number, got {nu}"),
+            ));
+        }
     }
     let seed = match params.seed {
         Some(s) => s,
@@ -299,18 +437,31 @@ pub fn build(params: &MechanismParams) -> Result<Box<dyn Mechanism>> {
             _ => params.p,
         }
     };
-    let m: GaussianSketch = match params.kind {
-        MechanismKind::RawGOpt => raw_gaussian::build(params)?,
-        MechanismKind::DpRpG | MechanismKind::DpRpGOpt => dp_rp::build(params, k, seed)?,
-        MechanismKind::DpOporp => dp_oporp::build(params, k, seed)?,
-    };
-    Ok(Box::new(m))
+    Ok(match params.kind {
+        MechanismKind::RawGOpt => Box::new(raw_gaussian::build(params)?),
+        MechanismKind::DpRpG | MechanismKind::DpRpGOpt => Box::new(dp_rp::build(params, k, seed)?),
+        MechanismKind::DpOporp => Box::new(dp_oporp::build(params, k, seed)?),
+        MechanismKind::DpSignrpRr | MechanismKind::DpSignoporpRr => {
+            Box::new(sign_rr::build(params, k, seed)?)
+        }
+        MechanismKind::DpSignrpRrSmooth | MechanismKind::DpSignoporpRrSmooth => {
+            Box::new(smooth_flipping::build(params, k, seed)?)
+        }
+        MechanismKind::IdpSignrpG
+        | MechanismKind::IdpSignrpRr
+        | MechanismKind::IdpSignoporpG
+        | MechanismKind::IdpSignoporpRr => Box::new(idp_sign::build(params, k, seed)?),
+    })
 }
 
 /// Rebuild the mechanism (with its public projection regenerated from the seed) from a release's
 /// record, e.g. to project raw queries or to check a release.
 pub fn from_record(record: &MechanismRecord, guarantee: &Guarantee) -> Result<Box<dyn Mechanism>> {
-    Ok(Box::new(GaussianSketch::from_record(record, guarantee)?))
+    if record.name.is_sign() {
+        Ok(Box::new(SignSketch::from_record(record, guarantee)?))
+    } else {
+        Ok(Box::new(GaussianSketch::from_record(record, guarantee)?))
+    }
 }
 
 #[cfg(test)]
@@ -329,6 +480,8 @@ mod tests {
             k,
             projection: None,
             seed: Some(Seed::parse_hex("7").unwrap()),
+            min_norm: None,
+            individual_dp: false,
         }
     }
 

@@ -115,10 +115,10 @@ impl Guarantee {
                 d.unwrap_or(0.0)
             ),
             (GuaranteeKind::IndividualDp, d) => format!(
-                "INDIVIDUAL differential privacy (iDP, weaker than DP) with ε = {e}, δ = {:e}: only \
+                "INDIVIDUAL differential privacy (iDP, weaker than DP) with ε = {e}{}: only \
                  datasets obtained from THIS dataset by {nb} are protected; the guarantee does not \
                  hold between two arbitrary neighbouring datasets.",
-                d.unwrap_or(0.0)
+                d.map(|d| format!(", δ = {d:e}")).unwrap_or_default()
             ),
             (GuaranteeKind::None, _) => "NO privacy guarantee: the noise was drawn from a \
                  user-supplied seed (--noise-seed) and can be reproduced by anyone who knows it."

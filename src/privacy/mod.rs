@@ -6,7 +6,12 @@
 //! - [`guarantee`]: the privacy model (neighbour relation, guarantee kinds) and its plain-language
 //!   statement.
 //! - [`noise`]: the CSPRNG that draws secret noise (OS-seeded ChaCha20).
+//! - [`nplus`]: `N₊` (Proposition 4.4), the high-probability bound on how many signs one neighbour
+//!   can flip, for DP-SignRP-RR.
+//! - [`rr`]: randomised response and smooth flipping on signs.
 
 pub mod gaussian;
 pub mod guarantee;
 pub mod noise;
+pub mod nplus;
+pub mod rr;

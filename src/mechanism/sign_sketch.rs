@@ -1,0 +1,537 @@
+//! Shared machinery of the sign mechanisms (DESIGN.md §4–5): a public projection, the sign of
+//! every projected value packed 64 per `u64` (bit `j mod 64` of word `j / 64`, least significant
+//! first; 1 = non-negative, since `sign(0) = +1`), and one of four flip rules. The per-algorithm
+//! files ([`super::sign_rr`], [`super::smooth_flipping`], [`super::idp_sign`]) decide the rule and
+//! its calibration; this file applies it.
+//!
+//! For projected value `j`, `c_j` is the largest change one β-step of the input can make to it:
+//! `c_j = β·max_i|w_ij|/√k` for a dense projection (values are stored scaled by `1/√k`), and
+//! `c_j = β` for OPORP (each coordinate enters one bin with weight ±1). A β-neighbour moves value `j`
+//! by at most `c_j`, so its sign can change only if `|x_j| ≤ c_j`.
+
+use rand::RngExt;
+use rand_chacha::ChaCha20Rng;
+use rand_distr::StandardNormal;
+use serde::{Deserialize, Serialize};
+
+use super::gaussian_sketch::PublicMap;
+use super::{Mechanism, MechanismKind, MechanismRecord, Payload, SketchMut};
+use crate::error::{Error, Result};
+use crate::estimate::Estimator;
+use crate::privacy::guarantee::Guarantee;
+use crate::privacy::noise::{NoiseSource, BLOCK_ROWS};
+use crate::privacy::nplus::NPlus;
+use crate::privacy::rr::{rr_flip_probability, steps_to_flip, Flip};
+
+/// How signs are perturbed.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "rule", rename_all = "kebab-case")]
+pub enum FlipRule {
+    /// Every sign flipped with the same probability `1/(1+e^{ε'})`.
+    RandomisedResponse {
+        /// ε' per sign.
+        eps_prime: f64,
+        /// `1/(1+e^{ε'})`.
+        flip_probability: f64,
+    },
+    /// Sign `j` flipped with `1/(1+e^{ε'·L_j})`, `L_j = ⌈|x_j|/c_j⌉` (Algorithm 4).
+    SmoothFlipping {
+        /// ε' per sign.
+        eps_prime: f64,
+    },
+    /// iDP: Gaussian noise `N(0, σ²)` on the values in the noise set `A = {j : |x_j| < c_j}`,
+    /// `σ = Δ₂(A)·sigma_unit`, then signs (Algorithms 6 and 7).
+    IdpGaussian {
+        /// ε.
+        epsilon: f64,
+        /// δ.
+        delta: f64,
+        /// The analytic σ for sensitivity 1 at (ε, δ); σ scales linearly with Δ₂(A).
+        sigma_unit: f64,
+    },
+    /// iDP: randomised response on the signs in `A` with `ε/|A|` each (dense, Algorithm 8) or
+    /// `ε` each (OPORP: a β-neighbour moves one bin).
+    IdpRandomisedResponse {
+        /// ε.
+        epsilon: f64,
+        /// Whether ε is split over |A| (dense) or spent per bin (OPORP).
+        split: bool,
+    },
+}
+
+/// Summary of the noise-set sizes |A| over the released rows (iDP). Data-dependent: reported for
+/// transparency, not covered by the guarantee.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SetSummary {
+    /// Smallest |A|.
+    pub min: u32,
+    /// Median |A|.
+    pub median: u32,
+    /// Largest |A|.
+    pub max: u32,
+    /// Mean |A|.
+    pub mean: f64,
+}
+
+impl SetSummary {
+    /// Summarise a histogram `counts[s]` = number of rows with |A| = s.
+    pub fn from_histogram(counts: &[u64]) -> Option<SetSummary> {
+        let total: u64 = counts.iter().sum();
+        if total == 0 {
+            return None;
+        }
+        let min = counts.iter().position(|&c| c > 0)? as u32;
+        let max = counts.iter().rposition(|&c| c > 0)? as u32;
+        let mut acc = 0;
+        let mut median = 0;
+        for (s, &c) in counts.iter().enumerate() {
+            acc += c;
+            if 2 * acc >= total {
+                median = s as u32;
+                break;
+            }
+        }
+        let mean = counts
+            .iter()
+            .enumerate()
+            .map(|(s, &c)| s as f64 * c as f64)
+            .sum::<f64>()
+            / total as f64;
+        Some(SetSummary {
+            min,
+            median,
+            max,
+            mean,
+        })
+    }
+}
+
+/// What a release records about a sign mechanism.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SignRecord {
+    /// The flip rule and its parameters.
+    pub rule: FlipRule,
+    /// β of the neighbour relation.
+    pub beta: f64,
+    /// The N₊ bound and its inputs (`dp-signrp-rr`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub n_plus: Option<NPlus>,
+    /// Public lower bound on row norms, when used.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min_norm: Option<f64>,
+    /// |A| over the rows (iDP).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub noise_set: Option<SetSummary>,
+}
+
+impl SignRecord {
+    /// One-line description of the flip rule and its calibration.
+    pub fn describe(&self) -> String {
+        let mut s = match &self.rule {
+            FlipRule::RandomisedResponse {
+                eps_prime,
+                flip_probability,
+            } => format!(
+                "randomised response: every sign flipped with probability {flip_probability:.6} \
+                 (ε' = {eps_prime:.6} per sign)"
+            ),
+            FlipRule::SmoothFlipping { eps_prime } => format!(
+                "smooth flipping: sign j flipped with 1/(1+exp(ε'·L_j)), ε' = {eps_prime:.6}, \
+                 L_j = ⌈|x_j|/c_j⌉ steps of β = {} to reach zero",
+                self.beta
+            ),
+            FlipRule::IdpGaussian {
+                epsilon,
+                delta,
+                sigma_unit,
+            } => format!(
+                "iDP Gaussian: N(0, σ²) on the noise set A = {{j : |x_j| < c_j}} only, σ = Δ₂(A)·{sigma_unit:.6} \
+                 (analytic, ε = {epsilon}, δ = {delta:e})"
+            ),
+            FlipRule::IdpRandomisedResponse { epsilon, split } => format!(
+                "iDP randomised response on the noise set A only, ε' = {}",
+                if *split {
+                    format!("ε/|A| = {epsilon}/|A|")
+                } else {
+                    format!("{epsilon} per bin")
+                }
+            ),
+        };
+        if let Some(n) = &self.n_plus {
+            s.push_str(&format!(
+                "; N₊ = {} of k = {} (P = {:.6} by {}, r = β/ν = {:.4}, ν = --min-norm {}, η = {:.4}, δ = {:e})",
+                n.n_plus, n.k, n.prob, n.method, n.r, n.min_norm, n.eta, n.delta
+            ));
+        }
+        if let Some(a) = &self.noise_set {
+            s.push_str(&format!(
+                "; |A| over rows: min {}, median {}, max {} (mean {:.1}; data-dependent, not covered \
+                 by the guarantee)",
+                a.min, a.median, a.max, a.mean
+            ));
+        }
+        s
+    }
+}
+
+/// Largest smooth-flipping table kept in memory (beyond it, probabilities are computed on the fly).
+const SMOOTH_TABLE_MAX: usize = 1 << 16;
+
+/// A sign mechanism: public map, signs, flip rule.
+#[derive(Debug, Clone)]
+pub struct SignSketch {
+    kind: MechanismKind,
+    algorithm: &'static str,
+    map: PublicMap,
+    /// `c_j` per projected value.
+    steps: Vec<f64>,
+    record: SignRecord,
+    guarantee: Guarantee,
+    /// Smooth flipping: the sampler for each `L` below the table size.
+    smooth_table: Vec<Flip>,
+}
+
+/// `c_j` for a public map and β (see the module documentation).
+pub fn step_sizes(map: &PublicMap, beta: f64) -> Vec<f64> {
+    match map {
+        PublicMap::Dense(d) => {
+            let k = d.k();
+            let mut m = vec![0f64; k];
+            for row in d.entries().chunks(k) {
+                for (mj, &w) in m.iter_mut().zip(row) {
+                    *mj = mj.max((w as f64).abs());
+                }
+            }
+            let s = beta / (k as f64).sqrt();
+            m.into_iter().map(|v| v * s).collect()
+        }
+        PublicMap::Oporp(o) => {
+            let mut m = vec![0f64; o.k()];
+            for (&b, &s) in o.bins().iter().zip(o.signs()) {
+                let j = b as usize;
+                m[j] = m[j].max((s as f64).abs() * beta);
+            }
+            m
+        }
+        PublicMap::Identity { p } => vec![beta; *p],
+    }
+}
+
+impl SignSketch {
+    /// Assemble a sign mechanism (used by the per-algorithm constructors).
+    pub fn new(
+        kind: MechanismKind,
+        algorithm: &'static str,
+        map: PublicMap,
+        record: SignRecord,
+        guarantee: Guarantee,
+    ) -> SignSketch {
+        let steps = step_sizes(&map, record.beta);
+        let smooth_table = match record.rule {
+            FlipRule::SmoothFlipping { eps_prime } => {
+                // q(L) < 2⁻⁶⁵ once ε'·L > 45: the sampler then rounds up to 2⁻⁶⁴ anyway.
+                let n = ((45.0 / eps_prime).ceil() as usize).saturating_add(2);
+                (0..n.min(SMOOTH_TABLE_MAX))
+                    .map(|l| Flip::new(rr_flip_probability(eps_prime * l as f64)))
+                    .collect()
+            }
+            _ => Vec::new(),
+        };
+        SignSketch {
+            kind,
+            algorithm,
+            map,
+            steps,
+            record,
+            guarantee,
+            smooth_table,
+        }
+    }
+
+    /// The release record.
+    pub fn sign_record(&self) -> &SignRecord {
+        &self.record
+    }
+
+    /// The public map.
+    pub fn map(&self) -> &PublicMap {
+        &self.map
+    }
+
+    /// `c_j` per projected value.
+    pub fn steps(&self) -> &[f64] {
+        &self.steps
+    }
+
+    /// Rebuild from a release record (regenerating the public map).
+    pub fn from_record(rec: &MechanismRecord, guarantee: &Guarantee) -> Result<SignSketch> {
+        let sign = rec
+            .sign
+            .clone()
+            .ok_or_else(|| Error::param("release", "a sign mechanism record without its flip rule"))?;
+        let map = PublicMap::from_record(&rec.projection, rec.p, rec.k)?;
+        let algorithm = match rec.name {
+            MechanismKind::DpSignrpRr | MechanismKind::DpSignoporpRr => super::sign_rr::ALGORITHM,
+            MechanismKind::DpSignrpRrSmooth | MechanismKind::DpSignoporpRrSmooth => {
+                super::smooth_flipping::ALGORITHM
+            }
+            _ => super::idp_sign::ALGORITHM,
+        };
+        Ok(SignSketch::new(rec.name, algorithm, map, sign, guarantee.clone()))
+    }
+
+    /// The noise set `A = {j : |x_j| < c_j}` of a projected row, as a mask and its size.
+    pub fn noise_set(&self, x: &[f32], mask: &mut Vec<bool>) -> u32 {
+        mask.clear();
+        let mut n = 0;
+        for (&v, &c) in x.iter().zip(&self.steps) {
+            let in_a = c > (v as f64).abs();
+            n += in_a as u32;
+            mask.push(in_a);
+        }
+        n
+    }
+
+    /// Δ₂ of the values in `A` under β-adjacency: `(β/√k)·max_i ‖W[i,A]‖₂` (dense; Rademacher gives
+    /// `β·√(|A|/k)`), or β for OPORP (one coordinate moves one bin by at most β).
+    pub fn set_sensitivity(&self, mask: &[bool], size: u32) -> f64 {
+        if size == 0 {
+            return 0.0;
+        }
+        match &self.map {
+            PublicMap::Dense(d) => {
+                let k = d.k();
+                let worst = if d.kind() == crate::projection::DenseKind::Rademacher {
+                    // every |w_ij| = 1: each row of W restricted to A has squared norm |A|
+                    size as f64
+                } else {
+                    let idx: Vec<usize> = (0..k).filter(|&j| mask[j]).collect();
+                    d.entries()
+                        .chunks(k)
+                        .map(|row| {
+                            idx.iter()
+                                .map(|&j| (row[j] as f64) * (row[j] as f64))
+                                .sum::<f64>()
+                        })
+                        .fold(0.0, f64::max)
+                };
+                self.record.beta / (k as f64).sqrt() * worst.sqrt()
+            }
+            PublicMap::Oporp(o) => {
+                let mut worst = 0f64;
+                for (&b, &s) in o.bins().iter().zip(o.signs()) {
+                    if mask[b as usize] {
+                        worst = worst.max((s as f64).abs());
+                    }
+                }
+                self.record.beta * worst
+            }
+            PublicMap::Identity { .. } => self.record.beta,
+        }
+    }
+
+    /// Privatise one projected row `x` into packed words; returns the number of values that could
+    /// be perturbed (|A| for iDP, k otherwise).
+    fn privatise_row(
+        &self,
+        x: &[f32],
+        words: &mut [u64],
+        rng: &mut ChaCha20Rng,
+        mask: &mut Vec<bool>,
+    ) -> u32 {
+        pack_signs(x, words);
+        let k = x.len();
+        match &self.record.rule {
+            FlipRule::RandomisedResponse {
+                flip_probability, ..
+            } => {
+                let flip = Flip::new(*flip_probability);
+                for j in 0..k {
+                    if flip.sample(rng) {
+                        words[j / 64] ^= 1 << (j % 64);
+                    }
+                }
+                k as u32
+            }
+            FlipRule::SmoothFlipping { eps_prime } => {
+                for j in 0..k {
+                    let l = steps_to_flip(x[j] as f64, self.steps[j]);
+                    let flip = match self.smooth_table.get(l as usize) {
+                        Some(f) => *f,
+                        None => Flip::new(rr_flip_probability(eps_prime * l as f64)),
+                    };
+                    if flip.sample(rng) {
+                        words[j / 64] ^= 1 << (j % 64);
+                    }
+                }
+                k as u32
+            }
+            FlipRule::IdpRandomisedResponse { epsilon, split } => {
+                let n = self.noise_set(x, mask);
+                if n > 0 {
+                    let e = if *split { epsilon / n as f64 } else { *epsilon };
+                    let flip = Flip::new(rr_flip_probability(e));
+                    for (j, &a) in mask.iter().enumerate() {
+                        if a && flip.sample(rng) {
+                            words[j / 64] ^= 1 << (j % 64);
+                        }
+                    }
+                }
+                n
+            }
+            FlipRule::IdpGaussian { sigma_unit, .. } => {
+                let n = self.noise_set(x, mask);
+                if n > 0 {
+                    let sigma = self.set_sensitivity(mask, n) * sigma_unit;
+                    for (j, &a) in mask.iter().enumerate() {
+                        if a {
+                            let z: f64 = rng.sample(StandardNormal);
+                            let y = x[j] as f64 + sigma * z;
+                            let bit = 1u64 << (j % 64);
+                            if y >= 0.0 {
+                                words[j / 64] |= bit;
+                            } else {
+                                words[j / 64] &= !bit;
+                            }
+                        }
+                    }
+                }
+                n
+            }
+        }
+    }
+
+    fn run(
+        &self,
+        rows: &[f32],
+        out: SketchMut<'_>,
+        first_block: u64,
+        noise: &NoiseSource,
+        mut sizes: Option<&mut [u32]>,
+    ) -> Result<()> {
+        let SketchMut::Bits(words) = out else {
+            return Err(Error::param("payload", "a sign mechanism needs a bit buffer"));
+        };
+        let (p, k) = (self.map.p(), self.map.k());
+        let wpr = k.div_ceil(64);
+        let m = rows.len() / p;
+        if m * p != rows.len() || words.len() != m * wpr {
+            return Err(Error::param("rows", "block shape does not match the mechanism"));
+        }
+        let mut z = vec![0f32; m * k];
+        self.map.apply(rows, &mut z);
+        let mut mask = Vec::with_capacity(k);
+        for (b, start) in (0..m).step_by(BLOCK_ROWS).enumerate() {
+            let mut rng = noise.block_rng(first_block + b as u64);
+            for r in start..(start + BLOCK_ROWS).min(m) {
+                let n = self.privatise_row(
+                    &z[r * k..(r + 1) * k],
+                    &mut words[r * wpr..(r + 1) * wpr],
+                    &mut rng,
+                    &mut mask,
+                );
+                if let Some(s) = sizes.as_deref_mut() {
+                    s[r] = n;
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Pack the signs of `x` (bit set = `x_j ≥ 0`) into `words`.
+pub fn pack_signs(x: &[f32], words: &mut [u64]) {
+    for (w, chunk) in words.iter_mut().zip(x.chunks(64)) {
+        let mut v = 0u64;
+        for (b, &xj) in chunk.iter().enumerate() {
+            v |= ((xj >= 0.0) as u64) << b;
+        }
+        *w = v;
+    }
+}
+
+impl Mechanism for SignSketch {
+    fn kind(&self) -> MechanismKind {
+        self.kind
+    }
+    fn input_dim(&self) -> usize {
+        self.map.p()
+    }
+    fn output_dim(&self) -> usize {
+        self.map.k()
+    }
+    fn payload(&self) -> Payload {
+        Payload::Bits
+    }
+    fn guarantee(&self) -> Guarantee {
+        self.guarantee.clone()
+    }
+    fn record(&self) -> MechanismRecord {
+        MechanismRecord {
+            name: self.kind,
+            algorithm: self.algorithm.to_string(),
+            p: self.map.p(),
+            k: self.map.k(),
+            projection: self.map.record(),
+            gaussian: None,
+            sign: Some(self.record.clone()),
+        }
+    }
+    fn project(&self, rows: &[f32], out: &mut [f32]) {
+        self.map.apply(rows, out)
+    }
+    fn privatise(&self, rows: &[f32], out: SketchMut<'_>, rng: &mut ChaCha20Rng) -> Result<()> {
+        let SketchMut::Bits(words) = out else {
+            return Err(Error::param("payload", "a sign mechanism needs a bit buffer"));
+        };
+        let (p, k) = (self.map.p(), self.map.k());
+        let wpr = k.div_ceil(64);
+        let m = rows.len() / p;
+        if m * p != rows.len() || words.len() != m * wpr {
+            return Err(Error::param("rows", "block shape does not match the mechanism"));
+        }
+        let mut z = vec![0f32; m * k];
+        self.map.apply(rows, &mut z);
+        let mut mask = Vec::with_capacity(k);
+        for r in 0..m {
+            self.privatise_row(
+                &z[r * k..(r + 1) * k],
+                &mut words[r * wpr..(r + 1) * wpr],
+                rng,
+                &mut mask,
+            );
+        }
+        Ok(())
+    }
+    fn privatise_blocks(
+        &self,
+        rows: &[f32],
+        out: SketchMut<'_>,
+        first_block: u64,
+        noise: &NoiseSource,
+    ) -> Result<()> {
+        self.run(rows, out, first_block, noise, None)
+    }
+    fn privatise_blocks_counted(
+        &self,
+        rows: &[f32],
+        out: SketchMut<'_>,
+        first_block: u64,
+        noise: &NoiseSource,
+        perturbed: &mut [u32],
+    ) -> Result<()> {
+        self.run(rows, out, first_block, noise, Some(perturbed))
+    }
+    fn estimator(&self) -> Estimator {
+        Estimator::Sign {
+            k: self.map.k(),
+            eps_prime: match self.record.rule {
+                FlipRule::RandomisedResponse { eps_prime, .. } => Some(eps_prime),
+                _ => None,
+            },
+        }
+    }
+    fn min_norm(&self) -> Option<f64> {
+        self.record.min_norm
+    }
+}
