@@ -206,9 +206,7 @@ pub fn sign_cosine(agree: u32, k: usize, eps_prime: Option<f64>, mode: QueryMode
         Some(e1) => {
             let e = e1.exp();
             match mode {
-                QueryMode::BothPrivate => {
-                    p_srp * slope + 2.0 * e / ((e + 1.0) * (e + 1.0))
-                }
+                QueryMode::BothPrivate => p_srp * slope + 2.0 * e / ((e + 1.0) * (e + 1.0)),
                 QueryMode::RawQuery => p_srp * slope + 1.0 / (e + 1.0),
             }
         }

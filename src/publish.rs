@@ -116,7 +116,11 @@ fn check_min_norm(
     path: &std::path::Path,
 ) -> Result<()> {
     for (r, row) in values.chunks(p).enumerate() {
-        let norm = row.iter().map(|&v| (v as f64) * (v as f64)).sum::<f64>().sqrt();
+        let norm = row
+            .iter()
+            .map(|&v| (v as f64) * (v as f64))
+            .sum::<f64>()
+            .sqrt();
         if norm < nu {
             return Err(Error::Row {
                 path: path.to_path_buf(),

@@ -188,7 +188,13 @@ pub fn run(a: CalibrateArgs) -> Result<()> {
 
 /// The flip parameters of a sign mechanism for each k: N₊ and its inputs, ε' per sign, flip
 /// probabilities (DESIGN.md §4).
-fn sign_table(a: &CalibrateArgs, kind: MechanismKind, p: usize, ks: &[usize], seed: Seed) -> Result<()> {
+fn sign_table(
+    a: &CalibrateArgs,
+    kind: MechanismKind,
+    p: usize,
+    ks: &[usize],
+    seed: Seed,
+) -> Result<()> {
     use crate::mechanism::sign_sketch::FlipRule;
     use crate::privacy::rr::rr_flip_probability;
     let mut lines = Vec::new();

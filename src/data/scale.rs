@@ -48,7 +48,10 @@ impl Scaling {
             .filter(|s| !matches!(s, ScalingStep::Clip))
             .collect();
         matches!(steps.last(), Some(ScalingStep::NormalizeL2))
-            && matches!(self.0.last(), Some(ScalingStep::NormalizeL2 | ScalingStep::Clip))
+            && matches!(
+                self.0.last(),
+                Some(ScalingStep::NormalizeL2 | ScalingStep::Clip)
+            )
     }
     /// Human-readable description, `none` when empty.
     pub fn describe(&self) -> String {

@@ -68,7 +68,13 @@ pub fn build(params: &MechanismParams, k: usize, seed: Seed) -> Result<SignSketc
             beta: params.beta,
             neighbour: params.neighbour,
         };
-        return Ok(SignSketch::new(params.kind, ALGORITHM, map, record, guarantee));
+        return Ok(SignSketch::new(
+            params.kind,
+            ALGORITHM,
+            map,
+            record,
+            guarantee,
+        ));
     }
     let kind = params.projection.unwrap_or(DenseKind::Rademacher);
     let nu = params.min_norm.ok_or_else(|| {
@@ -101,5 +107,11 @@ pub fn build(params: &MechanismParams, k: usize, seed: Seed) -> Result<SignSketc
         beta: params.beta,
         neighbour: params.neighbour,
     };
-    Ok(SignSketch::new(params.kind, ALGORITHM, map, record, guarantee))
+    Ok(SignSketch::new(
+        params.kind,
+        ALGORITHM,
+        map,
+        record,
+        guarantee,
+    ))
 }

@@ -265,10 +265,9 @@ impl SignSketch {
 
     /// Rebuild from a release record (regenerating the public map).
     pub fn from_record(rec: &MechanismRecord, guarantee: &Guarantee) -> Result<SignSketch> {
-        let sign = rec
-            .sign
-            .clone()
-            .ok_or_else(|| Error::param("release", "a sign mechanism record without its flip rule"))?;
+        let sign = rec.sign.clone().ok_or_else(|| {
+            Error::param("release", "a sign mechanism record without its flip rule")
+        })?;
         let map = PublicMap::from_record(&rec.projection, rec.p, rec.k)?;
         let algorithm = match rec.name {
             MechanismKind::DpSignrpRr | MechanismKind::DpSignoporpRr => super::sign_rr::ALGORITHM,
@@ -277,7 +276,13 @@ impl SignSketch {
             }
             _ => super::idp_sign::ALGORITHM,
         };
-        Ok(SignSketch::new(rec.name, algorithm, map, sign, guarantee.clone()))
+        Ok(SignSketch::new(
+            rec.name,
+            algorithm,
+            map,
+            sign,
+            guarantee.clone(),
+        ))
     }
 
     /// The noise set `A = {j : |x_j| < c_j}` of a projected row, as a mask and its size.
@@ -410,13 +415,19 @@ impl SignSketch {
         mut sizes: Option<&mut [u32]>,
     ) -> Result<()> {
         let SketchMut::Bits(words) = out else {
-            return Err(Error::param("payload", "a sign mechanism needs a bit buffer"));
+            return Err(Error::param(
+                "payload",
+                "a sign mechanism needs a bit buffer",
+            ));
         };
         let (p, k) = (self.map.p(), self.map.k());
         let wpr = k.div_ceil(64);
         let m = rows.len() / p;
         if m * p != rows.len() || words.len() != m * wpr {
-            return Err(Error::param("rows", "block shape does not match the mechanism"));
+            return Err(Error::param(
+                "rows",
+                "block shape does not match the mechanism",
+            ));
         }
         let mut z = vec![0f32; m * k];
         self.map.apply(rows, &mut z);
@@ -482,13 +493,19 @@ impl Mechanism for SignSketch {
     }
     fn privatise(&self, rows: &[f32], out: SketchMut<'_>, rng: &mut ChaCha20Rng) -> Result<()> {
         let SketchMut::Bits(words) = out else {
-            return Err(Error::param("payload", "a sign mechanism needs a bit buffer"));
+            return Err(Error::param(
+                "payload",
+                "a sign mechanism needs a bit buffer",
+            ));
         };
         let (p, k) = (self.map.p(), self.map.k());
         let wpr = k.div_ceil(64);
         let m = rows.len() / p;
         if m * p != rows.len() || words.len() != m * wpr {
-            return Err(Error::param("rows", "block shape does not match the mechanism"));
+            return Err(Error::param(
+                "rows",
+                "block shape does not match the mechanism",
+            ));
         }
         let mut z = vec![0f32; m * k];
         self.map.apply(rows, &mut z);

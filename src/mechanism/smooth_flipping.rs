@@ -53,5 +53,11 @@ pub fn build(params: &MechanismParams, k: usize, seed: Seed) -> Result<SignSketc
         beta: params.beta,
         neighbour: params.neighbour,
     };
-    Ok(SignSketch::new(params.kind, ALGORITHM, map, record, guarantee))
+    Ok(SignSketch::new(
+        params.kind,
+        ALGORITHM,
+        map,
+        record,
+        guarantee,
+    ))
 }

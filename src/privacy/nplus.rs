@@ -396,7 +396,10 @@ pub fn compute(
         ));
     }
     if k == 0 {
-        return Err(Error::param("--k", "the number of projections k must be at least 1"));
+        return Err(Error::param(
+            "--k",
+            "the number of projections k must be at least 1",
+        ));
     }
     if p == 0 {
         return Err(Error::param("--dim", "the dimension p must be at least 1"));
@@ -539,17 +542,32 @@ mod tests {
             (g, 1.0, 1.0, 10, 0, 1e-6, "--k"),
             (g, 1.0, 1.0, 0, 10, 1e-6, "--dim"),
             (DenseKind::Uniform, 1.0, 1.0, 10, 10, 1e-6, "--projection"),
-            (DenseKind::Sparse { s: 3.0 }, 1.0, 1.0, 10, 10, 1e-6, "--projection"),
+            (
+                DenseKind::Sparse { s: 3.0 },
+                1.0,
+                1.0,
+                10,
+                10,
+                1e-6,
+                "--projection",
+            ),
         ];
         for (kind, beta, nu, p, k, delta, name) in cases {
             let e = compute(kind, beta, nu, p, k, delta).unwrap_err();
             let msg = e.to_string();
-            assert_eq!(param_name(e), name, "{kind:?} {beta} {nu} {p} {k} {delta}: {msg}");
+            assert_eq!(
+                param_name(e),
+                name,
+                "{kind:?} {beta} {nu} {p} {k} {delta}: {msg}"
+            );
         }
         let msg = compute(DenseKind::Uniform, 1.0, 1.0, 10, 10, 1e-6)
             .unwrap_err()
             .to_string();
-        assert!(msg.contains("gaussian") && msg.contains("rademacher"), "{msg}");
+        assert!(
+            msg.contains("gaussian") && msg.contains("rademacher"),
+            "{msg}"
+        );
         assert!(msg.contains("smooth"), "{msg}");
     }
 

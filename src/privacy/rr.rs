@@ -140,12 +140,19 @@ mod tests {
                             cases.push((-1, 1));
                         }
                     }
-                    let (q, q2) = (smooth_flip_probability(l, e), smooth_flip_probability(l2, e));
+                    let (q, q2) = (
+                        smooth_flip_probability(l, e),
+                        smooth_flip_probability(l2, e),
+                    );
                     for (s, s2) in cases {
                         for out in [-1i8, 1] {
                             let a = output_probability(s, out, q);
                             let b = output_probability(s2, out, q2);
-                            assert!(a / b <= bound, "ε' {e} L {l} L' {l2} s {s} s' {s2}: {}", a / b);
+                            assert!(
+                                a / b <= bound,
+                                "ε' {e} L {l} L' {l2} s {s} s' {s2}: {}",
+                                a / b
+                            );
                             assert!(b / a <= bound);
                             checked += 1;
                         }
