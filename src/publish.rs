@@ -53,8 +53,9 @@ pub struct PublishOutcome {
 /// Noise blocks per parallel task: each task projects `GROUP_BLOCKS·BLOCK_ROWS` rows at once.
 pub const GROUP_BLOCKS: usize = 4;
 
-/// Privatise a chunk of rows whose first row has global index `first_row` (a multiple of
-/// [`BLOCK_ROWS`]) into `out` (`rows × output_dim`), in parallel.
+/// Privatise real-valued rows whose first row has global index `first_row` (a multiple of
+/// [`BLOCK_ROWS`]) into `out` (`rows × output_dim`), in parallel, without validation (the caller
+/// has checked the domain). Used by benchmarks to time the privatisation alone.
 pub fn privatise_real(
     mech: &dyn Mechanism,
     rows: &[f32],
@@ -62,30 +63,34 @@ pub fn privatise_real(
     noise: &NoiseSource,
     out: &mut [f32],
 ) -> Result<()> {
-    let p = mech.input_dim();
-    let k = mech.output_dim();
+    let (p, k) = (mech.input_dim(), mech.output_dim());
     if first_row % BLOCK_ROWS as u64 != 0 {
         return Err(Error::param(
             "chunk",
             "chunks must start on a noise-block boundary",
         ));
     }
-    let first_block = first_row / BLOCK_ROWS as u64;
     let group = GROUP_BLOCKS * BLOCK_ROWS;
+    let first_block = first_row / BLOCK_ROWS as u64;
     rows.par_chunks(group * p)
         .zip(out.par_chunks_mut(group * k))
         .enumerate()
         .map(|(g, (r, o))| {
-            mech.privatise_blocks(
-                r,
-                SketchMut::Real(o),
-                first_block + (g * GROUP_BLOCKS) as u64,
-                noise,
-            )
+            let b = first_block + (g * GROUP_BLOCKS) as u64;
+            mech.privatise_blocks(r, SketchMut::Real(o), b, noise)
         })
         .collect::<Vec<Result<()>>>()
         .into_iter()
         .collect()
+}
+
+/// Privatised rows held in memory.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Sketches {
+    /// `n×k` values, row-major.
+    Real(Vec<f32>),
+    /// `n×⌈k/64⌉` words of packed signs.
+    Bits(Vec<u64>),
 }
 
 /// A pipeline output buffer.
@@ -197,12 +202,13 @@ fn payload_elem(p: Payload) -> usize {
     }
 }
 
-/// Privatise a whole in-memory dataset with `mech` (used by evaluation and tests).
+/// Privatise a whole in-memory dataset with `mech` (used by evaluation and tests): exactly what
+/// [`publish`] writes for the same noise key.
 pub fn privatise_dataset(
     mech: &dyn Mechanism,
     data: &Dataset,
     noise: &NoiseSource,
-) -> Result<Vec<f32>> {
+) -> Result<Sketches> {
     if data.p != mech.input_dim() {
         return Err(Error::param(
             "input",
@@ -213,9 +219,27 @@ pub fn privatise_dataset(
             ),
         ));
     }
-    let mut out = vec![0f32; data.n * mech.output_dim()];
-    privatise_real(mech, &data.values, 0, noise, &mut out)?;
-    Ok(out)
+    let mut values = data.values.clone();
+    let mut out = match mech.payload() {
+        Payload::F32 => OutBuf::F32(vec![0.0; data.n * mech.output_dim()]),
+        Payload::Bits => OutBuf::Bits(vec![0; data.n * mech.output_dim().div_ceil(64)]),
+    };
+    let mut perturbed = vec![0u32; data.n];
+    let path = std::path::Path::new("<in-memory dataset>");
+    process_chunk(
+        mech,
+        None,
+        &mut values,
+        0,
+        noise,
+        &mut out,
+        &mut perturbed,
+        path,
+    )?;
+    Ok(match out {
+        OutBuf::F32(v) => Sketches::Real(v),
+        OutBuf::Bits(v) => Sketches::Bits(v),
+    })
 }
 
 type Chunk = (Vec<f32>, Vec<f32>);

@@ -8,7 +8,7 @@ use dprp::mechanism::{build, from_record, MechanismKind, MechanismParams};
 use dprp::privacy::guarantee::Neighbour;
 use dprp::privacy::noise::NoiseSource;
 use dprp::projection::Seed;
-use dprp::publish::{privatise_dataset, publish, PublishRequest, CHUNK_ROWS};
+use dprp::publish::{privatise_dataset, publish, PublishRequest, Sketches, CHUNK_ROWS};
 use dprp::release::Release;
 
 fn dataset(n: usize, p: usize) -> Dataset {
@@ -25,6 +25,7 @@ fn dataset(n: usize, p: usize) -> Dataset {
 }
 
 fn params(kind: MechanismKind, k: Option<usize>) -> MechanismParams {
+    let individual_dp = kind.is_idp();
     MechanismParams {
         kind,
         epsilon: 3.0,
@@ -36,7 +37,7 @@ fn params(kind: MechanismKind, k: Option<usize>) -> MechanismParams {
         projection: None,
         seed: Some(Seed::parse_hex("d1").unwrap()),
         min_norm: None,
-        individual_dp: false,
+        individual_dp,
     }
 }
 
@@ -65,6 +66,9 @@ fn streamed_release_equals_in_memory_privatisation() {
         (MechanismKind::DpRpGOpt, Some(12)),
         (MechanismKind::DpRpG, Some(5)),
         (MechanismKind::RawGOpt, None),
+        (MechanismKind::DpSignrpRrSmooth, Some(70)),
+        (MechanismKind::DpSignoporpRr, Some(9)),
+        (MechanismKind::IdpSignrpG, Some(65)),
     ] {
         let out = dir.path().join(format!("{}.dprp", kind.name()));
         publish_to(&input, &out, kind, k, "rt");
@@ -74,7 +78,10 @@ fn streamed_release_equals_in_memory_privatisation() {
         p.p = 40;
         let m = build(&p).unwrap();
         let expect = privatise_dataset(m.as_ref(), &d, &NoiseSource::from_seed("rt")).unwrap();
-        assert_eq!(r.values().unwrap(), &expect[..], "{kind:?}");
+        match expect {
+            Sketches::Real(v) => assert_eq!(r.values().unwrap(), &v[..], "{kind:?}"),
+            Sketches::Bits(v) => assert_eq!(r.bits().unwrap(), &v[..], "{kind:?}"),
+        }
         assert_eq!(r.labels().unwrap(), &d.labels.as_ref().unwrap()[..]);
         assert_eq!(r.id(5), 5);
         // the recorded mechanism regenerates the same public map

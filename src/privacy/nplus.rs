@@ -14,20 +14,31 @@
 //! The indicators of this event over the `k` independent columns are i.i.d., so the number `N` of
 //! signs a neighbour can flip is dominated by `Binomial(k, P)`.
 //!
-//! * **Gaussian `w`** — [`f_gaussian`] computes
+//! * **Gaussian `w`, eq. (5)** — [`f_gaussian`] computes
 //!   `F_{r,p} = ∫₀^∞ 2p·[2Φ(t)−1]^{p−1}·[2Φ(rt)−1]·φ(t) dt` (eq. (5) / (11) / (21)),
-//!   `r = β/‖u‖`. `F_{r,p}` is *exactly* `Pr(β·M > ‖u‖·|Z|)` for `M = max_i|w_i|` and a standard
-//!   normal `Z` **independent** of `M` (Lemma 4.2's proof: the density of `M` is
-//!   `2p[2Φ(t)−1]^{p−1}φ(t)` and `Pr(|Z| < rt) = 2Φ(rt)−1`). The real `wᵀu/‖u‖` is standard normal
-//!   but correlated with `M`; Lemma 4.2 / E.1 shows that the correlation can only *decrease* the
-//!   probability, so for `r ≤ 1` **`P ≤ F_{r,p}` is an upper bound** (Proposition 4.4 applies
-//!   the lemma "with `r = β/‖u‖ < 1`"). The quadrature itself is accurate to about `1e-12`
-//!   relative (see below), so the number returned is that upper bound up to rounding.
-//!
-//!   **For `r > 1` `F_{r,p}` is not an upper bound**: with `u = ‖u‖·e₁`, `wᵀu = ‖u‖·w₁` and
-//!   `β·max_i|w_i| ≥ β|w₁| > ‖u‖|w₁|` almost surely, so `P = 1 > F_{r,p}`. [`f_gaussian`] still
-//!   returns the integral for `r > 1` (it is the independent-case probability), but [`compute`]
-//!   then uses the trivial bound `P ≤ 1` (so `N₊ = k`), which is attained by that `u`.
+//!   `r = β/‖u‖`. `F_{r,p}` is **exactly** `Pr(r·M > |Z|)` for `M = max_i|w_i|` and a standard
+//!   normal `Z` **independent** of `M` (the density of `M` is `2p[2Φ(t)−1]^{p−1}φ(t)` and
+//!   `Pr(|Z| < rt) = 2Φ(rt)−1`). The real `Y = wᵀu/‖u‖` is standard normal but correlated with
+//!   `M`, and Lemma 4.2 / E.1 claims that the correlation can only decrease the probability, so
+//!   that `P ≤ F_{r,p}` for `r < 1`. **That claim is false in general**: for `p = 2` and
+//!   `u ∝ (1, 1)`, writing `a = (w₁+w₂)/√2`, `b = (w₁−w₂)/√2` (i.i.d. N(0,1)) gives
+//!   `max|w_i| = (|a|+|b|)/√2`, hence exactly `P = 1 − (2/π)·atan(√2/r − 1)`, which exceeds
+//!   `F_{r,2}` for `r ≥ 0.8` (`r = 1`: `P = 3/4 > F_{1,2} = 2/3`). Simulation (tests/nplus.rs)
+//!   shows `P > F_{r,p}` also for `p = 10, 100` and spread-out `u` from `r ≈ 0.5` on (e.g.
+//!   `p = 100`, `u` constant, `r = 0.7`: `P ≈ 0.940` against `F = 0.937`). At `r = 0.1` no
+//!   violation was seen, but there is no proof either.
+//! * **Gaussian `w`, the bound [`compute`] uses** (derived here, checked by simulation): write
+//!   `w = Y·û + w⊥` with `û = u/‖u‖` and `w⊥ = (I − ûûᵀ)w` independent of `Y`. Then
+//!   `M ≤ |Y|·a + M⊥` with `a ≥ max_i|û_i|` and `M⊥ = max_i|w⊥_i|`, so the event implies
+//!   `r'·M⊥ > |Y|` with **`r' = r/(1 − r·a)`** (if `r·a < 1`). `Cov(w⊥) = I − ûûᵀ ≼ I`, so by
+//!   Anderson's inequality `Pr(M⊥ ≤ t) ≥ Pr(M ≤ t)` for every `t`: `M⊥` is stochastically
+//!   smaller than the maximum of `p` i.i.d. half-normals, and since `M⊥` is independent of `Y`,
+//!   **`P ≤ F_{r',p}` rigorously**. With rows in `[-1,1]^p` and `‖u‖ ≥ ν`,
+//!   `max_i|û_i| ≤ 1/ν`, so [`compute`] takes `a = min(1, 1/ν)` ([`gaussian_r_bound`]); for the
+//!   paper's MNIST-like setting (`β = 1`, `ν = 10`, `p = 784`) that is `r' = 0.10101` and
+//!   `F = 0.26618` instead of `0.26362`. When `r·a ≥ 1` (e.g. `β = ν = 1`) nothing better than
+//!   the trivial `P ≤ 1` (`N₊ = k`) is available, and it is attained for `r > 1`: with
+//!   `u = ‖u‖·e₁`, `β·max_i|w_i| ≥ β|w₁| > ‖u‖·|w₁|` almost surely.
 //! * **Rademacher `w`** — `max_i|w_i| = 1` and `P = Pr(β > |wᵀu|)`; by the central limit theorem
 //!   `wᵀu ≈ N(0, ‖u‖²)` and **`P ≈ 2Φ(r) − 1`** (eq. (10), [`p_rademacher`]). This is an
 //!   **approximation, not a bound**: it is good when `u` is spread over many coordinates with
@@ -176,14 +187,14 @@ fn check_r_p(r: f64, p: usize) -> Result<()> {
     Ok(())
 }
 
-/// `F_{r,p} = ∫₀^∞ 2p·[2Φ(t)−1]^{p−1}·[2Φ(rt)−1]·φ(t) dt` (eq. (5)), an upper bound on
-/// `P = Pr(β·max_i|w_i| > |wᵀu|)` for a Gaussian projection vector `w`, with `r = β/‖u‖`
-/// (Lemma 4.2, Proposition 4.4).
+/// `F_{r,p} = ∫₀^∞ 2p·[2Φ(t)−1]^{p−1}·[2Φ(rt)−1]·φ(t) dt` (eq. (5)), which Lemma 4.2 /
+/// Proposition 4.4 state to be an upper bound on `P = Pr(β·max_i|w_i| > |wᵀu|)` for a Gaussian
+/// projection vector `w`, with `r = β/‖u‖`.
 ///
-/// *Exact* value of `Pr(β·max_i|w_i| > ‖u‖·|Z|)` for `Z ~ N(0,1)` independent of `w`; an *upper
-/// bound* on the true `P` only for `r ≤ 1` (see the module documentation for the `r > 1`
-/// counterexample). Computed by panelled Gauss–Legendre quadrature to about `1e-12` relative.
-/// `r = +∞` gives 1, `r = 0` gives 0.
+/// *Exactly* `Pr(β·max_i|w_i| > ‖u‖·|Z|)` for `Z ~ N(0,1)` independent of `w`. **Not** an upper
+/// bound on the true `P` in general (counterexamples from `r ≈ 0.5` on, module documentation);
+/// `F_{r',p}` with `r'` from [`gaussian_r_bound`] is. Computed by panelled Gauss–Legendre
+/// quadrature to about `1e-13` relative. `r = +∞` gives 1, `r = 0` gives 0.
 ///
 /// # Errors
 /// `r` negative or NaN (named `r`), `p = 0` (named `--dim`).
@@ -242,6 +253,23 @@ pub fn f_gaussian_refined(r: f64, p: usize, refine: usize) -> Result<f64> {
         }
     }
     Ok(total.clamp(0.0, 1.0))
+}
+
+/// The `r'` of the rigorous Gaussian bound `P ≤ F_{r',p}` (module documentation):
+/// `r' = r/(1 − r·a)` where `a ≥ max_i|u_i|/‖u‖`, or `None` when `r·a ≥ 1` (or an input is NaN or
+/// negative), where only the trivial bound `P ≤ 1` is available. With rows in `[-1,1]^p` and
+/// `‖u‖ ≥ ν`, `a = min(1, 1/ν)`; without a domain bound, `a = 1`.
+pub fn gaussian_r_bound(r: f64, a: f64) -> Option<f64> {
+    if !(r >= 0.0 && a >= 0.0) {
+        return None;
+    }
+    let ra = r * a;
+    if ra < 1.0 {
+        let rp = r / (1.0 - ra);
+        rp.is_finite().then_some(rp)
+    } else {
+        None
+    }
 }
 
 /// `2Φ(r) − 1 = erf(r/√2)`: the central-limit *approximation* (eq. (10)) of
@@ -347,21 +375,25 @@ pub struct NPlus {
     pub n_plus: usize,
 }
 
-/// Method label for the Gaussian quadrature.
-pub const METHOD_GAUSSIAN: &str = "gaussian-quadrature, eq. (5), upper bound";
-/// Method label for a Gaussian projection with `r > 1`, where eq. (5) is not a bound.
+/// Method label for the Gaussian quadrature (eq. (5) evaluated at the corrected `r'`).
+pub const METHOD_GAUSSIAN: &str =
+    "gaussian-quadrature, eq. (5) at r' = r/(1 - r*min(1, 1/min-norm)), upper bound";
+/// Method label for a Gaussian projection with `r·min(1, 1/ν) ≥ 1`, where no bound below 1 holds.
 pub const METHOD_GAUSSIAN_TRIVIAL: &str =
-    "gaussian, trivial bound P <= 1 (eq. (5) is an upper bound only for r = beta/min-norm <= 1)";
+    "gaussian, trivial bound P <= 1 (r*min(1, 1/min-norm) >= 1)";
 /// Method label for the Rademacher approximation.
 pub const METHOD_RADEMACHER: &str = "rademacher central-limit approximation, eq. (10)";
 
 /// Everything above for a dense projection kind, with `r = β/ν` (`ν` = `min_norm`, a public lower
 /// bound on `‖u‖`; since `F_{r,p}` and `2Φ(r)−1` grow with `r`, using `ν ≤ ‖u‖` keeps the bound).
+/// Rows are assumed to lie in `[-1,1]^p` (DESIGN.md §2), so `max_i|u_i|/‖u‖ ≤ a = min(1, 1/ν)`.
 ///
-/// * Gaussian, `r ≤ 1`: `prob = F_{r,p}` ([`f_gaussian`]), method [`METHOD_GAUSSIAN`],
-///   `approximate = false` (a proven upper bound).
-/// * Gaussian, `r > 1`: eq. (5) is not a bound there (module documentation), so `prob = 1`,
-///   `N₊ = k`, method [`METHOD_GAUSSIAN_TRIVIAL`], `approximate = false`.
+/// * Gaussian, `r·a < 1`: `prob = F_{r',p}` with `r' = r/(1 − r·a)` ([`gaussian_r_bound`],
+///   [`f_gaussian`]), method [`METHOD_GAUSSIAN`], `approximate = false`: a proven upper bound
+///   (Anderson's inequality, module documentation). The paper's `F_{r,p}` itself is **not** used:
+///   it is not a bound in general.
+/// * Gaussian, `r·a ≥ 1`: `prob = 1`, `N₊ = k`, method [`METHOD_GAUSSIAN_TRIVIAL`],
+///   `approximate = false`.
 /// * Rademacher: `prob = 2Φ(r) − 1` ([`p_rademacher`]), method [`METHOD_RADEMACHER`],
 ///   `approximate = true` (a central-limit approximation, not a bound).
 ///
@@ -412,9 +444,12 @@ pub fn compute(
             format!("β/min-norm overflows (β = {beta}, min-norm = {min_norm})"),
         ));
     }
+    let a = (1.0 / min_norm).min(1.0);
     let (method, approximate, prob) = match kind {
-        DenseKind::Gaussian if r <= 1.0 => (METHOD_GAUSSIAN, false, f_gaussian(r, p)?),
-        DenseKind::Gaussian => (METHOD_GAUSSIAN_TRIVIAL, false, 1.0),
+        DenseKind::Gaussian => match gaussian_r_bound(r, a) {
+            Some(rp) => (METHOD_GAUSSIAN, false, f_gaussian(rp, p)?),
+            None => (METHOD_GAUSSIAN_TRIVIAL, false, 1.0),
+        },
         DenseKind::Rademacher => (METHOD_RADEMACHER, true, p_rademacher(r)),
         DenseKind::Uniform | DenseKind::Sparse { .. } => {
             return Err(Error::param(
@@ -573,28 +608,36 @@ mod tests {
 
     #[test]
     fn compute_fields() {
+        // β = 1, ν = 10: r = 0.1, a = 0.1, r' = 0.1/0.99.
         let np = compute(DenseKind::Gaussian, 1.0, 10.0, 784, 512, 1e-6).unwrap();
         assert_eq!(np.method, METHOD_GAUSSIAN);
         assert!(!np.approximate);
         assert!((np.r - 0.1).abs() < 1e-15);
-        assert!((np.prob - 0.26362).abs() < 5e-6, "{}", np.prob);
+        let want = f_gaussian(0.1 / 0.99, 784).unwrap();
+        assert!((np.prob - want).abs() < 1e-14, "{} vs {want}", np.prob);
+        assert!((np.prob - 0.26618).abs() < 5e-6, "{}", np.prob);
         assert!((np.mu - np.prob * 512.0).abs() < 1e-12);
         assert_eq!(np.n_plus, n_plus(512, np.prob, 1e-6));
         assert!(np.n_plus >= 1 && np.n_plus <= 512);
+        // ν < 1: a = 1, r' = r/(1 − r).
+        let np = compute(DenseKind::Gaussian, 0.1, 0.5, 100, 64, 1e-6).unwrap();
+        assert!((np.prob - f_gaussian(0.2 / 0.8, 100).unwrap()).abs() < 1e-14);
 
         let np = compute(DenseKind::Rademacher, 0.3, 1.0, 784, 512, 1e-6).unwrap();
         assert_eq!(np.method, METHOD_RADEMACHER);
         assert!(np.approximate);
         assert!((np.prob - 0.23582).abs() < 5e-6);
 
-        // r > 1 with a Gaussian projection: the trivial bound.
-        let np = compute(DenseKind::Gaussian, 2.0, 1.0, 100, 64, 1e-6).unwrap();
-        assert_eq!(np.method, METHOD_GAUSSIAN_TRIVIAL);
-        assert_eq!((np.prob, np.n_plus), (1.0, 64));
-        // r = 1 exactly still uses the quadrature: F_{1,p} = p/(p+1).
-        let np = compute(DenseKind::Gaussian, 1.0, 1.0, 1000, 64, 1e-6).unwrap();
+        // r·a ≥ 1 with a Gaussian projection: the trivial bound (β = ν = 1, and r > 1).
+        for (beta, nu) in [(1.0, 1.0), (2.0, 1.0), (0.6, 0.5), (200.0, 10.0)] {
+            let np = compute(DenseKind::Gaussian, beta, nu, 100, 64, 1e-6).unwrap();
+            assert_eq!(np.method, METHOD_GAUSSIAN_TRIVIAL);
+            assert_eq!((np.prob, np.n_plus), (1.0, 64));
+        }
+        // r > 1 but r·a < 1 (β = 2, ν = 1.5): r' = (4/3)/(1 − 8/9) = 12.
+        let np = compute(DenseKind::Gaussian, 2.0, 1.5, 10, 64, 1e-6).unwrap();
         assert_eq!(np.method, METHOD_GAUSSIAN);
-        assert!((np.prob - 1000.0 / 1001.0).abs() < 1e-12);
+        assert!((np.prob - f_gaussian(12.0, 10).unwrap()).abs() < 1e-12);
         // Large r with a Rademacher projection; r overflowing to +∞ is an error.
         let np = compute(DenseKind::Rademacher, 1e3, 1e-3, 100, 64, 1e-6).unwrap();
         assert_eq!((np.prob, np.n_plus), (1.0, 64));
@@ -602,5 +645,37 @@ mod tests {
         assert_eq!(serde_json::from_str::<NPlus>(&json).unwrap(), np);
         let e = compute(DenseKind::Rademacher, 1e300, 1e-300, 100, 64, 1e-6).unwrap_err();
         assert_eq!(param_name(e), "--min-norm");
+    }
+
+    #[test]
+    fn r_bound() {
+        assert_eq!(gaussian_r_bound(0.1, 0.0), Some(0.1));
+        assert!((gaussian_r_bound(0.1, 0.1).unwrap() - 0.1 / 0.99).abs() < 1e-15);
+        assert_eq!(gaussian_r_bound(1.0, 1.0), None);
+        assert_eq!(gaussian_r_bound(0.5, 3.0), None);
+        assert_eq!(gaussian_r_bound(f64::NAN, 0.1), None);
+        assert_eq!(gaussian_r_bound(0.1, f64::NAN), None);
+        assert_eq!(gaussian_r_bound(-0.1, 0.1), None);
+    }
+
+    /// The exact counterexample to Lemma 4.2's claim (module documentation): p = 2, u ∝ (1, 1).
+    #[test]
+    fn eq5_is_not_a_bound_for_p2() {
+        let exact = |r: f64| {
+            1.0 - std::f64::consts::FRAC_2_PI * (std::f64::consts::SQRT_2 / r - 1.0).atan()
+        };
+        assert!((exact(1.0) - 0.75).abs() < 1e-15);
+        assert!((f_gaussian(1.0, 2).unwrap() - 2.0 / 3.0).abs() < 1e-13);
+        for r in [0.8, 0.9, 1.0] {
+            assert!(exact(r) > f_gaussian(r, 2).unwrap(), "r = {r}");
+        }
+        for r in [0.1, 0.3, 0.5, 0.7] {
+            assert!(exact(r) < f_gaussian(r, 2).unwrap(), "r = {r}");
+        }
+        // The corrected bound covers it: a = max|û_i| = 1/√2.
+        for r in [0.1, 0.3, 0.5, 0.7, 0.9, 1.0, 1.4] {
+            let rp = gaussian_r_bound(r, std::f64::consts::FRAC_1_SQRT_2).unwrap();
+            assert!(exact(r) <= f_gaussian(rp, 2).unwrap(), "r = {r}");
+        }
     }
 }
