@@ -2,15 +2,28 @@
 //!
 //! ```text
 //! cargo bench --bench publish                       # all benchmarks
-//! cargo bench --bench publish -- e2e                # only the end-to-end group
-//! DPRP_BENCH_PHASES=1 cargo bench --bench publish   # also print a per-phase timing breakdown
+//! cargo bench --bench publish -- e2e                # end-to-end, real-valued and sign (e2e, e2e-sign)
+//! cargo bench --bench publish -- 'e2e/'             # end-to-end, real-valued mechanisms only
+//! cargo bench --bench publish -- e2e-sign           # end-to-end, sign mechanisms only
+//! cargo bench --bench publish -- privatise          # privatisation alone (privatise, privatise-sign)
+//! DPRP_BENCH_PHASES=1 cargo bench --bench publish   # also print per-phase timing breakdowns
+//! benches/sign_overhead.sh                          # e2e + privatise, then the sign/real ratio table
 //! ```
 //!
 //! MNIST is looked up as `$DPRP_SHARED_DATA/mnist/train-images-idx3-ubyte.gz`, else
 //! `<CARGO_MANIFEST_DIR>/../shared/data/mnist/...`. Without it the benchmark prints
 //! `skipping: ...` and exits successfully. The images are converted once (pixels / 255) to a native
 //! `dataset.bin` in a temporary directory; every end-to-end iteration reads that file, projects,
-//! adds noise and writes a release into the same temporary directory.
+//! adds noise (or takes signs and flips them) and writes a release into the same temporary directory.
+//!
+//! Sign mechanisms are compared with the real-valued mechanism on the same public map (issue 3:
+//! packing and flipping must cost at most 20% over it): `dp-signrp-*` and `idp-signrp-*` (dense
+//! Rademacher) with `dp-rp-g-opt` at the same k, `dp-signoporp-*` and `idp-signoporp-*` with
+//! `dp-oporp` at the same k. A real-valued release writes 32× more bytes than a sign release, so the
+//! end-to-end ratio flatters signs; the `privatise` / `privatise-sign` groups time the in-memory
+//! privatisation alone (projection + Gaussian noise vs projection + sign packing + flipping, the
+//! same parallel layout as `publish`, no reading, validation, hashing or writing), which is the fair
+//! measure of the packing and flipping cost.
 
 use std::hint::black_box;
 use std::path::{Path, PathBuf};
@@ -23,11 +36,14 @@ use rayon::prelude::*;
 use dprp::data::scale::{check_domain, check_finite, ScaleArg, ScalingRequest};
 use dprp::data::{native, open_reader, Dataset, InputOptions};
 use dprp::mechanism::gaussian_sketch::add_gaussian_noise;
+use dprp::mechanism::SketchMut;
 use dprp::mechanism::{self, Mechanism, MechanismKind, MechanismParams};
 use dprp::privacy::guarantee::Neighbour;
 use dprp::privacy::noise::{NoiseSource, BLOCK_ROWS};
 use dprp::projection::{DenseKind, DenseProjection, Oporp, Seed};
-use dprp::publish::{load_scaled, privatise_real, publish, PublishRequest, CHUNK_ROWS};
+use dprp::publish::{
+    load_scaled, privatise_real, publish, PublishRequest, CHUNK_ROWS, GROUP_BLOCKS,
+};
 
 const EPSILON: f64 = 5.0;
 const DELTA: f64 = 1e-6;
@@ -36,13 +52,66 @@ const NOISE_LEN: usize = 1 << 20;
 /// Rows projected by the dense micro-benchmark.
 const DENSE_ROWS: usize = 4096;
 
-/// The end-to-end settings: (label, mechanism, k).
-const SETTINGS: [(&str, MechanismKind, usize); 4] = [
+/// Public lower bound ν on every row's ℓ₂ norm, for `dp-signrp-rr`: the smallest norm of an MNIST
+/// train row scaled by 1/255 is 3.5698 (row 17664), rounded down. `publish` refuses any row below
+/// it, so a wrong bound fails the benchmark rather than skewing it.
+const MNIST_MIN_NORM: f64 = 3.5;
+
+/// The real-valued end-to-end settings: (label, mechanism, k). Every k a sign mechanism is
+/// benchmarked at has its real-valued counterpart here, so each comparison comes from one run.
+const SETTINGS: [(&str, MechanismKind, usize); 5] = [
     ("dp-oporp", MechanismKind::DpOporp, 256),
     ("dp-oporp", MechanismKind::DpOporp, 512),
     ("dp-rp-g-opt-rademacher", MechanismKind::DpRpGOpt, 256),
+    ("dp-rp-g-opt-rademacher", MechanismKind::DpRpGOpt, 512),
     ("dp-rp-g-opt-rademacher", MechanismKind::DpRpGOpt, 1024),
 ];
+
+/// The sign mechanisms, each at k = 256 and 512, and the dense ones also at 1024.
+const SIGN_KINDS: [MechanismKind; 8] = [
+    MechanismKind::DpSignrpRr,
+    MechanismKind::DpSignrpRrSmooth,
+    MechanismKind::DpSignoporpRr,
+    MechanismKind::DpSignoporpRrSmooth,
+    MechanismKind::IdpSignrpG,
+    MechanismKind::IdpSignrpRr,
+    MechanismKind::IdpSignoporpG,
+    MechanismKind::IdpSignoporpRr,
+];
+
+/// (label, mechanism, k) for every sign setting.
+fn sign_settings() -> Vec<(&'static str, MechanismKind, usize)> {
+    SIGN_KINDS
+        .into_iter()
+        .flat_map(|kind| {
+            let ks: &[usize] = if kind.dense() {
+                &[256, 512, 1024]
+            } else {
+                &[256, 512]
+            };
+            ks.iter().map(move |&k| (kind.name(), kind, k))
+        })
+        .collect()
+}
+
+/// The real-valued mechanism on the same public map as sign mechanism `kind`.
+fn counterpart(kind: MechanismKind) -> MechanismKind {
+    if kind.oporp() {
+        MechanismKind::DpOporp
+    } else {
+        MechanismKind::DpRpGOpt
+    }
+}
+
+/// Criterion measurement time for one end-to-end or privatisation setting: at least 10 runs fit
+/// (sample_size 10, flat sampling), without padding the whole run past a few minutes.
+fn measurement_secs(kind: MechanismKind, k: usize) -> u64 {
+    match (kind.dense(), k) {
+        (true, 1024..) => 12,
+        (true, 512..) => 6,
+        _ => 4,
+    }
+}
 
 fn mnist_path() -> Option<PathBuf> {
     let root = match std::env::var_os("DPRP_SHARED_DATA") {
@@ -65,8 +134,8 @@ fn params(kind: MechanismKind, k: usize, p: usize) -> MechanismParams {
         projection: kind.dense().then_some(DenseKind::Rademacher),
         // A fixed public seed: the cost of generating the map is the same for any seed.
         seed: Some(Seed::parse_hex("d9e5").expect("valid hex seed")),
-        min_norm: None,
-        individual_dp: false,
+        min_norm: kind.needs_min_norm().then_some(MNIST_MIN_NORM),
+        individual_dp: kind.is_idp(),
     }
 }
 
@@ -120,27 +189,104 @@ fn fixture(mnist: &Path) -> dprp::Result<Fixture> {
     })
 }
 
-fn bench_end_to_end(c: &mut Criterion, fx: &Fixture, noise: &NoiseSource) {
-    let mut g = c.benchmark_group("e2e");
+fn bench_end_to_end(
+    c: &mut Criterion,
+    group: &str,
+    settings: &[(&str, MechanismKind, usize)],
+    fx: &Fixture,
+    noise: &NoiseSource,
+) {
+    let mut g = c.benchmark_group(group);
     g.sample_size(10)
         .sampling_mode(SamplingMode::Flat)
         .warm_up_time(Duration::from_secs(1))
         .throughput(Throughput::Elements(fx.data.n as u64));
-    for (name, kind, k) in SETTINGS {
+    for &(name, kind, k) in settings {
         let req = request(
             kind,
             k,
             &fx.dataset,
             fx.dir.join(format!("{name}-{k}.release")),
         );
-        // ~1.5 s per run for the widest dense setting: give it room for its 10 samples.
-        let secs = if kind.dense() && k >= 1024 { 18 } else { 8 };
-        g.measurement_time(Duration::from_secs(secs));
+        g.measurement_time(Duration::from_secs(measurement_secs(kind, k)));
         g.bench_with_input(BenchmarkId::new(name, k), &req, |b, req| {
             b.iter(|| publish(black_box(req), noise).expect("publish"))
         });
     }
     g.finish();
+}
+
+/// [`privatise_real`] for sign mechanisms: the same parallel groups of
+/// `GROUP_BLOCKS·BLOCK_ROWS` rows as `publish`, into packed words, without validation.
+fn privatise_bits(
+    mech: &dyn Mechanism,
+    rows: &[f32],
+    noise: &NoiseSource,
+    out: &mut [u64],
+) -> dprp::Result<()> {
+    let (p, w) = (mech.input_dim(), mech.output_dim().div_ceil(64));
+    let group = GROUP_BLOCKS * BLOCK_ROWS;
+    rows.par_chunks(group * p)
+        .zip(out.par_chunks_mut(group * w))
+        .enumerate()
+        .map(|(g, (r, o))| {
+            mech.privatise_blocks(r, SketchMut::Bits(o), (g * GROUP_BLOCKS) as u64, noise)
+        })
+        .collect::<Vec<dprp::Result<()>>>()
+        .into_iter()
+        .collect()
+}
+
+/// Output buffer for privatising the whole dataset with one mechanism.
+enum Out {
+    Real(Vec<f32>),
+    Bits(Vec<u64>),
+}
+
+impl Out {
+    fn new(mech: &dyn Mechanism, n: usize) -> Out {
+        let k = mech.output_dim();
+        if mech.kind().is_sign() {
+            Out::Bits(vec![0; n * k.div_ceil(64)])
+        } else {
+            Out::Real(vec![0.0; n * k])
+        }
+    }
+}
+
+/// Privatise the whole in-memory dataset into `out` (the privatisation phase of `publish` alone).
+fn privatise_all(mech: &dyn Mechanism, fx: &Fixture, noise: &NoiseSource, out: &mut Out) {
+    match out {
+        Out::Real(o) => privatise_real(mech, &fx.data.values, 0, noise, o),
+        Out::Bits(o) => privatise_bits(mech, &fx.data.values, noise, o),
+    }
+    .expect("privatise");
+}
+
+/// Privatisation alone, in memory: projection + Gaussian noise (real-valued) or projection + sign
+/// packing + flipping (sign), over the whole dataset.
+fn bench_privatise(
+    c: &mut Criterion,
+    group: &str,
+    settings: &[(&str, MechanismKind, usize)],
+    fx: &Fixture,
+    noise: &NoiseSource,
+) -> dprp::Result<()> {
+    let mut g = c.benchmark_group(group);
+    g.sample_size(10)
+        .sampling_mode(SamplingMode::Flat)
+        .warm_up_time(Duration::from_secs(1))
+        .throughput(Throughput::Elements(fx.data.n as u64));
+    for &(name, kind, k) in settings {
+        let mech = mechanism::build(&params(kind, k, fx.data.p))?;
+        let mut out = Out::new(mech.as_ref(), fx.data.n);
+        g.measurement_time(Duration::from_secs(measurement_secs(kind, k)));
+        g.bench_function(BenchmarkId::new(name, k), |b| {
+            b.iter(|| privatise_all(black_box(mech.as_ref()), fx, noise, &mut out))
+        });
+    }
+    g.finish();
+    Ok(())
 }
 
 fn bench_noise(c: &mut Criterion, noise: &NoiseSource) {
@@ -342,6 +488,89 @@ fn phases(fx: &Fixture, noise: &NoiseSource) -> dprp::Result<()> {
     Ok(())
 }
 
+/// A breakdown of the sign settings against their real-valued counterparts (median of a few runs
+/// each): the projection alone (shared by a sign mechanism and its counterpart: same map, same
+/// seed), privatisation alone (and what it adds to the projection: Gaussian noise, or sign packing
+/// and flipping), and the whole publish.
+fn sign_phases(fx: &Fixture, noise: &NoiseSource) -> dprp::Result<()> {
+    const REPS: usize = 3;
+    let (n, p) = (fx.data.n, fx.data.p);
+    let group = GROUP_BLOCKS * BLOCK_ROWS;
+    // (kind, k) -> (project, privatise, publish) of the real-valued mechanism
+    let mut real = Vec::new();
+    for (_, kind, k) in SETTINGS {
+        let mech = mechanism::build(&params(kind, k, p))?;
+        let mut z = vec![0f32; n * k];
+        let project = time_it(REPS, || {
+            fx.data
+                .values
+                .par_chunks(group * p)
+                .zip(z.par_chunks_mut(group * k))
+                .for_each(|(r, o)| mech.project(r, o));
+        });
+        drop(z);
+        let mut out = Out::new(mech.as_ref(), n);
+        let private = time_it(REPS, || privatise_all(mech.as_ref(), fx, noise, &mut out));
+        let req = request(kind, k, &fx.dataset, fx.dir.join("phase.release"));
+        let total = time_it(REPS, || {
+            publish(&req, noise).expect("publish");
+        });
+        real.push((kind, k, project, private, total));
+    }
+    println!(
+        "\nsign phase breakdown (median of {REPS}; {} rayon threads; n = {n}, p = {p}; \
+         real = the real-valued mechanism on the same map and k)",
+        rayon::current_num_threads()
+    );
+    println!(
+        "{:<30} {:>7} {:>7} {:>9} {:>9} {:>9} {:>7} {:>8} {:>8} {:>7}",
+        "setting",
+        "project",
+        "priv",
+        "priv-proj",
+        "real-priv",
+        "real-p-p",
+        "ratio",
+        "publish",
+        "real-pub",
+        "ratio"
+    );
+    for (name, kind, k) in sign_settings() {
+        let base = counterpart(kind);
+        let &(_, _, project, real_priv, real_pub) = real
+            .iter()
+            .find(|r| r.0 == base && r.1 == k)
+            .expect("every sign setting has its real-valued counterpart in SETTINGS");
+        let mech = mechanism::build(&params(kind, k, p))?;
+        let mut out = Out::new(mech.as_ref(), n);
+        let private = time_it(REPS, || privatise_all(mech.as_ref(), fx, noise, &mut out));
+        let req = request(kind, k, &fx.dataset, fx.dir.join("phase-sign.release"));
+        let total = time_it(REPS, || {
+            publish(&req, noise).expect("publish");
+        });
+        println!(
+            "{:<30} {:>7.3} {:>7.3} {:>9.3} {:>9.3} {:>9.3} {:>7.2} {:>8.3} {:>8.3} {:>7.2}",
+            format!("{name} k={k}"),
+            project,
+            private,
+            private - project,
+            real_priv,
+            real_priv - project,
+            private / real_priv,
+            total,
+            real_pub,
+            total / real_pub
+        );
+    }
+    println!(
+        "(seconds; project: the public map alone over {group}-row parallel groups; priv: \
+         privatisation alone, as the privatise benches; priv-proj: what the sign packing and \
+         flipping (sign) or Gaussian noise (real-p-p) add to it; publish: the whole pipeline; \
+         ratio: sign / real)\n"
+    );
+    Ok(())
+}
+
 fn run() -> dprp::Result<()> {
     let Some(mnist) = mnist_path() else {
         println!(
@@ -357,7 +586,14 @@ fn run() -> dprp::Result<()> {
     if std::env::var_os("DPRP_BENCH_PHASES").is_some() {
         phases(&fx, &noise)?;
     }
-    bench_end_to_end(&mut c, &fx, &noise);
+    if std::env::var_os("DPRP_BENCH_PHASES").is_some() {
+        sign_phases(&fx, &noise)?;
+    }
+    let signs = sign_settings();
+    bench_end_to_end(&mut c, "e2e", &SETTINGS, &fx, &noise);
+    bench_end_to_end(&mut c, "e2e-sign", &signs, &fx, &noise);
+    bench_privatise(&mut c, "privatise", &SETTINGS, &fx, &noise)?;
+    bench_privatise(&mut c, "privatise-sign", &signs, &fx, &noise)?;
     bench_noise(&mut c, &noise);
     bench_projection(&mut c, &fx)?;
     c.final_summary();

@@ -5,7 +5,8 @@ use clap::Args;
 use crate::data::native::NativeReader;
 use crate::data::{collect, InputOptions};
 use crate::error::{Error, Result};
-use crate::estimate::{PairStats, QueryMode};
+use crate::estimate::{agreements, sign_cosine, Estimator, PairStats, QueryMode};
+use crate::mechanism::sign_sketch::pack_signs;
 use crate::mechanism::{self, MechanismKind, MechanismParams};
 use crate::privacy::guarantee::Neighbour;
 use crate::privacy::noise::NoiseSource;
@@ -43,12 +44,21 @@ pub fn run(a: DemoArgs) -> Result<()> {
         crate::data::sample::SAMPLE_CLASSES
     );
     let k = 32;
-    for kind in [MechanismKind::DpOporp, MechanismKind::DpRpGOpt] {
+    for kind in [
+        MechanismKind::DpOporp,
+        MechanismKind::DpRpGOpt,
+        MechanismKind::DpSignoporpRr,
+    ] {
         let out = dir.join(format!("sample-{}.dprp", kind.name()));
         println!(
-            "$ dprp publish sample.bin --mechanism {} --epsilon {} --delta 1e-6 --k {k} -o {}",
+            "$ dprp publish sample.bin --mechanism {} --epsilon {}{} --k {k} -o {}",
             kind.name(),
             a.epsilon,
+            if kind.needs_delta() {
+                " --delta 1e-6"
+            } else {
+                ""
+            },
             out.file_name()
                 .map(|f| f.to_string_lossy())
                 .unwrap_or_default()
@@ -60,7 +70,7 @@ pub fn run(a: DemoArgs) -> Result<()> {
             params: MechanismParams {
                 kind,
                 epsilon: a.epsilon,
-                delta: Some(1e-6),
+                delta: kind.needs_delta().then_some(1e-6),
                 beta: 1.0,
                 neighbour: Neighbour::Coordinate,
                 p: 0,
@@ -81,61 +91,101 @@ pub fn run(a: DemoArgs) -> Result<()> {
     Ok(())
 }
 
-/// What the release keeps: pairwise inner products with error bars, and nearest neighbours.
+/// Index of the largest score (first on ties).
+fn argmax(scores: impl Iterator<Item = (f64, usize)>) -> usize {
+    scores
+        .fold((f64::MIN, 0), |a, b| if b.0 > a.0 { b } else { a })
+        .1
+}
+
+fn norm(v: &[f32]) -> f64 {
+    v.iter()
+        .map(|&x| (x as f64).powi(2))
+        .sum::<f64>()
+        .sqrt()
+        .max(1e-12)
+}
+
+/// What the release keeps: pairwise estimates with error bars, and nearest neighbours.
 fn utility(r: &Release, data: &crate::data::Dataset) -> Result<()> {
     let m = mechanism::from_record(&r.meta().mechanism, &r.meta().guarantee)?;
     let est = m.estimator();
     let k = r.k();
-    // inner products: 400 pairs (i, i+1000)
-    let (mut covered, mut abs_err, mut abs_ip) = (0usize, 0f64, 0f64);
+    let wpr = k.div_ceil(64);
+    let bits = r.bits().ok();
     let pairs = 400;
+    let (mut covered, mut abs_err, mut scale) = (0usize, 0f64, 0f64);
     for i in 0..pairs {
         let j = i + data.n / 2;
         let truth = PairStats::of(data.row(i), data.row(j));
-        let e = est.inner_product(r.row(i)?, r.row(j)?);
-        let se = est.variance(&truth, QueryMode::BothPrivate).sqrt();
-        covered += ((e - truth.ip).abs() <= 1.96 * se) as usize;
-        abs_err += (e - truth.ip).abs();
-        abs_ip += truth.ip.abs();
+        let (e, se, t) = match bits {
+            // signs: cosine from the debiased agreement rate (Theorem 4.5)
+            Some(b) => {
+                let Estimator::Sign { eps_prime, .. } = est else {
+                    continue;
+                };
+                let a = agreements(&b[i * wpr..(i + 1) * wpr], &b[j * wpr..(j + 1) * wpr], k);
+                let s = sign_cosine(a, k, eps_prime, QueryMode::BothPrivate);
+                let cos = truth.ip / (truth.norm_u_sq * truth.norm_v_sq).sqrt().max(1e-12);
+                (s.cosine, s.se_cosine, cos)
+            }
+            None => {
+                let e = est.inner_product(r.row(i)?, r.row(j)?);
+                (
+                    e,
+                    est.variance(&truth, QueryMode::BothPrivate).sqrt(),
+                    truth.ip,
+                )
+            }
+        };
+        covered += ((e - t).abs() <= 1.96 * se) as usize;
+        abs_err += (e - t).abs();
+        scale += t.abs();
     }
     println!(
-        "utility     inner products over {pairs} pairs: mean |error| {:.3} (mean |⟨u,v⟩| {:.3}); \
-         {:.1}% of estimate ± 1.96·se intervals cover the truth",
+        "utility     {} over {pairs} pairs: mean |error| {:.3} (mean |truth| {:.3}); {:.1}% of \
+         estimate ± 1.96·se intervals cover the truth",
+        if bits.is_some() {
+            "cosines"
+        } else {
+            "inner products"
+        },
         abs_err / pairs as f64,
-        abs_ip / pairs as f64,
+        scale / pairs as f64,
         100.0 * covered as f64 / pairs as f64
     );
-    // 1-NN label agreement: first 200 rows as raw queries (projected with the public map)
-    // against the released rows 200.. (database); cosine ranking.
+    // 1-NN label agreement: the first 200 rows as raw queries (projected with the public map)
+    // against the released rows 200.. ; cosine ranking (agreement counts for signs).
     let labels = data.labels.as_deref().unwrap_or(&[]);
     let queries = 200.min(data.n / 2);
-    let db: Vec<usize> = (queries..data.n).collect();
+    let db = queries..data.n;
     let mut projected = vec![0f32; queries * k];
     m.project(&data.values[..queries * data.p], &mut projected);
-    let norm = |v: &[f32]| {
-        v.iter()
-            .map(|&x| (x as f64).powi(2))
-            .sum::<f64>()
-            .sqrt()
-            .max(1e-12)
-    };
     let (mut hit_raw, mut hit_priv) = (0usize, 0usize);
     for q in 0..queries {
         let qv = &projected[q * k..(q + 1) * k];
-        let best_priv = db
-            .iter()
-            .map(|&i| {
-                let x = &r.values().unwrap_or(&[])[i * k..(i + 1) * k];
-                (est.inner_product(qv, x) / norm(x), i)
-            })
-            .fold((f64::MIN, 0), |a, b| if b.0 > a.0 { b } else { a })
-            .1;
+        let best_priv = match bits {
+            Some(b) => {
+                let mut qw = vec![0u64; wpr];
+                pack_signs(qv, &mut qw);
+                argmax(
+                    db.clone()
+                        .map(|i| (agreements(&qw, &b[i * wpr..(i + 1) * wpr], k) as f64, i)),
+                )
+            }
+            None => {
+                let vals = r.values()?;
+                argmax(db.clone().map(|i| {
+                    let x = &vals[i * k..(i + 1) * k];
+                    (est.inner_product(qv, x) / norm(x), i)
+                }))
+            }
+        };
         let u = data.row(q);
-        let best_raw = db
-            .iter()
-            .map(|&i| (PairStats::of(u, data.row(i)).ip / norm(data.row(i)), i))
-            .fold((f64::MIN, 0), |a, b| if b.0 > a.0 { b } else { a })
-            .1;
+        let best_raw = argmax(
+            db.clone()
+                .map(|i| (PairStats::of(u, data.row(i)).ip / norm(data.row(i)), i)),
+        );
         if !labels.is_empty() {
             hit_priv += (labels[best_priv] == labels[q]) as usize;
             hit_raw += (labels[best_raw] == labels[q]) as usize;

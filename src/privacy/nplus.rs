@@ -175,7 +175,7 @@ fn integrand(t: f64, r: f64, p: f64) -> f64 {
 }
 
 fn check_r_p(r: f64, p: usize) -> Result<()> {
-    if !(r >= 0.0) {
+    if r.is_nan() || r < 0.0 {
         return Err(Error::param(
             "r",
             format!("r = β/‖u‖ must be a non-negative number, got {r}"),
@@ -338,7 +338,8 @@ pub fn n_plus(k: usize, prob: f64, delta: f64) -> usize {
     }
     let mu = prob * k as f64;
     let bound = mu + 0.5 * (l + (l * l + 8.0 * mu * l).sqrt());
-    if !(bound < k as f64) {
+    // `bound` is finite and positive here (μ ≥ 0, L finite).
+    if bound >= k as f64 {
         return k1;
     }
     // 0 < bound < k here, so the cast is exact and in range.
