@@ -126,7 +126,10 @@ fn simulate(
         est.push(e.inner_product(&x, y));
         let dprp::estimate::Estimator::Gaussian {
             family: f, sigma, ..
-        } = e;
+        } = e
+        else {
+            panic!("a Gaussian mechanism has a Gaussian estimator")
+        };
         family = f;
         formula += ip_variance(family, kk, sigma, &stats, mode) / trials as f64;
     }

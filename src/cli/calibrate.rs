@@ -223,11 +223,30 @@ fn sign_table(
             } => {
                 weak |= flip_probability >= 0.499;
                 match &sign.n_plus {
-                    Some(n) => format!(
-                        "k = {k:>5}: r = β/ν = {:.4}, P = {:.6} ({}), μ = {:.3}, η = {:.4}, N₊ = {}, \
-                         ε' = ε/N₊ = {:.6}, flip probability {:.6}",
-                        n.r, n.prob, n.method, n.mu, n.eta, n.n_plus, eps_prime, flip_probability
-                    ),
+                    Some(n) => {
+                        // what the paper's formulas would give (not used: not proven bounds)
+                        let paper_p = match params.projection.unwrap_or(DenseKind::Rademacher) {
+                            DenseKind::Gaussian => crate::privacy::nplus::f_gaussian(n.r, p)?,
+                            _ => crate::privacy::nplus::p_rademacher(n.r),
+                        };
+                        let paper_n = crate::privacy::nplus::n_plus(k, paper_p, n.delta);
+                        format!(
+                            "k = {k:>5}: r = β/ν = {:.4}, P = {:.6} ({}), μ = {:.3}, η = {:.4}, \
+                             N₊ = {}, ε' = ε/N₊ = {:.6}, flip probability {:.6}\n          \
+                             (the paper's eq. (5)/(10) value P = {:.6}, N₊ = {}, is not a proven \
+                             bound and is not used)",
+                            n.r,
+                            n.prob,
+                            n.method,
+                            n.mu,
+                            n.eta,
+                            n.n_plus,
+                            eps_prime,
+                            flip_probability,
+                            paper_p,
+                            paper_n
+                        )
+                    }
                     None => format!(
                         "k = {k:>5}: N₊ = 1 (one bin moves), ε' = {eps_prime}, flip probability {flip_probability:.6}"
                     ),

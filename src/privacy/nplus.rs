@@ -25,13 +25,16 @@
 //!   `max|w_i| = (|a|+|b|)/√2`, hence exactly `P = 1 − (2/π)·atan(√2/r − 1)`, which exceeds
 //!   `F_{r,2}` for `r ≥ 0.8` (`r = 1`: `P = 3/4 > F_{1,2} = 2/3`). Simulation (tests/nplus.rs)
 //!   shows `P > F_{r,p}` also for `p = 10, 100` and spread-out `u` from `r ≈ 0.5` on (e.g.
-//!   `p = 100`, `u` constant, `r = 0.7`: `P ≈ 0.940` against `F = 0.937`). At `r = 0.1` no
-//!   violation was seen, but there is no proof either.
+//!   `p = 100`, `u` constant, `r = 0.7`: `P ≈ 0.940` against `F = 0.937`). At `r ≤ 0.3` no
+//!   violation was seen (`p` from 2 to 784, five shapes of `u`), but there is no proof either.
+//!   [`f_gaussian`] still computes eq. (5) exactly as the paper states it.
 //! * **Gaussian `w`, the bound [`compute`] uses** (derived here, checked by simulation): write
 //!   `w = Y·û + w⊥` with `û = u/‖u‖` and `w⊥ = (I − ûûᵀ)w` independent of `Y`. Then
 //!   `M ≤ |Y|·a + M⊥` with `a ≥ max_i|û_i|` and `M⊥ = max_i|w⊥_i|`, so the event implies
 //!   `r'·M⊥ > |Y|` with **`r' = r/(1 − r·a)`** (if `r·a < 1`). `Cov(w⊥) = I − ûûᵀ ≼ I`, so by
-//!   Anderson's inequality `Pr(M⊥ ≤ t) ≥ Pr(M ≤ t)` for every `t`: `M⊥` is stochastically
+//!   Anderson's inequality (T. W. Anderson 1955: a centred Gaussian with the smaller covariance
+//!   puts more mass on every symmetric convex set, here the cube `max_i|x_i| ≤ t`)
+//!   `Pr(M⊥ ≤ t) ≥ Pr(M ≤ t)` for every `t`: `M⊥` is stochastically
 //!   smaller than the maximum of `p` i.i.d. half-normals, and since `M⊥` is independent of `Y`,
 //!   **`P ≤ F_{r',p}` rigorously**. With rows in `[-1,1]^p` and `‖u‖ ≥ ν`,
 //!   `max_i|û_i| ≤ 1/ν`, so [`compute`] takes `a = min(1, 1/ν)` ([`gaussian_r_bound`]); for the
@@ -45,12 +48,14 @@
 //!   unequal magnitudes, but it can be far too small for sparse `u` (for
 //!   `u = (ν/√2)(e₁ + e₂)`, `wᵀu = 0` with probability ½ for every `r > 0`) and is off by the
 //!   lattice effect when all `|u_i|` are equal (for `p = 784`, `r = 0.1`, `u_i = c`: exact
-//!   `P = 0.0852` against `2Φ(0.1) − 1 = 0.0797`). [`NPlus::approximate`] records it.
+//!   `P = 0.0853` against `2Φ(0.1) − 1 = 0.0797`). [`NPlus::approximate`] records it.
 //! * **Chernoff step** (Lemma 4.3, Proposition 4.4) — with `μ = P·k` (or any `μ ≥ E[N]`),
 //!   `Pr(N ≥ (1+η)μ) ≤ exp(−η²μ/(2+η))`. Setting the right side to `δ`, `L = ln(1/δ)`, gives
 //!   `μη² − Lη − 2L = 0`, i.e. `η = (L + √(L² + 8μL)) / (2μ)` ([`chernoff_eta`]), and
-//!   `N₊ = min(k, ⌈(1+η)μ⌉)` ([`n_plus`]) satisfies **`Pr(N > N₊) ≤ δ` rigorously** (an exact
-//!   tail bound given `P`; it is as good as the `P` that went in). Because `N` is an integer,
+//!   `N₊ = min(k, ⌈(1+η)μ⌉)` ([`n_plus`]) satisfies **`Pr(N > N₊) ≤ δ` rigorously** given `P`
+//!   (an upper bound; it is as good as the `P` that went in, so it is approximate for
+//!   Rademacher). It is not tight: for `k = 512`, `P = 0.26`, `δ = 1e-6` it gives 202 where the
+//!   exact binomial quantile is 182. Because `N` is an integer,
 //!   `⌊(1+η)μ⌋` would already suffice; the paper's ceiling is kept (it is at most one larger).
 //!
 //! # Quadrature for eq. (5)
@@ -67,13 +72,14 @@
 //! (found by bisection on `ln G` and `ln(1 − G)`), plus the points `t = s·√2/r`,
 //! `s ∈ {¼, ½, 1, 2, 4}`, where `erf(rt/√2)` bends (these matter only for large `r` and small `p`).
 //! Each panel gets a 20-point Gauss–Legendre rule. The mass of `M` outside the outer quantiles
-//! (at most `2·10⁻²⁰`) is dropped, which changes `F` by at most `2·10⁻²⁰` absolute and, since the
-//! integrand is below `erf(r·t_hi/√2)`-weighted, a negligible relative amount even for tiny `r`.
+//! (at most `2·10⁻²⁰`) is dropped, which changes `F` by at most `2·10⁻²⁰` absolute; as
+//! `F_{r,p} ≥ F_{r,1} = (2/π)·atan r`, that is below `10⁻¹⁹/r` relative.
 //!
 //! Measured (tests): against the closed forms `F_{1,p} = p/(p+1)` and `F_{r,1} = (2/π)·atan r`,
-//! against a brute-force 200 001-point Simpson rule, and against the same rule with every panel
-//! split in four ([`f_gaussian_refined`]), the relative error is below `1e-10` for
-//! `p ∈ [1, 10⁶]`, `r ∈ [1e-3, 1]` (and `r` up to 100). One evaluation costs about 40 µs.
+//! against a brute-force 400 001-point Simpson rule on `[0, 40]`, and against the same rule with
+//! every panel split in four ([`f_gaussian_refined`]), the relative differences are at most
+//! `1e-13` (closed forms, Simpson) and `1e-15` (refinement) for `p ∈ [1, 10⁸]`,
+//! `r ∈ [1e-6, 1]`, and `r` up to `10⁴` for small `p`. One evaluation costs 0.1–0.2 ms (release).
 
 use std::sync::OnceLock;
 
@@ -384,6 +390,23 @@ pub const METHOD_GAUSSIAN_TRIVIAL: &str =
     "gaussian, trivial bound P <= 1 (r*min(1, 1/min-norm) >= 1)";
 /// Method label for the Rademacher approximation.
 pub const METHOD_RADEMACHER: &str = "rademacher central-limit approximation, eq. (10)";
+/// Method label for the rigorous Rademacher bound.
+pub const METHOD_RADEMACHER_BE: &str =
+    "rademacher Berry-Esseen bound: 2*Phi(r) - 1 + 2*0.56*min(1, 1/min-norm), upper bound";
+
+/// The Berry–Esseen constant for sums of independent, non-identically distributed terms
+/// (Shevtsova 2010: `C₀ ≤ 0.5600`).
+pub const BERRY_ESSEEN_C0: f64 = 0.56;
+
+/// A proven upper bound on `P = Pr(β > |wᵀu|)` for Rademacher `w` and rows in `[-1,1]^p` with
+/// `‖u‖ ≥ ν`: `S = wᵀu` is a sum of independent terms `w_i·u_i` with variance `‖u‖²` and third
+/// absolute moments `|u_i|³`, so by Berry–Esseen
+/// `|Pr(S/‖u‖ ≤ x) − Φ(x)| ≤ C₀·Σ|u_i|³/‖u‖³ ≤ C₀·max_i|u_i|/‖u‖ ≤ C₀·min(1, 1/ν)` for every x,
+/// and `Pr(|S| < β) ≤ 2Φ(r) − 1 + 2C₀·min(1, 1/ν)` with `r = β/ν` (capped at 1). Unlike eq. (10)
+/// this holds for sparse rows too (where the central-limit value can be far too small).
+pub fn p_rademacher_bound(r: f64, min_norm: f64) -> f64 {
+    (p_rademacher(r) + 2.0 * BERRY_ESSEEN_C0 * (1.0 / min_norm).min(1.0)).min(1.0)
+}
 
 /// Everything above for a dense projection kind, with `r = β/ν` (`ν` = `min_norm`, a public lower
 /// bound on `‖u‖`; since `F_{r,p}` and `2Φ(r)−1` grow with `r`, using `ν ≤ ‖u‖` keeps the bound).
@@ -395,8 +418,10 @@ pub const METHOD_RADEMACHER: &str = "rademacher central-limit approximation, eq.
 ///   it is not a bound in general.
 /// * Gaussian, `r·a ≥ 1`: `prob = 1`, `N₊ = k`, method [`METHOD_GAUSSIAN_TRIVIAL`],
 ///   `approximate = false`.
-/// * Rademacher: `prob = 2Φ(r) − 1` ([`p_rademacher`]), method [`METHOD_RADEMACHER`],
-///   `approximate = true` (a central-limit approximation, not a bound).
+/// * Rademacher: `prob = 2Φ(r) − 1 + 2·0.56·min(1, 1/ν)` ([`p_rademacher_bound`], Berry–Esseen),
+///   method [`METHOD_RADEMACHER_BE`], `approximate = false`; or, only with [`compute_with`]`(…,
+///   clt = true)`, the paper's `2Φ(r) − 1` ([`p_rademacher`], [`METHOD_RADEMACHER`],
+///   `approximate = true`: a central-limit approximation, not a bound).
 ///
 /// # Errors
 /// Uniform and sparse projections (`--projection`: no `N₊` is available; use the smooth-flipping
@@ -409,6 +434,22 @@ pub fn compute(
     p: usize,
     k: usize,
     delta: f64,
+) -> Result<NPlus> {
+    compute_with(kind, beta, min_norm, p, k, delta, false)
+}
+
+/// [`compute`], choosing for Rademacher projections between the proven Berry–Esseen bound
+/// ([`p_rademacher_bound`], `clt = false`, the default everywhere in dprp) and the paper's
+/// central-limit approximation eq. (10) (`clt = true`: `approximate = true`, not a bound; only on
+/// explicit request, `--clt-approximation`).
+pub fn compute_with(
+    kind: DenseKind,
+    beta: f64,
+    min_norm: f64,
+    p: usize,
+    k: usize,
+    delta: f64,
+    clt: bool,
 ) -> Result<NPlus> {
     if !(beta.is_finite() && beta > 0.0) {
         return Err(Error::param(
@@ -451,7 +492,8 @@ pub fn compute(
             Some(rp) => (METHOD_GAUSSIAN, false, f_gaussian(rp, p)?),
             None => (METHOD_GAUSSIAN_TRIVIAL, false, 1.0),
         },
-        DenseKind::Rademacher => (METHOD_RADEMACHER, true, p_rademacher(r)),
+        DenseKind::Rademacher if clt => (METHOD_RADEMACHER, true, p_rademacher(r)),
+        DenseKind::Rademacher => (METHOD_RADEMACHER_BE, false, p_rademacher_bound(r, min_norm)),
         DenseKind::Uniform | DenseKind::Sparse { .. } => {
             return Err(Error::param(
                 "--projection",
@@ -502,7 +544,7 @@ mod tests {
         assert_eq!(n_plus(512, 1e-300, 1e-6), l.ceil() as usize);
         assert_eq!(n_plus(512, f64::MIN_POSITIVE, 1e-6), l.ceil() as usize);
         // compute() with r underflowing to 0.
-        let np = compute(DenseKind::Rademacher, 1e-300, 1e300, 10, 64, 1e-6).unwrap();
+        let np = compute_with(DenseKind::Rademacher, 1e-300, 1e300, 10, 64, 1e-6, true).unwrap();
         assert_eq!((np.prob, np.mu, np.n_plus), (0.0, 0.0, 1));
         assert_eq!(np.eta, f64::MAX);
         let json = serde_json::to_string(&np).unwrap();
@@ -624,10 +666,16 @@ mod tests {
         let np = compute(DenseKind::Gaussian, 0.1, 0.5, 100, 64, 1e-6).unwrap();
         assert!((np.prob - f_gaussian(0.2 / 0.8, 100).unwrap()).abs() < 1e-14);
 
-        let np = compute(DenseKind::Rademacher, 0.3, 1.0, 784, 512, 1e-6).unwrap();
+        let np = compute_with(DenseKind::Rademacher, 0.3, 1.0, 784, 512, 1e-6, true).unwrap();
         assert_eq!(np.method, METHOD_RADEMACHER);
         assert!(np.approximate);
         assert!((np.prob - 0.23582).abs() < 5e-6);
+        let np = compute(DenseKind::Rademacher, 0.3, 1.0, 784, 512, 1e-6).unwrap();
+        assert_eq!(np.method, METHOD_RADEMACHER_BE);
+        assert!(!np.approximate);
+        assert_eq!(np.prob, 1.0); // 0.2358 + 1.12, capped
+        let np = compute(DenseKind::Rademacher, 1.0, 10.0, 784, 512, 1e-6).unwrap();
+        assert!((np.prob - (0.079_656 + 0.112)).abs() < 1e-5, "{}", np.prob);
 
         // r·a ≥ 1 with a Gaussian projection: the trivial bound (β = ν = 1, and r > 1).
         for (beta, nu) in [(1.0, 1.0), (2.0, 1.0), (0.6, 0.5), (200.0, 10.0)] {
