@@ -221,3 +221,82 @@ pub fn sign_cosine(agree: u32, k: usize, eps_prime: Option<f64>, mode: QueryMode
         se_cosine: theta.sin().abs() * se_theta,
     }
 }
+
+/// An inner-product estimate between two sketch rows with its plug-in standard error.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct IpEstimate {
+    /// `⟨x̃, ỹ⟩`.
+    pub inner_product: f64,
+    /// Plug-in standard error of the inner product.
+    pub se: f64,
+    /// Estimated `‖u‖²` (exact for a raw query, `‖x̃‖² − kσ²` for a released row).
+    pub norm_u_sq: f64,
+    /// Estimated `‖v‖²`.
+    pub norm_v_sq: f64,
+    /// `⟨x̃,ỹ⟩ / (‖u‖‖v‖)` with the estimated norms (NaN when a norm estimate is not positive).
+    pub cosine: f64,
+    /// Approximate standard error of the cosine (`se / (‖u‖‖v‖)`, ignoring the norms' error).
+    pub se_cosine: f64,
+    /// Which formula gave the standard error.
+    pub formula: &'static str,
+}
+
+/// Estimate `⟨u, v⟩` from a sketch row `x` of `u` and a released row `y` of `v`, with the
+/// DESIGN.md §6 variance evaluated at plug-in values (Theorems C.1–C.3):
+///
+/// * norms: a released row's `‖x̃‖² − kσ²` (unbiased, clamped at 0), or for a raw query the exact
+///   `‖u‖²` the querier passes in `raw_query_norm_sq`;
+/// * `ρ` by the estimate itself;
+/// * `Σu_i²v_i²`, which is unknown, at its worst case: 0 where its coefficient is negative
+///   (Rademacher, uniform, OPORP), `min(‖u‖², ‖v‖²)` where it is positive (`sparse:s`, s > 3; rows
+///   lie in `[-1,1]^p`), so the standard error errs on the large side.
+///
+/// Returns `None` for estimators other than the Gaussian one.
+pub fn estimate_ip(
+    est: &Estimator,
+    x: &[f32],
+    y: &[f32],
+    raw_query_norm_sq: Option<f64>,
+) -> Option<IpEstimate> {
+    let Estimator::Gaussian { family, k, sigma } = *est else {
+        return None;
+    };
+    let sq = |v: &[f32]| v.iter().map(|&a| a as f64 * a as f64).sum::<f64>();
+    let noise = match family {
+        Family::Raw { p } => p as f64 * sigma * sigma,
+        _ => k as f64 * sigma * sigma,
+    };
+    let ip = est.inner_product(x, y);
+    let (nu, mode) = match raw_query_norm_sq {
+        Some(n) => (n, QueryMode::RawQuery),
+        None => ((sq(x) - noise).max(0.0), QueryMode::BothPrivate),
+    };
+    let nv = (sq(y) - noise).max(0.0);
+    let coef = match family {
+        Family::Raw { .. } => 0.0,
+        Family::Dense { fourth_moment } => fourth_moment - 3.0,
+        Family::Oporp { .. } => -2.0,
+    };
+    let stats = PairStats {
+        norm_u_sq: nu,
+        norm_v_sq: nv,
+        ip,
+        sum_u2v2: if coef > 0.0 { nu.min(nv) } else { 0.0 },
+    };
+    let se = ip_variance(family, k, sigma, &stats, mode).sqrt();
+    let denom = (nu * nv).sqrt();
+    let formula = match family {
+        Family::Raw { .. } => "Theorem C.1 (raw data + Gaussian noise)",
+        Family::Dense { .. } => "Theorem C.2 (dense random projection + Gaussian noise)",
+        Family::Oporp { .. } => "Theorem C.3 (OPORP + Gaussian noise)",
+    };
+    Some(IpEstimate {
+        inner_product: ip,
+        se,
+        norm_u_sq: nu,
+        norm_v_sq: nv,
+        cosine: if denom > 0.0 { ip / denom } else { f64::NAN },
+        se_cosine: if denom > 0.0 { se / denom } else { f64::NAN },
+        formula,
+    })
+}

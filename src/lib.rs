@@ -27,5 +27,6 @@ pub mod privacy;
 pub mod projection;
 pub mod publish;
 pub mod release;
+pub mod search;
 
 pub use error::{Error, Result};

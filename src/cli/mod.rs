@@ -11,6 +11,7 @@ use crate::error::{Error, Result};
 mod calibrate;
 mod convert;
 mod demo;
+mod estimate;
 mod info;
 mod publish;
 
@@ -32,6 +33,9 @@ enum Command {
     Info(info::InfoArgs),
     /// Compute σ, sensitivity and the expected inner-product error before publishing.
     Calibrate(calibrate::CalibrateArgs),
+    /// Estimate inner products / cosines between released rows (or a raw vector and rows), with
+    /// standard errors.
+    Estimate(estimate::EstimateArgs),
     /// Publish the bundled sample with a couple of mechanisms and show what was released.
     Demo(demo::DemoArgs),
     /// Regenerate the bundled sample dataset (data/sample.bin).
@@ -124,6 +128,7 @@ fn run(cli: Cli) -> Result<()> {
         Command::Info(a) => info::run(a),
         Command::Calibrate(a) => calibrate::run(a),
         Command::Demo(a) => demo::run(a),
+        Command::Estimate(a) => estimate::run(a),
         Command::Sample { output } => {
             crate::data::native::write(&output, &crate::data::sample::generate())?;
             println!("wrote {}", output.display());

@@ -1,0 +1,140 @@
+//! Searching released sketches (DESIGN.md §8): one interface, several index types.
+//!
+//! * [`exact`]: exact top-K by blocked matrix–matrix products (real sketches) or XOR + popcount over
+//!   packed words (sign sketches), parallel over query batches, a bounded heap per query.
+//! * [`hnsw`]: approximate search with an HNSW graph (`hnsw_rs`), with its recall against the exact
+//!   scan reported on request.
+//!
+//! Scores are "larger is better": the inner product, the cosine, or for signs the number of
+//! agreeing bits `k − popcount(a XOR b)`. Ties are broken by the smaller row index.
+
+pub mod exact;
+pub mod hnsw;
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Error, Result};
+
+/// How neighbours are ranked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Measure {
+    /// Inner product of real sketches.
+    Ip,
+    /// Cosine of real sketches (rows normalised).
+    Cosine,
+    /// Agreements between sign sketches (`k − Hamming distance`).
+    Hamming,
+}
+
+impl Measure {
+    /// Parse `ip`, `cosine` or `hamming`.
+    pub fn parse(s: &str) -> Result<Measure> {
+        match s.to_ascii_lowercase().as_str() {
+            "ip" | "inner-product" | "dot" => Ok(Measure::Ip),
+            "cosine" | "cos" => Ok(Measure::Cosine),
+            "hamming" => Ok(Measure::Hamming),
+            o => Err(Error::param(
+                "--measure",
+                format!("unknown measure '{o}' (expected ip, cosine or hamming)"),
+            )),
+        }
+    }
+    /// Name as accepted by [`parse`](Measure::parse).
+    pub fn name(&self) -> &'static str {
+        match self {
+            Measure::Ip => "ip",
+            Measure::Cosine => "cosine",
+            Measure::Hamming => "hamming",
+        }
+    }
+}
+
+/// Rows of sketches, borrowed (e.g. from a memory-mapped release).
+#[derive(Debug, Clone, Copy)]
+pub enum Sketch<'a> {
+    /// `n×k` values, row-major.
+    Real {
+        /// The values.
+        data: &'a [f32],
+        /// Values per row.
+        k: usize,
+    },
+    /// `n×⌈k/64⌉` packed sign words.
+    Bits {
+        /// The words.
+        data: &'a [u64],
+        /// Signs per row.
+        k: usize,
+    },
+}
+
+impl Sketch<'_> {
+    /// Number of rows.
+    pub fn rows(&self) -> usize {
+        match *self {
+            Sketch::Real { data, k } => data.len() / k.max(1),
+            Sketch::Bits { data, k } => data.len() / k.div_ceil(64).max(1),
+        }
+    }
+    /// Values (or signs) per row.
+    pub fn k(&self) -> usize {
+        match *self {
+            Sketch::Real { k, .. } | Sketch::Bits { k, .. } => k,
+        }
+    }
+    /// Whether these are sign sketches.
+    pub fn is_bits(&self) -> bool {
+        matches!(self, Sketch::Bits { .. })
+    }
+}
+
+/// One search result.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Hit {
+    /// Row index in the searched sketch (map to the release's row id with `Release::id`).
+    pub row: usize,
+    /// Score, larger is better.
+    pub score: f32,
+}
+
+/// Check that a measure fits the sketch kind and that `top` is in range.
+pub fn check_request(db: &Sketch<'_>, queries: &Sketch<'_>, measure: Measure, top: usize) -> Result<()> {
+    if db.is_bits() != queries.is_bits() {
+        return Err(Error::param(
+            "--queries",
+            "queries and database must both be real sketches or both be sign sketches",
+        ));
+    }
+    if db.k() != queries.k() {
+        return Err(Error::param(
+            "--queries",
+            format!("queries have k = {}, the release has k = {}", queries.k(), db.k()),
+        ));
+    }
+    match (db.is_bits(), measure) {
+        (true, Measure::Hamming) | (false, Measure::Ip | Measure::Cosine) => {}
+        (true, m) => {
+            return Err(Error::param(
+                "--measure",
+                format!("{} does not apply to sign sketches; use hamming", m.name()),
+            ))
+        }
+        (false, _) => {
+            return Err(Error::param(
+                "--measure",
+                "hamming applies to sign sketches; use ip or cosine for real sketches",
+            ))
+        }
+    }
+    if top == 0 {
+        return Err(Error::param("--top", "K must be at least 1"));
+    }
+    if top > db.rows() {
+        return Err(Error::param(
+            "--top",
+            format!("K = {top} exceeds the {} rows of the release", db.rows()),
+        ));
+    }
+    Ok(())
+}
