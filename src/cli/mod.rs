@@ -129,6 +129,7 @@ fn run(cli: Cli) -> Result<()> {
         Command::Calibrate(a) => calibrate::run(a),
         Command::Demo(a) => demo::run(a),
         Command::Estimate(a) => estimate::run(a),
+
         Command::Sample { output } => {
             crate::data::native::write(&output, &crate::data::sample::generate())?;
             println!("wrote {}", output.display());

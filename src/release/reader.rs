@@ -153,6 +153,13 @@ impl Release {
     pub fn path(&self) -> &Path {
         &self.path
     }
+    /// The BLAKE3 checksum recorded in (and verified against) the header.
+    pub fn checksum(&self) -> [u8; 32] {
+        let mut c = [0u8; 32];
+        c.copy_from_slice(&self.map[80..112]);
+        c
+    }
+
     /// The metadata.
     pub fn meta(&self) -> &ReleaseMeta {
         &self.meta
