@@ -76,10 +76,6 @@ impl Flip {
             always: false,
         }
     }
-    /// Whether this flip can ever happen.
-    pub fn possible(&self) -> bool {
-        self.always || self.threshold > 0
-    }
     /// Draw.
     #[inline]
     pub fn sample<R: Rng + ?Sized>(&self, rng: &mut R) -> bool {
@@ -182,8 +178,8 @@ mod tests {
         assert_eq!(steps_to_flip(3.0, 0.0), u64::MAX);
         assert_eq!(Flip::new(0.5).probability(), 0.5);
         assert!(Flip::new(0.3).probability() >= 0.3);
-        assert!(Flip::new(0.0).possible() && Flip::new(0.0).probability() > 0.0);
-        assert!(Flip::new(1e-30).possible());
+        assert!(Flip::new(0.0).probability() > 0.0);
+        assert!(Flip::new(1e-30).probability() > 0.0);
         assert!(Flip::new(rr_flip_probability(1000.0)).probability() > 0.0);
         assert_eq!(smooth_flip_probability(0, 3.0), 0.5);
     }
