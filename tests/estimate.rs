@@ -10,7 +10,9 @@ use dprp::privacy::noise::NoiseSource;
 use dprp::projection::{DenseKind, Seed};
 
 fn rows(p: usize) -> (Vec<f32>, Vec<f32>) {
-    let u: Vec<f32> = (0..p).map(|i| (((i * 37) % 23) as f32 / 23.0) - 0.3).collect();
+    let u: Vec<f32> = (0..p)
+        .map(|i| (((i * 37) % 23) as f32 / 23.0) - 0.3)
+        .collect();
     let v: Vec<f32> = (0..p)
         .map(|i| 0.7 * u[i] + 0.3 * ((((i * 53) % 19) as f32 / 19.0) - 0.5))
         .collect();
@@ -44,7 +46,8 @@ fn coverage(kind: MechanismKind, proj: Option<DenseKind>, k: usize, raw_query: b
         both.extend_from_slice(&v);
         let mut out = vec![0f32; 2 * kk];
         let mut rng = NoiseSource::from_seed(&format!("cov{t}")).block_rng(0);
-        m.privatise(&both, SketchMut::Real(&mut out), &mut rng).unwrap();
+        m.privatise(&both, SketchMut::Real(&mut out), &mut rng)
+            .unwrap();
         let (x, y) = out.split_at(kk);
         let e = if raw_query {
             let mut q = vec![0f32; kk];
@@ -72,7 +75,10 @@ fn intervals_cover_the_truth_about_95_percent_of_the_time() {
             // binomial s.e. at 2000 trials is 0.005: 0.925 is 5 s.e. below 95%
             assert!(c >= 0.925, "{kind:?} {proj:?} raw {raw}: coverage {c}");
             // conservative, but not uselessly so
-            assert!(c <= 0.995, "{kind:?} {proj:?} raw {raw}: coverage {c} (se far too large)");
+            assert!(
+                c <= 0.995,
+                "{kind:?} {proj:?} raw {raw}: coverage {c} (se far too large)"
+            );
         }
     }
 }

@@ -17,6 +17,8 @@ use dprp::search::hnsw::{default_ef, HnswIndex, HnswParams};
 use dprp::search::{exact, Hit, Measure, Sketch};
 use dprp::Error;
 
+const NOISE: f32 = 0.4;
+
 /// SplitMix64: a small deterministic generator for test data.
 struct Rng(u64);
 
@@ -47,7 +49,7 @@ fn real_data(seed: u64, n: usize, k: usize, c: usize) -> Vec<f32> {
         let j = (r.next() % c as u64) as usize;
         let scale = 1.0 + 2.0 * r.unif() as f32;
         for t in 0..k {
-            out.push(scale * (centres[j * k + t] + 0.6 * r.gauss()));
+            out.push(scale * (centres[j * k + t] + NOISE * r.gauss()));
         }
     }
     out
@@ -139,7 +141,11 @@ fn check_scores(db: &Sketch<'_>, qs: &Sketch<'_>, measure: Measure, hits: &[Vec<
             if db.is_bits() {
                 assert_eq!(h.score as f64, s, "query {q} row {}", h.row);
             } else {
-                let scale = if measure == Measure::Ip { 1.0 + s.abs() } else { 1.0 };
+                let scale = if measure == Measure::Ip {
+                    1.0 + s.abs()
+                } else {
+                    1.0
+                };
                 assert!(
                     (h.score as f64 - s).abs() <= 2e-5 * scale,
                     "query {q} row {}: {} vs {s}",
@@ -322,17 +328,33 @@ fn bad_requests_are_rejected() {
     expect_param(idx.search(&qs, n + 1, 2 * n + 2, None), "--top");
     expect_param(idx.search(&qs, 10, 5, None), "--ef");
     let q8 = real_data(12, 5, 8, 5);
-    expect_param(idx.search(&Sketch::Real { data: &q8, k: 8 }, 3, 64, None), "--queries");
+    expect_param(
+        idx.search(&Sketch::Real { data: &q8, k: 8 }, 3, 64, None),
+        "--queries",
+    );
     let qb = vec![0u64; 5];
-    expect_param(idx.search(&Sketch::Bits { data: &qb, k: 16 }, 3, 64, None), "--queries");
+    expect_param(
+        idx.search(&Sketch::Bits { data: &qb, k: 16 }, 3, 64, None),
+        "--queries",
+    );
     let mut qnan = qd.clone();
     qnan[3] = f32::NAN;
-    expect_param(idx.search(&Sketch::Real { data: &qnan, k }, 3, 64, None), "--queries");
+    expect_param(
+        idx.search(&Sketch::Real { data: &qnan, k }, 3, 64, None),
+        "--queries",
+    );
     // Construction.
-    expect_param(HnswIndex::build(&dbs, Measure::Hamming, &HnswParams::default()), "--measure");
+    expect_param(
+        HnswIndex::build(&dbs, Measure::Hamming, &HnswParams::default()),
+        "--measure",
+    );
     let bits = vec![1u64; 10];
     expect_param(
-        HnswIndex::build(&Sketch::Bits { data: &bits, k: 64 }, Measure::Cosine, &HnswParams::default()),
+        HnswIndex::build(
+            &Sketch::Bits { data: &bits, k: 64 },
+            Measure::Cosine,
+            &HnswParams::default(),
+        ),
         "--measure",
     );
     for m in [0, 1, 256, 1000] {
@@ -348,13 +370,21 @@ fn bad_requests_are_rejected() {
     };
     expect_param(HnswIndex::build(&dbs, Measure::Ip, &p), "--ef-construction");
     expect_param(
-        HnswIndex::build(&Sketch::Real { data: &[], k }, Measure::Ip, &HnswParams::default()),
+        HnswIndex::build(
+            &Sketch::Real { data: &[], k },
+            Measure::Ip,
+            &HnswParams::default(),
+        ),
         "release",
     );
     let mut dnan = db.clone();
     dnan[40] = f32::INFINITY;
     expect_param(
-        HnswIndex::build(&Sketch::Real { data: &dnan, k }, Measure::Ip, &HnswParams::default()),
+        HnswIndex::build(
+            &Sketch::Real { data: &dnan, k },
+            Measure::Ip,
+            &HnswParams::default(),
+        ),
         "release",
     );
 }
@@ -369,7 +399,10 @@ fn save_load_round_trip_and_damaged_files() {
     let qbits = bit_data(24, nq, 130, 20, false);
     let real = Sketch::Real { data: &db, k };
     let real_q = Sketch::Real { data: &qd, k };
-    let sign = Sketch::Bits { data: &bits, k: 130 };
+    let sign = Sketch::Bits {
+        data: &bits,
+        k: 130,
+    };
     let sign_q = Sketch::Bits {
         data: &qbits,
         k: 130,
@@ -400,7 +433,10 @@ fn save_load_round_trip_and_damaged_files() {
         // Saving the reloaded index gives the same file.
         let again = dir.path().join("again.hnsw");
         loaded.save(&again, checksum).unwrap();
-        assert_eq!(std::fs::read(&path).unwrap(), std::fs::read(&again).unwrap());
+        assert_eq!(
+            std::fs::read(&path).unwrap(),
+            std::fs::read(&again).unwrap()
+        );
     }
     // No temporary files are left next to the output.
     let names: Vec<String> = std::fs::read_dir(dir.path())
@@ -423,9 +459,18 @@ fn save_load_round_trip_and_damaged_files() {
         HnswIndex::load(&path, &Sketch::Real { data: &other, k }),
         "different sketches",
     );
-    expect_param(HnswIndex::load(&path, &Sketch::Real { data: &db, k: 12 }), "k = 24");
     expect_param(
-        HnswIndex::load(&path, &Sketch::Real { data: &db[..k * 10], k }),
+        HnswIndex::load(&path, &Sketch::Real { data: &db, k: 12 }),
+        "k = 24",
+    );
+    expect_param(
+        HnswIndex::load(
+            &path,
+            &Sketch::Real {
+                data: &db[..k * 10],
+                k,
+            },
+        ),
         "release",
     );
     expect_param(HnswIndex::load(&path, &sign), "release");
@@ -444,7 +489,10 @@ fn save_load_round_trip_and_damaged_files() {
     expect_format(HnswIndex::load(&write(&b), &real), "is a dprp release");
     expect_format(HnswIndex::load(&write(&[]), &real), "truncated");
     expect_format(HnswIndex::load(&write(&good[..100]), &real), "truncated");
-    expect_format(HnswIndex::load(&write(&good[..good.len() - 1]), &real), "truncated");
+    expect_format(
+        HnswIndex::load(&write(&good[..good.len() - 1]), &real),
+        "truncated",
+    );
     let mut b = good.clone();
     b.push(0);
     expect_format(HnswIndex::load(&write(&b), &real), "truncated or extended");
@@ -456,7 +504,10 @@ fn save_load_round_trip_and_damaged_files() {
     }
     let mut b = good.clone();
     b[8] = 9;
-    expect_format(HnswIndex::load(&write(&b), &real), "unsupported index format version 9");
+    expect_format(
+        HnswIndex::load(&write(&b), &real),
+        "unsupported index format version 9",
+    );
     // A directory and a missing file.
     assert!(matches!(
         HnswIndex::load(dir.path(), &real),
@@ -468,9 +519,7 @@ fn save_load_round_trip_and_damaged_files() {
     ));
     // Saving into a missing directory fails cleanly.
     let idx = HnswIndex::build(&real, Measure::Ip, &params).unwrap();
-    assert!(idx
-        .save(&dir.path().join("nope/x.hnsw"), checksum)
-        .is_err());
+    assert!(idx.save(&dir.path().join("nope/x.hnsw"), checksum).is_err());
 }
 
 /// Recompute the index checksum after editing bytes, as a crafted file would.
@@ -500,7 +549,10 @@ fn crafted_graphs_with_valid_checksums_are_rejected_without_panics() {
         (12usize, 9u64, "unknown measure"),
         (32, 1, "m = 1"),
         (32, 300, "m = 300"),
-        (48, 99, "vector length"),
+        (40, 0, "ef_construction = 0"),
+        (48, 0, "0 layers"),
+        (48, 17, "17 layers"),
+        (56, n as u64 + 5, "entry row"),
         (64, 5, "truncated or extended"),
     ] {
         let mut b = good.clone();
@@ -512,6 +564,24 @@ fn crafted_graphs_with_valid_checksums_are_rejected_without_panics() {
         reseal(&mut b);
         std::fs::write(&bad, &b).unwrap();
         expect_format(HnswIndex::load(&bad, &real), needle);
+    }
+    // The entry point must be on the top layer: row 0 is on layer 0 only (unless it is the
+    // entry), so try a few rows until one is refused.
+    let entry = u64::from_le_bytes(good[56..64].try_into().unwrap());
+    let layers = u64::from_le_bytes(good[48..56].try_into().unwrap());
+    assert!(
+        layers >= 2,
+        "a 300-row graph with m = 16 has 2 or more layers"
+    );
+    let other: u64 = if entry == 0 { 1 } else { 0 };
+    let mut b = good.clone();
+    b[56..64].copy_from_slice(&other.to_le_bytes());
+    reseal(&mut b);
+    std::fs::write(&bad, &b).unwrap();
+    match HnswIndex::load(&bad, &real) {
+        Err(Error::Format { msg, .. }) => assert!(msg.contains("entry row"), "{msg}"),
+        Ok(_) => {} // row `other` happens to be on the top layer too
+        Err(e) => panic!("{e}"),
     }
     // Every byte of a stretch of the graph section, and a sample across it, set to other values:
     // the load either fails with a format error or gives a working index; never a panic.
@@ -564,7 +634,12 @@ fn load_mnist(root: &std::path::Path, file: &str) -> Dataset {
         scale: Some(ScaleArg::Divide(255.0)),
         ..Default::default()
     };
-    load_scaled(&root.join("mnist").join(file), &InputOptions::default(), &req).unwrap()
+    load_scaled(
+        &root.join("mnist").join(file),
+        &InputOptions::default(),
+        &req,
+    )
+    .unwrap()
 }
 
 fn mechanism(kind: MechanismKind, k: usize) -> Box<dyn Mechanism> {
@@ -666,9 +741,10 @@ fn bench_hnsw_speedup_mnist_k1024() {
     let test = load_mnist(&root, "t10k-images-idx3-ubyte.gz");
     let (k, nq, top) = (1024, 10000, 10);
     let noise = NoiseSource::from_seed("hnsw");
-    let m = mechanism(MechanismKind::DpOporp, k);
+    // OPORP needs k ≤ p = 784: k = 1024 takes the dense projection (analytic Gaussian σ).
+    let m = mechanism(MechanismKind::DpRpGOpt, k);
     let Sketches::Real(db) = privatise_dataset(m.as_ref(), &train, &noise).unwrap() else {
-        panic!("dp-oporp gives real sketches");
+        panic!("dp-rp-g-opt gives real sketches");
     };
     let qd = project(m.as_ref(), &test, nq);
     let dbs = Sketch::Real { data: &db, k };
@@ -705,4 +781,83 @@ fn bench_hnsw_speedup_mnist_k1024() {
             );
         }
     }
+}
+
+#[test]
+#[ignore]
+fn scratch_ef_sweep() {
+    let (n, k, nq, top) = (3000, 48, 200, 10);
+    let db = real_data(1, n, k, 40);
+    let qd = real_data(2, nq, k, 40);
+    let dbs = Sketch::Real { data: &db, k };
+    let qs = Sketch::Real { data: &qd, k };
+    for measure in [Measure::Ip, Measure::Cosine] {
+        let t = Instant::now();
+        let idx = HnswIndex::build(&dbs, measure, &HnswParams::default()).unwrap();
+        println!("build {:.2}s", t.elapsed().as_secs_f64());
+        let want = exact_hits(&dbs, &qs, measure, top);
+        for ef in [10, 20, 40, 64, 128, 256, 512] {
+            let hits = idx.search(&qs, top, ef, None).unwrap();
+            let r = recall(&hits, &want, |q, row| ref_score(&dbs, &qs, measure, q, row));
+            println!("{measure:?} ef {ef}: {r:.4}");
+        }
+    }
+}
+
+#[test]
+#[ignore]
+fn scratch_mnist_ip() {
+    let root = shared().unwrap();
+    let train = load_mnist(&root, "train-images-idx3-ubyte.gz");
+    let test = load_mnist(&root, "t10k-images-idx3-ubyte.gz");
+    let (k, nq, top) = (256, 500, 10);
+    let noise = NoiseSource::from_seed("hnsw");
+    let m = mechanism(MechanismKind::DpOporp, k);
+    let Sketches::Real(db) = privatise_dataset(m.as_ref(), &train, &noise).unwrap() else {
+        panic!()
+    };
+    let qd = project(m.as_ref(), &test, nq);
+    let dbs = Sketch::Real { data: &db, k };
+    let qs = Sketch::Real { data: &qd, k };
+    let ms = if std::env::var_os("IPONLY").is_some() {
+        vec![Measure::Ip]
+    } else {
+        vec![Measure::Ip, Measure::Cosine]
+    };
+    for measure in ms {
+        let t = Instant::now();
+        let idx = HnswIndex::build(&dbs, measure, &HnswParams::default()).unwrap();
+        println!("{measure:?} build {:.2}s", t.elapsed().as_secs_f64());
+        let want = exact_hits(&dbs, &qs, measure, top);
+        for ef in [10, 20, 40, 64, 128, 256] {
+            let t = Instant::now();
+            let hits = idx.search(&qs, top, ef, None).unwrap();
+            let s = t.elapsed().as_secs_f64();
+            let r = recall(&hits, &want, |q, row| ref_score(&dbs, &qs, measure, q, row));
+            println!("{measure:?} ef {ef}: {r:.4} {:.3}s", s);
+        }
+    }
+}
+
+#[test]
+#[ignore]
+fn scratch_build_only() {
+    let root = shared().unwrap();
+    let train = load_mnist(&root, "train-images-idx3-ubyte.gz");
+    let k = 256;
+    let noise = NoiseSource::from_seed("hnsw");
+    let m = mechanism(MechanismKind::DpOporp, k);
+    let Sketches::Real(db) = privatise_dataset(m.as_ref(), &train, &noise).unwrap() else {
+        panic!()
+    };
+    let n: usize = std::env::var("NROWS")
+        .map(|s| s.parse().unwrap())
+        .unwrap_or(20000);
+    let dbs = Sketch::Real {
+        data: &db[..n * k],
+        k,
+    };
+    let t = Instant::now();
+    let _idx = HnswIndex::build(&dbs, Measure::Cosine, &HnswParams::default()).unwrap();
+    println!("build {:.2}s", t.elapsed().as_secs_f64());
 }

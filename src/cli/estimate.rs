@@ -40,7 +40,10 @@ pub fn run(a: EstimateArgs) -> Result<()> {
         if i >= n {
             return Err(Error::param(
                 "--rows",
-                format!("row {i} is out of range: the release has {n} rows (0..{})", n - 1),
+                format!(
+                    "row {i} is out of range: the release has {n} rows (0..{})",
+                    n - 1
+                ),
             ));
         }
     }
@@ -116,7 +119,9 @@ fn real_line(e: crate::estimate::IpEstimate, a: String, b: usize, mode: &str) ->
 fn sign_line(agree: u32, k: usize, eps: Option<f64>, mode: QueryMode, a: String, b: usize) -> Line {
     let s = sign_cosine(agree, k, eps, mode);
     let formula = match eps {
-        Some(_) => "Theorem 4.5 (debiased sign agreement; angle model exact for Gaussian projections)",
+        Some(_) => {
+            "Theorem 4.5 (debiased sign agreement; angle model exact for Gaussian projections)"
+        }
         None => "agreement count only: flips are data-dependent (smooth or iDP), no debiasing",
     };
     let text = match eps {
@@ -145,7 +150,14 @@ fn pair(r: &Release, m: &dyn Mechanism, i: usize, j: usize) -> Result<Line> {
             let w = k.div_ceil(64);
             let b = r.bits()?;
             let agree = agreements(&b[i * w..(i + 1) * w], &b[j * w..(j + 1) * w], k);
-            Ok(sign_line(agree, k, eps_prime, QueryMode::BothPrivate, format!("row {i}"), j))
+            Ok(sign_line(
+                agree,
+                k,
+                eps_prime,
+                QueryMode::BothPrivate,
+                format!("row {i}"),
+                j,
+            ))
         }
         est => {
             let e = estimate_ip(&est, r.row(i)?, r.row(j)?, None)
@@ -165,13 +177,25 @@ fn query(r: &Release, m: &dyn Mechanism, u: &[f32], j: usize) -> Result<Line> {
             let mut q = vec![0u64; w];
             pack_signs(&x, &mut q);
             let agree = agreements(&q, &r.bits()?[j * w..(j + 1) * w], k);
-            Ok(sign_line(agree, k, eps_prime, QueryMode::RawQuery, "query".into(), j))
+            Ok(sign_line(
+                agree,
+                k,
+                eps_prime,
+                QueryMode::RawQuery,
+                "query".into(),
+                j,
+            ))
         }
         est => {
             let nsq = u.iter().map(|&a| a as f64 * a as f64).sum::<f64>();
             let e = estimate_ip(&est, &x, r.row(j)?, Some(nsq))
                 .ok_or_else(|| Error::param("release", "no estimator for this release"))?;
-            Ok(real_line(e, "query".into(), j, "raw query (no noise on its side)"))
+            Ok(real_line(
+                e,
+                "query".into(),
+                j,
+                "raw query (no noise on its side)",
+            ))
         }
     }
 }

@@ -12,8 +12,10 @@ mod calibrate;
 mod convert;
 mod demo;
 mod estimate;
+mod index;
 mod info;
 mod publish;
+mod query;
 
 /// Differentially private random-projection sketches.
 #[derive(Debug, Parser)]
@@ -36,6 +38,10 @@ enum Command {
     /// Estimate inner products / cosines between released rows (or a raw vector and rows), with
     /// standard errors.
     Estimate(estimate::EstimateArgs),
+    /// Nearest neighbours of query vectors (or of another release's rows) among released rows.
+    Query(query::QueryArgs),
+    /// Build an HNSW index over a release for fast approximate queries.
+    Index(index::IndexArgs),
     /// Publish the bundled sample with a couple of mechanisms and show what was released.
     Demo(demo::DemoArgs),
     /// Regenerate the bundled sample dataset (data/sample.bin).
@@ -129,6 +135,8 @@ fn run(cli: Cli) -> Result<()> {
         Command::Calibrate(a) => calibrate::run(a),
         Command::Demo(a) => demo::run(a),
         Command::Estimate(a) => estimate::run(a),
+        Command::Query(a) => query::run(a),
+        Command::Index(a) => index::run(a),
 
         Command::Sample { output } => {
             crate::data::native::write(&output, &crate::data::sample::generate())?;

@@ -27,9 +27,9 @@ use super::{check_request, Hit, Measure, Sketch};
 use crate::error::Result;
 
 /// Largest number of queries per parallel task (real sketches).
-pub const REAL_QUERY_BATCH: usize = 256;
+pub const REAL_QUERY_BATCH: usize = 512;
 /// Database rows per score block (real sketches): the block of `batch × block` f32 scores
-/// (at most 1 MiB) is produced by one matrix product and scanned while it is in cache.
+/// (at most 2 MiB) is produced by one matrix product and scanned while it is in cache.
 pub const REAL_DB_BLOCK: usize = 1024;
 /// Largest number of queries per parallel task (sign sketches).
 pub const BITS_QUERY_BATCH: usize = 256;
@@ -177,10 +177,17 @@ impl<'a> Counter<'a> {
     }
 }
 
-/// Queries per parallel task: at most `max`, and small enough that every thread gets a few tasks.
+/// Queries per parallel task: at most `max`, small enough that every thread gets a few tasks, and
+/// even (the number of tasks a multiple of the thread count when there are enough queries).
 fn batch_rows(nq: usize, max: usize) -> usize {
     let threads = rayon::current_num_threads().max(1);
-    nq.div_ceil(4 * threads).clamp(1, max)
+    let tasks = nq.div_ceil(max.max(1)).max(4 * threads).min(nq.max(1));
+    let tasks = if tasks >= threads {
+        tasks.div_ceil(threads) * threads
+    } else {
+        tasks
+    };
+    nq.div_ceil(tasks).max(1)
 }
 
 /// A score as the heap ranks it.
@@ -244,6 +251,27 @@ impl<T: Rank> TopK<T> {
         match self.heap.first() {
             Some(root) if self.heap.len() == self.cap => s > root.0.rank(),
             _ => true,
+        }
+    }
+
+    /// Offer rows `start, start + 1, …` scoring `scores`, all after every row offered so far.
+    #[inline]
+    fn offer_run(&mut self, scores: &[T], start: usize) {
+        let mut rest = scores.iter().enumerate();
+        while self.heap.len() < self.cap {
+            match rest.next() {
+                Some((j, &s)) => self.push(s, start + j),
+                None => return,
+            }
+        }
+        let Some(mut worst) = self.heap.first().map(|r| r.0.rank()) else {
+            return; // cap = 0
+        };
+        for (j, &s) in rest {
+            if s > worst {
+                self.push(s, start + j);
+                worst = self.heap[0].0.rank();
+            }
         }
     }
 
@@ -334,13 +362,14 @@ fn search_real(
         (Vec::new(), Vec::new())
     };
     let qb = batch_rows(nq, REAL_QUERY_BATCH);
+    let dbb = REAL_DB_BLOCK;
     let batches: Vec<Vec<Vec<Hit>>> = queries
         .par_chunks(qb * k)
         .enumerate()
         .map(|(b, q)| {
             let m = q.len() / k;
             let mut heaps: Vec<TopK<f32>> = (0..m).map(|_| TopK::new(top)).collect();
-            let mut scores = vec![0f32; m * REAL_DB_BLOCK.min(n)];
+            let mut scores = vec![0f32; m * dbb.min(n)];
             let q_inv = if cosine {
                 &q_inv[b * qb..b * qb + m]
             } else {
@@ -351,7 +380,7 @@ fn search_real(
             };
             let mut start = 0;
             while start < n {
-                let bn = REAL_DB_BLOCK.min(n - start);
+                let bn = dbb.min(n - start);
                 let block = &db[start * k..(start + bn) * k];
                 let (Ok(d), Ok(mut c)) = (
                     ArrayView2::from_shape((bn, k), block),
@@ -361,26 +390,17 @@ fn search_real(
                 };
                 general_mat_mul(1.0, &a, &d.t(), 0.0, &mut c);
                 for (i, (row, heap)) in scores[..m * bn]
-                    .chunks_exact(bn)
+                    .chunks_exact_mut(bn)
                     .zip(heaps.iter_mut())
                     .enumerate()
                 {
                     if cosine {
                         let qi = q_inv[i];
-                        let inv = &db_inv[start..start + bn];
-                        for (j, (&s, &dj)) in row.iter().zip(inv).enumerate() {
-                            let s = s * qi * dj;
-                            if heap.wants(s) {
-                                heap.push(s, start + j);
-                            }
-                        }
-                    } else {
-                        for (j, &s) in row.iter().enumerate() {
-                            if heap.wants(s) {
-                                heap.push(s, start + j);
-                            }
+                        for (s, &dj) in row.iter_mut().zip(&db_inv[start..start + bn]) {
+                            *s = *s * qi * dj;
                         }
                     }
+                    heap.offer_run(row, start);
                 }
                 start += bn;
             }
@@ -439,6 +459,19 @@ unsafe fn bits_batch_popcnt(db: &[u64], queries: &[u64], k: usize, heaps: &mut [
 
 #[inline(always)]
 fn bits_batch_generic(db: &[u64], queries: &[u64], k: usize, heaps: &mut [TopK<u64>]) {
+    match (k % 64 == 0).then_some(k / 64) {
+        Some(4) => bits_batch_w::<4>(db, queries, k, heaps),
+        Some(8) => bits_batch_w::<8>(db, queries, k, heaps),
+        Some(16) => bits_batch_w::<16>(db, queries, k, heaps),
+        Some(32) => bits_batch_w::<32>(db, queries, k, heaps),
+        _ => bits_batch_w::<0>(db, queries, k, heaps),
+    }
+}
+
+/// One batch of queries against the whole database, block by block. `W` is the number of words
+/// per row when it is fixed at compile time (`k = 64·W`), 0 for any `k`.
+#[inline(always)]
+fn bits_batch_w<const W: usize>(db: &[u64], queries: &[u64], k: usize, heaps: &mut [TopK<u64>]) {
     let w = k.div_ceil(64);
     let n = db.len() / w;
     let mut start = 0;
@@ -448,16 +481,57 @@ fn bits_batch_generic(db: &[u64], queries: &[u64], k: usize, heaps: &mut [TopK<u
         let mut groups = queries.chunks_exact(GROUP * w);
         let mut hs = heaps.chunks_exact_mut(GROUP);
         for (q, h) in (&mut groups).zip(&mut hs) {
-            scan_group::<GROUP>(q, block, start, k, h);
+            if W == 0 {
+                scan_group::<GROUP>(q, block, start, k, h);
+            } else {
+                scan_fixed::<GROUP, W>(q, block, start, k, h);
+            }
         }
         for (q, h) in groups
             .remainder()
             .chunks_exact(w)
             .zip(hs.into_remainder().iter_mut())
         {
-            scan_group::<1>(q, block, start, k, std::slice::from_mut(h));
+            let h = std::slice::from_mut(h);
+            if W == 0 {
+                scan_group::<1>(q, block, start, k, h);
+            } else {
+                scan_fixed::<1, W>(q, block, start, k, h);
+            }
         }
         start += bn;
+    }
+}
+
+/// [`scan_group`] for `k = 64·W` (no mask), with the row length known at compile time.
+#[inline(always)]
+fn scan_fixed<const G: usize, const W: usize>(
+    queries: &[u64],
+    block: &[u64],
+    start: usize,
+    k: usize,
+    heaps: &mut [TopK<u64>],
+) {
+    let mut q = [[0u64; W]; G];
+    for (g, row) in q.iter_mut().enumerate() {
+        row.copy_from_slice(&queries[g * W..g * W + W]);
+    }
+    for (j, d) in block.chunks_exact(W).enumerate() {
+        let Ok(d) = <&[u64; W]>::try_from(d) else {
+            continue;
+        };
+        let mut diff = [0u32; G];
+        for t in 0..W {
+            for g in 0..G {
+                diff[g] += (q[g][t] ^ d[t]).count_ones();
+            }
+        }
+        for g in 0..G {
+            let agree = k as u64 - diff[g] as u64;
+            if heaps[g].wants(agree) {
+                heaps[g].push(agree, start + j);
+            }
+        }
     }
 }
 

@@ -1,17 +1,26 @@
-//! Approximate top-K search with an HNSW graph (`hnsw_rs` 0.3), with the scores of
-//! [`exact`](super::exact): inner product, cosine, or agreements `k − Hamming`, larger is better.
+//! Approximate top-K search with an HNSW graph, with the scores of [`exact`](super::exact):
+//! inner product, cosine, or agreements `k − Hamming`, larger is better.
 //!
-//! # What the graph indexes
+//! The graph is constructed by `hnsw_rs` 0.3 (parallel insertion, Malkov & Yashunin's neighbour
+//! selection heuristic), then copied into flat arrays (one adjacency list per node and layer).
+//! dprp searches and stores those arrays itself: `hnsw_rs`'s own search descends the upper
+//! layers by a single hop per layer and chases reference-counted pointers, and its reloader
+//! trusts its input (it panics, or exits the process, on a malformed dump). dprp's search is the
+//! standard one — greedy descent to a local minimum on every upper layer, then a best-first
+//! search on the bottom layer with a list of `ef` candidates.
 //!
-//! HNSW needs a distance whose smallest values are the best matches, `≥ 0` and never NaN
-//! (`hnsw_rs` asserts both). The rows are therefore transformed before insertion, and queries
-//! before the graph walk; the candidates the walk returns are then **re-scored exactly** from the
-//! original rows and sorted by (score descending, row ascending), as the exact scan ranks them.
+//! # Distances
 //!
-//! * **Cosine** — rows and queries are normalised to unit length (a zero row stays zero) and the
-//!   distance is `1 − ⟨a, b⟩` clamped at 0. On unit vectors `1 − ⟨a, b⟩ = ‖a − b‖²/2`, a monotone
-//!   function of the Euclidean distance, so the graph is an ordinary Euclidean HNSW on the sphere
-//!   and its order is exactly the cosine order.
+//! HNSW needs a distance whose smallest values are the best matches, `≥ 0` and never NaN.
+//! Rows are transformed once, queries before each walk; the candidates the walk returns are then
+//! **re-scored** from the original rows exactly as the exact scan scores them (an f32 inner
+//! product; times both rows' inverse norms for cosine; `k − popcount` for signs) and sorted by
+//! (score descending, row ascending), as the exact scan ranks them.
+//!
+//! * **Cosine** — rows and queries are normalised to unit length (a zero row stays zero, and
+//!   scores 0 as in the exact scan) and the distance is `1 − ⟨a, b⟩` clamped at 0. On unit
+//!   vectors `1 − ⟨a, b⟩ = ‖a − b‖²/2`, a monotone function of the Euclidean distance, so the
+//!   graph is an ordinary Euclidean HNSW on the sphere and its order is exactly the cosine order.
 //! * **Inner product** (maximum-inner-product search, not a metric problem) — the classic
 //!   reduction to nearest neighbours (Bachrach et al. 2014; Neyshabur & Srebro 2015): with `M` the
 //!   largest row norm, row `x` becomes `x̃ = [x/M, √(1 − ‖x/M‖²)]` (unit length, `k + 1`
@@ -19,13 +28,14 @@
 //!   `‖q̃ − x̃‖² = 2 − 2⟨q, x⟩/(M‖q‖)`, so for a fixed query the nearest `x̃` are exactly the
 //!   largest inner products, and the same `1 − ⟨a, b⟩` distance on unit vectors applies.
 //!   (`anndists::DistDot` is not used: it assumes normalised input, returns `1 − ⟨a, b⟩` and
-//!   *asserts* it is `≥ 0`, which rounding breaks for near-identical unit vectors.)
+//!   *asserts* that it is `≥ 0`, which rounding breaks for near-identical unit vectors.)
 //! * **Hamming** — packed sign words, distance `popcount(a XOR b)` summed over the `⌈k/64⌉`
-//!   words (padding bits above `k` are masked off). `anndists::DistHamming` on `u64` counts
-//!   differing *words*, not bits, so it is not used. Scores are `k − distance`.
+//!   words, padding bits above `k` masked off. (`anndists::DistHamming` on `u64` counts differing
+//!   *words*, not bits.)
 //!
-//! A zero query (inner product or cosine) has score 0 against every row; it returns rows
-//! `0..K`, as the exact scan's tie-breaking does.
+//! A zero query (inner product or cosine) scores 0 against every row; it returns rows `0..K`, as
+//! the exact scan's tie-breaking does. Should a walk find fewer than `K` rows (possible only in a
+//! disconnected graph), that query is answered by an exact scan.
 //!
 //! # Index file (`dprp index release.dprp -o release.hnsw`)
 //!
@@ -38,38 +48,34 @@
 //! | 12 | 4 | measure: 0 ip, 1 cosine, 2 hamming |
 //! | 16 | 8 | n (rows) |
 //! | 24 | 8 | k (values or signs per row) |
-//! | 32 | 8 | m (HNSW links per node and layer; `2m` on layer 0) |
+//! | 32 | 8 | m (construction parameter; at most `2m` links per node and layer) |
 //! | 40 | 8 | ef_construction |
-//! | 48 | 8 | vector length in the graph (`k + 1` ip, `k` cosine, `⌈k/64⌉` hamming) |
-//! | 56 | 8 | level scale of the layer sampling (f64) |
+//! | 48 | 8 | number of layers `L` (1 to 16) |
+//! | 56 | 8 | entry row (a node of the top layer) |
 //! | 64 | 8 | graph section length |
 //! | 72 | 32 | BLAKE3 checksum of the release the index was built from (given by the caller) |
-//! | 104 | 32 | BLAKE3 of the indexed sketch payload (`n` rows as stored in the release) |
+//! | 104 | 32 | BLAKE3 of the indexed sketch payload (the `n` rows as the release stores them) |
 //! | 136 | 32 | BLAKE3 of bytes 0..136 followed by the graph section |
-//! | 168 | … | graph section: `hnsw_rs` 0.3's graph dump (`DumpMode::Full`) without its description |
+//! | 168 | … | graph section |
 //!
-//! The graph section holds the topology only (node levels, neighbour lists with their
-//! distances, the entry point), no vectors: the vectors are a deterministic function of the
-//! release, so [`HnswIndex::load`] takes the release's sketches again and regenerates them. That
-//! keeps the index file small and ties it to its release twice: the caller compares the recorded
-//! release checksum ([`IndexHeader::check_release`]), and `load` itself refuses sketches whose
-//! payload hash differs.
+//! The graph section holds, for each layer `l = 0..L`: its node count `c` (u64; `n` on layer 0),
+//! for `l ≥ 1` the `c` rows on the layer (u32, increasing, each also on layer `l − 1`), the `c`
+//! link counts (u16, at most `2m`), then all links (u32 rows on the same layer), node by node.
 //!
-//! `hnsw_rs`'s reloader trusts its input (it panics, or exits the process, on malformed dumps),
-//! so `load` verifies the checksum and then validates every structural field of the graph
-//! section (counts, levels, ranks, neighbour references, distances, entry point) before handing
-//! `hnsw_rs` a dump it rebuilds in a temporary directory. No malformed file reaches it.
+//! There are no vectors in the file: they are a deterministic function of the release, so
+//! [`HnswIndex::load`] takes the release's sketches again and recomputes them. That keeps the
+//! index small and ties it to its release twice: the caller compares the recorded release
+//! checksum ([`IndexHeader::check_release`]), and `load` itself refuses sketches whose payload
+//! hash differs. `load` verifies the checksum, then every count, row, link and the entry point,
+//! so no file, however crafted, makes a later search index out of bounds.
 
-use std::fs::File;
-use std::io::{BufWriter, Write};
-use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::path::{Path, PathBuf};
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+use std::path::Path;
 use std::sync::Mutex;
 
 use hnsw_rs::anndists::dist::distances::Distance;
-use hnsw_rs::api::AnnT;
 use hnsw_rs::hnsw::Hnsw;
-use hnsw_rs::hnswio::HnswIo;
 use rayon::prelude::*;
 
 use super::{check_request, Hit, Measure, Sketch};
@@ -84,23 +90,19 @@ pub const INDEX_VERSION: u32 = 1;
 const HEADER_LEN: usize = 168;
 /// Header bytes covered by the index checksum (everything before it).
 const HASHED_HEADER: usize = 136;
-/// `hnsw_rs`'s fixed number of layers (`NB_LAYER_MAX`); its dump refuses any other.
+/// `hnsw_rs`'s number of layers (`NB_LAYER_MAX`).
 const NB_LAYER: usize = 16;
 /// Release magic, to name a release passed where an index is expected.
 const RELEASE_MAGIC: &[u8; 8] = b"DPRPSKCH";
-
-// Magic numbers of `hnsw_rs` 0.3's dump format (src/hnswio.rs).
-const MAGICDESCR_4: u32 = 0x002a_6779;
-const MAGICLAYER: u32 = 0x000a_676f;
-const MAGICPOINT: u32 = 0x000a_678f;
-const MAGICDATAP: u32 = 0xa67f_0000;
+/// Queries per parallel task.
+const QUERY_BATCH: usize = 64;
 
 /// Construction parameters of the graph.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct HnswParams {
     /// Links per node and layer (`2m` on the bottom layer). 2..=255; default 16.
     pub m: usize,
-    /// Candidate list size while inserting. ≥ 1; default 200.
+    /// Candidate list size while inserting. 1..=65536; default 200.
     pub ef_construction: usize,
 }
 
@@ -114,8 +116,8 @@ impl Default for HnswParams {
 }
 
 impl HnswParams {
-    /// Check the ranges `hnsw_rs` supports (it exits the process for `m > 256` and stores `m` in
-    /// one byte).
+    /// Check the ranges supported (`hnsw_rs` exits the process for `m > 256`; link counts are
+    /// stored in 16 bits).
     pub fn check(&self) -> Result<()> {
         if !(2..=255).contains(&self.m) {
             return Err(Error::param(
@@ -123,11 +125,11 @@ impl HnswParams {
                 format!("m = {} is out of range (2 to 255)", self.m),
             ));
         }
-        if self.ef_construction == 0 || self.ef_construction > 1 << 20 {
+        if !(1..=65536).contains(&self.ef_construction) {
             return Err(Error::param(
                 "--ef-construction",
                 format!(
-                    "ef_construction = {} is out of range (1 to 1048576)",
+                    "ef_construction = {} is out of range (1 to 65536)",
                     self.ef_construction
                 ),
             ));
@@ -163,8 +165,8 @@ impl IndexHeader {
             return Err(Error::format(
                 index_path,
                 format!(
-                    "this index was built for a different release (index records release checksum \
-                     {}…, the release has {}…); rebuild it with `dprp index`",
+                    "this index was built for a different release (the index records release \
+                     checksum {}…, the release's is {}…); rebuild it with `dprp index`",
                     hex8(&self.release_checksum),
                     hex8(release_checksum)
                 ),
@@ -184,8 +186,14 @@ struct UnitDot;
 
 impl Distance<f32> for UnitDot {
     fn eval(&self, va: &[f32], vb: &[f32]) -> f32 {
-        (1.0 - dot(va, vb)).max(0.0)
+        unit_dist(va, vb)
     }
+}
+
+/// `1 − ⟨a, b⟩`, or `+0.0` where that is not positive (or NaN).
+#[inline]
+fn unit_dist(a: &[f32], b: &[f32]) -> f32 {
+    walk_dist(dot(a, b))
 }
 
 /// Bitwise Hamming distance between packed sign words (padding bits are zero in both).
@@ -198,9 +206,23 @@ impl Distance<u64> for PackedHamming {
     }
 }
 
-/// f32 dot product with 16 independent accumulators (vectorises on the baseline target).
+/// f32 dot product: AVX2 + FMA when the CPU has them (checked at run time; the default x86-64
+/// target has neither), otherwise 16 independent accumulators (vectorised with SSE2).
 #[inline]
 fn dot(a: &[f32], b: &[f32]) -> f32 {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma")
+        {
+            // SAFETY: the CPU supports AVX2 and FMA (checked just above).
+            return unsafe { dot_avx2(a, b) };
+        }
+    }
+    dot_generic(a, b)
+}
+
+#[inline]
+fn dot_generic(a: &[f32], b: &[f32]) -> f32 {
     const L: usize = 16;
     let n = a.len().min(b.len());
     let (a, b) = (&a[..n], &b[..n]);
@@ -220,9 +242,73 @@ fn dot(a: &[f32], b: &[f32]) -> f32 {
     acc.iter().sum::<f32>() + tail
 }
 
+/// [`dot_generic`] with 256-bit fused multiply-adds.
+///
+/// # Safety
+/// The CPU must support AVX2 and FMA.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn dot_avx2(a: &[f32], b: &[f32]) -> f32 {
+    use std::arch::x86_64::*;
+    let n = a.len().min(b.len());
+    let (pa, pb) = (a.as_ptr(), b.as_ptr());
+    let mut acc = [_mm256_setzero_ps(); 4];
+    let mut i = 0;
+    // SAFETY (all loads): i + 8 ≤ n for every 8-float load, so they stay inside both slices.
+    while i + 32 <= n {
+        for (j, acc) in acc.iter_mut().enumerate() {
+            let (x, y) = unsafe {
+                (
+                    _mm256_loadu_ps(pa.add(i + 8 * j)),
+                    _mm256_loadu_ps(pb.add(i + 8 * j)),
+                )
+            };
+            *acc = _mm256_fmadd_ps(x, y, *acc);
+        }
+        i += 32;
+    }
+    while i + 8 <= n {
+        let (x, y) = unsafe { (_mm256_loadu_ps(pa.add(i)), _mm256_loadu_ps(pb.add(i))) };
+        acc[0] = _mm256_fmadd_ps(x, y, acc[0]);
+        i += 8;
+    }
+    let sum = _mm256_add_ps(_mm256_add_ps(acc[0], acc[1]), _mm256_add_ps(acc[2], acc[3]));
+    let mut lanes = [0f32; 8];
+    // SAFETY: `lanes` holds 8 floats.
+    unsafe { _mm256_storeu_ps(lanes.as_mut_ptr(), sum) };
+    let mut s = lanes.iter().sum::<f32>();
+    for t in i..n {
+        s += a[t] * b[t];
+    }
+    s
+}
+
+/// Bitwise Hamming distance between equally long word slices (`popcnt` when the CPU has it).
 #[inline]
 fn hamming(a: &[u64], b: &[u64]) -> u32 {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if std::arch::is_x86_feature_detected!("popcnt") {
+            // SAFETY: the CPU supports popcnt (checked just above).
+            return unsafe { hamming_popcnt(a, b) };
+        }
+    }
+    hamming_generic(a, b)
+}
+
+#[inline(always)]
+fn hamming_generic(a: &[u64], b: &[u64]) -> u32 {
     a.iter().zip(b).map(|(x, y)| (x ^ y).count_ones()).sum()
+}
+
+/// [`hamming_generic`] compiled with the `popcnt` instruction.
+///
+/// # Safety
+/// The CPU must support `popcnt`.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "popcnt")]
+unsafe fn hamming_popcnt(a: &[u64], b: &[u64]) -> u32 {
+    hamming_generic(a, b)
 }
 
 /// `1/‖x‖` rounded to f32 (norm in f64), 0 for a zero row: the exact scan's cosine factors.
@@ -256,9 +342,307 @@ fn last_word_mask(k: usize) -> u64 {
     }
 }
 
-enum Graph {
-    Real(Hnsw<'static, f32, UnitDot>),
-    Bits(Hnsw<'static, u64, PackedHamming>),
+/// One layer of the graph.
+#[derive(Debug, Clone, PartialEq)]
+struct Layer {
+    /// Rows on this layer, increasing; empty on layer 0, which holds every row.
+    nodes: Vec<u32>,
+    /// `links[offsets[i]..offsets[i + 1]]` are the links of the `i`-th node.
+    offsets: Vec<usize>,
+    /// Linked rows.
+    links: Vec<u32>,
+}
+
+impl Layer {
+    /// The links of `row` (none if `row` is not on this layer).
+    #[inline]
+    fn links_of(&self, row: u32, bottom: bool) -> &[u32] {
+        let i = if bottom {
+            row as usize
+        } else {
+            match self.nodes.binary_search(&row) {
+                Ok(i) => i,
+                Err(_) => return &[],
+            }
+        };
+        &self.links[self.offsets[i]..self.offsets[i + 1]]
+    }
+}
+
+/// The layers of an HNSW graph and its entry point (a node of the top layer).
+#[derive(Debug, Clone, PartialEq)]
+struct Graph {
+    layers: Vec<Layer>,
+    entry: u32,
+}
+
+/// Copy the topology of a graph built by `hnsw_rs` (whose points carry their row as origin id).
+fn extract<T, D>(h: &Hnsw<'_, T, D>, n: usize) -> Graph
+where
+    T: Clone + Send + Sync,
+    D: Distance<T> + Send + Sync,
+{
+    let pi = h.get_point_indexation();
+    let mut level = vec![0usize; n];
+    let mut lists: Vec<Vec<Vec<u32>>> = vec![Vec::new(); n];
+    for l in 0..NB_LAYER {
+        for p in pi.get_layer_iterator(l) {
+            let row = p.get_origin_id();
+            level[row] = l;
+            // hnsw_rs keeps lists for every layer; those above the point's own level are unused.
+            lists[row] = p
+                .get_neighborhood_id()
+                .into_iter()
+                .take(l + 1)
+                .map(|v| v.into_iter().map(|nb| nb.d_id as u32).collect())
+                .collect();
+        }
+    }
+    let top = level.iter().copied().max().unwrap_or(0);
+    let entry = level.iter().position(|&l| l == top).unwrap_or(0) as u32;
+    let layers = (0..=top)
+        .map(|l| {
+            let nodes: Vec<u32> = (0..n as u32).filter(|&r| level[r as usize] >= l).collect();
+            let mut offsets = Vec::with_capacity(nodes.len() + 1);
+            let mut links = Vec::new();
+            offsets.push(0);
+            for &r in &nodes {
+                let start = links.len();
+                if let Some(list) = lists[r as usize].get(l) {
+                    for &t in list {
+                        let ok = (t as usize) < n
+                            && level[t as usize] >= l
+                            && t != r
+                            && !links[start..].contains(&t);
+                        if ok {
+                            links.push(t);
+                        }
+                    }
+                }
+                offsets.push(links.len());
+            }
+            Layer {
+                nodes: if l == 0 { Vec::new() } else { nodes },
+                offsets,
+                links,
+            }
+        })
+        .collect();
+    Graph { layers, entry }
+}
+
+/// Per-thread search state.
+struct Scratch {
+    visited: Vec<u32>,
+    epoch: u32,
+    candidates: BinaryHeap<Reverse<u64>>,
+    best: BinaryHeap<u64>,
+}
+
+impl Scratch {
+    fn new(n: usize) -> Scratch {
+        Scratch {
+            visited: vec![0; n],
+            epoch: 0,
+            candidates: BinaryHeap::new(),
+            best: BinaryHeap::new(),
+        }
+    }
+}
+
+/// A (distance, row) pair as one integer ordered like the pair: distances are `≥ +0.0` and not
+/// NaN, and such floats order like their bit patterns.
+#[inline]
+fn key(d: f32, row: u32) -> u64 {
+    ((d.to_bits() as u64) << 32) | row as u64
+}
+
+impl Graph {
+    /// The (at most) `ef` rows nearest the query under `dist`: greedy descent through the upper
+    /// layers, then a best-first search on layer 0.
+    fn walk(&self, dist: impl Fn(u32) -> f32, ef: usize, s: &mut Scratch) -> Vec<usize> {
+        let mut cur = key(dist(self.entry), self.entry);
+        for layer in self.layers[1..].iter().rev() {
+            loop {
+                let mut next = cur;
+                for &t in layer.links_of(cur as u32, false) {
+                    next = next.min(key(dist(t), t));
+                }
+                if next == cur {
+                    break;
+                }
+                cur = next;
+            }
+        }
+        let bottom = &self.layers[0];
+        s.epoch = s.epoch.wrapping_add(1);
+        if s.epoch == 0 {
+            s.visited.fill(0);
+            s.epoch = 1;
+        }
+        let epoch = s.epoch;
+        s.candidates.clear();
+        s.best.clear();
+        s.visited[cur as u32 as usize] = epoch;
+        s.candidates.push(Reverse(cur));
+        s.best.push(cur);
+        while let Some(Reverse(c)) = s.candidates.pop() {
+            if s.best.len() >= ef && s.best.peek().is_some_and(|&w| c > w) {
+                break;
+            }
+            for &t in bottom.links_of(c as u32, true) {
+                let seen = &mut s.visited[t as usize];
+                if *seen == epoch {
+                    continue;
+                }
+                *seen = epoch;
+                let kt = key(dist(t), t);
+                if s.best.len() < ef || s.best.peek().is_some_and(|&w| kt < w) {
+                    s.candidates.push(Reverse(kt));
+                    s.best.push(kt);
+                    if s.best.len() > ef {
+                        s.best.pop();
+                    }
+                }
+            }
+        }
+        s.best.drain().map(|k| k as u32 as usize).collect()
+    }
+
+    /// Serialise the graph section.
+    fn to_bytes(&self) -> Vec<u8> {
+        let mut b = Vec::new();
+        for (l, layer) in self.layers.iter().enumerate() {
+            let count = layer.offsets.len() - 1;
+            b.extend_from_slice(&(count as u64).to_le_bytes());
+            if l > 0 {
+                for &r in &layer.nodes {
+                    b.extend_from_slice(&r.to_le_bytes());
+                }
+            }
+            for w in layer.offsets.windows(2) {
+                b.extend_from_slice(&((w[1] - w[0]) as u16).to_le_bytes());
+            }
+            for &t in &layer.links {
+                b.extend_from_slice(&t.to_le_bytes());
+            }
+        }
+        b
+    }
+
+    /// Parse and validate a graph section of `layers` layers over `n` rows.
+    fn from_bytes(
+        b: &[u8],
+        n: usize,
+        m: usize,
+        layers: usize,
+        entry: u64,
+    ) -> std::result::Result<Graph, String> {
+        if !(1..=NB_LAYER).contains(&layers) {
+            return Err(format!("{layers} layers (expected 1 to {NB_LAYER})"));
+        }
+        let mut c = Cursor { b, pos: 0 };
+        // level[r] = the highest layer read so far that holds row r.
+        let mut level = vec![0u8; n];
+        let mut out = Vec::with_capacity(layers);
+        for l in 0..layers {
+            let count = c.u64()?;
+            if l == 0 && count != n as u64 {
+                return Err(format!("layer 0 holds {count} rows, the index has {n}"));
+            }
+            if l > 0 && (count == 0 || count > out_len(&out, l)) {
+                return Err(format!("layer {l} holds {count} rows"));
+            }
+            let count = count as usize;
+            let mut nodes = Vec::new();
+            if l > 0 {
+                nodes.reserve(count);
+                for _ in 0..count {
+                    let r = c.u32()?;
+                    if nodes.last().is_some_and(|&p| r <= p) || r as usize >= n {
+                        return Err(format!("layer {l}: rows out of order or out of range"));
+                    }
+                    if level[r as usize] as usize != l - 1 {
+                        return Err(format!("layer {l}: row {r} is not on layer {}", l - 1));
+                    }
+                    level[r as usize] = l as u8;
+                    nodes.push(r);
+                }
+            }
+            let mut offsets = Vec::with_capacity(count + 1);
+            offsets.push(0usize);
+            for _ in 0..count {
+                let d = c.u16()? as usize;
+                if d > 2 * m {
+                    return Err(format!(
+                        "layer {l}: a node has {d} links (at most {})",
+                        2 * m
+                    ));
+                }
+                offsets.push(offsets[offsets.len() - 1] + d);
+            }
+            let total = offsets[count];
+            let raw = c.take(total.checked_mul(4).ok_or("link count overflows")?)?;
+            let mut links = Vec::with_capacity(total);
+            for w in raw.chunks_exact(4) {
+                let t = u32::from_le_bytes(w.try_into().unwrap());
+                if t as usize >= n || level[t as usize] as usize != l {
+                    return Err(format!(
+                        "layer {l}: a link to row {t}, which is not on the layer"
+                    ));
+                }
+                links.push(t);
+            }
+            out.push(Layer {
+                nodes,
+                offsets,
+                links,
+            });
+        }
+        if c.pos != b.len() {
+            return Err(format!("{} unexpected bytes at the end", b.len() - c.pos));
+        }
+        if entry >= n as u64 || level[entry as usize] as usize != layers - 1 {
+            return Err(format!("entry row {entry} is not on the top layer"));
+        }
+        Ok(Graph {
+            layers: out,
+            entry: entry as u32,
+        })
+    }
+}
+
+/// The node count of the layer below `l` (an upper bound for layer `l`).
+fn out_len(layers: &[Layer], l: usize) -> u64 {
+    (layers[l - 1].offsets.len() - 1) as u64
+}
+
+/// A bounds-checked little-endian reader.
+struct Cursor<'b> {
+    b: &'b [u8],
+    pos: usize,
+}
+
+impl<'b> Cursor<'b> {
+    fn take(&mut self, n: usize) -> std::result::Result<&'b [u8], String> {
+        let end = self
+            .pos
+            .checked_add(n)
+            .filter(|&e| e <= self.b.len())
+            .ok_or_else(|| format!("truncated at byte {}", self.pos))?;
+        let s = &self.b[self.pos..end];
+        self.pos = end;
+        Ok(s)
+    }
+    fn u16(&mut self) -> std::result::Result<u16, String> {
+        Ok(u16::from_le_bytes(self.take(2)?.try_into().unwrap()))
+    }
+    fn u32(&mut self) -> std::result::Result<u32, String> {
+        Ok(u32::from_le_bytes(self.take(4)?.try_into().unwrap()))
+    }
+    fn u64(&mut self) -> std::result::Result<u64, String> {
+        Ok(u64::from_le_bytes(self.take(8)?.try_into().unwrap()))
+    }
 }
 
 /// An HNSW graph over the rows of a sketch, which it borrows for re-scoring.
@@ -268,8 +652,10 @@ pub struct HnswIndex<'a> {
     params: HnswParams,
     n: usize,
     k: usize,
-    /// `1/‖row‖` per database row for cosine scores (as the exact scan computes them).
+    /// `1/‖row‖` per database row (cosine; as the exact scan computes them).
     inv_norms: Vec<f32>,
+    /// `1/M`, `M` the largest row norm (inner product).
+    inv_max: f32,
     graph: Graph,
 }
 
@@ -321,77 +707,46 @@ fn check_finite(data: &[f32], k: usize, what: &str) -> Result<()> {
     Ok(())
 }
 
-/// The vector length stored in the graph.
-fn graph_dim(measure: Measure, k: usize) -> usize {
-    match measure {
-        Measure::Ip => k + 1,
-        Measure::Cosine => k,
-        Measure::Hamming => k.div_ceil(64),
-    }
-}
-
-/// `1/M` for inner-product search.
-fn ip_scale(data: &[f32], k: usize) -> f64 {
+/// `1/M` for inner-product search, `M` the largest row norm (1 if every row is zero).
+fn inverse_max_norm(db: &Sketch<'_>) -> f32 {
+    let Sketch::Real { data, k } = *db else {
+        return 1.0;
+    };
     let max = data
         .par_chunks(k)
         .map(norm2)
         .reduce(|| 0.0, f64::max)
         .sqrt();
     if max > 0.0 {
-        1.0 / max
+        (1.0 / max) as f32
     } else {
         1.0
     }
 }
 
-/// Transform one database row into the graph's representation.
-fn prepare_row(measure: Measure, x: &[f32], scale: f64, out: &mut [f32]) {
-    match measure {
-        Measure::Cosine => {
-            let nrm = norm2(x).sqrt();
-            let s = if nrm > 0.0 { 1.0 / nrm } else { 0.0 };
-            for (o, &v) in out.iter_mut().zip(x) {
-                *o = (v as f64 * s) as f32;
-            }
-        }
-        _ => {
-            let mut sq = 0f64;
-            for (o, &v) in out.iter_mut().zip(x) {
-                let y = (v as f64 * scale) as f32;
-                *o = y;
-                sq += (y as f64) * (y as f64);
-            }
-            out[x.len()] = (1.0 - sq).max(0.0).sqrt() as f32;
-        }
-    }
-}
-
-/// Transform one query into the graph's representation; `false` for a zero query.
-fn prepare_query(measure: Measure, q: &[f32], out: &mut [f32]) -> bool {
-    let nrm = norm2(q).sqrt();
-    if nrm == 0.0 {
-        return false;
-    }
-    for (o, &v) in out.iter_mut().zip(q) {
-        *o = (v as f64 / nrm) as f32;
-    }
-    if measure == Measure::Ip {
-        out[q.len()] = 0.0;
-    }
-    true
-}
-
-/// All database rows in the graph's representation, row-major.
-fn prepare_real(measure: Measure, data: &[f32], k: usize, scale: f64) -> Vec<f32> {
-    let dim = graph_dim(measure, k);
-    let mut out = vec![0f32; data.len() / k * dim];
-    out.par_chunks_mut(dim)
+/// Rows scaled to unit length (a zero row stays zero), row-major.
+fn unit_rows(data: &[f32], k: usize) -> Vec<f32> {
+    let mut out = vec![0f32; data.len()];
+    out.par_chunks_mut(k)
         .zip(data.par_chunks(k))
-        .for_each(|(o, x)| prepare_row(measure, x, scale, o));
+        .for_each(|(o, x)| {
+            unit_into(x, o);
+        });
     out
 }
 
-fn prepare_bits(data: &[u64], k: usize) -> Vec<u64> {
+/// `x/‖x‖` into `out`; `false` (and zeros) for a zero vector.
+fn unit_into(x: &[f32], out: &mut [f32]) -> bool {
+    let nrm = norm2(x).sqrt();
+    let s = if nrm > 0.0 { 1.0 / nrm } else { 0.0 };
+    for (o, &v) in out.iter_mut().zip(x) {
+        *o = (v as f64 * s) as f32;
+    }
+    nrm > 0.0
+}
+
+/// Sign rows with the padding bits above `k` cleared.
+fn masked_bits(data: &[u64], k: usize) -> Vec<u64> {
     let words = k.div_ceil(64);
     let mask = last_word_mask(k);
     let mut out = data.to_vec();
@@ -399,6 +754,17 @@ fn prepare_bits(data: &[u64], k: usize) -> Vec<u64> {
         row[words - 1] &= mask;
     }
     out
+}
+
+/// `1 − s`, or `+0.0` where that is not positive (or NaN): the walk distance for similarity `s`.
+#[inline]
+fn walk_dist(s: f32) -> f32 {
+    let d = 1.0 - s;
+    if d > 0.0 {
+        d
+    } else {
+        0.0
+    }
 }
 
 /// BLAKE3 of the sketch payload as the release stores it (little-endian).
@@ -420,69 +786,39 @@ fn measure_code(m: Measure) -> u32 {
     }
 }
 
-fn panic_text(p: &(dyn std::any::Any + Send)) -> String {
-    if let Some(s) = p.downcast_ref::<&str>() {
-        s.to_string()
-    } else if let Some(s) = p.downcast_ref::<String>() {
-        s.clone()
-    } else {
-        "unknown panic".to_string()
-    }
-}
-
 impl<'a> HnswIndex<'a> {
-    /// Build over all database rows (parallel insertion).
+    /// Build over all database rows (parallel insertion by `hnsw_rs`, all cores).
     pub fn build(db: &Sketch<'a>, measure: Measure, params: &HnswParams) -> Result<HnswIndex<'a>> {
         params.check()?;
         check_db(db, measure)?;
-        let (n, k) = (db.rows(), db.k());
+        let n = db.rows();
+        // The graph links rows by direction for both real measures (see the module docs).
         let graph = match *db {
             Sketch::Real { data, k } => {
-                let scale = if measure == Measure::Ip {
-                    ip_scale(data, k)
-                } else {
-                    1.0
-                };
-                let dim = graph_dim(measure, k);
-                let prepared = prepare_real(measure, data, k, scale);
+                let unit = unit_rows(data, k);
                 let h = Hnsw::new(params.m, n, NB_LAYER, params.ef_construction, UnitDot);
-                let items: Vec<(&[f32], usize)> = prepared.chunks(dim).zip(0..n).collect();
+                let items: Vec<(&[f32], usize)> = unit.chunks(k).zip(0..n).collect();
                 h.parallel_insert_slice(&items);
-                Graph::Real(h)
+                extract(&h, n)
             }
             Sketch::Bits { data, k } => {
-                let words = k.div_ceil(64);
-                let prepared = prepare_bits(data, k);
-                let h = Hnsw::new(
-                    params.m,
-                    n,
-                    NB_LAYER,
-                    params.ef_construction,
-                    PackedHamming,
-                );
-                let items: Vec<(&[u64], usize)> = prepared.chunks(words).zip(0..n).collect();
+                let bits = masked_bits(data, k);
+                let h = Hnsw::new(params.m, n, NB_LAYER, params.ef_construction, PackedHamming);
+                let items: Vec<(&[u64], usize)> = bits.chunks(k.div_ceil(64)).zip(0..n).collect();
                 h.parallel_insert_slice(&items);
-                Graph::Bits(h)
+                extract(&h, n)
             }
         };
-        let mut index = HnswIndex {
+        Ok(HnswIndex {
             db: *db,
             measure,
             params: *params,
             n,
-            k,
+            k: db.k(),
             inv_norms: inverse_norms(db, measure),
+            inv_max: inverse_max_norm(db),
             graph,
-        };
-        index.set_searching();
-        Ok(index)
-    }
-
-    fn set_searching(&mut self) {
-        match &mut self.graph {
-            Graph::Real(h) => h.set_searching_mode(true),
-            Graph::Bits(h) => h.set_searching_mode(true),
-        }
+        })
     }
 
     /// How neighbours are ranked.
@@ -501,15 +837,20 @@ impl<'a> HnswIndex<'a> {
     pub fn params(&self) -> HnswParams {
         self.params
     }
+    /// Number of graph layers.
+    pub fn layers(&self) -> usize {
+        self.graph.layers.len()
+    }
 
-    /// Top-`top` hits per query, best first (score descending, then row ascending), with the
-    /// exact scan's scores. `ef` (≥ `top`; see [`default_ef`]) is the search list size: larger is
-    /// slower and more accurate. `progress`, if given, is called after each finished batch of
-    /// queries with the number finished so far (as [`exact::search`](super::exact::search) does:
-    /// serialised, strictly increasing, the last call being the number of queries).
+    /// Top-`top` hits per query, best first (score descending, then row ascending), scored as
+    /// the exact scan scores them. `ef` (≥ `top`; see [`default_ef`]) is the size of the
+    /// candidate list: larger is slower and finds more of the exact top `top`. `progress`, if
+    /// given, is called after each finished batch of queries with the number finished so far (as
+    /// [`exact::search`](super::exact::search) does: serialised, strictly increasing, the last
+    /// call being the number of queries).
     ///
-    /// Queries must be finite (the graph distances must not be NaN); the other errors are those
-    /// of [`check_request`], and `--ef` when `ef < top`.
+    /// Errors: those of [`check_request`]; `--ef` when `ef < top`; `--queries` when a real query
+    /// holds a NaN or infinite value.
     pub fn search(
         &self,
         queries: &Sketch<'_>,
@@ -525,63 +866,85 @@ impl<'a> HnswIndex<'a> {
             ));
         }
         let nq = queries.rows();
-        const BATCH: usize = 64;
         let done = Mutex::new(0usize);
         let tick = |c: usize| {
             if let Some(p) = progress {
-                // Serialised, strictly increasing counts (a poisoned lock only means another
-                // callback panicked).
+                // A poisoned lock only means another callback panicked; keep counting.
                 let mut d = done.lock().unwrap_or_else(|e| e.into_inner());
                 *d += c;
                 p(*d);
             }
         };
-        match (*queries, &self.graph) {
-            (Sketch::Real { data, k }, Graph::Real(h)) => {
+        let n = self.n;
+        let out: Vec<Vec<Vec<Hit>>> = match (*queries, self.db) {
+            (Sketch::Real { data, k }, Sketch::Real { data: db, .. }) => {
                 check_finite(data, k, "--queries")?;
-                let dim = graph_dim(self.measure, k);
                 let rows: Vec<&[f32]> = data.chunks(k).take(nq).collect();
-                let out: Vec<Vec<Vec<Hit>>> = rows
-                    .par_chunks(BATCH)
-                    .map(|batch| {
-                        let mut buf = vec![0f32; dim];
-                        let r = batch
-                            .iter()
-                            .map(|q| self.search_real(h, q, &mut buf, top, ef))
-                            .collect();
-                        tick(batch.len());
-                        r
-                    })
-                    .collect();
-                Ok(out.into_iter().flatten().collect())
+                let cosine = self.measure == Measure::Cosine;
+                rows.par_chunks(QUERY_BATCH)
+                    .map_init(
+                        || (Scratch::new(n), vec![0f32; k]),
+                        |(s, unit), batch| {
+                            let r = batch
+                                .iter()
+                                .map(|q| {
+                                    let q_inv = inverse_norm(q);
+                                    let found = if unit_into(q, unit) {
+                                        let u = &*unit;
+                                        // 1 − cosine, or 1 − ⟨q, x⟩/(‖q‖M) for inner products.
+                                        let dist = |t: u32| {
+                                            let t = t as usize;
+                                            let f = if cosine {
+                                                self.inv_norms[t]
+                                            } else {
+                                                self.inv_max
+                                            };
+                                            walk_dist(dot(u, &db[t * k..(t + 1) * k]) * f)
+                                        };
+                                        self.graph.walk(dist, ef, s)
+                                    } else {
+                                        // Every row scores 0: the exact ranking is 0, 1, 2, ...
+                                        (0..top).collect()
+                                    };
+                                    self.finish(found, top, |row| self.score_real(q, q_inv, row))
+                                })
+                                .collect();
+                            tick(batch.len());
+                            r
+                        },
+                    )
+                    .collect()
             }
-            (Sketch::Bits { data, k }, Graph::Bits(h)) => {
+            (Sketch::Bits { data, k }, Sketch::Bits { data: db, .. }) => {
                 let words = k.div_ceil(64);
                 let mask = last_word_mask(k);
                 let rows: Vec<&[u64]> = data.chunks(words).take(nq).collect();
-                let out: Vec<Vec<Vec<Hit>>> = rows
-                    .par_chunks(BATCH)
-                    .map(|batch| {
-                        let mut buf = vec![0u64; words];
-                        let r = batch
-                            .iter()
-                            .map(|q| {
-                                buf.copy_from_slice(q);
-                                buf[words - 1] &= mask;
-                                self.search_bits(h, &buf, top, ef)
-                            })
-                            .collect();
-                        tick(batch.len());
-                        r
-                    })
-                    .collect();
-                Ok(out.into_iter().flatten().collect())
+                rows.par_chunks(QUERY_BATCH)
+                    .map_init(
+                        || Scratch::new(n),
+                        |s, batch| {
+                            let r = batch
+                                .iter()
+                                .map(|q| {
+                                    let d = |t: usize| {
+                                        let x = &db[t * words..(t + 1) * words];
+                                        let last = (x[words - 1] ^ q[words - 1]) & mask;
+                                        hamming(&x[..words - 1], &q[..words - 1])
+                                            + last.count_ones()
+                                    };
+                                    let found = self.graph.walk(|t| d(t as usize) as f32, ef, s);
+                                    self.finish(found, top, |row| (k - d(row) as usize) as f32)
+                                })
+                                .collect();
+                            tick(batch.len());
+                            r
+                        },
+                    )
+                    .collect()
             }
-            _ => Err(Error::param(
-                "--queries",
-                "queries and index must both be real sketches or both be sign sketches",
-            )),
-        }
+            _ => unreachable!("check_request refuses queries of the other kind"),
+        };
+        Ok(out.into_iter().flatten().collect())
     }
 
     /// Score of database row `row` for a real query, computed as the exact scan does (an f32
@@ -597,143 +960,32 @@ impl<'a> HnswIndex<'a> {
         }
     }
 
-    fn search_real(
-        &self,
-        h: &Hnsw<'static, f32, UnitDot>,
-        q: &[f32],
-        buf: &mut [f32],
-        top: usize,
-        ef: usize,
-    ) -> Vec<Hit> {
-        let q_inv = inverse_norm(q);
-        let rows: Vec<usize> = if prepare_query(self.measure, q, buf) {
-            h.search(buf, ef, ef).iter().map(|nb| nb.d_id).collect()
+    /// Score the rows found, sort them as the exact scan ranks (score descending, row
+    /// ascending) and keep `top`. Should a walk find fewer than `top` rows (a disconnected
+    /// graph), the query is answered by scoring every row.
+    fn finish(&self, rows: Vec<usize>, top: usize, score: impl Fn(usize) -> f32) -> Vec<Hit> {
+        let rows: Vec<usize> = if rows.len() < top {
+            (0..self.n).collect()
         } else {
-            // Every row scores 0: the exact ranking is rows 0, 1, 2, ...
-            (0..top).collect()
+            rows
         };
-        let hits = rows
+        let mut hits: Vec<Hit> = rows
             .into_iter()
-            .filter(|&r| r < self.n)
-            .map(|row| Hit {
-                row,
-                score: self.score_real(q, q_inv, row),
-            })
-            .collect();
-        self.finish(hits, top, |row| self.score_real(q, q_inv, row))
-    }
-
-    fn search_bits(
-        &self,
-        h: &Hnsw<'static, u64, PackedHamming>,
-        q: &[u64],
-        top: usize,
-        ef: usize,
-    ) -> Vec<Hit> {
-        let Sketch::Bits { data, k } = self.db else {
-            return Vec::new();
-        };
-        let words = k.div_ceil(64);
-        let mask = last_word_mask(k);
-        let score = |row: usize| {
-            let x = &data[row * words..(row + 1) * words];
-            let mut d = hamming(&x[..words - 1], &q[..words - 1]);
-            d += ((x[words - 1] ^ q[words - 1]) & mask).count_ones();
-            (k - d as usize) as f32
-        };
-        let hits = h
-            .search(q, ef, ef)
-            .iter()
-            .map(|nb| nb.d_id)
-            .filter(|&r| r < self.n)
             .map(|row| Hit {
                 row,
                 score: score(row),
             })
             .collect();
-        self.finish(hits, top, score)
-    }
-
-    /// Sort candidates as the exact scan ranks them and keep `top`. Should the graph walk return
-    /// fewer than `top` candidates (a disconnected graph region), the query is answered by an
-    /// exact scan instead, so every query gets `top` hits.
-    fn finish(&self, mut hits: Vec<Hit>, top: usize, score: impl Fn(usize) -> f32) -> Vec<Hit> {
-        hits.sort_unstable_by_key(|h| h.row);
-        hits.dedup_by_key(|h| h.row);
-        if hits.len() < top {
-            hits = (0..self.n)
-                .map(|row| Hit {
-                    row,
-                    score: score(row),
-                })
-                .collect();
-        }
         hits.sort_unstable_by(|a, b| b.score.total_cmp(&a.score).then(a.row.cmp(&b.row)));
         hits.truncate(top);
         hits
     }
 
-    /// Save to `path` atomically, recording the checksum of the release the index was built from.
+    /// Save to `path` atomically (temporary file + rename), recording the checksum of the
+    /// release the index was built from.
     pub fn save(&self, path: &Path, release_checksum: [u8; 32]) -> Result<()> {
-        if cfg!(target_endian = "big") || cfg!(not(target_pointer_width = "64")) {
-            return Err(Error::param(
-                "output",
-                "writing HNSW indexes needs a 64-bit little-endian machine",
-            ));
-        }
         let mut out = AtomicFile::create(path)?;
-        let dir = match path.parent() {
-            Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
-            _ => PathBuf::from("."),
-        };
-        // hnsw_rs dumps into two files of its own naming: dump into a private directory next to
-        // the output and keep the graph file's topology part.
-        let tmp = tempfile::Builder::new()
-            .prefix(".dprp-hnsw-")
-            .tempdir_in(&dir)
-            .map_err(|e| Error::io(path, e))?;
-        let dumped = catch_unwind(AssertUnwindSafe(|| match &self.graph {
-            Graph::Real(h) => h.file_dump(tmp.path(), "index"),
-            Graph::Bits(h) => h.file_dump(tmp.path(), "index"),
-        }));
-        let base = match dumped {
-            Ok(Ok(b)) => b,
-            Ok(Err(e)) => {
-                return Err(Error::io(
-                    path,
-                    std::io::Error::other(format!("writing the HNSW graph failed: {e}")),
-                ))
-            }
-            Err(p) => {
-                return Err(Error::io(
-                    path,
-                    std::io::Error::other(format!(
-                        "writing the HNSW graph failed: {}",
-                        panic_text(&*p)
-                    )),
-                ))
-            }
-        };
-        let graph_path = tmp.path().join(format!("{base}.hnsw.graph"));
-        let dump = std::fs::read(&graph_path).map_err(|e| Error::io(&graph_path, e))?;
-        let dim = graph_dim(self.measure, self.k);
-        let desc = parse_description(&dump)
-            .map_err(|m| Error::format(path, format!("unexpected hnsw_rs dump: {m}")))?;
-        if desc.nb_point != self.n
-            || desc.dimension != dim
-            || desc.max_nb_connection as usize != self.params.m
-        {
-            return Err(Error::format(
-                path,
-                "unexpected hnsw_rs dump: its description disagrees with the index",
-            ));
-        }
-        let graph = &dump[desc.len..];
-        // Validate what we are about to write as load will, so format drift fails here.
-        check_graph(graph, self.n, self.params.m)
-            .map_err(|m| Error::format(path, format!("unexpected hnsw_rs dump: {m}")))?;
-        drop(tmp);
-
+        let graph = self.graph.to_bytes();
         let mut header = [0u8; HEADER_LEN];
         header[0..8].copy_from_slice(INDEX_MAGIC);
         header[8..12].copy_from_slice(&INDEX_VERSION.to_le_bytes());
@@ -742,37 +994,41 @@ impl<'a> HnswIndex<'a> {
         header[24..32].copy_from_slice(&(self.k as u64).to_le_bytes());
         header[32..40].copy_from_slice(&(self.params.m as u64).to_le_bytes());
         header[40..48].copy_from_slice(&(self.params.ef_construction as u64).to_le_bytes());
-        header[48..56].copy_from_slice(&(dim as u64).to_le_bytes());
-        header[56..64].copy_from_slice(&desc.level_scale.to_le_bytes());
+        header[48..56].copy_from_slice(&(self.graph.layers.len() as u64).to_le_bytes());
+        header[56..64].copy_from_slice(&(self.graph.entry as u64).to_le_bytes());
         header[64..72].copy_from_slice(&(graph.len() as u64).to_le_bytes());
         header[72..104].copy_from_slice(&release_checksum);
         header[104..136].copy_from_slice(&payload_hash(&self.db));
-        let sum = index_checksum(&header[..HASHED_HEADER], graph);
+        let sum = index_checksum(&header[..HASHED_HEADER], &graph);
         header[136..168].copy_from_slice(&sum);
         out.write_all(&header)?;
-        out.write_all(graph)?;
+        out.write_all(&graph)?;
         out.commit()
     }
 
-    /// Load an index saved by [`save`](HnswIndex::save) for the sketches `db` (the rows of the
-    /// release it was built from: the index file holds the graph, not the vectors). Returns the
-    /// header, whose `release_checksum` the caller must compare with the release's
-    /// ([`IndexHeader::check_release`]). Refuses, with an error naming the file, anything that is
-    /// not an intact index of this format, and sketches other than those indexed.
+    /// Load an index saved by [`save`](HnswIndex::save) for the sketches `db` — the rows of the
+    /// release it was built from (the file holds the graph only; searches read the rows). Returns the header, whose `release_checksum` the caller must compare with the
+    /// release's ([`IndexHeader::check_release`]).
+    ///
+    /// Errors: `Io` when the file cannot be read; `Format` naming the file when it is not an
+    /// index (wrong magic, or a release), has another format version, is truncated or extended,
+    /// fails its checksum, or holds an invalid graph ("corrupt index: ..."); `Param` (`release`)
+    /// when `db` is not the sketches indexed (kind, k, rows, or payload hash differ).
     pub fn load(path: &Path, db: &Sketch<'a>) -> Result<(HnswIndex<'a>, IndexHeader)> {
         check_input_file(path)?;
         let bytes = std::fs::read(path).map_err(|e| Error::io(path, e))?;
         let bad = |m: String| Error::format(path, m);
         if bytes.len() >= 8 && &bytes[..8] != INDEX_MAGIC {
-            return Err(if &bytes[..8] == RELEASE_MAGIC {
-                bad("this is a dprp release, not an HNSW index (build one with `dprp index`)".into())
+            return Err(bad(if &bytes[..8] == RELEASE_MAGIC {
+                "this is a dprp release, not an HNSW index (build one with `dprp index`)".into()
             } else {
-                bad("not a dprp HNSW index (wrong magic bytes; expected \"DPRPHNSW\")".into())
-            });
+                "not a dprp HNSW index (wrong magic bytes; expected \"DPRPHNSW\")".into()
+            }));
         }
         if bytes.len() < HEADER_LEN {
             return Err(bad(format!(
-                "corrupt index: file is truncated ({} bytes, shorter than the {HEADER_LEN}-byte header)",
+                "corrupt index: file is truncated ({} bytes, shorter than the {HEADER_LEN}-byte \
+                 header)",
                 bytes.len()
             )));
         }
@@ -780,7 +1036,8 @@ impl<'a> HnswIndex<'a> {
         let version = u32::from_le_bytes(bytes[8..12].try_into().unwrap());
         if version != INDEX_VERSION {
             return Err(bad(format!(
-                "unsupported index format version {version} (this dprp reads version {INDEX_VERSION})"
+                "unsupported index format version {version} (this dprp reads version \
+                 {INDEX_VERSION})"
             )));
         }
         let graph_len = u64_at(64);
@@ -791,15 +1048,10 @@ impl<'a> HnswIndex<'a> {
                 HEADER_LEN as u128 + graph_len as u128
             )));
         }
-        let graph = &bytes[HEADER_LEN..];
-        if index_checksum(&bytes[..HASHED_HEADER], graph) != bytes[136..168] {
+        let graph_bytes = &bytes[HEADER_LEN..];
+        if index_checksum(&bytes[..HASHED_HEADER], graph_bytes) != bytes[136..168] {
             return Err(bad(
                 "corrupt index: checksum mismatch: the file was modified or damaged".into(),
-            ));
-        }
-        if cfg!(target_endian = "big") || cfg!(not(target_pointer_width = "64")) {
-            return Err(bad(
-                "reading HNSW indexes needs a 64-bit little-endian machine".into(),
             ));
         }
         let measure = match u32::from_le_bytes(bytes[12..16].try_into().unwrap()) {
@@ -808,32 +1060,20 @@ impl<'a> HnswIndex<'a> {
             2 => Measure::Hamming,
             c => return Err(bad(format!("corrupt index: unknown measure code {c}"))),
         };
-        let n = u64_at(16);
-        let k = u64_at(24);
-        let (m, efc, dim) = (u64_at(32), u64_at(40), u64_at(48));
-        let level_scale = f64::from_le_bytes(bytes[56..64].try_into().unwrap());
-        let mut release_checksum = [0u8; 32];
-        release_checksum.copy_from_slice(&bytes[72..104]);
+        let (n, k) = (u64_at(16), u64_at(24));
         let params = HnswParams {
-            m: usize::try_from(m).unwrap_or(usize::MAX),
-            ef_construction: usize::try_from(efc).unwrap_or(usize::MAX),
+            m: usize::try_from(u64_at(32)).unwrap_or(usize::MAX),
+            ef_construction: usize::try_from(u64_at(40)).unwrap_or(usize::MAX),
         };
         params
             .check()
             .map_err(|e| bad(format!("corrupt index: {e}")))?;
         let k = usize::try_from(k)
             .ok()
-            .filter(|&k| k > 0 && k < 1 << 40)
+            .filter(|&k| k > 0)
             .ok_or_else(|| bad(format!("corrupt index: k = {k}")))?;
-        if dim != graph_dim(measure, k) as u64 {
-            return Err(bad(format!(
-                "corrupt index: vector length {dim} does not fit k = {k} and {}",
-                measure.name()
-            )));
-        }
-        if !(level_scale.is_finite() && level_scale > 0.0) {
-            return Err(bad(format!("corrupt index: level scale {level_scale}")));
-        }
+        let mut release_checksum = [0u8; 32];
+        release_checksum.copy_from_slice(&bytes[72..104]);
         let header = IndexHeader {
             measure,
             n,
@@ -842,6 +1082,7 @@ impl<'a> HnswIndex<'a> {
             release_checksum,
         };
         // The sketches given must be the ones indexed.
+        let kind = |bits: bool| if bits { "sign" } else { "real" };
         if db.is_bits() != (measure == Measure::Hamming) || db.k() != k || db.rows() as u64 != n {
             return Err(Error::param(
                 "release",
@@ -849,9 +1090,9 @@ impl<'a> HnswIndex<'a> {
                     "the index {} covers {n} {} sketches with k = {k}; the release has {} {} \
                      sketches with k = {}",
                     path.display(),
-                    if measure == Measure::Hamming { "sign" } else { "real" },
+                    kind(measure == Measure::Hamming),
                     db.rows(),
-                    if db.is_bits() { "sign" } else { "real" },
+                    kind(db.is_bits()),
                     db.k()
                 ),
             ));
@@ -861,73 +1102,29 @@ impl<'a> HnswIndex<'a> {
             return Err(Error::param(
                 "release",
                 format!(
-                    "the index {} was built over different sketches than the release's",
+                    "the index {} was built over different sketches than the release's (rebuild \
+                     it with `dprp index`)",
                     path.display()
                 ),
             ));
         }
         let n = n as usize;
-        let origins = check_graph(graph, n, params.m)
+        let layers = usize::try_from(u64_at(48)).unwrap_or(usize::MAX);
+        let graph = Graph::from_bytes(graph_bytes, n, params.m, layers, u64_at(56))
             .map_err(|m| bad(format!("corrupt index: graph section: {m}")))?;
-
-        // Rebuild hnsw_rs's two dump files in a private directory and reload them.
-        let tmp = tempfile::Builder::new()
-            .prefix("dprp-hnsw-load-")
-            .tempdir()
-            .map_err(|e| Error::io(path, e))?;
-        let scale = match *db {
-            Sketch::Real { data, k } if measure == Measure::Ip => ip_scale(data, k),
-            _ => 1.0,
-        };
-        let io_err = |e: std::io::Error| Error::io(path, e);
-        let dim = dim as usize;
-        let desc = Description {
-            max_nb_connection: params.m as u8,
-            level_scale,
-            ef: params.ef_construction,
-            nb_point: n,
-            dimension: dim,
-        };
-        let graph_file = tmp.path().join("index.hnsw.graph");
-        let data_file = tmp.path().join("index.hnsw.data");
-        let loaded = match *db {
-            Sketch::Real { data, k } => {
-                let prepared = prepare_real(measure, data, k, scale);
-                write_dump::<f32, UnitDot>(&graph_file, &data_file, &desc, graph, &origins, |i| {
-                    bytemuck::cast_slice(&prepared[i * dim..(i + 1) * dim])
-                })
-                .map_err(io_err)?;
-                drop(prepared);
-                reload(tmp.path(), UnitDot).map(Graph::Real)
-            }
-            Sketch::Bits { data, k } => {
-                let prepared = prepare_bits(data, k);
-                write_dump::<u64, PackedHamming>(
-                    &graph_file,
-                    &data_file,
-                    &desc,
-                    graph,
-                    &origins,
-                    |i| bytemuck::cast_slice(&prepared[i * dim..(i + 1) * dim]),
-                )
-                .map_err(io_err)?;
-                drop(prepared);
-                reload(tmp.path(), PackedHamming).map(Graph::Bits)
-            }
-        }
-        .map_err(|m| bad(format!("corrupt index: hnsw_rs could not reload the graph: {m}")))?;
-        drop(tmp);
-        let mut index = HnswIndex {
-            db: *db,
-            measure,
-            params,
-            n,
-            k,
-            inv_norms: inverse_norms(db, measure),
-            graph: loaded,
-        };
-        index.set_searching();
-        Ok((index, header))
+        Ok((
+            HnswIndex {
+                db: *db,
+                measure,
+                params,
+                n,
+                k,
+                inv_norms: inverse_norms(db, measure),
+                inv_max: inverse_max_norm(db),
+                graph,
+            },
+            header,
+        ))
     }
 }
 
@@ -936,268 +1133,4 @@ fn index_checksum(header: &[u8], graph: &[u8]) -> [u8; 32] {
     h.update(header);
     h.update_rayon(graph);
     *h.finalize().as_bytes()
-}
-
-/// The fields of `hnsw_rs`'s dump description dprp writes.
-struct Description {
-    max_nb_connection: u8,
-    level_scale: f64,
-    ef: usize,
-    nb_point: usize,
-    dimension: usize,
-}
-
-/// What [`parse_description`] found.
-struct ParsedDescription {
-    len: usize,
-    max_nb_connection: u8,
-    level_scale: f64,
-    nb_point: usize,
-    dimension: usize,
-}
-
-/// A bounds-checked little-endian reader.
-struct Cursor<'b> {
-    b: &'b [u8],
-    pos: usize,
-}
-
-impl<'b> Cursor<'b> {
-    fn take(&mut self, n: usize) -> std::result::Result<&'b [u8], String> {
-        let end = self
-            .pos
-            .checked_add(n)
-            .filter(|&e| e <= self.b.len())
-            .ok_or_else(|| format!("truncated at byte {}", self.pos))?;
-        let s = &self.b[self.pos..end];
-        self.pos = end;
-        Ok(s)
-    }
-    fn u8(&mut self) -> std::result::Result<u8, String> {
-        Ok(self.take(1)?[0])
-    }
-    fn u32(&mut self) -> std::result::Result<u32, String> {
-        Ok(u32::from_le_bytes(self.take(4)?.try_into().unwrap()))
-    }
-    fn i32(&mut self) -> std::result::Result<i32, String> {
-        Ok(i32::from_le_bytes(self.take(4)?.try_into().unwrap()))
-    }
-    fn u64(&mut self) -> std::result::Result<u64, String> {
-        Ok(u64::from_le_bytes(self.take(8)?.try_into().unwrap()))
-    }
-    fn f32(&mut self) -> std::result::Result<f32, String> {
-        Ok(f32::from_le_bytes(self.take(4)?.try_into().unwrap()))
-    }
-    fn f64(&mut self) -> std::result::Result<f64, String> {
-        Ok(f64::from_le_bytes(self.take(8)?.try_into().unwrap()))
-    }
-}
-
-/// Parse the description `hnsw_rs` writes at the start of its graph file (magic v4, full mode).
-fn parse_description(b: &[u8]) -> std::result::Result<ParsedDescription, String> {
-    let mut c = Cursor { b, pos: 0 };
-    if c.u32()? != MAGICDESCR_4 {
-        return Err("unknown description magic".into());
-    }
-    if c.u8()? != 1 {
-        return Err("not a full-mode dump".into());
-    }
-    let max_nb_connection = c.u8()?;
-    let level_scale = c.f64()?;
-    if c.u8()? as usize != NB_LAYER {
-        return Err("unexpected layer count".into());
-    }
-    let _ef = c.u64()?;
-    let nb_point = c.u64()? as usize;
-    let dimension = c.u64()? as usize;
-    for _ in 0..2 {
-        let len = c.u64()?;
-        if len > 256 {
-            return Err("name too long".into());
-        }
-        c.take(len as usize)?;
-    }
-    Ok(ParsedDescription {
-        len: c.pos,
-        max_nb_connection,
-        level_scale,
-        nb_point,
-        dimension,
-    })
-}
-
-/// Walk the topology part of an `hnsw_rs` 0.3 full-mode graph dump: for every point, its origin
-/// id and position; for every neighbour, its reference. Returns the entry point.
-fn walk_graph(
-    b: &[u8],
-    n: usize,
-    m: usize,
-    mut on_point: impl FnMut(usize, usize, usize) -> std::result::Result<(), String>,
-    mut on_neighbour: impl FnMut(u8, i32, usize) -> std::result::Result<(), String>,
-) -> std::result::Result<(u8, i32, usize), String> {
-    let mut c = Cursor { b, pos: 0 };
-    if c.u8()? as usize != NB_LAYER {
-        return Err("unexpected layer count".into());
-    }
-    let mut total = 0usize;
-    for layer in 0..NB_LAYER {
-        if c.u32()? != MAGICLAYER {
-            return Err(format!("bad layer magic at layer {layer}"));
-        }
-        let count = c.u64()?;
-        if count > (n - total) as u64 {
-            return Err(format!("layer {layer} holds more points than the index"));
-        }
-        let count = count as usize;
-        total += count;
-        for rank in 0..count {
-            let at = c.pos;
-            if c.u32()? != MAGICPOINT {
-                return Err(format!("bad point magic at byte {at}"));
-            }
-            let origin = c.u64()?;
-            let (l, r) = (c.u8()?, c.i32()?);
-            if l as usize != layer || r as i64 != rank as i64 {
-                return Err(format!("point at byte {at} is out of place"));
-            }
-            if origin >= n as u64 {
-                return Err(format!("point at byte {at} has row {origin} ≥ n = {n}"));
-            }
-            on_point(layer, rank, origin as usize)?;
-            for _ in 0..NB_LAYER {
-                let nb = c.u64()?;
-                if nb > 2 * m as u64 {
-                    return Err(format!(
-                        "point at byte {at} lists {nb} neighbours (at most {})",
-                        2 * m
-                    ));
-                }
-                for _ in 0..nb {
-                    let d_id = c.u64()?;
-                    let (nl, nr) = (c.u8()?, c.i32()?);
-                    let dist = c.f32()?;
-                    if !(dist.is_finite() && dist >= 0.0) {
-                        return Err(format!("point at byte {at}: neighbour distance {dist}"));
-                    }
-                    if d_id >= n as u64 {
-                        return Err(format!("point at byte {at}: neighbour row {d_id} ≥ n"));
-                    }
-                    on_neighbour(nl, nr, d_id as usize)?;
-                }
-            }
-        }
-    }
-    if total != n {
-        return Err(format!("{total} points, the index has {n} rows"));
-    }
-    let e_origin = c.u64()?;
-    let (el, er) = (c.u8()?, c.i32()?);
-    if c.pos != b.len() {
-        return Err(format!("{} unexpected bytes at the end", b.len() - c.pos));
-    }
-    if e_origin >= n as u64 {
-        return Err("entry point out of range".into());
-    }
-    Ok((el, er, e_origin as usize))
-}
-
-/// Validate a graph section completely; returns the rows in dump order.
-fn check_graph(b: &[u8], n: usize, m: usize) -> std::result::Result<Vec<usize>, String> {
-    // Pass 1: the points (positions, each row exactly once).
-    let mut layers: Vec<Vec<usize>> = vec![Vec::new(); NB_LAYER];
-    let mut seen = vec![false; n];
-    let (el, er, eo) = walk_graph(
-        b,
-        n,
-        m,
-        |layer, _rank, origin| {
-            if std::mem::replace(&mut seen[origin], true) {
-                return Err(format!("row {origin} appears twice"));
-            }
-            layers[layer].push(origin);
-            Ok(())
-        },
-        |_, _, _| Ok(()),
-    )?;
-    let at = |l: u8, r: i32| -> Option<usize> {
-        let layer = layers.get(l as usize)?;
-        usize::try_from(r).ok().and_then(|r| layer.get(r).copied())
-    };
-    if at(el, er) != Some(eo) {
-        return Err("entry point does not match a point".into());
-    }
-    // Pass 2: every neighbour reference names an existing point with the recorded row.
-    walk_graph(
-        b,
-        n,
-        m,
-        |_, _, _| Ok(()),
-        |l, r, d_id| match at(l, r) {
-            Some(o) if o == d_id => Ok(()),
-            _ => Err(format!(
-                "neighbour reference (layer {l}, rank {r}, row {d_id}) matches no point"
-            )),
-        },
-    )?;
-    Ok(layers.into_iter().flatten().collect())
-}
-
-/// Write the two files `hnsw_rs` reloads from: the graph (a fresh description + the validated
-/// topology) and the data (the prepared vector of each point, in dump order).
-fn write_dump<'v, T, D>(
-    graph_path: &Path,
-    data_path: &Path,
-    desc: &Description,
-    topology: &[u8],
-    origins: &[usize],
-    vector: impl Fn(usize) -> &'v [u8],
-) -> std::io::Result<()> {
-    let mut g = BufWriter::new(File::create(graph_path)?);
-    g.write_all(&MAGICDESCR_4.to_le_bytes())?;
-    g.write_all(&[1u8, desc.max_nb_connection])?;
-    g.write_all(&desc.level_scale.to_le_bytes())?;
-    g.write_all(&[NB_LAYER as u8])?;
-    g.write_all(&(desc.ef as u64).to_le_bytes())?;
-    g.write_all(&(desc.nb_point as u64).to_le_bytes())?;
-    g.write_all(&(desc.dimension as u64).to_le_bytes())?;
-    for name in [std::any::type_name::<D>(), std::any::type_name::<T>()] {
-        g.write_all(&(name.len() as u64).to_le_bytes())?;
-        g.write_all(name.as_bytes())?;
-    }
-    g.write_all(topology)?;
-    g.into_inner().map_err(|e| e.into_error())?.sync_all().ok();
-
-    let mut d = BufWriter::with_capacity(1 << 20, File::create(data_path)?);
-    d.write_all(&MAGICDATAP.to_le_bytes())?;
-    d.write_all(&(desc.dimension as u64).to_le_bytes())?;
-    for &o in origins {
-        let v = vector(o);
-        d.write_all(&MAGICDATAP.to_le_bytes())?;
-        d.write_all(&(o as u64).to_le_bytes())?;
-        d.write_all(&(v.len() as u64).to_le_bytes())?;
-        d.write_all(v)?;
-    }
-    d.flush()
-}
-
-/// Reload a dump written by [`write_dump`] (no memory map: the graph owns its vectors).
-fn reload<T, D>(dir: &Path, dist: D) -> std::result::Result<Hnsw<'static, T, D>, String>
-where
-    T: 'static
-        + serde::Serialize
-        + serde::de::DeserializeOwned
-        + Clone
-        + Send
-        + Sync
-        + std::fmt::Debug,
-    D: Distance<T> + Send + Sync,
-{
-    // hnsw_rs ties the reloaded graph's lifetime to its loader (for memory-mapped data, unused
-    // here). The loader is a few hundred bytes; leaking it gives the graph a 'static lifetime.
-    let io: &'static HnswIo = Box::leak(Box::new(HnswIo::new(dir, "index")));
-    match catch_unwind(AssertUnwindSafe(|| io.load_hnsw_with_dist::<T, D>(dist))) {
-        Ok(Ok(h)) => Ok(h),
-        Ok(Err(e)) => Err(e.to_string()),
-        Err(p) => Err(panic_text(&*p)),
-    }
 }

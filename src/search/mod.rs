@@ -99,7 +99,12 @@ pub struct Hit {
 }
 
 /// Check that a measure fits the sketch kind and that `top` is in range.
-pub fn check_request(db: &Sketch<'_>, queries: &Sketch<'_>, measure: Measure, top: usize) -> Result<()> {
+pub fn check_request(
+    db: &Sketch<'_>,
+    queries: &Sketch<'_>,
+    measure: Measure,
+    top: usize,
+) -> Result<()> {
     if db.is_bits() != queries.is_bits() {
         return Err(Error::param(
             "--queries",
@@ -109,7 +114,11 @@ pub fn check_request(db: &Sketch<'_>, queries: &Sketch<'_>, measure: Measure, to
     if db.k() != queries.k() {
         return Err(Error::param(
             "--queries",
-            format!("queries have k = {}, the release has k = {}", queries.k(), db.k()),
+            format!(
+                "queries have k = {}, the release has k = {}",
+                queries.k(),
+                db.k()
+            ),
         ));
     }
     match (db.is_bits(), measure) {

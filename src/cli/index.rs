@@ -1,0 +1,70 @@
+use std::path::PathBuf;
+
+use clap::Args;
+
+use crate::error::Result;
+use crate::mechanism::Payload;
+use crate::release::Release;
+use crate::search::hnsw::{HnswIndex, HnswParams};
+use crate::search::{Measure, Sketch};
+
+#[derive(Debug, Args)]
+pub struct IndexArgs {
+    /// Release to index.
+    release: PathBuf,
+    /// Output index file.
+    #[arg(short, long)]
+    output: PathBuf,
+    /// Ranking the index serves: ip, cosine (default for real sketches) or hamming (signs).
+    #[arg(long)]
+    measure: Option<String>,
+    /// HNSW: links per node.
+    #[arg(long, default_value_t = 16)]
+    m: usize,
+    /// HNSW: search breadth while building.
+    #[arg(long, default_value_t = 200)]
+    ef_construction: usize,
+}
+
+pub fn run(a: IndexArgs) -> Result<()> {
+    crate::atomic::check_not_input(&a.release, &a.output)?;
+    let r = Release::open(&a.release)?;
+    let k = r.k();
+    let db = match r.meta().payload {
+        Payload::F32 => Sketch::Real {
+            data: r.values()?,
+            k,
+        },
+        Payload::Bits => Sketch::Bits { data: r.bits()?, k },
+    };
+    let measure = match &a.measure {
+        Some(s) => Measure::parse(s)?,
+        None if db.is_bits() => Measure::Hamming,
+        None => Measure::Cosine,
+    };
+    crate::search::check_request(&db, &db, measure, 1)?;
+    if a.m < 2 || a.ef_construction < a.m {
+        return Err(crate::error::Error::param(
+            "--m/--ef-construction",
+            "need m ≥ 2 and ef-construction ≥ m",
+        ));
+    }
+    let params = HnswParams {
+        m: a.m,
+        ef_construction: a.ef_construction,
+    };
+    let start = std::time::Instant::now();
+    let index = HnswIndex::build(&db, measure, &params)?;
+    index.save(&a.output, r.checksum())?;
+    println!(
+        "indexed {} rows of {} ({} measure, m = {}, ef-construction = {}) in {:.1} s → {}",
+        r.n(),
+        a.release.display(),
+        measure.name(),
+        a.m,
+        a.ef_construction,
+        start.elapsed().as_secs_f64(),
+        a.output.display()
+    );
+    Ok(())
+}

@@ -1,0 +1,304 @@
+use std::path::PathBuf;
+
+use clap::Args;
+
+use crate::data::{read_all, InputOptions};
+use crate::error::{Error, Result};
+use crate::mechanism::{self, sign_sketch::pack_signs, Mechanism, Payload};
+use crate::release::Release;
+use crate::search::hnsw::HnswIndex;
+use crate::search::{exact, Hit, Measure, Sketch};
+
+#[derive(Debug, Args)]
+pub struct QueryArgs {
+    /// Release to search.
+    release: PathBuf,
+    /// Query vectors (any supported input format) or, with --query-mode release, another release
+    /// made with the same public projection.
+    #[arg(long)]
+    queries: PathBuf,
+    /// Number of neighbours per query.
+    #[arg(long, default_value_t = 10)]
+    top: usize,
+    /// Ranking: ip, cosine (default for real sketches) or hamming (sign sketches).
+    #[arg(long)]
+    measure: Option<String>,
+    /// raw: project the query vectors with the release's public map (default); release: the
+    /// queries are rows of another release.
+    #[arg(long, default_value = "raw")]
+    query_mode: String,
+    /// Search an HNSW index built by `dprp index` instead of scanning exactly.
+    #[arg(long)]
+    index: Option<PathBuf>,
+    /// HNSW search breadth (default max(64, 2·top)).
+    #[arg(long)]
+    ef: Option<usize>,
+    /// Also run the exact scan and report recall@K of the index on stderr.
+    #[arg(long)]
+    check_recall: bool,
+    /// Output JSON.
+    #[arg(long, conflicts_with = "csv")]
+    json: bool,
+    /// Output CSV.
+    #[arg(long)]
+    csv: bool,
+}
+
+/// Queries prepared as sketches, with their ids.
+pub struct Prepared {
+    /// Real values or packed words.
+    pub real: Vec<f32>,
+    /// Packed words.
+    pub bits: Vec<u64>,
+    /// Id of each query.
+    pub ids: Vec<u64>,
+}
+
+/// Project raw query vectors with the release's public map (signs packed for sign releases).
+pub fn prepare_raw(r: &Release, m: &dyn Mechanism, path: &std::path::Path) -> Result<Prepared> {
+    let q = read_all(path, &InputOptions::default())?;
+    if q.n == 0 {
+        return Err(Error::format(path, "the query file has no rows"));
+    }
+    if q.p != r.meta().p {
+        return Err(Error::param(
+            "--queries",
+            format!(
+                "{}: queries have {} features, the release was made from {}-dimensional rows",
+                path.display(),
+                q.p,
+                r.meta().p
+            ),
+        ));
+    }
+    let k = r.k();
+    let mut x = vec![0f32; q.n * k];
+    m.project(&q.values, &mut x);
+    let ids = (0..q.n as u64).collect();
+    Ok(match r.meta().payload {
+        Payload::F32 => Prepared {
+            real: x,
+            bits: Vec::new(),
+            ids,
+        },
+        Payload::Bits => {
+            let w = k.div_ceil(64);
+            let mut bits = vec![0u64; q.n * w];
+            for (row, words) in x.chunks(k).zip(bits.chunks_mut(w)) {
+                pack_signs(row, words);
+            }
+            Prepared {
+                real: Vec::new(),
+                bits,
+                ids,
+            }
+        }
+    })
+}
+
+/// Use the rows of another release as queries, after checking it was made with the same public
+/// map, k and payload kind.
+pub fn prepare_release(r: &Release, path: &std::path::Path) -> Result<Prepared> {
+    let q = Release::open(path)?;
+    let (a, b) = (r.meta(), q.meta());
+    if a.payload != b.payload {
+        return Err(Error::param(
+            "--queries",
+            "the query release and the searched release differ in kind (real values vs signs)",
+        ));
+    }
+    if a.p != b.p || a.k != b.k {
+        return Err(Error::param(
+            "--queries",
+            format!(
+                "the query release has p = {}, k = {}; the searched release p = {}, k = {}",
+                b.p, b.k, a.p, a.k
+            ),
+        ));
+    }
+    if a.mechanism.projection != b.mechanism.projection {
+        return Err(Error::param(
+            "--queries",
+            "the query release was made with a different public projection (kind or seed); its \
+             sketches are not comparable (publish both with the same --projection-seed)",
+        ));
+    }
+    let ids = (0..q.n()).map(|i| q.id(i)).collect();
+    Ok(match b.payload {
+        Payload::F32 => Prepared {
+            real: q.values()?.to_vec(),
+            bits: Vec::new(),
+            ids,
+        },
+        Payload::Bits => Prepared {
+            real: Vec::new(),
+            bits: q.bits()?.to_vec(),
+            ids,
+        },
+    })
+}
+
+/// A progress bar on stderr, drawn only when stderr is a terminal.
+pub fn progress_bar(len: u64, what: &str) -> indicatif::ProgressBar {
+    use std::io::IsTerminal;
+    if !std::io::stderr().is_terminal() {
+        return indicatif::ProgressBar::hidden();
+    }
+    let pb = indicatif::ProgressBar::new(len);
+    if let Ok(style) = indicatif::ProgressStyle::with_template(
+        "{msg} [{bar:40}] {pos}/{len} ({per_sec}, ETA {eta})",
+    ) {
+        pb.set_style(style.progress_chars("=> "));
+    }
+    pb.set_message(what.to_string());
+    pb
+}
+
+pub fn run(a: QueryArgs) -> Result<()> {
+    let r = Release::open(&a.release)?;
+    let m = mechanism::from_record(&r.meta().mechanism, &r.meta().guarantee)?;
+    let k = r.k();
+    let q = match a.query_mode.as_str() {
+        "raw" => prepare_raw(&r, m.as_ref(), &a.queries)?,
+        "release" => prepare_release(&r, &a.queries)?,
+        o => {
+            return Err(Error::param(
+                "--query-mode",
+                format!("unknown query mode '{o}' (expected raw or release)"),
+            ))
+        }
+    };
+    let (db, qs) = match r.meta().payload {
+        Payload::F32 => (
+            Sketch::Real {
+                data: r.values()?,
+                k,
+            },
+            Sketch::Real { data: &q.real, k },
+        ),
+        Payload::Bits => (
+            Sketch::Bits { data: r.bits()?, k },
+            Sketch::Bits { data: &q.bits, k },
+        ),
+    };
+    let measure = match &a.measure {
+        Some(s) => Measure::parse(s)?,
+        None if db.is_bits() => Measure::Hamming,
+        None => Measure::Cosine,
+    };
+    crate::search::check_request(&db, &qs, measure, a.top)?;
+    let nq = qs.rows();
+    let pb = progress_bar(nq as u64, "searching");
+    let tick = |done: usize| pb.set_position(done as u64);
+    let hits: Vec<Vec<Hit>> = match &a.index {
+        Some(path) => {
+            let (index, header) = HnswIndex::load(path, &db)?;
+            if header.release_checksum != r.checksum() {
+                return Err(Error::param(
+                    "--index",
+                    format!(
+                        "{} was built for a different release (its checksum does not match {})",
+                        path.display(),
+                        a.release.display()
+                    ),
+                ));
+            }
+            if header.measure != measure {
+                return Err(Error::param(
+                    "--measure",
+                    format!(
+                        "the index was built for {}; query it with --measure {}",
+                        header.measure.name(),
+                        header.measure.name()
+                    ),
+                ));
+            }
+            let ef = a.ef.unwrap_or((2 * a.top).max(64));
+            if ef < a.top {
+                return Err(Error::param("--ef", "ef must be at least --top"));
+            }
+            index.search(&qs, a.top, ef, Some(&tick))?
+        }
+        None => exact::search(&db, &qs, measure, a.top, Some(&tick))?,
+    };
+    pb.finish_and_clear();
+    if a.check_recall {
+        if a.index.is_none() {
+            eprintln!("recall@{}: 1.000 (exact scan)", a.top);
+        } else {
+            let truth = exact::search(&db, &qs, measure, a.top, None)?;
+            let r = recall(&hits, &truth);
+            eprintln!(
+                "recall@{} of the index against the exact scan: {r:.4}",
+                a.top
+            );
+        }
+    }
+    print_hits(&a, &r, &q.ids, &hits, measure)
+}
+
+/// Fraction of the exact top-K rows that the approximate search returned, counting a returned
+/// row whose score ties the K-th exact score as correct.
+pub fn recall(found: &[Vec<Hit>], truth: &[Vec<Hit>]) -> f64 {
+    let (mut good, mut total) = (0usize, 0usize);
+    for (f, t) in found.iter().zip(truth) {
+        let kth = t.last().map(|h| h.score).unwrap_or(f32::MIN);
+        let set: std::collections::HashSet<usize> = t.iter().map(|h| h.row).collect();
+        good += f
+            .iter()
+            .filter(|h| set.contains(&h.row) || h.score >= kth)
+            .count()
+            .min(t.len());
+        total += t.len();
+    }
+    if total == 0 {
+        1.0
+    } else {
+        good as f64 / total as f64
+    }
+}
+
+fn print_hits(
+    a: &QueryArgs,
+    r: &Release,
+    qids: &[u64],
+    hits: &[Vec<Hit>],
+    m: Measure,
+) -> Result<()> {
+    use std::io::Write;
+    let stdout = std::io::stdout();
+    let mut out = std::io::BufWriter::new(stdout.lock());
+    let io = |e: std::io::Error| Error::io("standard output", e);
+    if a.json {
+        let v: Vec<serde_json::Value> = hits
+            .iter()
+            .zip(qids)
+            .map(|(h, q)| {
+                serde_json::json!({
+                    "query": q,
+                    "neighbours": h.iter().map(|x| serde_json::json!({"id": r.id(x.row), "score": x.score})).collect::<Vec<_>>(),
+                })
+            })
+            .collect();
+        serde_json::to_writer_pretty(
+            &mut out,
+            &serde_json::json!({"measure": m.name(), "results": v}),
+        )
+        .map_err(|e| Error::param("--json", e.to_string()))?;
+        writeln!(out).map_err(io)?;
+    } else {
+        if a.csv {
+            writeln!(out, "query_id,rank,neighbour_id,score").map_err(io)?;
+        }
+        for (h, q) in hits.iter().zip(qids) {
+            for (rank, x) in h.iter().enumerate() {
+                if a.csv {
+                    writeln!(out, "{q},{},{},{}", rank + 1, r.id(x.row), x.score).map_err(io)?;
+                } else {
+                    writeln!(out, "{q} {} {}", r.id(x.row), x.score).map_err(io)?;
+                }
+            }
+        }
+    }
+    out.flush().map_err(io)
+}

@@ -1,0 +1,446 @@
+//! `dprp query`, `dprp index` and `dprp estimate` as a user runs them, on the bundled sample.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+fn dprp(dir: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_dprp"))
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .unwrap()
+}
+
+fn text(o: &Output) -> String {
+    format!(
+        "{}\n{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+fn ok(dir: &Path, args: &[&str]) -> String {
+    let o = dprp(dir, args);
+    assert!(o.status.success(), "{args:?}: {}", text(&o));
+    String::from_utf8_lossy(&o.stdout).to_string()
+}
+
+fn fails(dir: &Path, args: &[&str], needle: &str) {
+    let o = dprp(dir, args);
+    let t = text(&o);
+    assert!(!o.status.success(), "{args:?} succeeded: {t}");
+    assert!(t.contains(needle), "{args:?}: expected '{needle}' in: {t}");
+    assert!(!t.contains("panicked"), "{t}");
+}
+
+fn setup() -> tempfile::TempDir {
+    let d = tempfile::tempdir().unwrap();
+    let sample = Path::new(env!("CARGO_MANIFEST_DIR")).join("data/sample.bin");
+    std::fs::copy(sample, d.path().join("s.bin")).unwrap();
+    // near-noiseless releases (ε = 1000) so that each row's nearest neighbour is itself
+    ok(
+        d.path(),
+        &[
+            "publish",
+            "s.bin",
+            "-m",
+            "dp-oporp",
+            "-e",
+            "1000",
+            "-d",
+            "1e-6",
+            "-k",
+            "48",
+            "--projection-seed",
+            "11",
+            "--noise-seed",
+            "a",
+            "-o",
+            "r.dprp",
+        ],
+    );
+    ok(
+        d.path(),
+        &[
+            "publish",
+            "s.bin",
+            "-m",
+            "dp-oporp",
+            "-e",
+            "1000",
+            "-d",
+            "1e-6",
+            "-k",
+            "48",
+            "--projection-seed",
+            "11",
+            "--noise-seed",
+            "b",
+            "-o",
+            "r2.dprp",
+        ],
+    );
+    ok(
+        d.path(),
+        &[
+            "publish",
+            "s.bin",
+            "-m",
+            "dp-oporp",
+            "-e",
+            "1000",
+            "-d",
+            "1e-6",
+            "-k",
+            "48",
+            "--projection-seed",
+            "12",
+            "-o",
+            "other-seed.dprp",
+        ],
+    );
+    ok(
+        d.path(),
+        &[
+            "publish",
+            "s.bin",
+            "-m",
+            "dp-signoporp-rr",
+            "-e",
+            "20",
+            "-k",
+            "64",
+            "--projection-seed",
+            "11",
+            "--noise-seed",
+            "c",
+            "-o",
+            "bits.dprp",
+        ],
+    );
+    d
+}
+
+fn self_hits(out: &str) -> f64 {
+    let lines: Vec<&str> = out.lines().collect();
+    let hits = lines
+        .iter()
+        .filter(|l| {
+            let w: Vec<&str> = l.split_whitespace().collect();
+            w[0] == w[1]
+        })
+        .count();
+    hits as f64 / lines.len() as f64
+}
+
+#[test]
+fn exact_queries_in_every_mode_and_format() {
+    let d = setup();
+    let dir = d.path();
+    // raw queries: the sample's own rows, top-1 is (almost always) the row itself
+    let out = ok(
+        dir,
+        &["query", "r.dprp", "--queries", "s.bin", "--top", "1"],
+    );
+    assert_eq!(out.lines().count(), 2000);
+    assert!(self_hits(&out) > 0.95, "{}", self_hits(&out));
+    // queries from another release with the same projection
+    let out = ok(
+        dir,
+        &[
+            "query",
+            "r.dprp",
+            "--queries",
+            "r2.dprp",
+            "--query-mode",
+            "release",
+            "--top",
+            "1",
+        ],
+    );
+    assert!(self_hits(&out) > 0.9, "{}", self_hits(&out));
+    let out = ok(
+        dir,
+        &[
+            "query",
+            "r.dprp",
+            "--queries",
+            "r2.dprp",
+            "--query-mode",
+            "release",
+            "--measure",
+            "ip",
+        ],
+    );
+    assert_eq!(out.lines().count(), 20000);
+    // sign release: hamming by default
+    let out = ok(
+        dir,
+        &["query", "bits.dprp", "--queries", "s.bin", "--top", "3"],
+    );
+    assert_eq!(out.lines().count(), 6000);
+    // JSON and CSV
+    let out = ok(
+        dir,
+        &[
+            "query",
+            "r.dprp",
+            "--queries",
+            "s.bin",
+            "--top",
+            "2",
+            "--json",
+        ],
+    );
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["measure"], "cosine");
+    assert_eq!(v["results"].as_array().unwrap().len(), 2000);
+    assert_eq!(v["results"][0]["neighbours"].as_array().unwrap().len(), 2);
+    let out = ok(
+        dir,
+        &[
+            "query",
+            "r.dprp",
+            "--queries",
+            "s.bin",
+            "--top",
+            "2",
+            "--csv",
+        ],
+    );
+    assert_eq!(
+        out.lines().next().unwrap(),
+        "query_id,rank,neighbour_id,score"
+    );
+    assert_eq!(out.lines().count(), 4001);
+}
+
+#[test]
+fn hnsw_index_round_trip_and_mismatches() {
+    let d = setup();
+    let dir = d.path();
+    ok(dir, &["index", "r.dprp", "-o", "r.hnsw"]);
+    let o = dprp(
+        dir,
+        &[
+            "query",
+            "r.dprp",
+            "--queries",
+            "s.bin",
+            "--top",
+            "10",
+            "--index",
+            "r.hnsw",
+            "--check-recall",
+        ],
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    let err = String::from_utf8_lossy(&o.stderr);
+    let recall: f64 = err
+        .split("scan: ")
+        .nth(1)
+        .and_then(|s| s.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no recall in {err}"));
+    assert!(recall >= 0.95, "recall {recall}");
+    // an index of another release is refused
+    ok(dir, &["index", "r2.dprp", "-o", "r2.hnsw"]);
+    fails(
+        dir,
+        &[
+            "query",
+            "r.dprp",
+            "--queries",
+            "s.bin",
+            "--index",
+            "r2.hnsw",
+        ],
+        "index",
+    );
+    // a corrupt index is refused
+    let mut b = std::fs::read(dir.join("r.hnsw")).unwrap();
+    let mid = b.len() / 2;
+    b.truncate(mid);
+    std::fs::write(dir.join("bad.hnsw"), &b).unwrap();
+    let o = dprp(
+        dir,
+        &[
+            "query",
+            "r.dprp",
+            "--queries",
+            "s.bin",
+            "--index",
+            "bad.hnsw",
+        ],
+    );
+    assert!(
+        !o.status.success() && !text(&o).contains("panicked"),
+        "{}",
+        text(&o)
+    );
+    // sign releases index with Hamming
+    ok(dir, &["index", "bits.dprp", "-o", "b.hnsw"]);
+    ok(
+        dir,
+        &[
+            "query",
+            "bits.dprp",
+            "--queries",
+            "s.bin",
+            "--index",
+            "b.hnsw",
+            "--top",
+            "5",
+        ],
+    );
+}
+
+#[test]
+fn bad_queries_are_refused() {
+    let d = setup();
+    let dir = d.path();
+    std::fs::write(dir.join("wrong-dim.csv"), "0.1,0.2,0.3\n0.3,0.2,0.1\n").unwrap();
+    fails(
+        dir,
+        &["query", "r.dprp", "--queries", "wrong-dim.csv"],
+        "features",
+    );
+    std::fs::write(dir.join("empty.csv"), "a,b\n").unwrap();
+    let o = dprp(dir, &["query", "r.dprp", "--queries", "empty.csv"]);
+    assert!(
+        !o.status.success() && !text(&o).contains("panicked"),
+        "{}",
+        text(&o)
+    );
+    fails(
+        dir,
+        &["query", "r.dprp", "--queries", "s.bin", "--top", "0"],
+        "--top",
+    );
+    fails(
+        dir,
+        &["query", "r.dprp", "--queries", "s.bin", "--top", "2001"],
+        "--top",
+    );
+    fails(
+        dir,
+        &[
+            "query",
+            "r.dprp",
+            "--queries",
+            "s.bin",
+            "--measure",
+            "hamming",
+        ],
+        "--measure",
+    );
+    fails(
+        dir,
+        &[
+            "query",
+            "bits.dprp",
+            "--queries",
+            "s.bin",
+            "--measure",
+            "ip",
+        ],
+        "--measure",
+    );
+    fails(
+        dir,
+        &["query", "r.dprp", "--queries", "s.bin", "--measure", "l7"],
+        "--measure",
+    );
+    fails(
+        dir,
+        &[
+            "query",
+            "r.dprp",
+            "--queries",
+            "other-seed.dprp",
+            "--query-mode",
+            "release",
+        ],
+        "projection",
+    );
+    fails(
+        dir,
+        &[
+            "query",
+            "r.dprp",
+            "--queries",
+            "bits.dprp",
+            "--query-mode",
+            "release",
+        ],
+        "kind",
+    );
+    fails(
+        dir,
+        &[
+            "query",
+            "r.dprp",
+            "--queries",
+            "s.bin",
+            "--query-mode",
+            "both",
+        ],
+        "--query-mode",
+    );
+    fails(
+        dir,
+        &["query", "missing.dprp", "--queries", "s.bin"],
+        "missing.dprp",
+    );
+    fails(dir, &["index", "r.dprp", "-o", "r.dprp"], "--output");
+}
+
+#[test]
+fn estimates_with_standard_errors() {
+    let d = setup();
+    let dir = d.path();
+    let out = ok(dir, &["estimate", "r.dprp", "--rows", "3,1000"]);
+    assert!(
+        out.contains("inner product") && out.contains("Theorem C.3"),
+        "{out}"
+    );
+    let out = ok(dir, &["estimate", "r.dprp", "--rows", "3,1000", "--json"]);
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert!(v[0]["se"].as_f64().unwrap() > 0.0);
+    let out = ok(
+        dir,
+        &[
+            "estimate",
+            "r.dprp",
+            "--query-vector",
+            "s.bin",
+            "--rows",
+            "0,1,2",
+        ],
+    );
+    assert_eq!(out.lines().count(), 3);
+    assert!(out.contains("raw query"));
+    let out = ok(dir, &["estimate", "bits.dprp", "--rows", "0,1"]);
+    assert!(
+        out.contains("Theorem 4.5") && out.contains("signs agree"),
+        "{out}"
+    );
+    fails(
+        dir,
+        &["estimate", "r.dprp", "--rows", "3,2000"],
+        "out of range",
+    );
+    fails(dir, &["estimate", "r.dprp", "--rows", "1,2,3"], "two rows");
+    std::fs::write(dir.join("q.csv"), "0.1,0.2\n").unwrap();
+    fails(
+        dir,
+        &[
+            "estimate",
+            "r.dprp",
+            "--query-vector",
+            "q.csv",
+            "--rows",
+            "1",
+        ],
+        "features",
+    );
+}
