@@ -93,7 +93,7 @@ fn randomised_response_flips_each_sign_at_the_calibrated_rate() {
             None => eps,
         };
         assert_eq!(eps_prime, expected_eps);
-        assert_eq!(flip_probability, 1.0 / (1.0 + eps_prime.exp()));
+        assert!((flip_probability - 1.0 / (1.0 + eps_prime.exp())).abs() < 1e-15);
         let trials = 20_000;
         let (counts, _) = flip_counts(m.as_ref(), &u, trials);
         for (j, &c) in counts.iter().enumerate() {

@@ -21,7 +21,7 @@ use crate::estimate::Estimator;
 use crate::privacy::guarantee::Guarantee;
 use crate::privacy::noise::{NoiseSource, BLOCK_ROWS};
 use crate::privacy::nplus::NPlus;
-use crate::privacy::rr::{rr_flip_probability, steps_to_flip, Flip};
+use crate::privacy::rr::{rr_flip_probability, Flip};
 
 /// How signs are perturbed.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -185,6 +185,8 @@ pub struct SignSketch {
     map: PublicMap,
     /// `c_j` per projected value.
     steps: Vec<f64>,
+    /// `1/c_j`.
+    inv_steps: Vec<f64>,
     record: SignRecord,
     guarantee: Guarantee,
     /// Smooth flipping: the sampler for each `L` below the table size.
@@ -227,9 +229,13 @@ impl SignSketch {
         guarantee: Guarantee,
     ) -> SignSketch {
         let steps = step_sizes(&map, record.beta);
+        let inv_steps = steps.iter().map(|&c| 1.0 / c).collect();
         let smooth_table = match record.rule {
             FlipRule::SmoothFlipping { eps_prime } => {
-                // q(L) < 2⁻⁶⁵ once ε'·L > 45: the sampler then rounds up to 2⁻⁶⁴ anyway.
+                // q(L) < 2⁻⁶⁵ once ε'·L > 45: the sampler then rounds up to 2⁻⁶⁴ anyway, so one
+                // last entry serves every larger L. Beyond SMOOTH_TABLE_MAX entries (ε' below
+                // 45/65536) the last entry is q at the cap, which is larger than q(L) for every
+                // larger L: more flipping than calibrated, never less.
                 let n = ((45.0 / eps_prime).ceil() as usize).saturating_add(2);
                 (0..n.min(SMOOTH_TABLE_MAX))
                     .map(|l| Flip::new(rr_flip_probability(eps_prime * l as f64)))
@@ -242,6 +248,7 @@ impl SignSketch {
             algorithm,
             map,
             steps,
+            inv_steps,
             record,
             guarantee,
             smooth_table,
@@ -322,14 +329,11 @@ impl SignSketch {
                 };
                 self.record.beta / (k as f64).sqrt() * worst.sqrt()
             }
+            // every OPORP coordinate enters one bin with weight ±1 (checked when the map is built:
+            // `step_sizes` gives c_j = β·max|r_i| = β), so a non-empty A has Δ₂(A) = β
             PublicMap::Oporp(o) => {
-                let mut worst = 0f64;
-                for (&b, &s) in o.bins().iter().zip(o.signs()) {
-                    if mask[b as usize] {
-                        worst = worst.max((s as f64).abs());
-                    }
-                }
-                self.record.beta * worst
+                debug_assert!(o.signs().iter().all(|s| s.abs() == 1.0));
+                self.record.beta
             }
             PublicMap::Identity { .. } => self.record.beta,
         }
@@ -342,30 +346,38 @@ impl SignSketch {
         x: &[f32],
         words: &mut [u64],
         rng: &mut ChaCha20Rng,
-        mask: &mut Vec<bool>,
+        scratch: &mut Scratch,
     ) -> u32 {
         pack_signs(x, words);
         let k = x.len();
+        let mask = &mut scratch.mask;
         match &self.record.rule {
             FlipRule::RandomisedResponse {
                 flip_probability, ..
             } => {
                 let flip = Flip::new(*flip_probability);
-                for j in 0..k {
-                    if flip.sample(rng) {
+                // one 64-bit word per sign, drawn in bulk (same stream order as one at a time)
+                let draws = scratch.draws(k, rng);
+                for (j, &w) in draws.iter().enumerate() {
+                    if flip.sample_word(w) {
                         words[j / 64] ^= 1 << (j % 64);
                     }
                 }
                 k as u32
             }
-            FlipRule::SmoothFlipping { eps_prime } => {
-                for j in 0..k {
-                    let l = steps_to_flip(x[j] as f64, self.steps[j]);
-                    let flip = match self.smooth_table.get(l as usize) {
-                        Some(f) => *f,
-                        None => Flip::new(rr_flip_probability(eps_prime * l as f64)),
-                    };
-                    if flip.sample(rng) {
+            FlipRule::SmoothFlipping { .. } => {
+                // L_j = ⌈|x_j|/c_j⌉ (as `steps_to_flip`, by a multiplication); the table's last
+                // entry serves every larger L (there q(L) < 2⁻⁶⁵, rounded up to 2⁻⁶⁴ anyway)
+                let last = self.smooth_table.len() - 1;
+                let draws = scratch.draws(k, rng);
+                for (j, (&w, (&xj, &inv))) in
+                    draws.iter().zip(x.iter().zip(&self.inv_steps)).enumerate()
+                {
+                    // ⌈t⌉ for t ≥ 0 without a libm call: truncate (saturating), then round up
+                    let t = (xj.abs() as f64) * inv;
+                    let l = t as usize;
+                    let l = l + ((l as f64) < t) as usize;
+                    if self.smooth_table[l.min(last)].sample_word(w) {
                         words[j / 64] ^= 1 << (j % 64);
                     }
                 }
@@ -375,6 +387,7 @@ impl SignSketch {
                 let n = self.noise_set(x, mask);
                 if n > 0 {
                     let e = if *split { epsilon / n as f64 } else { *epsilon };
+                    let mask = &scratch.mask;
                     let flip = Flip::new(rr_flip_probability(e));
                     for (j, &a) in mask.iter().enumerate() {
                         if a && flip.sample(rng) {
@@ -431,7 +444,7 @@ impl SignSketch {
         }
         let mut z = vec![0f32; m * k];
         self.map.apply(rows, &mut z);
-        let mut mask = Vec::with_capacity(k);
+        let mut scratch = Scratch::default();
         for (b, start) in (0..m).step_by(BLOCK_ROWS).enumerate() {
             let mut rng = noise.block_rng(first_block + b as u64);
             for r in start..(start + BLOCK_ROWS).min(m) {
@@ -439,7 +452,7 @@ impl SignSketch {
                     &z[r * k..(r + 1) * k],
                     &mut words[r * wpr..(r + 1) * wpr],
                     &mut rng,
-                    &mut mask,
+                    &mut scratch,
                 );
                 if let Some(s) = sizes.as_deref_mut() {
                     s[r] = n;
@@ -447,6 +460,25 @@ impl SignSketch {
             }
         }
         Ok(())
+    }
+}
+
+/// Per-thread scratch buffers for [`SignSketch::privatise_row`].
+#[derive(Default)]
+struct Scratch {
+    mask: Vec<bool>,
+    words: Vec<u64>,
+}
+
+impl Scratch {
+    /// `k` random 64-bit words from `rng`, in the order `next_u64` would give them.
+    fn draws(&mut self, k: usize, rng: &mut ChaCha20Rng) -> &[u64] {
+        use rand::Rng;
+        self.words.resize(k, 0);
+        for w in self.words.iter_mut() {
+            *w = rng.next_u64();
+        }
+        &self.words
     }
 }
 
@@ -509,13 +541,13 @@ impl Mechanism for SignSketch {
         }
         let mut z = vec![0f32; m * k];
         self.map.apply(rows, &mut z);
-        let mut mask = Vec::with_capacity(k);
+        let mut scratch = Scratch::default();
         for r in 0..m {
             self.privatise_row(
                 &z[r * k..(r + 1) * k],
                 &mut words[r * wpr..(r + 1) * wpr],
                 rng,
-                &mut mask,
+                &mut scratch,
             );
         }
         Ok(())

@@ -81,6 +81,12 @@ impl Flip {
     pub fn sample<R: Rng + ?Sized>(&self, rng: &mut R) -> bool {
         self.always || rng.next_u64() < self.threshold
     }
+    /// Decide from an already drawn 64-bit word (what [`sample`](Flip::sample) does with
+    /// `next_u64()`).
+    #[inline]
+    pub fn sample_word(&self, w: u64) -> bool {
+        self.always || w < self.threshold
+    }
     /// The realised probability.
     pub fn probability(&self) -> f64 {
         if self.always {

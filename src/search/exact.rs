@@ -24,7 +24,7 @@ use ndarray::{ArrayView2, ArrayViewMut2};
 use rayon::prelude::*;
 
 use super::{check_request, Hit, Measure, Sketch};
-use crate::error::Result;
+use crate::error::{Error, Result};
 
 /// Largest number of queries per parallel task (real sketches).
 pub const REAL_QUERY_BATCH: usize = 512;
@@ -74,7 +74,7 @@ pub fn search(
         return Ok(vec![hits; nq]);
     }
     let counter = Counter::new(progress);
-    Ok(match (*db, *queries) {
+    match (*db, *queries) {
         (Sketch::Real { data: d, .. }, Sketch::Real { data: q, .. }) => search_real(
             &d[..n * k],
             &q[..nq * k],
@@ -85,11 +85,11 @@ pub fn search(
         ),
         (Sketch::Bits { data: d, .. }, Sketch::Bits { data: q, .. }) => {
             let w = k.div_ceil(64);
-            search_bits(&d[..n * w], &q[..nq * w], k, top, &counter)
+            Ok(search_bits(&d[..n * w], &q[..nq * w], k, top, &counter))
         }
-        // check_request refuses mixed kinds
-        _ => unreachable!("check_request refuses real queries against sign sketches"),
-    })
+        // check_request refuses mixed kinds already
+        _ => Err(mixed_kinds()),
+    }
 }
 
 /// The same as [`search`] by brute force: every pair on its own, scores in f64 (the inner
@@ -131,7 +131,7 @@ pub fn naive(
                     as f64
             })
         }
-        _ => unreachable!("check_request refuses real queries against sign sketches"),
+        _ => return Err(mixed_kinds()),
     };
     Ok((0..nq)
         .map(|i| {
@@ -152,6 +152,13 @@ pub fn naive(
                 .collect()
         })
         .collect())
+}
+
+fn mixed_kinds() -> Error {
+    Error::param(
+        "--queries",
+        "queries and database must both be real sketches or both be sign sketches",
+    )
 }
 
 /// Serialised progress reporting.
@@ -354,7 +361,7 @@ fn search_real(
     cosine: bool,
     top: usize,
     counter: &Counter<'_>,
-) -> Vec<Vec<Hit>> {
+) -> Result<Vec<Vec<Hit>>> {
     let (n, nq) = (db.len() / k, queries.len() / k);
     let (db_inv, q_inv) = if cosine {
         (inverse_norms(db, k), inverse_norms(queries, k))
@@ -363,6 +370,7 @@ fn search_real(
     };
     let qb = batch_rows(nq, REAL_QUERY_BATCH);
     let dbb = REAL_DB_BLOCK;
+    let shape = |e: ndarray::ShapeError| Error::param("--queries", format!("sketch shape: {e}"));
     let batches: Vec<Vec<Vec<Hit>>> = queries
         .par_chunks(qb * k)
         .enumerate()
@@ -375,19 +383,14 @@ fn search_real(
             } else {
                 &[][..]
             };
-            let Ok(a) = ArrayView2::from_shape((m, k), q) else {
-                unreachable!("a query batch holds m×k values");
-            };
+            let a = ArrayView2::from_shape((m, k), q).map_err(shape)?;
             let mut start = 0;
             while start < n {
                 let bn = dbb.min(n - start);
                 let block = &db[start * k..(start + bn) * k];
-                let (Ok(d), Ok(mut c)) = (
-                    ArrayView2::from_shape((bn, k), block),
-                    ArrayViewMut2::from_shape((m, bn), &mut scores[..m * bn]),
-                ) else {
-                    unreachable!("a database block holds bn×k values, the score buffer m×bn");
-                };
+                let d = ArrayView2::from_shape((bn, k), block).map_err(shape)?;
+                let mut c =
+                    ArrayViewMut2::from_shape((m, bn), &mut scores[..m * bn]).map_err(shape)?;
                 general_mat_mul(1.0, &a, &d.t(), 0.0, &mut c);
                 for (i, (row, heap)) in scores[..m * bn]
                     .chunks_exact_mut(bn)
@@ -405,10 +408,10 @@ fn search_real(
                 start += bn;
             }
             counter.add(m);
-            heaps.into_iter().map(TopK::into_hits).collect()
+            Ok(heaps.into_iter().map(TopK::into_hits).collect())
         })
-        .collect();
-    batches.into_iter().flatten().collect()
+        .collect::<Result<_>>()?;
+    Ok(batches.into_iter().flatten().collect())
 }
 
 fn search_bits(
