@@ -30,7 +30,7 @@ pub struct QueryArgs {
     /// Search an HNSW index built by `dprp index` instead of scanning exactly.
     #[arg(long)]
     index: Option<PathBuf>,
-    /// HNSW search breadth (default max(64, 2·top)).
+    /// HNSW search breadth (default max(64, 2·top); 128 for ip).
     #[arg(long)]
     ef: Option<usize>,
     /// Also run the exact scan and report recall@K of the index on stderr.
@@ -213,7 +213,7 @@ pub fn run(a: QueryArgs) -> Result<()> {
                     ),
                 ));
             }
-            let ef = a.ef.unwrap_or((2 * a.top).max(64));
+            let ef = a.ef.unwrap_or(crate::search::hnsw::default_ef(measure, a.top));
             if ef < a.top {
                 return Err(Error::param("--ef", "ef must be at least --top"));
             }
