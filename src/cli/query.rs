@@ -213,7 +213,8 @@ pub fn run(a: QueryArgs) -> Result<()> {
                     ),
                 ));
             }
-            let ef = a.ef.unwrap_or(crate::search::hnsw::default_ef(measure, a.top));
+            let ef =
+                a.ef.unwrap_or(crate::search::hnsw::default_ef(measure, a.top));
             if ef < a.top {
                 return Err(Error::param("--ef", "ef must be at least --top"));
             }
