@@ -185,8 +185,8 @@ pub struct SignSketch {
     map: PublicMap,
     /// `c_j` per projected value.
     steps: Vec<f64>,
-    /// `1/c_j`.
-    inv_steps: Vec<f64>,
+    /// `1/c_j` (f32, like the projected values).
+    inv_steps: Vec<f32>,
     record: SignRecord,
     guarantee: Guarantee,
     /// Smooth flipping: the sampler for each `L` below the table size.
@@ -229,7 +229,7 @@ impl SignSketch {
         guarantee: Guarantee,
     ) -> SignSketch {
         let steps = step_sizes(&map, record.beta);
-        let inv_steps = steps.iter().map(|&c| 1.0 / c).collect();
+        let inv_steps = steps.iter().map(|&c| (1.0 / c) as f32).collect();
         let smooth_table = match record.rule {
             FlipRule::SmoothFlipping { eps_prime } => {
                 // q(L) < 2⁻⁶⁵ once ε'·L > 45: the sampler then rounds up to 2⁻⁶⁴ anyway, so one
@@ -368,19 +368,24 @@ impl SignSketch {
             FlipRule::SmoothFlipping { .. } => {
                 // L_j = ⌈|x_j|/c_j⌉ (as `steps_to_flip`, by a multiplication); the table's last
                 // entry serves every larger L (there q(L) < 2⁻⁶⁵, rounded up to 2⁻⁶⁴ anyway)
-                let last = self.smooth_table.len() - 1;
+                let last = (self.smooth_table.len() - 1) as u32;
+                // pass 1 (vectorisable): the table index min(L_j, last) of every sign, with
+                // ⌈t⌉ for t ≥ 0 as a saturating truncation rounded up (no libm call)
+                let mut levels = std::mem::take(&mut scratch.levels);
+                levels.clear();
+                levels.extend(x.iter().zip(&self.inv_steps).map(|(&xj, &inv)| {
+                    let t = xj.abs() * inv;
+                    let f = t as u32;
+                    (f + ((f as f32) < t) as u32).min(last)
+                }));
+                // pass 2: one 64-bit word per sign against its level's threshold
                 let draws = scratch.draws(k, rng);
-                for (j, (&w, (&xj, &inv))) in
-                    draws.iter().zip(x.iter().zip(&self.inv_steps)).enumerate()
-                {
-                    // ⌈t⌉ for t ≥ 0 without a libm call: truncate (saturating), then round up
-                    let t = (xj.abs() as f64) * inv;
-                    let l = t as usize;
-                    let l = l + ((l as f64) < t) as usize;
-                    if self.smooth_table[l.min(last)].sample_word(w) {
+                for (j, (&w, &l)) in draws.iter().zip(&levels).enumerate() {
+                    if self.smooth_table[l as usize].sample_word(w) {
                         words[j / 64] ^= 1 << (j % 64);
                     }
                 }
+                scratch.levels = levels;
                 k as u32
             }
             FlipRule::IdpRandomisedResponse { epsilon, split } => {
@@ -468,6 +473,7 @@ impl SignSketch {
 struct Scratch {
     mask: Vec<bool>,
     words: Vec<u64>,
+    levels: Vec<u32>,
 }
 
 impl Scratch {
