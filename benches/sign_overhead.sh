@@ -7,6 +7,7 @@
 #   benches/sign_overhead.sh                  # run every comparison, then print the table
 #   benches/sign_overhead.sh dense-1024 ...   # rerun only these chunks, then print the table
 #   benches/sign_overhead.sh --table-only     # only print the table from the last results
+#   DPRP_BENCH_CPU=1 benches/sign_overhead.sh # also privatisation in process CPU time (shared machines)
 #
 # Chunks: oporp-256 oporp-512 dense-256 dense-512 dense-1024. Each is its own `cargo bench`
 # invocation holding the sign mechanisms and their real-valued counterpart, so every ratio compares
@@ -29,7 +30,7 @@ regex() { # chunk -> criterion filter
         dense) names='dp-rp-g-opt-rademacher|dp-signrp-rr|dp-signrp-rr-smooth|idp-signrp-g|idp-signrp-rr' ;;
         *) echo "unknown chunk $1 (expected one of ${all_chunks[*]})" >&2; exit 2 ;;
     esac
-    echo "^(e2e|privatise)(-sign)?/($names)/$k\$"
+    echo "^(e2e|privatise)(-sign)?(-cpu)?/($names)/$k\$"
 }
 
 run_chunk() {
@@ -41,7 +42,7 @@ run_chunk() {
         sleep 2
     done) &
     pid=$!
-    echo "== $chunk: load before: $(cut -d' ' -f1-3 /proc/loadavg)"
+    echo "== $chunk: $(git -C "$root" rev-parse --short HEAD 2>/dev/null || true); load before: $(cut -d' ' -f1-3 /proc/loadavg)"
     (cd "$root" && cargo bench --bench publish -- "$(regex "$chunk")")
     kill "$pid" 2>/dev/null || true
     wait "$pid" 2>/dev/null || true
@@ -67,10 +68,15 @@ median_ns() { # file -> median point estimate in ns (empty if missing)
 }
 
 echo
-echo "median time per iteration (e2e: publish all of MNIST train; privatise: the first 20480 rows in memory)"
-printf '%-10s %-24s %5s %12s %-24s %12s %7s\n' group mechanism k 'sign' 'real counterpart' 'real' ratio
-for group in e2e privatise; do
-    for dir in "$crit/$group-sign"/*/*/; do
+echo "median time per iteration (e2e: publish all of MNIST train; privatise: the first 20480 rows in"
+echo "memory, wall time; privatise-cpu: the same in process CPU time, summed over threads)"
+printf '%-13s %-24s %5s %12s %-24s %12s %7s\n' group mechanism k 'sign' 'real counterpart' 'real' ratio
+for group in e2e privatise privatise-cpu; do
+    case "$group" in
+        privatise-cpu) sign_group=privatise-sign-cpu ;;
+        *) sign_group="$group-sign" ;;
+    esac
+    for dir in "$crit/$sign_group"/*/*/; do
         [[ -d "$dir" ]] || continue
         k="$(basename "$dir")"
         mech="$(basename "$(dirname "$dir")")"
@@ -82,10 +88,10 @@ for group in e2e privatise; do
         r="$(median_ns "$crit/$group/$real/$k/new/estimates.json")"
         [[ -n "$s" ]] || continue
         awk -v g="$group" -v m="$mech" -v k="$k" -v rn="$real" -v s="$s" -v r="$r" 'BEGIN {
-            if (r == "") { printf "%-10s %-24s %5s %10.1fms %-24s %12s %7s\n", g, m, k, s/1e6, rn, "missing", "-"; exit }
+            if (r == "") { printf "%-13s %-24s %5s %10.1fms %-24s %12s %7s\n", g, m, k, s/1e6, rn, "missing", "-"; exit }
             ratio = s / r
-            printf "%-10s %-24s %5s %10.1fms %-24s %10.1fms %7.2f%s\n", g, m, k, s/1e6, rn, r/1e6, ratio, \
-                (g == "privatise" && ratio > 1.2) ? "  > 1.2" : ""
+            printf "%-13s %-24s %5s %10.1fms %-24s %10.1fms %7.2f%s\n", g, m, k, s/1e6, rn, r/1e6, ratio, \
+                (g ~ /^privatise/ && ratio > 1.2) ? "  > 1.2" : ""
         }'
     done | sort -k1,1 -k3,3n -k2,2
 done
