@@ -132,7 +132,7 @@ fn params(kind: MechanismKind, k: usize, p: usize) -> MechanismParams {
     MechanismParams {
         kind,
         epsilon: EPSILON,
-        delta: Some(DELTA),
+        delta: kind.needs_delta().then_some(DELTA),
         beta: 1.0,
         neighbour: Neighbour::Coordinate,
         p,
@@ -255,7 +255,7 @@ fn privatise_bits(
         .collect()
 }
 
-/// Output buffer for privatising the whole dataset with one mechanism.
+/// Output buffer for privatising rows with one mechanism.
 enum Out {
     Real(Vec<f32>),
     Bits(Vec<u64>),
@@ -653,13 +653,12 @@ fn run() -> dprp::Result<()> {
     let noise = NoiseSource::from_os()?;
     if std::env::var_os("DPRP_BENCH_PHASES").is_some() {
         phases(&fx, &noise)?;
-    }
-    if std::env::var_os("DPRP_BENCH_PHASES").is_some() {
         sign_phases(&fx, &noise)?;
     }
     let signs = sign_settings();
-    // Signs first: a setting that follows the real-valued ones (which write up to 245 MB per
-    // iteration) measured 10-30% slower than on its own on a 2-core VM.
+    // Signs first: on a 2-core VM, e2e-sign dp-signrp-rr/256 and idp-signrp-rr/256 took 345 and
+    // 270 ms on their own but 370 and 340 ms right after e2e dp-rp-g-opt-rademacher/1024 (which
+    // writes 245 MB per iteration).
     bench_end_to_end(&mut c, "e2e-sign", &signs, &fx, &noise);
     bench_end_to_end(&mut c, "e2e", &SETTINGS, &fx, &noise);
     bench_privatise(&mut c, "privatise", &SETTINGS, &fx, &noise)?;

@@ -11,8 +11,9 @@
 #
 # Chunks: oporp-256 oporp-512 dense-256 dense-512 dense-1024. Each is its own `cargo bench`
 # invocation holding the sign mechanisms and their real-valued counterpart, so every ratio compares
-# numbers taken minutes apart at most. On a shared machine, the load average and any other process
-# seen using > 20% CPU during the chunk are printed after it: rerun the chunks that were disturbed.
+# numbers taken minutes apart at most. On a shared machine, the load average, the CPU time stolen by
+# the hypervisor and any other process seen using > 20% CPU during the chunk are printed after it:
+# rerun the chunks that were disturbed.
 #
 # The table reads criterion's median estimates (<target>/criterion/<group>/<mechanism>/<k>/new/
 # estimates.json). The 20% criterion is meant for the "privatise" rows: a real-valued release writes
@@ -33,9 +34,12 @@ regex() { # chunk -> criterion filter
     echo "^(e2e|privatise)(-sign)?(-cpu)?/($names)/$k\$"
 }
 
+steal() { awk '/^cpu /{print $9}' /proc/stat; } # CPU time taken by the hypervisor (1/100 s)
+
 run_chunk() {
-    local chunk="$1" log pid
+    local chunk="$1" log pid st0
     log="$(mktemp)"
+    st0="$(steal)"
     # Other CPU-heavy processes (lifetime %CPU > 20, i.e. busy since they started), every 2 s.
     (while true; do
         ps -eo pcpu=,comm= | awk '$1 > 20 && $2 !~ /^publish-/ {print $2}' >>"$log"
@@ -46,8 +50,8 @@ run_chunk() {
     (cd "$root" && cargo bench --bench publish -- "$(regex "$chunk")")
     kill "$pid" 2>/dev/null || true
     wait "$pid" 2>/dev/null || true
-    echo "== $chunk: load after: $(cut -d' ' -f1-3 /proc/loadavg); other busy processes seen: $(
-        sort "$log" | uniq -c | awk '{printf "%s×%s ", $2, $1}')"
+    echo "== $chunk: load after: $(cut -d' ' -f1-3 /proc/loadavg); steal: $(($(steal) - st0))/100 s;" \
+        "other busy processes seen: $(sort "$log" | uniq -c | awk '{printf "%s×%s ", $2, $1}')"
     rm -f "$log"
 }
 
