@@ -476,3 +476,133 @@ fn bad_parameters_for_sign_mechanisms() {
     let p = params(MechanismKind::DpSignoporpRrSmooth, 50, 51, 1.0);
     assert!(build(&p).err().unwrap().to_string().contains("k ≤ p"));
 }
+
+/// f64 reference of a public map (dense: `Σ_i u_i w_ij / √k`; OPORP: `Σ_{i→j} s_i u_i`).
+fn project_f64(map: &PublicMap, u: &[f32]) -> Vec<f64> {
+    match map {
+        PublicMap::Dense(d) => {
+            let k = d.k();
+            let mut x = vec![0f64; k];
+            for (row, &ui) in d.entries().chunks(k).zip(u) {
+                for (xj, &w) in x.iter_mut().zip(row) {
+                    *xj += ui as f64 * w as f64;
+                }
+            }
+            x.iter().map(|v| v / (k as f64).sqrt()).collect()
+        }
+        PublicMap::Oporp(o) => {
+            let mut x = vec![0f64; o.k()];
+            for ((&ui, &b), &s) in u.iter().zip(o.bins()).zip(o.signs()) {
+                x[b as usize] += s as f64 * ui as f64;
+            }
+            x
+        }
+        PublicMap::Identity { .. } => u.iter().map(|&v| v as f64).collect(),
+    }
+}
+
+/// The smooth-flipping premise with the mechanism's own arithmetic (f32 projection, guarded steps,
+/// the level pass it runs): full-scale rows in [-1, 1]^p and β-neighbours, at a small ε' so that
+/// levels are distinguished up to thousands. The f32 projection error measured against f64 stays inside the
+/// guard the mechanism adds to its steps (`fp_guard`); crafted values at level boundaries keep
+/// `|L − L'| ≤ 1`, and a step beyond the guarded one breaks it (so the check has power).
+#[test]
+fn smooth_levels_as_computed_move_by_at_most_one() {
+    let mut rng = ChaCha20Rng::seed_from_u64(11);
+    for (kind, projection, p, k) in [
+        (MechanismKind::DpSignrpRrSmooth, None, 784, 256),
+        (
+            MechanismKind::DpSignrpRrSmooth,
+            Some(DenseKind::Gaussian),
+            2000,
+            128,
+        ),
+        (MechanismKind::DpSignoporpRrSmooth, None, 784, 256),
+        (MechanismKind::DpSignoporpRrSmooth, None, 4096, 64),
+    ] {
+        let mut par = params(kind, p, k, 0.5);
+        par.projection = projection;
+        let m = build(&par).unwrap();
+        let s = SignSketch::from_record(&m.record(), &m.guarantee()).unwrap();
+        let exact_steps = step_sizes(s.map(), 1.0);
+        let (mut lx, mut ly) = (Vec::new(), Vec::new());
+        let (mut worst_err, mut max_level) = (0f64, 0u32);
+        for t in 0..300 {
+            let u = random_row(&mut rng, p);
+            let i = (rng.next_u64() % p as u64) as usize;
+            let mut v = u.clone();
+            v[i] += if t % 2 == 0 { 1.0 } else { -1.0 };
+            // the values the mechanism itself computes (f32, or f64 where the f32 guard is large)
+            let x = s.project_values(&u).to_f64();
+            let y = s.project_values(&v).to_f64();
+            s.levels(&x, &mut lx);
+            s.levels(&y, &mut ly);
+            for j in 0..k {
+                assert!(
+                    lx[j].abs_diff(ly[j]) <= 1,
+                    "{kind:?}: L {} → {}",
+                    lx[j],
+                    ly[j]
+                );
+                if (x[j] >= 0.0) != (y[j] >= 0.0) {
+                    assert!(
+                        lx[j] <= 1 && ly[j] <= 1,
+                        "sign changed at L {} → {}",
+                        lx[j],
+                        ly[j]
+                    );
+                }
+            }
+            max_level = max_level.max(*lx.iter().max().unwrap());
+            for ((xj, ej), c) in x.iter().zip(project_f64(s.map(), &u)).zip(&exact_steps) {
+                worst_err = worst_err.max((xj - ej).abs() / c);
+            }
+        }
+        // the guard is a worst-case bound; the measured f32 error (relative to c) must sit below it
+        assert!(
+            worst_err < s.guard() / 2.0,
+            "{kind:?} p={p}: f32 projection error {worst_err}·c vs guard {}",
+            s.guard()
+        );
+        eprintln!(
+            "{kind:?} p={p} k={k}: guard {:.3e}, measured f32 error {worst_err:.3e}·c, top level {max_level}",
+            s.guard()
+        );
+        assert!(max_level > 2, "{kind:?}: levels should vary ({max_level})");
+        // the rigorous f32 guard grows as p²: past the limit the dense map runs in f64
+        if p >= 2000 && projection.is_some() {
+            assert!(
+                s.guard() < 1e-8,
+                "p = {p} should use f64 values ({})",
+                s.guard()
+            );
+        }
+
+        // Crafted boundaries: x at (the f32 values around) m·c̃ and x' = x ± c (the exact step):
+        // levels differ by at most one; at x' = x + 1.01·c̃ they can differ by two.
+        let (c, cg) = (exact_steps[0], s.steps()[0]);
+        let mut xs = vec![0f64; k];
+        let mut broke = false;
+        for lvl in (1..2000u32).step_by(7) {
+            let centre = lvl as f64 * cg;
+            for d in -3i64..=3 {
+                let x0 = f64::from_bits((centre.to_bits() as i64 + d) as u64);
+                for (far, ok) in [(c, true), (-c, true), (1.01 * cg, false)] {
+                    xs[0] = x0;
+                    s.levels(&xs, &mut lx);
+                    xs[0] = x0 + far;
+                    s.levels(&xs, &mut ly);
+                    if ok {
+                        assert!(lx[0].abs_diff(ly[0]) <= 1, "{kind:?} at level {lvl}");
+                    } else {
+                        broke |= lx[0].abs_diff(ly[0]) > 1;
+                    }
+                }
+            }
+        }
+        assert!(
+            broke,
+            "a step beyond the guard must be able to skip a level"
+        );
+    }
+}

@@ -8,6 +8,16 @@
 //! `c_j = β·max_i|w_ij|/√k` for a dense projection (values are stored scaled by `1/√k`), and
 //! `c_j = β` for OPORP (each coordinate enters one bin with weight ±1). A β-neighbour moves value `j`
 //! by at most `c_j`, so its sign can change only if `|x_j| ≤ c_j`.
+//!
+//! **Floating point.** The argument above is exact arithmetic; the projected values are f32 dot
+//! products and the levels are computed. The mechanisms therefore use guarded steps
+//! `c̃_j = c_j·(1 + g)` for `L_j` and for the noise set `A` (a larger step means smaller levels and
+//! a larger `A`: more noise, never less), with `g` from [`fp_guard`]: the worst-case error of an
+//! f32 dot product of `n` terms is `γ_n·Σ|u_i w_ij|` (`γ_n = n·u/(1 − n·u)`, `u = 2⁻²⁴`, any
+//! summation order, Higham Thm 3.5), and inputs lie in `[-1, 1]`, so a value moves by at most
+//! `c_j·γ_n·n/β` beyond its exact value; two neighbours' errors, the rounding of the `1/√k`
+//! scale and the level arithmetic (f64) are added. `n` is `p` for dense maps (so the guard grows
+//! as `p²`: 7.3% at p = 784, β = 1) and the largest bin for OPORP (negligible).
 
 use rand::RngExt;
 use rand_chacha::ChaCha20Rng;
@@ -177,16 +187,55 @@ impl SignRecord {
 /// Largest smooth-flipping table kept in memory (beyond it, probabilities are computed on the fly).
 const SMOOTH_TABLE_MAX: usize = 1 << 16;
 
+/// The relative guard `g` added to every step (module documentation, "Floating point"), for a
+/// public map, β, the largest level `last` that is distinguished (values beyond it share one
+/// flip probability; 1 for the iDP noise set, which only compares `|x_j|` with `c̃_j`), and the
+/// unit roundoff `u` of the projection arithmetic (2⁻²⁴ for f32, 2⁻⁵³ for f64).
+///
+/// Terms, all relative to `c_j`:
+/// - projection: two neighbours, each off its exact value by `≤ γ_n·n·max_i|w_ij|·s` where
+///   `c_j = β·max_i|w_ij|·s` (`s` the scale, `|u_i| ≤ 1`), i.e. `2·γ_n·n/β`;
+/// - the scale `s = 1/√k` is a rounded constant applied by one more rounding: `|x|` is off by a
+///   relative `2u` at most; at `|x| ≤ (last + 1)·c̃` that is `2u·(last + 1)` per value, two values;
+/// - the level `t = |x|·(1/c̃)` in f64: two roundings, `2·2⁻⁵³·(last + 1)` per value, two values.
+pub fn fp_guard(map: &PublicMap, beta: f64, last: usize, u: f64) -> f64 {
+    let (n, scaled) = match map {
+        PublicMap::Dense(d) => (d.p(), true),
+        PublicMap::Oporp(o) => {
+            let mut sizes = vec![0usize; o.k()];
+            for &b in o.bins() {
+                sizes[b as usize] += 1;
+            }
+            (sizes.into_iter().max().unwrap_or(0), false)
+        }
+        PublicMap::Identity { .. } => (0, false),
+    };
+    let nf = n as f64;
+    let gamma = nf * u / (1.0 - nf * u);
+    let levels = last as f64 + 1.0;
+    let scale = if scaled { 2.0 * 2.0 * u * levels } else { 0.0 };
+    2.0 * gamma * nf / beta + scale + 2.0 * 2.0 * f64::EPSILON / 2.0 * levels
+}
+
+/// Above this f32 guard, a dense map is evaluated in f64 for the rules that compare values with
+/// steps (smooth flipping, iDP): the f32 guard grows as `p²` (7.9% at p = 784, 48% at p = 2000),
+/// the f64 one stays below 10⁻⁸ for any practical `p`.
+pub const F32_GUARD_LIMIT: f64 = 0.1;
+
 /// A sign mechanism: public map, signs, flip rule.
 #[derive(Debug, Clone)]
 pub struct SignSketch {
     kind: MechanismKind,
     algorithm: &'static str,
     map: PublicMap,
-    /// `c_j` per projected value.
+    /// Guarded steps `c̃_j = c_j·(1 + guard)` per projected value.
     steps: Vec<f64>,
-    /// `1/c_j` (f32, like the projected values).
-    inv_steps: Vec<f32>,
+    /// The relative guard ([`fp_guard`]).
+    guard: f64,
+    /// The dense map's entries in f64 when values are computed in f64 ([`F32_GUARD_LIMIT`]).
+    precise: Option<Vec<f64>>,
+    /// `1/c̃_j`.
+    inv_steps: Vec<f64>,
     record: SignRecord,
     guarantee: Guarantee,
     /// Smooth flipping: the sampler for each `L` below the table size.
@@ -228,9 +277,7 @@ impl SignSketch {
         record: SignRecord,
         guarantee: Guarantee,
     ) -> SignSketch {
-        let steps = step_sizes(&map, record.beta);
-        let inv_steps = steps.iter().map(|&c| (1.0 / c) as f32).collect();
-        let smooth_table = match record.rule {
+        let smooth_table: Vec<Flip> = match record.rule {
             FlipRule::SmoothFlipping { eps_prime } => {
                 // q(L) < 2⁻⁶⁵ once ε'·L > 45: the sampler then rounds up to 2⁻⁶⁴ anyway, so one
                 // last entry serves every larger L. Beyond SMOOTH_TABLE_MAX entries (ε' below
@@ -243,11 +290,28 @@ impl SignSketch {
             }
             _ => Vec::new(),
         };
+        let last = smooth_table.len().max(2) - 1;
+        let compares = !matches!(record.rule, FlipRule::RandomisedResponse { .. });
+        let mut guard = fp_guard(&map, record.beta, last, f32::EPSILON as f64 / 2.0);
+        let mut precise = None;
+        if let PublicMap::Dense(d) = &map {
+            if compares && guard > F32_GUARD_LIMIT {
+                guard = fp_guard(&map, record.beta, last, f64::EPSILON / 2.0);
+                precise = Some(d.entries().iter().map(|&w| w as f64).collect());
+            }
+        }
+        let steps: Vec<f64> = step_sizes(&map, record.beta)
+            .into_iter()
+            .map(|c| c * (1.0 + guard))
+            .collect();
+        let inv_steps = steps.iter().map(|&c| 1.0 / c).collect();
         SignSketch {
             kind,
             algorithm,
             map,
             steps,
+            guard,
+            precise,
             inv_steps,
             record,
             guarantee,
@@ -265,9 +329,31 @@ impl SignSketch {
         &self.map
     }
 
-    /// `c_j` per projected value.
+    /// The guarded steps `c̃_j = c_j·(1 + g)` the mechanism uses.
     pub fn steps(&self) -> &[f64] {
         &self.steps
+    }
+
+    /// The floating-point guard `g` ([`fp_guard`]).
+    pub fn guard(&self) -> f64 {
+        self.guard
+    }
+
+    /// Smooth flipping's level of every value of a projected row, as the mechanism computes it:
+    /// `min(⌈|x_j|/c̃_j⌉, last)` with `last` the smooth table's last index (every larger level has
+    /// the same flip probability after rounding; 0 for the other rules). A zero step (a projection
+    /// column of zeros, whose value no input can move) gets `last`.
+    pub fn levels<T: Copy + Into<f64>>(&self, x: &[T], out: &mut Vec<u32>) {
+        let last = self.smooth_table.len().saturating_sub(1) as u32;
+        let cap = last as f64;
+        out.clear();
+        // vectorisable: t clamped to `last` first (NaN from 0·∞ → `last` via f64::min), then ⌈t⌉
+        // as a truncation rounded up
+        out.extend(x.iter().zip(&self.inv_steps).map(|(&xj, &inv)| {
+            let t = (xj.into().abs() * inv).min(cap);
+            let f = t as u32;
+            (f + ((f as f64) < t) as u32).min(last)
+        }));
     }
 
     /// Rebuild from a release record (regenerating the public map).
@@ -293,11 +379,11 @@ impl SignSketch {
     }
 
     /// The noise set `A = {j : |x_j| < c_j}` of a projected row, as a mask and its size.
-    pub fn noise_set(&self, x: &[f32], mask: &mut Vec<bool>) -> u32 {
+    pub fn noise_set<T: Copy + Into<f64>>(&self, x: &[T], mask: &mut Vec<bool>) -> u32 {
         mask.clear();
         let mut n = 0;
         for (&v, &c) in x.iter().zip(&self.steps) {
-            let in_a = c > (v as f64).abs();
+            let in_a = c > v.into().abs();
             n += in_a as u32;
             mask.push(in_a);
         }
@@ -341,9 +427,9 @@ impl SignSketch {
 
     /// Privatise one projected row `x` into packed words; returns the number of values that could
     /// be perturbed (|A| for iDP, k otherwise).
-    fn privatise_row(
+    fn privatise_row<T: Copy + Into<f64>>(
         &self,
-        x: &[f32],
+        x: &[T],
         words: &mut [u64],
         rng: &mut ChaCha20Rng,
         scratch: &mut Scratch,
@@ -356,34 +442,33 @@ impl SignSketch {
                 flip_probability, ..
             } => {
                 let flip = Flip::new(*flip_probability);
-                // one 64-bit word per sign, drawn in bulk (same stream order as one at a time)
+                // one 64-bit word per sign, drawn in bulk (same stream order as one at a time);
+                // the flips of 64 signs gathered into a mask without branches
                 let draws = scratch.draws(k, rng);
-                for (j, &w) in draws.iter().enumerate() {
-                    if flip.sample_word(w) {
-                        words[j / 64] ^= 1 << (j % 64);
+                for (out, ws) in words.iter_mut().zip(draws.chunks(64)) {
+                    let mut m = 0u64;
+                    for (b, &w) in ws.iter().enumerate() {
+                        m |= (flip.sample_word(w) as u64) << b;
                     }
+                    *out ^= m;
                 }
                 k as u32
             }
             FlipRule::SmoothFlipping { .. } => {
-                // L_j = ⌈|x_j|/c_j⌉ (as `steps_to_flip`, by a multiplication); the table's last
-                // entry serves every larger L (there q(L) < 2⁻⁶⁵, rounded up to 2⁻⁶⁴ anyway)
-                let last = (self.smooth_table.len() - 1) as u32;
-                // pass 1 (vectorisable): the table index min(L_j, last) of every sign, with
-                // ⌈t⌉ for t ≥ 0 as a saturating truncation rounded up (no libm call)
+                // pass 1: L_j (vectorisable); pass 2: one 64-bit word per sign against its
+                // level's threshold, flips gathered per 64 signs
                 let mut levels = std::mem::take(&mut scratch.levels);
-                levels.clear();
-                levels.extend(x.iter().zip(&self.inv_steps).map(|(&xj, &inv)| {
-                    let t = xj.abs() * inv;
-                    let f = t as u32;
-                    (f + ((f as f32) < t) as u32).min(last)
-                }));
-                // pass 2: one 64-bit word per sign against its level's threshold
+                self.levels(x, &mut levels);
                 let draws = scratch.draws(k, rng);
-                for (j, (&w, &l)) in draws.iter().zip(&levels).enumerate() {
-                    if self.smooth_table[l as usize].sample_word(w) {
-                        words[j / 64] ^= 1 << (j % 64);
+                for (out, (ws, ls)) in words
+                    .iter_mut()
+                    .zip(draws.chunks(64).zip(levels.chunks(64)))
+                {
+                    let mut m = 0u64;
+                    for (b, (&w, &l)) in ws.iter().zip(ls).enumerate() {
+                        m |= (self.smooth_table[l as usize].sample_word(w) as u64) << b;
                     }
+                    *out ^= m;
                 }
                 scratch.levels = levels;
                 k as u32
@@ -406,20 +491,103 @@ impl SignSketch {
                 let n = self.noise_set(x, mask);
                 if n > 0 {
                     let sigma = self.set_sensitivity(mask, n) * sigma_unit;
-                    for (j, &a) in mask.iter().enumerate() {
-                        if a {
-                            let z: f64 = rng.sample(StandardNormal);
-                            let y = x[j] as f64 + sigma * z;
-                            let bit = 1u64 << (j % 64);
-                            if y >= 0.0 {
-                                words[j / 64] |= bit;
-                            } else {
-                                words[j / 64] &= !bit;
-                            }
+                    // per 64 signs: A as a bit mask, one normal draw per member in ascending
+                    // order (the stream order of a plain loop), the noisy signs merged into the
+                    // word without data-dependent branches
+                    for (w, (ms, xs)) in words
+                        .iter_mut()
+                        .zip(scratch.mask.chunks(64).zip(x.chunks(64)))
+                    {
+                        let mut a = 0u64;
+                        for (b, &in_a) in ms.iter().enumerate() {
+                            a |= (in_a as u64) << b;
                         }
+                        let (mut rest, mut set) = (a, 0u64);
+                        while rest != 0 {
+                            let b = rest.trailing_zeros() as usize;
+                            rest &= rest - 1;
+                            let z: f64 = rng.sample(StandardNormal);
+                            set |= ((xs[b].into() + sigma * z >= 0.0) as u64) << b;
+                        }
+                        *w = (*w & !a) | set;
                     }
                 }
                 n
+            }
+        }
+    }
+
+    /// The projected values the mechanism works with: f32 from the public map, or f64 for a dense
+    /// map whose f32 rounding would need a guard above [`F32_GUARD_LIMIT`].
+    pub fn project_values(&self, rows: &[f32]) -> Values {
+        let k = self.map.k();
+        let m = rows.len() / self.map.p().max(1);
+        match (&self.precise, &self.map) {
+            (Some(w), PublicMap::Dense(d)) => {
+                let a: Vec<f64> = rows.iter().map(|&v| v as f64).collect();
+                let mut z = vec![0f64; m * k];
+                let (Ok(a), Ok(b), Ok(mut c)) = (
+                    ndarray::ArrayView2::from_shape((m, d.p()), &a[..]),
+                    ndarray::ArrayView2::from_shape((d.p(), k), &w[..]),
+                    ndarray::ArrayViewMut2::from_shape((m, k), &mut z[..]),
+                ) else {
+                    return Values::F64(z);
+                };
+                ndarray::linalg::general_mat_mul(1.0 / (k as f64).sqrt(), &a, &b, 0.0, &mut c);
+                Values::F64(z)
+            }
+            _ => {
+                let mut z = vec![0f32; m * k];
+                self.map.apply(rows, &mut z);
+                Values::F32(z)
+            }
+        }
+    }
+
+    /// Check a block's shape: `rows` holds whole input rows and `words` their packed outputs.
+    fn block<'a>(&self, rows: &[f32], out: SketchMut<'a>) -> Result<&'a mut [u64]> {
+        let SketchMut::Bits(words) = out else {
+            return Err(Error::param(
+                "payload",
+                "a sign mechanism needs a bit buffer",
+            ));
+        };
+        let p = self.map.p();
+        let m = rows.len() / p;
+        if m * p != rows.len() || words.len() != m * self.map.k().div_ceil(64) {
+            return Err(Error::param(
+                "rows",
+                "block shape does not match the mechanism",
+            ));
+        }
+        Ok(words)
+    }
+
+    /// Privatise every projected row; row `r` draws from `rng_for(r)` (called in row order).
+    fn privatise_values<T: Copy + Into<f64>>(
+        &self,
+        z: &[T],
+        words: &mut [u64],
+        mut rng_for: impl FnMut(usize) -> Option<ChaCha20Rng>,
+        rng: &mut ChaCha20Rng,
+        mut sizes: Option<&mut [u32]>,
+    ) {
+        let k = self.map.k();
+        let wpr = k.div_ceil(64);
+        let mut scratch = Scratch::default();
+        let mut own: Option<ChaCha20Rng> = None;
+        for (r, (x, w)) in z
+            .chunks_exact(k)
+            .zip(words.chunks_exact_mut(wpr))
+            .enumerate()
+        {
+            if let Some(fresh) = rng_for(r) {
+                own = Some(fresh);
+            }
+            let g = own.as_mut().unwrap_or(&mut *rng);
+            let n = self.privatise_row(x, w, g, &mut scratch);
+            if let Some(s) = sizes.as_deref_mut() {
+                s[r] = n;
             }
         }
     }
@@ -430,41 +598,38 @@ impl SignSketch {
         out: SketchMut<'_>,
         first_block: u64,
         noise: &NoiseSource,
-        mut sizes: Option<&mut [u32]>,
+        sizes: Option<&mut [u32]>,
     ) -> Result<()> {
-        let SketchMut::Bits(words) = out else {
-            return Err(Error::param(
-                "payload",
-                "a sign mechanism needs a bit buffer",
-            ));
+        let words = self.block(rows, out)?;
+        // one noise stream per BLOCK_ROWS rows, fresh at each block start
+        let fresh = |r: usize| {
+            (r % BLOCK_ROWS == 0).then(|| noise.block_rng(first_block + (r / BLOCK_ROWS) as u64))
         };
-        let (p, k) = (self.map.p(), self.map.k());
-        let wpr = k.div_ceil(64);
-        let m = rows.len() / p;
-        if m * p != rows.len() || words.len() != m * wpr {
-            return Err(Error::param(
-                "rows",
-                "block shape does not match the mechanism",
-            ));
-        }
-        let mut z = vec![0f32; m * k];
-        self.map.apply(rows, &mut z);
-        let mut scratch = Scratch::default();
-        for (b, start) in (0..m).step_by(BLOCK_ROWS).enumerate() {
-            let mut rng = noise.block_rng(first_block + b as u64);
-            for r in start..(start + BLOCK_ROWS).min(m) {
-                let n = self.privatise_row(
-                    &z[r * k..(r + 1) * k],
-                    &mut words[r * wpr..(r + 1) * wpr],
-                    &mut rng,
-                    &mut scratch,
-                );
-                if let Some(s) = sizes.as_deref_mut() {
-                    s[r] = n;
-                }
-            }
+        let mut unused = noise.block_rng(u64::MAX);
+        match self.project_values(rows) {
+            Values::F32(z) => self.privatise_values(&z, words, fresh, &mut unused, sizes),
+            Values::F64(z) => self.privatise_values(&z, words, fresh, &mut unused, sizes),
         }
         Ok(())
+    }
+}
+
+/// Projected values of a block of rows ([`SignSketch::project_values`]).
+#[derive(Debug, Clone)]
+pub enum Values {
+    /// From the f32 public map.
+    F32(Vec<f32>),
+    /// Dense map evaluated in f64.
+    F64(Vec<f64>),
+}
+
+impl Values {
+    /// The values widened to f64.
+    pub fn to_f64(&self) -> Vec<f64> {
+        match self {
+            Values::F32(z) => z.iter().map(|&v| v as f64).collect(),
+            Values::F64(z) => z.clone(),
+        }
     }
 }
 
@@ -489,11 +654,11 @@ impl Scratch {
 }
 
 /// Pack the signs of `x` (bit set = `x_j ≥ 0`) into `words`.
-pub fn pack_signs(x: &[f32], words: &mut [u64]) {
+pub fn pack_signs<T: Copy + Into<f64>>(x: &[T], words: &mut [u64]) {
     for (w, chunk) in words.iter_mut().zip(x.chunks(64)) {
         let mut v = 0u64;
         for (b, &xj) in chunk.iter().enumerate() {
-            v |= ((xj >= 0.0) as u64) << b;
+            v |= ((xj.into() >= 0.0) as u64) << b;
         }
         *w = v;
     }
@@ -530,31 +695,10 @@ impl Mechanism for SignSketch {
         self.map.apply(rows, out)
     }
     fn privatise(&self, rows: &[f32], out: SketchMut<'_>, rng: &mut ChaCha20Rng) -> Result<()> {
-        let SketchMut::Bits(words) = out else {
-            return Err(Error::param(
-                "payload",
-                "a sign mechanism needs a bit buffer",
-            ));
-        };
-        let (p, k) = (self.map.p(), self.map.k());
-        let wpr = k.div_ceil(64);
-        let m = rows.len() / p;
-        if m * p != rows.len() || words.len() != m * wpr {
-            return Err(Error::param(
-                "rows",
-                "block shape does not match the mechanism",
-            ));
-        }
-        let mut z = vec![0f32; m * k];
-        self.map.apply(rows, &mut z);
-        let mut scratch = Scratch::default();
-        for r in 0..m {
-            self.privatise_row(
-                &z[r * k..(r + 1) * k],
-                &mut words[r * wpr..(r + 1) * wpr],
-                rng,
-                &mut scratch,
-            );
+        let words = self.block(rows, out)?;
+        match self.project_values(rows) {
+            Values::F32(z) => self.privatise_values(&z, words, |_| None, rng, None),
+            Values::F64(z) => self.privatise_values(&z, words, |_| None, rng, None),
         }
         Ok(())
     }
