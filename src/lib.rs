@@ -71,6 +71,8 @@ pub mod cli;
 pub mod data;
 pub mod error;
 pub mod estimate;
+pub mod eval;
+pub mod learn;
 pub mod mechanism;
 pub mod privacy;
 pub mod projection;

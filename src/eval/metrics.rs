@@ -1,0 +1,1 @@
+//! Retrieval metrics and ground truth (DESIGN.md §9).

@@ -1,0 +1,1 @@
+//! Reports: Markdown, CSV, JSON and plots of a [`super::Report`].

@@ -1,0 +1,3 @@
+//! Learning on released sketches: a linear SVM ([`svm`]).
+
+pub mod svm;

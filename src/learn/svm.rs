@@ -1,0 +1,1 @@
+//! Linear SVM (dual coordinate descent, LIBLINEAR) on dense and sign sketches.
