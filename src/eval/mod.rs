@@ -8,8 +8,10 @@
 //! including the combinations a mechanism cannot take (status [`Status::NotApplicable`]) and the
 //! non-private reference (`epsilon = None`, i.e. ε = ∞).
 
+pub mod grid;
 pub mod metrics;
 pub mod report;
+pub mod retrieval;
 
 use serde::{Deserialize, Serialize};
 

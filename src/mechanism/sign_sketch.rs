@@ -491,9 +491,13 @@ impl SignSketch {
                 let n = self.noise_set(x, mask);
                 if n > 0 {
                     let sigma = self.set_sensitivity(mask, n) * sigma_unit;
-                    // per 64 signs: A as a bit mask, one normal draw per member in ascending
-                    // order (the stream order of a plain loop), the noisy signs merged into the
-                    // word without data-dependent branches
+                    // |A| normal draws in one tight loop, consumed in ascending order of A (the
+                    // stream order of a plain loop over j); per 64 signs, A as a bit mask and the
+                    // noisy signs merged into the word without data-dependent branches
+                    let z = &mut scratch.normals;
+                    z.clear();
+                    z.extend((0..n).map(|_| rng.sample::<f64, _>(StandardNormal)));
+                    let mut next = z.iter();
                     for (w, (ms, xs)) in words
                         .iter_mut()
                         .zip(scratch.mask.chunks(64).zip(x.chunks(64)))
@@ -506,8 +510,8 @@ impl SignSketch {
                         while rest != 0 {
                             let b = rest.trailing_zeros() as usize;
                             rest &= rest - 1;
-                            let z: f64 = rng.sample(StandardNormal);
-                            set |= ((xs[b].into() + sigma * z >= 0.0) as u64) << b;
+                            let zj = next.next().copied().unwrap_or(0.0);
+                            set |= ((xs[b].into() + sigma * zj >= 0.0) as u64) << b;
                         }
                         *w = (*w & !a) | set;
                     }
@@ -637,6 +641,7 @@ impl Values {
 #[derive(Default)]
 struct Scratch {
     mask: Vec<bool>,
+    normals: Vec<f64>,
     words: Vec<u64>,
     levels: Vec<u32>,
 }

@@ -1,0 +1,351 @@
+//! `dprp eval retrieval|svm`: utility of each mechanism at given ε and k, before publishing.
+
+use std::path::{Path, PathBuf};
+
+use clap::{Args, Subcommand};
+
+use super::ScaleArgs;
+use crate::data::scale::{check_domain, ScaleArg, ScalingRequest};
+use crate::data::{Dataset, Format, InputOptions};
+use crate::error::{Error, Result};
+use crate::eval::grid::{parse_f64_list, parse_usize_list, MechanismSpec, Privacy, Seeds};
+use crate::eval::retrieval::{self, QueryMode, RetrievalConfig};
+use crate::eval::{report, Report};
+use crate::projection::Seed;
+use crate::publish::load_scaled;
+
+#[derive(Debug, Args)]
+pub struct EvalArgs {
+    #[command(subcommand)]
+    what: EvalCommand,
+}
+
+#[derive(Debug, Subcommand)]
+enum EvalCommand {
+    /// Nearest-neighbour retrieval: precision@10 and recall@100 against the true top-10 by cosine.
+    Retrieval(RetrievalArgs),
+}
+
+/// Options shared by every evaluation.
+#[derive(Debug, Args)]
+pub struct CommonArgs {
+    /// A preset grid with its data: paper-mnist (retrieval) or paper-svm (classification). Data
+    /// is looked up in $DPRP_DATA, ../shared/data or the source tree's ../shared/data; explicit
+    /// options override the preset's values.
+    #[arg(long)]
+    preset: Option<String>,
+    /// Training rows (the database for retrieval), any supported format.
+    #[arg(long)]
+    train: Option<PathBuf>,
+    /// Test rows (the queries for retrieval), any supported format.
+    #[arg(long)]
+    test: Option<PathBuf>,
+    /// MNIST IDX label file for --train.
+    #[arg(long)]
+    train_labels: Option<PathBuf>,
+    /// MNIST IDX label file for --test.
+    #[arg(long)]
+    test_labels: Option<PathBuf>,
+    /// Input format when the file names do not tell (native, npy, fvecs, bvecs, svm, idx, csv).
+    #[arg(long)]
+    format: Option<String>,
+    /// Mechanisms: a comma-separated list of names, `name:projection` for a dense kind (e.g.
+    /// dp-rp-g-opt:gaussian), or `all`.
+    #[arg(long)]
+    mechanisms: Option<String>,
+    /// ε values, comma-separated.
+    #[arg(long, allow_negative_numbers = true)]
+    epsilon: Option<String>,
+    /// Sketch sizes k, comma-separated.
+    #[arg(long)]
+    k: Option<String>,
+    /// δ for the Gaussian mechanisms and N₊.
+    #[arg(long, allow_negative_numbers = true)]
+    delta: Option<f64>,
+    /// Neighbour distance β.
+    #[arg(long, allow_negative_numbers = true)]
+    beta: Option<f64>,
+    /// Public lower bound ν on row norms (dp-signrp-rr; without it that mechanism is reported as
+    /// not applicable).
+    #[arg(long, allow_negative_numbers = true)]
+    min_norm: Option<f64>,
+    /// Repeats per setting (fresh projection and noise each); the spread is reported.
+    #[arg(long)]
+    repeat: Option<usize>,
+    /// Master seed (hex) from which every projection seed and noise key is derived (default:
+    /// fresh from the OS; always recorded in the report).
+    #[arg(long)]
+    seed: Option<String>,
+    /// Directory for report.md, report.csv, report.json and the plots (SVG and PNG).
+    #[arg(long)]
+    out: Option<PathBuf>,
+    #[command(flatten)]
+    scale: ScaleArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct RetrievalArgs {
+    #[command(flatten)]
+    common: CommonArgs,
+    /// Use only the first N test rows as queries (default: all; paper-mnist: 1000).
+    #[arg(long)]
+    queries: Option<usize>,
+    /// Queries privatised like the database (private), projected only (raw), or both.
+    #[arg(long)]
+    query_mode: Option<String>,
+}
+
+pub fn run(a: EvalArgs) -> Result<()> {
+    match a.what {
+        EvalCommand::Retrieval(r) => run_retrieval(r),
+    }
+}
+
+/// The paper's retrieval grid (DESIGN.md §9, §11).
+pub const PAPER_MNIST_MECHANISMS: &str = "raw-g-opt,dp-rp-g,dp-rp-g-opt,dp-rp-g-opt:gaussian,\
+dp-oporp,dp-signrp-rr,dp-signrp-rr-smooth,dp-signoporp-rr,dp-signoporp-rr-smooth,idp-signrp-g,\
+idp-signrp-rr,idp-signoporp-g,idp-signoporp-rr";
+/// ε grid of the presets.
+pub const PAPER_EPSILONS: &str = "1,2,5,10,20,50,100";
+/// Default query subset of paper-mnist.
+pub const PAPER_MNIST_QUERIES: usize = 1000;
+/// ν for MNIST/255 in paper-mnist: below the smallest row norm of MNIST train and test (the
+/// smallest is about 4.6), a public bound for digit images.
+pub const PAPER_MNIST_MIN_NORM: f64 = 3.0;
+
+/// Where the shared datasets are: $DPRP_DATA, ./../shared/data, or the source tree's.
+pub fn shared_data() -> Option<PathBuf> {
+    let mut candidates = Vec::new();
+    if let Some(d) = std::env::var_os("DPRP_DATA") {
+        candidates.push(PathBuf::from(d));
+    }
+    candidates.push(PathBuf::from("../shared/data"));
+    candidates.push(Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/data"));
+    candidates.into_iter().find(|c| c.is_dir())
+}
+
+fn preset_file(dir: &Path, rel: &str, preset: &str) -> Result<PathBuf> {
+    let p = dir.join(rel);
+    if p.is_file() {
+        Ok(p)
+    } else {
+        Err(Error::param(
+            "--preset",
+            format!(
+                "{preset} needs {} (not found); set DPRP_DATA to the shared data directory or \
+                 pass --train/--test",
+                p.display()
+            ),
+        ))
+    }
+}
+
+/// Load one side (train or test), scaled and checked against the privacy domain [-1, 1].
+fn load(path: &Path, labels: Option<&PathBuf>, format: Option<Format>, req: &ScalingRequest) -> Result<Dataset> {
+    let opts = InputOptions {
+        format,
+        labels: labels.cloned(),
+        ..Default::default()
+    };
+    let d = load_scaled(path, &opts, req)?;
+    check_domain(&d.values, d.p, 0, path)?;
+    Ok(d)
+}
+
+/// Resolved inputs and grid of an evaluation.
+struct Resolved {
+    train: PathBuf,
+    test: PathBuf,
+    train_labels: Option<PathBuf>,
+    test_labels: Option<PathBuf>,
+    scaling: ScalingRequest,
+    mechanisms: Vec<MechanismSpec>,
+    epsilons: Vec<f64>,
+    ks: Vec<usize>,
+    privacy: Privacy,
+    repeat: usize,
+    seeds: Seeds,
+}
+
+fn resolve(c: &CommonArgs, default_ks: &str) -> Result<Resolved> {
+    let mut train = c.train.clone();
+    let mut test = c.test.clone();
+    let mut train_labels = c.train_labels.clone();
+    let mut test_labels = c.test_labels.clone();
+    let mut scaling = c.scale.request()?;
+    let mut mechanisms = c.mechanisms.clone().unwrap_or_else(|| "all".to_string());
+    let mut min_norm = c.min_norm;
+    match c.preset.as_deref() {
+        None => {}
+        Some("paper-mnist") => {
+            let dir = shared_data().ok_or_else(|| {
+                Error::param(
+                    "--preset",
+                    "paper-mnist needs the MNIST files: set DPRP_DATA to the shared data \
+                     directory (with mnist/) or pass --train/--test",
+                )
+            })?;
+            let f = |rel: &str| preset_file(&dir, rel, "paper-mnist");
+            train.get_or_insert(f("mnist/train-images-idx3-ubyte.gz")?);
+            test.get_or_insert(f("mnist/t10k-images-idx3-ubyte.gz")?);
+            train_labels.get_or_insert(f("mnist/train-labels-idx1-ubyte.gz")?);
+            test_labels.get_or_insert(f("mnist/t10k-labels-idx1-ubyte.gz")?);
+            if scaling == ScalingRequest::default() {
+                scaling.scale = Some(ScaleArg::Divisor(255.0));
+            }
+            if c.mechanisms.is_none() {
+                mechanisms = PAPER_MNIST_MECHANISMS.to_string();
+            }
+            min_norm.get_or_insert(PAPER_MNIST_MIN_NORM);
+        }
+        Some(o) => {
+            return Err(Error::param(
+                "--preset",
+                format!("unknown preset '{o}' for this evaluation (expected paper-mnist)"),
+            ))
+        }
+    }
+    let train = train.ok_or_else(|| Error::param("--train", "required (or use --preset)"))?;
+    let test = test.ok_or_else(|| Error::param("--test", "required (or use --preset)"))?;
+    let delta = c.delta.unwrap_or(1e-6);
+    if !(delta > 0.0 && delta < 1.0) {
+        return Err(Error::param("--delta", format!("{delta} is not in (0, 1)")));
+    }
+    let beta = c.beta.unwrap_or(1.0);
+    if !(beta.is_finite() && beta > 0.0) {
+        return Err(Error::param("--beta", format!("{beta} must be positive")));
+    }
+    if let Some(v) = min_norm {
+        if !(v.is_finite() && v > 0.0) {
+            return Err(Error::param("--min-norm", format!("{v} must be positive")));
+        }
+    }
+    let repeat = c.repeat.unwrap_or(1);
+    if repeat == 0 {
+        return Err(Error::param("--repeat", "must be at least 1"));
+    }
+    let master = match &c.seed {
+        Some(s) => Seed::parse_hex(s).map_err(|_| {
+            Error::param("--seed", format!("'{s}' is not 1 to 64 hexadecimal digits"))
+        })?,
+        None => Seed::random()?,
+    };
+    Ok(Resolved {
+        train,
+        test,
+        train_labels,
+        test_labels,
+        scaling,
+        mechanisms: MechanismSpec::parse_list(&mechanisms)?,
+        epsilons: parse_f64_list("--epsilon", c.epsilon.as_deref().unwrap_or(PAPER_EPSILONS))?,
+        ks: parse_usize_list("--k", c.k.as_deref().unwrap_or(default_ks))?,
+        privacy: Privacy {
+            delta,
+            beta,
+            min_norm,
+        },
+        repeat,
+        seeds: Seeds::new(master),
+    })
+}
+
+fn run_retrieval(a: RetrievalArgs) -> Result<()> {
+    let c = &a.common;
+    let r = resolve(c, "256,512,1024")?;
+    let format = c.format.as_deref().map(Format::parse).transpose()?;
+    // check the output directory before the work
+    if let Some(out) = &c.out {
+        if out.exists() && !out.is_dir() {
+            return Err(Error::param(
+                "--out",
+                format!("{} exists and is not a directory", out.display()),
+            ));
+        }
+    }
+    let train = load(&r.train, r.train_labels.as_ref(), format, &r.scaling)?;
+    let mut test = load(&r.test, r.test_labels.as_ref(), format, &r.scaling)?;
+    let queries = a.queries.or(if c.preset.as_deref() == Some("paper-mnist") {
+        Some(PAPER_MNIST_QUERIES)
+    } else {
+        None
+    });
+    if let Some(nq) = queries {
+        if nq == 0 {
+            return Err(Error::param("--queries", "must be at least 1"));
+        }
+        if nq < test.n {
+            test.n = nq;
+            test.values.truncate(nq * test.p);
+            if let Some(l) = test.labels.as_mut() {
+                l.truncate(nq);
+            }
+        }
+    }
+    let query_modes = QueryMode::parse_list(a.query_mode.as_deref().unwrap_or("both"))?;
+    let cfg = RetrievalConfig {
+        mechanisms: r.mechanisms.clone(),
+        epsilons: r.epsilons.clone(),
+        ks: r.ks.clone(),
+        privacy: r.privacy,
+        query_modes,
+        repeat: r.repeat,
+        seeds: r.seeds,
+    };
+    eprintln!(
+        "retrieval: {} database rows, {} queries (the first {} test rows), p = {}; {} mechanisms × \
+         {} ε × {} k × {} repeats",
+        train.n,
+        test.n,
+        test.n,
+        train.p,
+        cfg.mechanisms.len(),
+        cfg.epsilons.len(),
+        cfg.ks.len(),
+        cfg.repeat
+    );
+    let pb = super::query::progress_bar(0, "eval");
+    let tick = |done: usize, total: usize| {
+        pb.set_length(total as u64);
+        pb.set_position(done as u64);
+    };
+    let mut rep = retrieval::run(&train, &test, &cfg, &tick)?;
+    pb.finish_and_clear();
+    annotate(&mut rep, c, &r);
+    finish(&rep, c.out.as_deref())
+}
+
+/// Record the inputs and command line in the report's metadata.
+fn annotate(rep: &mut Report, c: &CommonArgs, r: &Resolved) {
+    if let Some(m) = rep.meta.as_object_mut() {
+        m.insert("preset".into(), serde_json::json!(c.preset));
+        m.insert("train".into(), serde_json::json!(r.train.display().to_string()));
+        m.insert("test".into(), serde_json::json!(r.test.display().to_string()));
+        m.insert(
+            "command".into(),
+            serde_json::json!(std::env::args().collect::<Vec<_>>().join(" ")),
+        );
+    }
+}
+
+/// Print the Markdown table; write the files and plots under `out`.
+fn finish(rep: &Report, out: Option<&Path>) -> Result<()> {
+    let md = report::markdown(rep);
+    println!("{md}");
+    if let Some(dir) = out {
+        std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
+        let mut f = crate::atomic::AtomicFile::create(&dir.join("report.md"))?;
+        use std::io::Write;
+        f.write_all(md.as_bytes())
+            .map_err(|e| Error::io(dir.join("report.md"), e))?;
+        f.commit()?;
+        report::write_csv(rep, &dir.join("report.csv"))?;
+        report::write_json(rep, &dir.join("report.json"))?;
+        let plots = report::plots(rep, dir)?;
+        eprintln!(
+            "wrote {}: report.md, report.csv, report.json and {} plot files",
+            dir.display(),
+            plots.len()
+        );
+    }
+    Ok(())
+}
