@@ -606,3 +606,92 @@ fn smooth_levels_as_computed_move_by_at_most_one() {
         );
     }
 }
+
+/// iDP Gaussian (Algorithms 6–7): in A the released sign is +1 with probability Φ(x_j/σ),
+/// σ = Δ₂(A)·sigma_unit (1/2 exactly for x_j = 0, which takes a coin instead of a normal draw);
+/// outside A the clean sign. OPORP on a sparse row, so that zero and non-zero bins both occur.
+#[test]
+fn idp_gaussian_releases_each_sign_with_the_calibrated_probability() {
+    use dprp::privacy::gaussian::norm_cdf;
+    let (p, k) = (256, 128);
+    let mut rng = ChaCha20Rng::seed_from_u64(21);
+    // sparse: a third of the coordinates non-zero, values up to 0.8
+    let u: Vec<f32> = (0..p)
+        .map(|_| {
+            if rng.next_u64() % 3 == 0 {
+                (1.6 * uniform(&mut rng) - 0.8) as f32
+            } else {
+                0.0
+            }
+        })
+        .collect();
+    for kind in [MechanismKind::IdpSignoporpG, MechanismKind::IdpSignrpG] {
+        let m = build(&params(kind, p, k, 3.0)).unwrap();
+        let s = SignSketch::from_record(&m.record(), &m.guarantee()).unwrap();
+        let FlipRule::IdpGaussian { sigma_unit, .. } = s.sign_record().rule else {
+            panic!("not iDP-G");
+        };
+        let x = s.project_values(&u).to_f64();
+        let mut mask = Vec::new();
+        let size = s.noise_set(&x, &mut mask);
+        let sigma = s.set_sensitivity(&mask, size) * sigma_unit;
+        let trials = 20_000u64;
+        let mut ones = vec![0u64; k];
+        let mut out = vec![0u64; k.div_ceil(64)];
+        let noise = NoiseSource::from_seed("idp-gaussian-rates");
+        for t in 0..trials {
+            m.privatise(&u, SketchMut::Bits(&mut out), &mut noise.block_rng(t))
+                .unwrap();
+            for (j, c) in ones.iter_mut().enumerate() {
+                *c += bit(&out, j) as u64;
+            }
+        }
+        let (mut zeros, mut inside) = (0, 0);
+        for j in 0..k {
+            let expect = if mask[j] {
+                inside += 1;
+                zeros += (x[j] == 0.0) as usize;
+                norm_cdf(x[j] / sigma)
+            } else {
+                (x[j] >= 0.0) as u8 as f64
+            };
+            assert!(
+                binomial_ok(ones[j], trials, expect),
+                "{kind:?} sign {j}: x = {}, {} ones of {trials}, expected P = {expect}",
+                x[j],
+                ones[j]
+            );
+        }
+        if kind == MechanismKind::IdpSignoporpG {
+            assert!(
+                zeros > 5 && inside > zeros + 5,
+                "{zeros} zero bins of {inside} in A"
+            );
+        }
+    }
+    // power: a σ off by 30% is detected on the same data
+    let m = build(&params(MechanismKind::IdpSignoporpG, p, k, 3.0)).unwrap();
+    let s = SignSketch::from_record(&m.record(), &m.guarantee()).unwrap();
+    let FlipRule::IdpGaussian { sigma_unit, .. } = s.sign_record().rule else {
+        panic!("not iDP-G");
+    };
+    let x = s.project_values(&u).to_f64();
+    let mut mask = Vec::new();
+    let size = s.noise_set(&x, &mut mask);
+    let wrong = 1.3 * s.set_sensitivity(&mask, size) * sigma_unit;
+    let trials = 20_000u64;
+    let mut ones = vec![0u64; k];
+    let mut out = vec![0u64; k.div_ceil(64)];
+    let noise = NoiseSource::from_seed("idp-gaussian-power");
+    for t in 0..trials {
+        m.privatise(&u, SketchMut::Bits(&mut out), &mut noise.block_rng(t))
+            .unwrap();
+        for (j, c) in ones.iter_mut().enumerate() {
+            *c += bit(&out, j) as u64;
+        }
+    }
+    let caught = (0..k)
+        .filter(|&j| mask[j] && x[j] != 0.0)
+        .any(|j| !binomial_ok(ones[j], trials, norm_cdf(x[j] / wrong)));
+    assert!(caught, "a 30% error in σ must be detectable");
+}

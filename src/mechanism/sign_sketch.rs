@@ -19,7 +19,7 @@
 //! scale and the level arithmetic (f64) are added. `n` is `p` for dense maps (so the guard grows
 //! as `p²`: 7.3% at p = 784, β = 1) and the largest bin for OPORP (negligible).
 
-use rand::RngExt;
+use rand::{Rng, RngExt};
 use rand_chacha::ChaCha20Rng;
 use rand_distr::StandardNormal;
 use serde::{Deserialize, Serialize};
@@ -393,6 +393,26 @@ impl SignSketch {
     /// Δ₂ of the values in `A` under β-adjacency: `(β/√k)·max_i ‖W[i,A]‖₂` (dense; Rademacher gives
     /// `β·√(|A|/k)`), or β for OPORP (one coordinate moves one bin by at most β).
     pub fn set_sensitivity(&self, mask: &[bool], size: u32) -> f64 {
+        self.sensitivity_of(|j| mask[j], size)
+    }
+
+    /// The noise set as bit words (bit `j` set = `j ∈ A`, layout of the sign words) and its size.
+    fn noise_words<T: Copy + Into<f64>>(&self, x: &[T], out: &mut Vec<u64>) -> u32 {
+        out.clear();
+        let mut n = 0;
+        for (xs, cs) in x.chunks(64).zip(self.steps.chunks(64)) {
+            let mut a = 0u64;
+            for (b, (&v, &c)) in xs.iter().zip(cs).enumerate() {
+                a |= ((c > v.into().abs()) as u64) << b;
+            }
+            n += a.count_ones();
+            out.push(a);
+        }
+        n
+    }
+
+    /// [`set_sensitivity`](Self::set_sensitivity) for a membership test.
+    fn sensitivity_of(&self, member: impl Fn(usize) -> bool, size: u32) -> f64 {
         if size == 0 {
             return 0.0;
         }
@@ -403,7 +423,7 @@ impl SignSketch {
                     // every |w_ij| = 1: each row of W restricted to A has squared norm |A|
                     size as f64
                 } else {
-                    let idx: Vec<usize> = (0..k).filter(|&j| mask[j]).collect();
+                    let idx: Vec<usize> = (0..k).filter(|&j| member(j)).collect();
                     d.entries()
                         .chunks(k)
                         .map(|row| {
@@ -436,7 +456,6 @@ impl SignSketch {
     ) -> u32 {
         pack_signs(x, words);
         let k = x.len();
-        let mask = &mut scratch.mask;
         match &self.record.rule {
             FlipRule::RandomisedResponse {
                 flip_probability, ..
@@ -474,39 +493,57 @@ impl SignSketch {
                 k as u32
             }
             FlipRule::IdpRandomisedResponse { epsilon, split } => {
-                let n = self.noise_set(x, mask);
+                let n = self.noise_words(x, &mut scratch.set);
                 if n > 0 {
                     let e = if *split { epsilon / n as f64 } else { *epsilon };
-                    let mask = &scratch.mask;
                     let flip = Flip::new(rr_flip_probability(e));
-                    for (j, &a) in mask.iter().enumerate() {
-                        if a && flip.sample(rng) {
-                            words[j / 64] ^= 1 << (j % 64);
+                    // one draw per member of A, in ascending j
+                    for (w, &a) in words.iter_mut().zip(&scratch.set) {
+                        let (mut rest, mut m) = (a, 0u64);
+                        while rest != 0 {
+                            let b = rest.trailing_zeros();
+                            rest &= rest - 1;
+                            m |= (flip.sample(rng) as u64) << b;
                         }
+                        *w ^= m;
                     }
                 }
                 n
             }
             FlipRule::IdpGaussian { sigma_unit, .. } => {
-                let n = self.noise_set(x, mask);
+                let n = self.noise_words(x, &mut scratch.set);
                 if n > 0 {
-                    let sigma = self.set_sensitivity(mask, n) * sigma_unit;
-                    // |A| normal draws in one tight loop, consumed in ascending order of A (the
-                    // stream order of a plain loop over j); per 64 signs, A as a bit mask and the
-                    // noisy signs merged into the word without data-dependent branches
+                    let set_words = &scratch.set;
+                    let sigma = self
+                        .sensitivity_of(|j| (set_words[j / 64] >> (j % 64)) & 1 == 1, n)
+                        * sigma_unit;
+                    // A value of exactly 0 (most OPORP bins of sparse data) releases
+                    // sign(σz) = [z ≥ 0], a fair coin: one random bit instead of a normal draw,
+                    // the same output distribution. The other members of A take normal draws
+                    // in one tight loop, consumed in ascending j; then, per 64 signs, one word
+                    // of coins where needed, and the noisy signs merged without branches.
+                    let zero_words = &mut scratch.words;
+                    zero_words.clear();
+                    let mut normals = 0u32;
+                    for (&a, xs) in set_words.iter().zip(x.chunks(64)) {
+                        let mut zw = 0u64;
+                        for (b, &v) in xs.iter().enumerate() {
+                            zw |= ((v.into() == 0.0) as u64) << b;
+                        }
+                        zw &= a;
+                        normals += (a & !zw).count_ones();
+                        zero_words.push(zw);
+                    }
                     let z = &mut scratch.normals;
                     z.clear();
-                    z.extend((0..n).map(|_| rng.sample::<f64, _>(StandardNormal)));
+                    z.extend((0..normals).map(|_| rng.sample::<f64, _>(StandardNormal)));
                     let mut next = z.iter();
-                    for (w, (ms, xs)) in words
+                    for (w, ((&a, &zw), xs)) in words
                         .iter_mut()
-                        .zip(scratch.mask.chunks(64).zip(x.chunks(64)))
+                        .zip(set_words.iter().zip(zero_words.iter()).zip(x.chunks(64)))
                     {
-                        let mut a = 0u64;
-                        for (b, &in_a) in ms.iter().enumerate() {
-                            a |= (in_a as u64) << b;
-                        }
-                        let (mut rest, mut set) = (a, 0u64);
+                        let mut set = if zw != 0 { rng.next_u64() & zw } else { 0 };
+                        let mut rest = a & !zw;
                         while rest != 0 {
                             let b = rest.trailing_zeros() as usize;
                             rest &= rest - 1;
@@ -640,7 +677,7 @@ impl Values {
 /// Per-thread scratch buffers for [`SignSketch::privatise_row`].
 #[derive(Default)]
 struct Scratch {
-    mask: Vec<bool>,
+    set: Vec<u64>,
     normals: Vec<f64>,
     words: Vec<u64>,
     levels: Vec<u32>,
