@@ -53,6 +53,26 @@ pub type Progress<'a> = Option<&'a (dyn Fn(usize) + Sync)>;
 /// Errors (see [`check_request`]): `--queries` when the kinds or `k` differ, `--measure` when the
 /// measure does not fit the kind, `--top` when `top` is 0 or exceeds the database rows. An empty
 /// query set gives an empty result. With `k = 0` every score is 0.
+///
+/// ```
+/// use dprp::search::{exact, Measure, Sketch};
+///
+/// # fn main() -> dprp::Result<()> {
+/// // three 2-dimensional real sketches and one query
+/// let db = [1.0f32, 0.0, 0.0, 1.0, 0.7, 0.7];
+/// let q = [0.9f32, 0.1];
+/// let hits = exact::search(
+///     &Sketch::Real { data: &db, k: 2 },
+///     &Sketch::Real { data: &q, k: 2 },
+///     Measure::Cosine,
+///     2,
+///     None,
+/// )?;
+/// assert_eq!(hits[0][0].row, 0); // (1, 0) is closest in angle
+/// assert_eq!(hits[0][1].row, 2);
+/// # Ok(())
+/// # }
+/// ```
 pub fn search(
     db: &Sketch<'_>,
     queries: &Sketch<'_>,

@@ -977,6 +977,32 @@ fn measure_code(m: Measure) -> u32 {
 
 impl<'a> HnswIndex<'a> {
     /// Build over all database rows (parallel insertion by `hnsw_rs`, all cores).
+    ///
+    /// ```
+    /// use dprp::search::hnsw::{HnswIndex, HnswParams};
+    /// use dprp::search::{exact, Measure, Sketch};
+    ///
+    /// # fn main() -> dprp::Result<()> {
+    /// // 500 packed 128-bit sign sketches (2 words each)
+    /// let mut x = 0x9e3779b97f4a7c15u64;
+    /// let words: Vec<u64> = (0..1000)
+    ///     .map(|_| {
+    ///         x ^= x << 13;
+    ///         x ^= x >> 7;
+    ///         x ^= x << 17;
+    ///         x
+    ///     })
+    ///     .collect();
+    /// let db = Sketch::Bits { data: &words, k: 128 };
+    /// let index = HnswIndex::build(&db, Measure::Hamming, &HnswParams::default())?;
+    /// let approx = index.search(&db, 10, 64, None)?;
+    /// let exact = exact::search(&db, &db, Measure::Hamming, 10, None)?;
+    /// // every row finds itself first (128 agreements)
+    /// assert!(approx.iter().enumerate().all(|(i, h)| h[0].row == i));
+    /// assert_eq!(approx.len(), exact.len());
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn build(db: &Sketch<'a>, measure: Measure, params: &HnswParams) -> Result<HnswIndex<'a>> {
         params.check()?;
         check_db(db, measure)?;
