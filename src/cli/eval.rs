@@ -24,10 +24,13 @@ pub struct EvalArgs {
 enum EvalCommand {
     /// Nearest-neighbour retrieval: precision@10 and recall@100 against the true top-10 by cosine.
     Retrieval(RetrievalArgs),
+    /// Linear SVM trained on released sketches of the training rows, tested on released sketches
+    /// of the test rows (one-vs-rest for several classes): accuracy.
+    Svm(SvmArgs),
 }
 
 /// Options shared by every evaluation.
-#[derive(Debug, Args)]
+#[derive(Debug, Args, Clone)]
 pub struct CommonArgs {
     /// A preset grid with its data: paper-mnist (retrieval) or paper-svm (classification). Data
     /// is looked up in $DPRP_DATA, ../shared/data or the source tree's ../shared/data; explicit
@@ -95,11 +98,45 @@ pub struct RetrievalArgs {
     query_mode: Option<String>,
 }
 
+#[derive(Debug, Args)]
+pub struct SvmArgs {
+    #[command(flatten)]
+    common: CommonArgs,
+    /// C values, comma-separated: one result per C, or the candidates of --pick-c.
+    #[arg(long, default_value = "1")]
+    c: String,
+    /// Pick C per setting on a validation split (a fifth of the training rows, seeded) and report
+    /// the test accuracy of the model retrained with it.
+    #[arg(long)]
+    pick_c: bool,
+    /// Loss: squared-hinge (default, as scikit-learn's LinearSVC) or hinge.
+    #[arg(long, default_value = "squared-hinge")]
+    loss: String,
+    /// Stopping tolerance of the dual coordinate descent.
+    #[arg(long, default_value_t = 1e-4)]
+    tol: f64,
+    /// Maximum epochs per binary problem (default 1000; paper-svm: 200).
+    #[arg(long)]
+    max_iter: Option<usize>,
+}
+
 pub fn run(a: EvalArgs) -> Result<()> {
     match a.what {
         EvalCommand::Retrieval(r) => run_retrieval(r),
+        EvalCommand::Svm(s) => run_svm(s),
     }
 }
+
+/// The classification grid of paper-svm.
+pub const PAPER_SVM_MECHANISMS: &str = "raw-g-opt,dp-rp-g-opt,dp-oporp,dp-signrp-rr-smooth,\
+dp-signoporp-rr,dp-signoporp-rr-smooth,idp-signrp-g,idp-signoporp-g";
+/// Sketch sizes of paper-svm.
+pub const PAPER_SVM_KS: &str = "16,64,256";
+/// The LIBSVM sets of paper-svm (name, train, test) under the shared data directory.
+pub const PAPER_SVM_SETS: [(&str, &str, &str); 2] = [
+    ("a9a", "libsvm/a9a.svm.gz", "libsvm/a9a.t.svm.gz"),
+    ("ijcnn1", "libsvm/ijcnn1.trn.svm.gz", "libsvm/ijcnn1.tst.svm.gz"),
+];
 
 /// The paper's retrieval grid (DESIGN.md §9, §11).
 pub const PAPER_MNIST_MECHANISMS: &str = "raw-g-opt,dp-rp-g,dp-rp-g-opt,dp-rp-g-opt:gaussian,\
@@ -198,11 +235,22 @@ fn resolve(c: &CommonArgs, default_ks: &str) -> Result<Resolved> {
             }
             min_norm.get_or_insert(PAPER_MNIST_MIN_NORM);
         }
+        Some("paper-svm") if default_ks == PAPER_SVM_KS => {
+            // the datasets are set per run by run_svm
+            if c.mechanisms.is_none() {
+                mechanisms = PAPER_SVM_MECHANISMS.to_string();
+            }
+        }
         Some(o) => {
+            let expected = if default_ks == PAPER_SVM_KS {
+                "paper-svm"
+            } else {
+                "paper-mnist"
+            };
             return Err(Error::param(
                 "--preset",
-                format!("unknown preset '{o}' for this evaluation (expected paper-mnist)"),
-            ))
+                format!("unknown preset '{o}' for this evaluation (expected {expected})"),
+            ));
         }
     }
     let train = train.ok_or_else(|| Error::param("--train", "required (or use --preset)"))?;
@@ -312,6 +360,152 @@ fn run_retrieval(a: RetrievalArgs) -> Result<()> {
     pb.finish_and_clear();
     annotate(&mut rep, c, &r);
     finish(&rep, c.out.as_deref())
+}
+
+fn run_svm(a: SvmArgs) -> Result<()> {
+    let c = &a.common;
+    let preset = c.preset.as_deref() == Some("paper-svm");
+    if let Some(out) = &c.out {
+        if out.exists() && !out.is_dir() {
+            return Err(Error::param(
+                "--out",
+                format!("{} exists and is not a directory", out.display()),
+            ));
+        }
+    }
+    // (name, train, test) per dataset
+    let sets: Vec<(String, PathBuf, PathBuf)> = if preset && c.train.is_none() && c.test.is_none() {
+        let dir = shared_data().ok_or_else(|| {
+            Error::param(
+                "--preset",
+                "paper-svm needs the LIBSVM files: set DPRP_DATA to the shared data directory \
+                 (with libsvm/) or pass --train/--test",
+            )
+        })?;
+        PAPER_SVM_SETS
+            .iter()
+            .map(|(n, tr, te)| {
+                Ok((
+                    n.to_string(),
+                    preset_file(&dir, tr, "paper-svm")?,
+                    preset_file(&dir, te, "paper-svm")?,
+                ))
+            })
+            .collect::<Result<_>>()?
+    } else {
+        let tr = c
+            .train
+            .clone()
+            .ok_or_else(|| Error::param("--train", "required (or use --preset paper-svm)"))?;
+        let te = c
+            .test
+            .clone()
+            .ok_or_else(|| Error::param("--test", "required (or use --preset paper-svm)"))?;
+        vec![(String::new(), tr, te)]
+    };
+    let format = c.format.as_deref().map(Format::parse).transpose()?;
+    let svm = crate::learn::svm::SvmParams {
+        c: 1.0,
+        loss: crate::learn::svm::Loss::parse(&a.loss)?,
+        tol: a.tol,
+        max_iter: a.max_iter.unwrap_or(if preset { 200 } else { 1000 }),
+        ..Default::default()
+    };
+    let cs = parse_f64_list("--c", &a.c)?;
+    for (name, tr, te) in &sets {
+        let mut common = CommonArgs { ..c.clone() };
+        common.train = Some(tr.clone());
+        common.test = Some(te.clone());
+        let r = resolve(&common, PAPER_SVM_KS)?;
+        let (train, test) = load_pair(&r, format)?;
+        let cfg = crate::eval::svm::SvmConfig {
+            mechanisms: r.mechanisms.clone(),
+            epsilons: r.epsilons.clone(),
+            ks: r.ks.clone(),
+            privacy: r.privacy,
+            cs: cs.clone(),
+            pick_c: a.pick_c,
+            svm,
+            repeat: r.repeat,
+            seeds: r.seeds,
+        };
+        eprintln!(
+            "svm{}: {} training rows, {} test rows, p = {}; {} mechanisms × {} ε × {} k × {} C \
+             × {} repeats",
+            if name.is_empty() {
+                String::new()
+            } else {
+                format!(" [{name}]")
+            },
+            train.n,
+            test.n,
+            train.p,
+            cfg.mechanisms.len(),
+            cfg.epsilons.len(),
+            cfg.ks.len(),
+            cfg.cs.len(),
+            cfg.repeat
+        );
+        let pb = super::query::progress_bar(0, "eval");
+        let tick = |done: usize, total: usize| {
+            pb.set_length(total as u64);
+            pb.set_position(done as u64);
+        };
+        let mut rep = crate::eval::svm::run(&train, &test, &cfg, &tick)?;
+        pb.finish_and_clear();
+        annotate(&mut rep, &common, &r);
+        if !name.is_empty() {
+            println!("## {name}\n");
+        }
+        let out = c.out.as_ref().map(|o| {
+            if sets.len() > 1 {
+                o.join(name)
+            } else {
+                o.clone()
+            }
+        });
+        finish(&rep, out.as_deref())?;
+    }
+    Ok(())
+}
+
+/// Load train and test; LIBSVM files whose largest feature index differs are read again with the
+/// larger dimension (the same feature space).
+fn load_pair(r: &Resolved, format: Option<Format>) -> Result<(Dataset, Dataset)> {
+    let train = load(&r.train, r.train_labels.as_ref(), format, &r.scaling)?;
+    let test = load(&r.test, r.test_labels.as_ref(), format, &r.scaling)?;
+    if train.p == test.p {
+        return Ok((train, test));
+    }
+    let is_svm = |p: &Path| {
+        format == Some(Format::Svm)
+            || (format.is_none() && Format::from_path(p) == Some(Format::Svm))
+    };
+    if !(is_svm(&r.train) && is_svm(&r.test)) {
+        return Err(Error::param(
+            "--test",
+            format!(
+                "test rows have {} features, training rows {}",
+                test.p, train.p
+            ),
+        ));
+    }
+    let dim = train.p.max(test.p);
+    let with_dim = |path: &Path, labels: Option<&PathBuf>| -> Result<Dataset> {
+        let opts = InputOptions {
+            format,
+            labels: labels.cloned(),
+            dim: Some(dim),
+            ..Default::default()
+        };
+        let d = load_scaled(path, &opts, &r.scaling)?;
+        check_domain(&d.values, d.p, 0, path)?;
+        Ok(d)
+    };
+    Ok((
+        with_dim(&r.train, r.train_labels.as_ref())?,
+        with_dim(&r.test, r.test_labels.as_ref())?,
+    ))
 }
 
 /// Record the inputs and command line in the report's metadata.

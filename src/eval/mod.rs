@@ -12,6 +12,7 @@ pub mod grid;
 pub mod metrics;
 pub mod report;
 pub mod retrieval;
+pub mod svm;
 
 use serde::{Deserialize, Serialize};
 

@@ -124,8 +124,8 @@ pub fn run(
     let any_real = cfg.mechanisms.iter().any(|m| !m.kind.is_sign());
     let mut jobs = Vec::new();
     for &k in &cfg.ks {
-        for r in 0..cfg.repeat {
-            for (sign_reference, wanted) in [(false, any_real), (true, any_sign)] {
+        for (sign_reference, wanted) in [(false, any_real), (true, any_sign)] {
+            for r in 0..cfg.repeat {
                 if wanted {
                     jobs.push(Job {
                         mech: None,

@@ -1,0 +1,353 @@
+//! `dprp eval`: metrics against known answers, the retrieval and SVM runners on the bundled
+//! sample (library and command line), and the report files.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+use dprp::data::{native, sample, Dataset};
+use dprp::eval::grid::{MechanismSpec, Privacy, Seeds};
+use dprp::eval::metrics::{ground_truth, precision_at_10, recall_at_100, rows_of};
+use dprp::eval::retrieval::{self, QueryMode, RetrievalConfig};
+use dprp::eval::{svm, Status};
+use dprp::learn::svm::SvmParams;
+use dprp::projection::Seed;
+use dprp::search::{exact, Measure, Sketch};
+
+fn split(d: &Dataset, first: usize) -> (Dataset, Dataset) {
+    let take = |lo: usize, hi: usize| Dataset {
+        n: hi - lo,
+        p: d.p,
+        values: d.values[lo * d.p..hi * d.p].to_vec(),
+        labels: d.labels.as_ref().map(|l| l[lo..hi].to_vec()),
+        scaling: d.scaling.clone(),
+    };
+    (take(0, first), take(first, d.n))
+}
+
+/// Perfect sketches (no noise, identity projection, k = p) retrieve exactly the true neighbours.
+#[test]
+fn perfect_sketches_give_precision_one() {
+    let (db, q) = split(&sample::generate(), 1800);
+    let truth = ground_truth(&db.values, &q.values, db.p, 10).unwrap();
+    let hits = exact::search(
+        &Sketch::Real {
+            data: &db.values,
+            k: db.p,
+        },
+        &Sketch::Real {
+            data: &q.values,
+            k: db.p,
+        },
+        Measure::Cosine,
+        100,
+        None,
+    )
+    .unwrap();
+    let got = rows_of(&hits);
+    assert_eq!(precision_at_10(&got, &truth), 1.0);
+    assert_eq!(recall_at_100(&got, &truth), 1.0);
+    // and a shuffled retrieval does not
+    let shuffled: Vec<Vec<usize>> = got
+        .iter()
+        .map(|r| r.iter().rev().copied().collect())
+        .collect();
+    assert!(precision_at_10(&shuffled, &truth) < 0.5);
+}
+
+fn config(mechanisms: &str, eps: &[f64], ks: &[usize]) -> RetrievalConfig {
+    RetrievalConfig {
+        mechanisms: MechanismSpec::parse_list(mechanisms).unwrap(),
+        epsilons: eps.to_vec(),
+        ks: ks.to_vec(),
+        privacy: Privacy {
+            delta: 1e-6,
+            beta: 1.0,
+            min_norm: None,
+        },
+        query_modes: vec![QueryMode::Private, QueryMode::Raw],
+        repeat: 2,
+        seeds: Seeds::new(Seed([3; 32])),
+    }
+}
+
+/// The retrieval grid on the sample: every combination reported (OPORP at k > p as not
+/// applicable with its reason, dp-signrp-rr without ν likewise), the reference near the top,
+/// utility rising with ε, and the same master seed reproducing the same numbers.
+#[test]
+fn retrieval_grid_on_the_sample() {
+    let (db, q) = split(&sample::generate(), 1900);
+    let cfg = config(
+        "dp-oporp,dp-rp-g-opt,dp-signoporp-rr,dp-signrp-rr",
+        &[1.0, 1000.0],
+        &[32, 128],
+    );
+    let ticks = std::sync::atomic::AtomicUsize::new(0);
+    let rep = retrieval::run(&db, &q, &cfg, &|_, _| {
+        ticks.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    })
+    .unwrap();
+    // 2 references × 2 k + 4 mechanisms × 2 k × 2 ε settings, each × 2 query modes
+    assert_eq!(rep.rows.len(), (2 * 2 + 4 * 2 * 2) * 2);
+    assert_eq!(
+        ticks.into_inner(),
+        (2 * 2 + 4 * 2 * 2) * 2,
+        "one tick per job (× repeats)"
+    );
+    let find = |m: &str, e: Option<f64>, k: usize, mode: &str| {
+        rep.rows
+            .iter()
+            .find(|r| {
+                r.mechanism == m
+                    && r.epsilon == e
+                    && r.k == k
+                    && r.query_mode.as_deref() == Some(mode)
+            })
+            .unwrap_or_else(|| panic!("no row {m} {e:?} {k} {mode}"))
+    };
+    let na = find("dp-oporp", Some(1.0), 128, "private");
+    assert!(
+        matches!(&na.status, Status::NotApplicable(r) if r.contains("k")),
+        "{:?}",
+        na.status
+    );
+    assert!(matches!(
+        find("dp-signrp-rr", Some(1.0), 32, "raw").status,
+        Status::NotApplicable(_)
+    ));
+    let reference = find("non-private", None, 128, "private")
+        .metric("precision@10")
+        .unwrap()
+        .mean;
+    assert!(
+        reference > 0.3,
+        "non-private reference precision {reference}"
+    );
+    for m in ["dp-oporp", "dp-rp-g-opt", "dp-signoporp-rr"] {
+        let lo = find(m, Some(1.0), 32, "private")
+            .metric("precision@10")
+            .unwrap();
+        let hi = find(m, Some(1000.0), 32, "private")
+            .metric("precision@10")
+            .unwrap();
+        assert_eq!(lo.values.len(), 2);
+        assert!(
+            hi.mean > lo.mean,
+            "{m}: {} at ε = 1000 vs {} at ε = 1",
+            hi.mean,
+            lo.mean
+        );
+        let r = find(m, Some(1000.0), 32, "private")
+            .metric("recall@100")
+            .unwrap();
+        assert!(r.mean >= hi.mean, "recall@100 ≥ precision@10");
+    }
+    // reproducible from the master seed
+    let again = retrieval::run(&db, &q, &cfg, &|_, _| {}).unwrap();
+    for (a, b) in rep.rows.iter().zip(&again.rows) {
+        assert_eq!(a.metrics, b.metrics, "{} {:?}", a.mechanism, a.epsilon);
+    }
+}
+
+/// The SVM grid on the sample (10 classes): non-private reference well above chance, a large ε
+/// close to it, ε = 0.1 near chance; one row per C.
+#[test]
+fn svm_grid_on_the_sample() {
+    let (tr, te) = split(&sample::generate(), 1500);
+    let cfg = svm::SvmConfig {
+        mechanisms: MechanismSpec::parse_list("dp-rp-g-opt,dp-signoporp-rr").unwrap(),
+        epsilons: vec![0.1, 1000.0],
+        ks: vec![32],
+        privacy: Privacy {
+            delta: 1e-6,
+            beta: 1.0,
+            min_norm: None,
+        },
+        cs: vec![0.1, 1.0],
+        pick_c: false,
+        svm: SvmParams {
+            max_iter: 200,
+            ..Default::default()
+        },
+        repeat: 1,
+        seeds: Seeds::new(Seed([5; 32])),
+    };
+    let rep = svm::run(&tr, &te, &cfg, &|_, _| {}).unwrap();
+    assert_eq!(rep.rows.len(), (2 + 2 * 2) * 2);
+    let acc = |m: &str, e: Option<f64>, c: f64| {
+        rep.rows
+            .iter()
+            .find(|r| r.mechanism == m && r.epsilon == e && r.c == Some(c))
+            .and_then(|r| r.metric("accuracy"))
+            .map(|m| m.mean)
+            .unwrap_or_else(|| panic!("no accuracy for {m} {e:?} {c}"))
+    };
+    let reference = acc("non-private", None, 1.0);
+    assert!(
+        reference > 0.5,
+        "reference accuracy {reference} (10 classes)"
+    );
+    assert!(acc("dp-rp-g-opt", Some(1000.0), 1.0) > 0.8 * reference);
+    assert!(acc("dp-rp-g-opt", Some(0.1), 1.0) < 0.5 * reference);
+    // pick_c: one row per setting, C among the candidates
+    let picked = svm::run(
+        &tr,
+        &te,
+        &svm::SvmConfig {
+            pick_c: true,
+            ..cfg
+        },
+        &|_, _| {},
+    )
+    .unwrap();
+    assert_eq!(picked.rows.len(), 2 + 2 * 2);
+    assert!(picked
+        .rows
+        .iter()
+        .all(|r| matches!(r.c, Some(c) if c == 0.1 || c == 1.0)));
+}
+
+fn dprp(dir: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_dprp"))
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .expect("failed to start dprp")
+}
+
+/// The command line end to end on the bundled sample: Markdown on stdout, report files and plots
+/// under --out; bad input refused with a message and no output directory.
+#[test]
+fn eval_commands_on_the_sample() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    native::write(&d.join("sample.bin"), &sample::generate()).unwrap();
+    let args = [
+        "eval",
+        "retrieval",
+        "--train",
+        "sample.bin",
+        "--test",
+        "sample.bin",
+        "--queries",
+        "50",
+        "--mechanisms",
+        "dp-oporp,dp-signoporp-rr-smooth",
+        "--epsilon",
+        "5,50",
+        "--k",
+        "32,128",
+        "--seed",
+        "abc",
+        "--out",
+        "ret",
+    ];
+    let out = dprp(d, &args);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    assert!(
+        stdout.contains("dp-oporp") && stdout.contains("n/a"),
+        "{stdout}"
+    );
+    for f in ["report.md", "report.csv", "report.json"] {
+        assert!(d.join("ret").join(f).is_file(), "{f}");
+    }
+    let plots: Vec<_> = std::fs::read_dir(d.join("ret"))
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".svg") || n.ends_with(".png"))
+        .collect();
+    assert!(plots.len() >= 4, "{plots:?}");
+    let json: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(d.join("ret/report.json")).unwrap()).unwrap();
+    assert_eq!(json["meta"]["master_seed"].as_str().unwrap().len(), 64);
+
+    let svm = dprp(
+        d,
+        &[
+            "eval",
+            "svm",
+            "--train",
+            "sample.bin",
+            "--test",
+            "sample.bin",
+            "--mechanisms",
+            "dp-rp-g-opt",
+            "--epsilon",
+            "10",
+            "--k",
+            "16",
+            "--max-iter",
+            "100",
+        ],
+    );
+    let s = String::from_utf8_lossy(&svm.stdout);
+    assert!(
+        svm.status.success(),
+        "{s}\n{}",
+        String::from_utf8_lossy(&svm.stderr)
+    );
+    assert!(s.contains("accuracy") && s.contains("dp-rp-g-opt"), "{s}");
+
+    // bad input: message, non-zero exit, no output directory
+    for (bad, needle) in [
+        (vec!["--epsilon", "0"], "--epsilon"),
+        (vec!["--k", "0"], "--k"),
+        (vec!["--mechanisms", "nope"], "nope"),
+        (vec!["--queries", "0"], "--queries"),
+        (vec!["--repeat", "0"], "--repeat"),
+        (vec!["--query-mode", "sideways"], "query mode"),
+        (vec!["--preset", "paper-cifar"], "preset"),
+    ] {
+        let mut a = vec![
+            "eval",
+            "retrieval",
+            "--train",
+            "sample.bin",
+            "--test",
+            "sample.bin",
+            "--out",
+            "bad",
+        ];
+        a.extend(bad.iter().copied());
+        let o = dprp(d, &a);
+        let e = String::from_utf8_lossy(&o.stderr);
+        assert!(!o.status.success(), "{a:?} should fail");
+        assert!(e.contains(needle), "{a:?}: {e}");
+        assert!(!e.contains("panicked"), "{e}");
+        assert!(!d.join("bad").exists(), "{a:?} left an output directory");
+    }
+    let o = dprp(
+        d,
+        &[
+            "eval",
+            "retrieval",
+            "--train",
+            "missing.bin",
+            "--test",
+            "sample.bin",
+        ],
+    );
+    assert!(!o.status.success());
+    assert!(String::from_utf8_lossy(&o.stderr).contains("missing.bin"));
+    // svm without labels
+    let mut nolab = sample::generate();
+    nolab.labels = None;
+    native::write(&d.join("nolab.bin"), &nolab).unwrap();
+    let o = dprp(
+        d,
+        &[
+            "eval",
+            "svm",
+            "--train",
+            "nolab.bin",
+            "--test",
+            "nolab.bin",
+            "--k",
+            "16",
+        ],
+    );
+    assert!(!o.status.success());
+    assert!(String::from_utf8_lossy(&o.stderr).contains("labels"));
+}
