@@ -33,7 +33,7 @@ enum EvalCommand {
 #[derive(Debug, Args, Clone)]
 pub struct CommonArgs {
     /// A preset grid with its data: paper-mnist (retrieval) or paper-svm (classification). Data
-    /// is looked up in $DPRP_DATA, ../shared/data or the source tree's ../shared/data; explicit
+    /// is looked up in $DPRP_SHARED_DATA, ../shared/data or the source tree's ../shared/data; explicit
     /// options override the preset's values.
     #[arg(long)]
     preset: Option<String>,
@@ -135,7 +135,11 @@ pub const PAPER_SVM_KS: &str = "16,64,256";
 /// The LIBSVM sets of paper-svm (name, train, test) under the shared data directory.
 pub const PAPER_SVM_SETS: [(&str, &str, &str); 2] = [
     ("a9a", "libsvm/a9a.svm.gz", "libsvm/a9a.t.svm.gz"),
-    ("ijcnn1", "libsvm/ijcnn1.trn.svm.gz", "libsvm/ijcnn1.tst.svm.gz"),
+    (
+        "ijcnn1",
+        "libsvm/ijcnn1.trn.svm.gz",
+        "libsvm/ijcnn1.tst.svm.gz",
+    ),
 ];
 
 /// The paper's retrieval grid (DESIGN.md §9, §11).
@@ -150,10 +154,10 @@ pub const PAPER_MNIST_QUERIES: usize = 1000;
 /// 3.68), so no row is refused; in a real release ν must be a public bound, not read off the data.
 pub const PAPER_MNIST_MIN_NORM: f64 = 3.0;
 
-/// Where the shared datasets are: $DPRP_DATA, ./../shared/data, or the source tree's.
+/// Where the shared datasets are: $DPRP_SHARED_DATA, ./../shared/data, or the source tree's.
 pub fn shared_data() -> Option<PathBuf> {
     let mut candidates = Vec::new();
-    if let Some(d) = std::env::var_os("DPRP_DATA") {
+    if let Some(d) = std::env::var_os("DPRP_SHARED_DATA") {
         candidates.push(PathBuf::from(d));
     }
     candidates.push(PathBuf::from("../shared/data"));
@@ -169,7 +173,7 @@ fn preset_file(dir: &Path, rel: &str, preset: &str) -> Result<PathBuf> {
         Err(Error::param(
             "--preset",
             format!(
-                "{preset} needs {} (not found); set DPRP_DATA to the shared data directory or \
+                "{preset} needs {} (not found); set DPRP_SHARED_DATA to the shared data directory or \
                  pass --train/--test",
                 p.display()
             ),
@@ -178,7 +182,12 @@ fn preset_file(dir: &Path, rel: &str, preset: &str) -> Result<PathBuf> {
 }
 
 /// Load one side (train or test), scaled and checked against the privacy domain [-1, 1].
-fn load(path: &Path, labels: Option<&PathBuf>, format: Option<Format>, req: &ScalingRequest) -> Result<Dataset> {
+fn load(
+    path: &Path,
+    labels: Option<&PathBuf>,
+    format: Option<Format>,
+    req: &ScalingRequest,
+) -> Result<Dataset> {
     let opts = InputOptions {
         format,
         labels: labels.cloned(),
@@ -218,7 +227,7 @@ fn resolve(c: &CommonArgs, default_ks: &str) -> Result<Resolved> {
             let dir = shared_data().ok_or_else(|| {
                 Error::param(
                     "--preset",
-                    "paper-mnist needs the MNIST files: set DPRP_DATA to the shared data \
+                    "paper-mnist needs the MNIST files: set DPRP_SHARED_DATA to the shared data \
                      directory (with mnist/) or pass --train/--test",
                 )
             })?;
@@ -228,7 +237,7 @@ fn resolve(c: &CommonArgs, default_ks: &str) -> Result<Resolved> {
             train_labels.get_or_insert(f("mnist/train-labels-idx1-ubyte.gz")?);
             test_labels.get_or_insert(f("mnist/t10k-labels-idx1-ubyte.gz")?);
             if scaling == ScalingRequest::default() {
-                scaling.scale = Some(ScaleArg::Divisor(255.0));
+                scaling.scale = Some(ScaleArg::Divide(255.0));
             }
             if c.mechanisms.is_none() {
                 mechanisms = PAPER_MNIST_MECHANISMS.to_string();
@@ -378,7 +387,7 @@ fn run_svm(a: SvmArgs) -> Result<()> {
         let dir = shared_data().ok_or_else(|| {
             Error::param(
                 "--preset",
-                "paper-svm needs the LIBSVM files: set DPRP_DATA to the shared data directory \
+                "paper-svm needs the LIBSVM files: set DPRP_SHARED_DATA to the shared data directory \
                  (with libsvm/) or pass --train/--test",
             )
         })?;
@@ -512,8 +521,14 @@ fn load_pair(r: &Resolved, format: Option<Format>) -> Result<(Dataset, Dataset)>
 fn annotate(rep: &mut Report, c: &CommonArgs, r: &Resolved) {
     if let Some(m) = rep.meta.as_object_mut() {
         m.insert("preset".into(), serde_json::json!(c.preset));
-        m.insert("train".into(), serde_json::json!(r.train.display().to_string()));
-        m.insert("test".into(), serde_json::json!(r.test.display().to_string()));
+        m.insert(
+            "train".into(),
+            serde_json::json!(r.train.display().to_string()),
+        );
+        m.insert(
+            "test".into(),
+            serde_json::json!(r.test.display().to_string()),
+        );
         m.insert(
             "command".into(),
             serde_json::json!(std::env::args().collect::<Vec<_>>().join(" ")),
@@ -528,17 +543,18 @@ fn finish(rep: &Report, out: Option<&Path>) -> Result<()> {
     if let Some(dir) = out {
         std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
         let mut f = crate::atomic::AtomicFile::create(&dir.join("report.md"))?;
-        use std::io::Write;
-        f.write_all(md.as_bytes())
-            .map_err(|e| Error::io(dir.join("report.md"), e))?;
+        f.write_all(md.as_bytes())?;
         f.commit()?;
         report::write_csv(rep, &dir.join("report.csv"))?;
         report::write_json(rep, &dir.join("report.json"))?;
-        let plots = report::plots(rep, dir)?;
+        let plots = report::plots_with_warnings(rep, dir)?;
+        for w in &plots.warnings {
+            eprintln!("warning: {w}");
+        }
         eprintln!(
             "wrote {}: report.md, report.csv, report.json and {} plot files",
             dir.display(),
-            plots.len()
+            plots.files.len()
         );
     }
     Ok(())

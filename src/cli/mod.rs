@@ -12,6 +12,7 @@ mod calibrate;
 mod convert;
 mod demo;
 mod estimate;
+mod eval;
 mod index;
 mod info;
 mod publish;
@@ -42,6 +43,9 @@ enum Command {
     Query(query::QueryArgs),
     /// Build an HNSW index over a release for fast approximate queries.
     Index(index::IndexArgs),
+    /// How much utility each mechanism keeps at given ε and k (retrieval or a linear SVM), before
+    /// publishing: tables, CSV/JSON and plots.
+    Eval(eval::EvalArgs),
     /// Publish the bundled sample with a couple of mechanisms and show what was released.
     Demo(demo::DemoArgs),
     /// Regenerate the bundled sample dataset (data/sample.bin).
@@ -137,6 +141,7 @@ fn run(cli: Cli) -> Result<()> {
         Command::Estimate(a) => estimate::run(a),
         Command::Query(a) => query::run(a),
         Command::Index(a) => index::run(a),
+        Command::Eval(a) => eval::run(a),
 
         Command::Sample { output } => {
             crate::data::native::write(&output, &crate::data::sample::generate())?;

