@@ -100,7 +100,8 @@ def header():
 def part_libsvm(a, results):
     libsvm = os.path.join(a.data, "libsvm")
     print(f"\n## (a) raw LIBSVM data, C = {a.c}, loss {a.loss}, tol {a.tol}, max_iter {a.max_iter}"
-          f" (median of {a.reps}; sklearn on its native CSR input, dprp on dense rows)\n")
+          f" (median of {a.reps}; sklearn on its native CSR input, dprp on dense rows; a binary"
+          f" problem runs on one thread in both tools)\n")
     header()
     for name, tr, te, dim in LIBSVM_SETS:
         ptr, pte = os.path.join(libsvm, tr), os.path.join(libsvm, te)

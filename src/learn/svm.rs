@@ -56,6 +56,21 @@
 //! group rather than once per problem (on 60000 × 1024 sketches this halves the training time).
 //!
 //! Rows are [`Features`]: dense f32 rows or packed sign rows, borrowed without copying.
+//!
+//! ```
+//! use dprp::learn::{Features, LinearSvm, SvmParams};
+//!
+//! # fn main() -> dprp::Result<()> {
+//! // Four 2-D rows (row-major) and their classes.
+//! let x = [2.0f32, 1.0, 1.5, 2.0, -1.0, -2.0, -2.0, -0.5];
+//! let y = [1, 1, -1, -1];
+//! let model = LinearSvm::fit(&Features::dense(&x, 2)?, &y, &SvmParams::default())?;
+//! assert!(model.converged());
+//! let test = [3.0f32, 3.0, -3.0, -1.0];
+//! assert_eq!(model.predict(&Features::dense(&test, 2)?)?, vec![1, -1]);
+//! // A sign release: Features::signs(release.bits()?, release.k())?
+//! # Ok(()) }
+//! ```
 
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha20Rng;
