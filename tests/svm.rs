@@ -591,3 +591,48 @@ fn ijcnn1_accuracy_on_raw_libsvm_data() {
     assert!(m.converged());
     assert!((0.91..=0.925).contains(&acc), "ijcnn1 accuracy {acc}");
 }
+
+#[test]
+fn many_classes_train_in_groups_independently_of_threads() {
+    // 12 classes (three lockstep groups of four), labelled by the nearest of 12 random centres.
+    let (n, d) = (1200, 6);
+    let mut r = rng(15);
+    let centres: Vec<Vec<f64>> = (0..12)
+        .map(|_| (0..d).map(|_| 3.0 * normal(&mut r)).collect())
+        .collect();
+    let mut x = Vec::with_capacity(n * d);
+    let mut y = Vec::with_capacity(n);
+    for i in 0..n {
+        let c = i % 12;
+        x.extend(centres[c].iter().map(|&m| (m + normal(&mut r)) as f32));
+        y.push(100 + c as i32);
+    }
+    let f = Features::dense(&x, d).unwrap();
+    let p = SvmParams {
+        max_iter: 300,
+        ..Default::default()
+    };
+    let fit_with = |threads: usize| {
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()
+            .unwrap()
+            .install(|| LinearSvm::fit(&f, &y, &p).unwrap())
+    };
+    let one = fit_with(1);
+    let three = fit_with(3);
+    assert_eq!(one, three);
+    assert_eq!(one.n_models(), 12);
+    let classes: Vec<i32> = one.info().iter().map(|i| i.positive_class).collect();
+    assert_eq!(classes, (100..112).collect::<Vec<_>>());
+    assert!(one.accuracy(&f, &y).unwrap() > 0.8);
+    // Lockstep training keeps every problem's dual objective monotone.
+    let (traced, traces) = LinearSvm::fit_with_trace(&f, &y, &p).unwrap();
+    assert_eq!(traced, one);
+    for (t, info) in traces.iter().zip(traced.info()) {
+        assert_eq!(t.len(), info.iterations);
+        for e in 1..t.len() {
+            assert!(t[e] <= t[e - 1] + 1e-12 * (1.0 + t[e - 1].abs()));
+        }
+    }
+}
