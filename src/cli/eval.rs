@@ -130,7 +130,7 @@ pub fn run(a: EvalArgs) -> Result<()> {
 /// The classification grid of paper-svm.
 pub const PAPER_SVM_MECHANISMS: &str = "raw-g-opt,dp-rp-g-opt,dp-oporp,dp-signrp-rr-smooth,\
 dp-signoporp-rr,dp-signoporp-rr-smooth,idp-signrp-g,idp-signoporp-g";
-/// Sketch sizes of paper-svm.
+/// Sketch sizes of paper-svm (values are clamped to [-1, 1] unless scaling is given).
 pub const PAPER_SVM_KS: &str = "16,64,256";
 /// The LIBSVM sets of paper-svm (name, train, test) under the shared data directory.
 pub const PAPER_SVM_SETS: [(&str, &str, &str); 2] = [
@@ -425,6 +425,11 @@ fn run_svm(a: SvmArgs) -> Result<()> {
         let mut common = CommonArgs { ..c.clone() };
         common.train = Some(tr.clone());
         common.test = Some(te.clone());
+        if preset && c.scale.scale.is_none() && c.scale.normalize.is_none() {
+            // ijcnn1's test file has values slightly outside [-1, 1] (e.g. -1.0028): clamp them,
+            // a fixed public transform
+            common.scale.clip = true;
+        }
         let r = resolve(&common, PAPER_SVM_KS)?;
         let (train, test) = load_pair(&r, format)?;
         let cfg = crate::eval::svm::SvmConfig {
