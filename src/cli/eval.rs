@@ -244,12 +244,11 @@ fn resolve(c: &CommonArgs, default_ks: &str) -> Result<Resolved> {
             }
             min_norm.get_or_insert(PAPER_MNIST_MIN_NORM);
         }
-        Some("paper-svm") if default_ks == PAPER_SVM_KS => {
-            // the datasets are set per run by run_svm
-            if c.mechanisms.is_none() {
-                mechanisms = PAPER_SVM_MECHANISMS.to_string();
-            }
+        // the datasets are set per run by run_svm
+        Some("paper-svm") if default_ks == PAPER_SVM_KS && c.mechanisms.is_none() => {
+            mechanisms = PAPER_SVM_MECHANISMS.to_string();
         }
+        Some("paper-svm") if default_ks == PAPER_SVM_KS => {}
         Some(o) => {
             let expected = if default_ks == PAPER_SVM_KS {
                 "paper-svm"
