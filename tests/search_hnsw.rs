@@ -199,7 +199,13 @@ fn recall_and_scores_on_small_random_data() {
     let dbs = Sketch::Real { data: &db, k };
     let qs = Sketch::Real { data: &qd, k };
     for measure in [Measure::Ip, Measure::Cosine] {
-        let idx = HnswIndex::build(&dbs, measure, &HnswParams::default()).unwrap();
+        // DPRP_BENCH_M / DPRP_BENCH_EFC override the build parameters
+        let env = |k: &str| std::env::var(k).ok().and_then(|v| v.parse::<usize>().ok());
+        let params = HnswParams {
+            m: env("DPRP_BENCH_M").unwrap_or(HnswParams::default().m),
+            ef_construction: env("DPRP_BENCH_EFC").unwrap_or(HnswParams::default().ef_construction),
+        };
+        let idx = HnswIndex::build(&dbs, measure, &params).unwrap();
         assert_eq!((idx.n(), idx.k(), idx.measure()), (n, k, measure));
         let hits = idx
             .search(&qs, top, default_ef(measure, top), None)
@@ -237,7 +243,13 @@ fn zero_rows_and_queries_follow_the_exact_conventions() {
     let dbs = Sketch::Real { data: &db, k };
     let qs = Sketch::Real { data: &qd, k };
     for measure in [Measure::Ip, Measure::Cosine] {
-        let idx = HnswIndex::build(&dbs, measure, &HnswParams::default()).unwrap();
+        // DPRP_BENCH_M / DPRP_BENCH_EFC override the build parameters
+        let env = |k: &str| std::env::var(k).ok().and_then(|v| v.parse::<usize>().ok());
+        let params = HnswParams {
+            m: env("DPRP_BENCH_M").unwrap_or(HnswParams::default().m),
+            ef_construction: env("DPRP_BENCH_EFC").unwrap_or(HnswParams::default().ef_construction),
+        };
+        let idx = HnswIndex::build(&dbs, measure, &params).unwrap();
         let hits = idx.search(&qs, 5, 64, None).unwrap();
         let want = exact_hits(&dbs, &qs, measure, 5);
         assert_eq!(hits[0], want[0], "{measure:?}: zero query");
@@ -774,14 +786,22 @@ fn bench_hnsw_speedup_mnist_k1024() {
     for measure in measures {
         let (want, e1) = timed(&|| exact_hits(&dbs, &qs, measure, top));
         let t = Instant::now();
-        let idx = HnswIndex::build(&dbs, measure, &HnswParams::default()).unwrap();
+        // DPRP_BENCH_M / DPRP_BENCH_EFC override the build parameters
+        let env = |k: &str| std::env::var(k).ok().and_then(|v| v.parse::<usize>().ok());
+        let params = HnswParams {
+            m: env("DPRP_BENCH_M").unwrap_or(HnswParams::default().m),
+            ef_construction: env("DPRP_BENCH_EFC").unwrap_or(HnswParams::default().ef_construction),
+        };
+        let idx = HnswIndex::build(&dbs, measure, &params).unwrap();
         println!(
-            "{}: HNSW build (m = 16, ef_construction = 200) {:.1} s",
+            "{}: HNSW build (m = {}, ef_construction = {}) {:.1} s",
             measure.name(),
+            params.m,
+            params.ef_construction,
             t.elapsed().as_secs_f64()
         );
         let mut rows = Vec::new();
-        for ef in [16, 24, 32, 48, 64, 128] {
+        for ef in [16, 20, 24, 28, 32, 48, 64, 128] {
             let run = || idx.search(&qs, top, ef, None).unwrap();
             let (hits, s1) = timed(&run);
             let (_, s2) = timed(&run);
