@@ -10,11 +10,14 @@ use std::sync::Mutex;
 
 use rayon::prelude::*;
 
+use crate::data::Dataset;
 use crate::error::{Error, Result};
+use crate::mechanism::sign_sketch::pack_signs;
 use crate::mechanism::{build, Mechanism, MechanismKind, MechanismParams};
 use crate::privacy::guarantee::Neighbour;
 use crate::privacy::noise::NoiseSource;
-use crate::projection::{DenseKind, Seed};
+use crate::projection::{DenseKind, DenseProjection, Seed};
+use crate::publish::Sketches;
 
 /// A mechanism as named on the command line: `name` or `name:projection` (dense kinds only, e.g.
 /// `dp-rp-g-opt:gaussian`).
@@ -205,6 +208,162 @@ pub fn run_parallel<J: Sync, R: Send>(
             r
         })
         .collect()
+}
+
+/// One unit of work: a setting (mechanism or reference, ε, k) and one repeat.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Job {
+    /// Index into the mechanism list, or `None` for a non-private reference.
+    pub mech: Option<usize>,
+    /// For a reference: its signs (`non-private-sign`) rather than its values (`non-private`).
+    pub sign_reference: bool,
+    /// ε (∞ for a reference).
+    pub epsilon: f64,
+    /// Sketch size.
+    pub k: usize,
+    /// Repeat index.
+    pub repeat: usize,
+}
+
+/// The grid's jobs in report order: per k the references needed (real values if any mechanism
+/// is real-valued, signs if any is a sign mechanism), then mechanism × k × ε; repeats innermost.
+/// `raw-g-opt` has no projection: it runs for the first k only (reported with k = p).
+pub fn jobs(
+    mechanisms: &[MechanismSpec],
+    epsilons: &[f64],
+    ks: &[usize],
+    repeat: usize,
+) -> Vec<Job> {
+    let any_sign = mechanisms.iter().any(|m| m.kind.is_sign());
+    let any_real = mechanisms.iter().any(|m| !m.kind.is_sign());
+    let mut out = Vec::new();
+    for &k in ks {
+        for (sign_reference, wanted) in [(false, any_real), (true, any_sign)] {
+            for r in (0..repeat).filter(|_| wanted) {
+                out.push(Job {
+                    mech: None,
+                    sign_reference,
+                    epsilon: f64::INFINITY,
+                    k,
+                    repeat: r,
+                });
+            }
+        }
+    }
+    for (mi, spec) in mechanisms.iter().enumerate() {
+        let no_projection = spec.kind == MechanismKind::RawGOpt;
+        for &k in ks.iter().take(if no_projection { 1 } else { ks.len() }) {
+            for &epsilon in epsilons {
+                for r in 0..repeat {
+                    out.push(Job {
+                        mech: Some(mi),
+                        sign_reference: false,
+                        epsilon,
+                        k,
+                        repeat: r,
+                    });
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Consecutive runs of jobs that are repeats of one setting.
+pub fn settings(jobs: &[Job]) -> Vec<std::ops::Range<usize>> {
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < jobs.len() {
+        let j = &jobs[i];
+        let mut e = i + 1;
+        while e < jobs.len()
+            && jobs[e].mech == j.mech
+            && jobs[e].sign_reference == j.sign_reference
+            && jobs[e].k == j.k
+            && jobs[e].epsilon == j.epsilon
+        {
+            e += 1;
+        }
+        out.push(i..e);
+        i = e;
+    }
+    out
+}
+
+/// A setting's label, the k it is reported with, and its seeds (one line per repeat).
+pub fn describe(
+    jobs: &[Job],
+    range: std::ops::Range<usize>,
+    mechanisms: &[MechanismSpec],
+    p: usize,
+    seeds: &Seeds,
+) -> (String, usize, Vec<String>) {
+    let j = &jobs[range.start];
+    let label = match j.mech {
+        Some(m) => mechanisms[m].label.clone(),
+        None if j.sign_reference => "non-private-sign".to_string(),
+        None => "non-private".to_string(),
+    };
+    let k = match j.mech {
+        Some(m) if mechanisms[m].kind == MechanismKind::RawGOpt => p,
+        _ => j.k,
+    };
+    let lines = jobs[range]
+        .iter()
+        .map(|jb| {
+            format!(
+                "projection {} (repeat {}; noise keys derived from the master seed)",
+                seeds.projection(jb.k, jb.repeat).to_hex(),
+                jb.repeat
+            )
+        })
+        .collect();
+    (label, k, lines)
+}
+
+/// Rows projected with the public map only, no noise (in blocks, to bound the temporary of a
+/// dense product); packed signs when `signs`.
+pub fn project_rows(
+    project: impl Fn(&[f32], &mut [f32]),
+    data: &Dataset,
+    k: usize,
+    signs: bool,
+) -> Sketches {
+    let mut z = vec![0f32; data.n * k];
+    let block = 4096;
+    for (rows, out) in data
+        .values
+        .chunks(block * data.p.max(1))
+        .zip(z.chunks_mut(block * k.max(1)))
+    {
+        project(rows, out);
+    }
+    if !signs {
+        return Sketches::Real(z);
+    }
+    let w = k.div_ceil(64);
+    let mut bits = vec![0u64; data.n * w];
+    for (x, words) in z.chunks(k.max(1)).zip(bits.chunks_mut(w.max(1))) {
+        pack_signs(x, words);
+    }
+    Sketches::Bits(bits)
+}
+
+/// The non-private reference of a job: the dense Rademacher map of its k and repeat (the same
+/// public seed as the mechanisms of that k and repeat), no noise; its signs for a sign reference.
+pub fn reference(job: &Job, data: &Dataset, seeds: &Seeds) -> Result<Sketches> {
+    let w = DenseProjection::generate(
+        DenseKind::Rademacher,
+        data.p,
+        job.k,
+        seeds.projection(job.k, job.repeat),
+    )?;
+    Ok(project_rows(
+        |rows, out| w.project(rows, out),
+        data,
+        job.k,
+        job.sign_reference,
+    ))
 }
 
 #[cfg(test)]

@@ -7,14 +7,12 @@ use std::time::Instant;
 
 use serde_json::json;
 
-use super::grid::{self, MechanismSpec, Privacy, Seeds};
+use super::grid::{self, Job, MechanismSpec, Privacy, Seeds};
 use super::metrics::{self, ground_truth, rows_of, PRECISION_AT, RECALL_AT, TRUE_TOP};
 use super::{EvalKind, Metric, Report, ResultRow, Status};
 use crate::data::Dataset;
 use crate::error::{Error, Result};
-use crate::mechanism::sign_sketch::pack_signs;
-use crate::mechanism::{Mechanism, Payload};
-use crate::projection::{DenseKind, DenseProjection};
+use crate::mechanism::Payload;
 use crate::publish::{privatise_dataset, Sketches};
 use crate::search::{exact, Measure, Sketch};
 
@@ -71,17 +69,6 @@ pub struct RetrievalConfig {
 /// Metric names of a retrieval report.
 pub const METRICS: [&str; 2] = ["precision@10", "recall@100"];
 
-/// One unit of work: a setting and one repeat.
-struct Job {
-    /// Index into the mechanism list, or None for the non-private reference.
-    mech: Option<usize>,
-    /// Reference kind when `mech` is None: signs (true) or real values.
-    sign_reference: bool,
-    epsilon: f64,
-    k: usize,
-    repeat: usize,
-}
-
 /// Per-job outcome: for each query mode, precision and recall (or why it did not run).
 type JobResult = std::result::Result<Vec<(f64, f64)>, Status>;
 
@@ -120,86 +107,17 @@ pub fn run(
     let start = Instant::now();
     let truth = ground_truth(&train.values, &queries.values, train.p, TRUE_TOP)?;
 
-    let any_sign = cfg.mechanisms.iter().any(|m| m.kind.is_sign());
-    let any_real = cfg.mechanisms.iter().any(|m| !m.kind.is_sign());
-    let mut jobs = Vec::new();
-    for &k in &cfg.ks {
-        for (sign_reference, wanted) in [(false, any_real), (true, any_sign)] {
-            for r in 0..cfg.repeat {
-                if wanted {
-                    jobs.push(Job {
-                        mech: None,
-                        sign_reference,
-                        epsilon: f64::INFINITY,
-                        k,
-                        repeat: r,
-                    });
-                }
-            }
-        }
-    }
-    for (mi, _) in cfg.mechanisms.iter().enumerate() {
-        // raw-g-opt has no projection: it runs once (reported with k = p), not once per k
-        let no_projection = cfg.mechanisms[mi].kind == crate::mechanism::MechanismKind::RawGOpt;
-        for &k in cfg
-            .ks
-            .iter()
-            .take(if no_projection { 1 } else { cfg.ks.len() })
-        {
-            for &epsilon in &cfg.epsilons {
-                for r in 0..cfg.repeat {
-                    jobs.push(Job {
-                        mech: Some(mi),
-                        sign_reference: false,
-                        epsilon,
-                        k,
-                        repeat: r,
-                    });
-                }
-            }
-        }
-    }
+    let jobs = grid::jobs(&cfg.mechanisms, &cfg.epsilons, &cfg.ks, cfg.repeat);
     let results = grid::run_parallel(&jobs, |j| run_job(train, queries, &truth, cfg, j), tick);
 
     // Assemble rows in grid order: references per k, then mechanism × k × ε; each × query mode.
     let mut rows = Vec::new();
-    let mut i = 0;
-    while i < jobs.len() {
-        let j = &jobs[i];
-        let mut group = vec![i];
-        let mut e = i + 1;
-        while e < jobs.len()
-            && jobs[e].mech == j.mech
-            && jobs[e].sign_reference == j.sign_reference
-            && jobs[e].k == j.k
-            && jobs[e].epsilon == j.epsilon
-        {
-            group.push(e);
-            e += 1;
-        }
-        let label = match j.mech {
-            Some(m) => cfg.mechanisms[m].label.clone(),
-            None if j.sign_reference => "non-private-sign".to_string(),
-            None => "non-private".to_string(),
-        };
+    for range in grid::settings(&jobs) {
+        let j = &jobs[range.start];
+        let group: Vec<usize> = range.clone().collect();
+        let (label, k_row, seeds) =
+            grid::describe(&jobs, range, &cfg.mechanisms, train.p, &cfg.seeds);
         let seconds: f64 = group.iter().map(|&g| results[g].1).sum();
-        let seeds: Vec<String> = group
-            .iter()
-            .map(|&g| {
-                let jb = &jobs[g];
-                format!(
-                    "projection {} (repeat {}; noise keys derived from the master seed)",
-                    cfg.seeds.projection(jb.k, jb.repeat).to_hex(),
-                    jb.repeat
-                )
-            })
-            .collect();
-        let k_row = match j.mech {
-            Some(m) if cfg.mechanisms[m].kind == crate::mechanism::MechanismKind::RawGOpt => {
-                train.p
-            }
-            _ => j.k,
-        };
         for (qi, mode) in cfg.query_modes.iter().enumerate() {
             let mut status = Status::Ok;
             let (mut prec, mut rec) = (Vec::new(), Vec::new());
@@ -232,7 +150,6 @@ pub fn run(
                 seconds,
             });
         }
-        i = e;
     }
     let meta = json!({
         "evaluation": "retrieval",
@@ -278,32 +195,6 @@ fn view(s: &Sketches, k: usize) -> Sketch<'_> {
     }
 }
 
-/// Project rows with the public map only (packed signs for sign mechanisms).
-fn project_only(m: &dyn Mechanism, data: &Dataset) -> Sketches {
-    let k = m.output_dim();
-    let mut z = vec![0f32; data.n * k];
-    // in blocks, to bound the temporary of dense projections
-    let block = 4096;
-    for (rows, out) in data
-        .values
-        .chunks(block * data.p.max(1))
-        .zip(z.chunks_mut(block * k.max(1)))
-    {
-        m.project(rows, out);
-    }
-    match m.payload() {
-        Payload::F32 => Sketches::Real(z),
-        Payload::Bits => {
-            let w = k.div_ceil(64);
-            let mut bits = vec![0u64; data.n * w];
-            for (x, words) in z.chunks(k.max(1)).zip(bits.chunks_mut(w.max(1))) {
-                pack_signs(x, words);
-            }
-            Sketches::Bits(bits)
-        }
-    }
-}
-
 /// Top-`RECALL_AT` rows of each query, then precision@10 and recall@100.
 fn score(db: &Sketches, q: &Sketches, k: usize, truth: &[Vec<usize>]) -> Result<(f64, f64)> {
     let (dbv, qv) = (view(db, k), view(q, k));
@@ -343,33 +234,8 @@ fn job_inner(
     let p = train.p;
     let seed = cfg.seeds.projection(j.k, j.repeat);
     let Some(mi) = j.mech else {
-        // the non-private reference: the same public Rademacher map, no noise
-        let w = DenseProjection::generate(DenseKind::Rademacher, p, j.k, seed).map_err(failed)?;
-        let proj = |d: &Dataset| {
-            let mut z = vec![0f32; d.n * j.k];
-            for (rows, out) in d
-                .values
-                .chunks(4096 * p.max(1))
-                .zip(z.chunks_mut(4096 * j.k))
-            {
-                w.project(rows, out);
-            }
-            z
-        };
-        let (db, q) = (proj(train), proj(queries));
-        let (db, q) = if j.sign_reference {
-            let pack = |z: &[f32], n: usize| {
-                let wpr = j.k.div_ceil(64);
-                let mut b = vec![0u64; n * wpr];
-                for (x, words) in z.chunks(j.k).zip(b.chunks_mut(wpr)) {
-                    pack_signs(x, words);
-                }
-                Sketches::Bits(b)
-            };
-            (pack(&db, train.n), pack(&q, queries.n))
-        } else {
-            (Sketches::Real(db), Sketches::Real(q))
-        };
+        let db = grid::reference(j, train, &cfg.seeds).map_err(failed)?;
+        let q = grid::reference(j, queries, &cfg.seeds).map_err(failed)?;
         let s = score(&db, &q, j.k, truth).map_err(failed)?;
         return Ok(vec![s; cfg.query_modes.len()]);
     };
@@ -390,7 +256,12 @@ fn job_inner(
                     .noise(&spec.label, j.epsilon, j.k, j.repeat, "queries");
                 privatise_dataset(m.as_ref(), queries, &qn).map_err(failed)?
             }
-            QueryMode::Raw => project_only(m.as_ref(), queries),
+            QueryMode::Raw => grid::project_rows(
+                |rows, out| m.project(rows, out),
+                queries,
+                m.output_dim(),
+                m.payload() == Payload::Bits,
+            ),
         };
         out.push(score(&db, &q, k, truth).map_err(failed)?);
     }

@@ -9,15 +9,13 @@ use std::time::Instant;
 
 use serde_json::json;
 
-use super::grid::{self, MechanismSpec, Privacy, Seeds};
+use super::grid::{self, Job, MechanismSpec, Privacy, Seeds};
 use super::metrics::accuracy;
 use super::{EvalKind, Metric, Report, ResultRow, Status};
 use crate::data::Dataset;
 use crate::error::{Error, Result};
 use crate::learn::features::Features;
 use crate::learn::svm::{labels_from_f32, LinearSvm, SvmParams};
-use crate::mechanism::sign_sketch::pack_signs;
-use crate::projection::{DenseKind, DenseProjection};
 use crate::publish::{privatise_dataset, Sketches};
 
 /// A classification grid.
@@ -45,14 +43,6 @@ pub struct SvmConfig {
 
 /// Metric names of an SVM report.
 pub const METRICS: [&str; 1] = ["accuracy"];
-
-struct Job {
-    mech: Option<usize>,
-    sign_reference: bool,
-    epsilon: f64,
-    k: usize,
-    repeat: usize,
-}
 
 /// Per job: for each reported C, (C, accuracy, converged).
 type JobResult = std::result::Result<Vec<(f64, f64, bool)>, Status>;
@@ -89,45 +79,7 @@ pub fn run(
     }
     cfg.svm.validate()?;
     let start = Instant::now();
-    let mut jobs = Vec::new();
-    let any_sign = cfg.mechanisms.iter().any(|m| m.kind.is_sign());
-    let any_real = cfg.mechanisms.iter().any(|m| !m.kind.is_sign());
-    for &k in &cfg.ks {
-        for (sign_reference, wanted) in [(false, any_real), (true, any_sign)] {
-            for r in 0..cfg.repeat {
-                if wanted {
-                    jobs.push(Job {
-                        mech: None,
-                        sign_reference,
-                        epsilon: f64::INFINITY,
-                        k,
-                        repeat: r,
-                    });
-                }
-            }
-        }
-    }
-    for mi in 0..cfg.mechanisms.len() {
-        // raw-g-opt has no projection: it runs once (reported with k = p), not once per k
-        let no_projection = cfg.mechanisms[mi].kind == crate::mechanism::MechanismKind::RawGOpt;
-        for &k in cfg
-            .ks
-            .iter()
-            .take(if no_projection { 1 } else { cfg.ks.len() })
-        {
-            for &epsilon in &cfg.epsilons {
-                for r in 0..cfg.repeat {
-                    jobs.push(Job {
-                        mech: Some(mi),
-                        sign_reference: false,
-                        epsilon,
-                        k,
-                        repeat: r,
-                    });
-                }
-            }
-        }
-    }
+    let jobs = grid::jobs(&cfg.mechanisms, &cfg.epsilons, &cfg.ks, cfg.repeat);
     let results = grid::run_parallel(
         &jobs,
         |j| {
@@ -139,41 +91,12 @@ pub fn run(
     );
     let mut rows = Vec::new();
     let mut nonconverged = 0usize;
-    let mut i = 0;
-    while i < jobs.len() {
-        let j = &jobs[i];
-        let mut e = i + 1;
-        while e < jobs.len()
-            && jobs[e].mech == j.mech
-            && jobs[e].sign_reference == j.sign_reference
-            && jobs[e].k == j.k
-            && jobs[e].epsilon == j.epsilon
-        {
-            e += 1;
-        }
-        let group: Vec<usize> = (i..e).collect();
-        let label = match j.mech {
-            Some(m) => cfg.mechanisms[m].label.clone(),
-            None if j.sign_reference => "non-private-sign".to_string(),
-            None => "non-private".to_string(),
-        };
-        let k_row = match j.mech {
-            Some(m) if cfg.mechanisms[m].kind == crate::mechanism::MechanismKind::RawGOpt => {
-                train.p
-            }
-            _ => j.k,
-        };
+    for range in grid::settings(&jobs) {
+        let j = &jobs[range.start];
+        let group: Vec<usize> = range.clone().collect();
+        let (label, k_row, seeds) =
+            grid::describe(&jobs, range, &cfg.mechanisms, train.p, &cfg.seeds);
         let seconds: f64 = group.iter().map(|&g| results[g].1).sum();
-        let seeds: Vec<String> = group
-            .iter()
-            .map(|&g| {
-                format!(
-                    "projection {} (repeat {})",
-                    cfg.seeds.projection(jobs[g].k, jobs[g].repeat).to_hex(),
-                    jobs[g].repeat
-                )
-            })
-            .collect();
         // one row per reported C (with pick_c: one row, C = the value picked in the first repeat)
         let slots = if cfg.pick_c { 1 } else { cfg.cs.len() };
         for slot in 0..slots {
@@ -212,7 +135,6 @@ pub fn run(
                 seconds,
             });
         }
-        i = e;
     }
     let meta = json!({
         "evaluation": "svm",
@@ -313,31 +235,11 @@ fn job(
     let failed = |e: Error| Status::Failed(e.to_string());
     let seed = cfg.seeds.projection(j.k, j.repeat);
     let (tr, te, k) = match j.mech {
-        None => {
-            let w = DenseProjection::generate(DenseKind::Rademacher, train.p, j.k, seed)
-                .map_err(failed)?;
-            let proj = |d: &Dataset| {
-                let mut z = vec![0f32; d.n * j.k];
-                for (rows, out) in d
-                    .values
-                    .chunks(4096 * d.p.max(1))
-                    .zip(z.chunks_mut(4096 * j.k))
-                {
-                    w.project(rows, out);
-                }
-                if j.sign_reference {
-                    let wpr = j.k.div_ceil(64);
-                    let mut b = vec![0u64; d.n * wpr];
-                    for (x, words) in z.chunks(j.k).zip(b.chunks_mut(wpr)) {
-                        pack_signs(x, words);
-                    }
-                    Sketches::Bits(b)
-                } else {
-                    Sketches::Real(z)
-                }
-            };
-            (proj(train), proj(test), j.k)
-        }
+        None => (
+            grid::reference(j, train, &cfg.seeds).map_err(failed)?,
+            grid::reference(j, test, &cfg.seeds).map_err(failed)?,
+            j.k,
+        ),
         Some(mi) => {
             let spec = &cfg.mechanisms[mi];
             let m = grid::mechanism(spec, j.epsilon, j.k, train.p, &cfg.privacy, seed)
