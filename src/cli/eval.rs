@@ -187,10 +187,12 @@ fn load(
     labels: Option<&PathBuf>,
     format: Option<Format>,
     req: &ScalingRequest,
+    dim: Option<usize>,
 ) -> Result<Dataset> {
     let opts = InputOptions {
         format,
         labels: labels.cloned(),
+        dim,
         ..Default::default()
     };
     let d = load_scaled(path, &opts, req)?;
@@ -318,8 +320,8 @@ fn run_retrieval(a: RetrievalArgs) -> Result<()> {
             ));
         }
     }
-    let train = load(&r.train, r.train_labels.as_ref(), format, &r.scaling)?;
-    let mut test = load(&r.test, r.test_labels.as_ref(), format, &r.scaling)?;
+    let train = load(&r.train, r.train_labels.as_ref(), format, &r.scaling, None)?;
+    let mut test = load(&r.test, r.test_labels.as_ref(), format, &r.scaling, None)?;
     let queries = a.queries.or(if c.preset.as_deref() == Some("paper-mnist") {
         Some(PAPER_MNIST_QUERIES)
     } else {
@@ -359,13 +361,7 @@ fn run_retrieval(a: RetrievalArgs) -> Result<()> {
         cfg.ks.len(),
         cfg.repeat
     );
-    let pb = super::query::progress_bar(0, "eval");
-    let tick = |done: usize, total: usize| {
-        pb.set_length(total as u64);
-        pb.set_position(done as u64);
-    };
-    let mut rep = retrieval::run(&train, &test, &cfg, &tick)?;
-    pb.finish_and_clear();
+    let mut rep = with_progress(|tick| retrieval::run(&train, &test, &cfg, tick))?;
     annotate(&mut rep, c, &r);
     finish(&rep, c.out.as_deref())
 }
@@ -459,13 +455,7 @@ fn run_svm(a: SvmArgs) -> Result<()> {
             cfg.cs.len(),
             cfg.repeat
         );
-        let pb = super::query::progress_bar(0, "eval");
-        let tick = |done: usize, total: usize| {
-            pb.set_length(total as u64);
-            pb.set_position(done as u64);
-        };
-        let mut rep = crate::eval::svm::run(&train, &test, &cfg, &tick)?;
-        pb.finish_and_clear();
+        let mut rep = with_progress(|tick| crate::eval::svm::run(&train, &test, &cfg, tick))?;
         annotate(&mut rep, &common, &r);
         if !name.is_empty() {
             println!("## {name}\n");
@@ -485,8 +475,8 @@ fn run_svm(a: SvmArgs) -> Result<()> {
 /// Load train and test; LIBSVM files whose largest feature index differs are read again with the
 /// larger dimension (the same feature space).
 fn load_pair(r: &Resolved, format: Option<Format>) -> Result<(Dataset, Dataset)> {
-    let train = load(&r.train, r.train_labels.as_ref(), format, &r.scaling)?;
-    let test = load(&r.test, r.test_labels.as_ref(), format, &r.scaling)?;
+    let train = load(&r.train, r.train_labels.as_ref(), format, &r.scaling, None)?;
+    let test = load(&r.test, r.test_labels.as_ref(), format, &r.scaling, None)?;
     if train.p == test.p {
         return Ok((train, test));
     }
@@ -504,21 +494,36 @@ fn load_pair(r: &Resolved, format: Option<Format>) -> Result<(Dataset, Dataset)>
         ));
     }
     let dim = train.p.max(test.p);
-    let with_dim = |path: &Path, labels: Option<&PathBuf>| -> Result<Dataset> {
-        let opts = InputOptions {
-            format,
-            labels: labels.cloned(),
-            dim: Some(dim),
-            ..Default::default()
-        };
-        let d = load_scaled(path, &opts, &r.scaling)?;
-        check_domain(&d.values, d.p, 0, path)?;
-        Ok(d)
-    };
     Ok((
-        with_dim(&r.train, r.train_labels.as_ref())?,
-        with_dim(&r.test, r.test_labels.as_ref())?,
+        load(
+            &r.train,
+            r.train_labels.as_ref(),
+            format,
+            &r.scaling,
+            Some(dim),
+        )?,
+        load(
+            &r.test,
+            r.test_labels.as_ref(),
+            format,
+            &r.scaling,
+            Some(dim),
+        )?,
     ))
+}
+
+/// Run an evaluation with a progress bar (drawn on a terminal only).
+fn with_progress(
+    run: impl FnOnce(&(dyn Fn(usize, usize) + Sync)) -> Result<Report>,
+) -> Result<Report> {
+    let pb = super::query::progress_bar(0, "eval");
+    let tick = |done: usize, total: usize| {
+        pb.set_length(total as u64);
+        pb.set_position(done as u64);
+    };
+    let rep = run(&tick);
+    pb.finish_and_clear();
+    rep
 }
 
 /// Record the inputs and command line in the report's metadata.
