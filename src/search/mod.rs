@@ -10,6 +10,9 @@
 
 pub mod exact;
 pub mod hnsw;
+mod huge;
+mod kernels;
+mod quant;
 
 use serde::{Deserialize, Serialize};
 
