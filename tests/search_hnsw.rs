@@ -651,7 +651,7 @@ fn mechanism(kind: MechanismKind, k: usize) -> Box<dyn Mechanism> {
         projection: None,
         seed: Some(dprp::projection::Seed::parse_hex("5eed").unwrap()),
         min_norm: None,
-        individual_dp: false,
+        individual_dp: kind.is_idp(),
     })
     .unwrap()
 }
@@ -732,7 +732,8 @@ fn mnist_recall_at_default_parameters() {
 /// queries, recall and speed-up for a range of `ef` (each time the best of three runs, the exact
 /// scan timed before and after, since other work on the machine disturbs single runs). Run with
 /// `cargo test --release --test search_hnsw -- --ignored --nocapture bench_hnsw`;
-/// `DPRP_BENCH_QUERIES`, `DPRP_BENCH_MEASURES` (`cosine,ip`), `DPRP_BENCH_M`, `DPRP_BENCH_EFC` and
+/// `DPRP_BENCH_QUERIES`, `DPRP_BENCH_MEASURES` (`cosine,ip` by default; `hamming` adds sign
+/// sketches), `DPRP_BENCH_M`, `DPRP_BENCH_EFC` and
 /// `DPRP_BENCH_EFS` (`16,32,...`) choose what runs, and `DPRP_BENCH_INDEX_DIR` keeps the built
 /// graphs between runs.
 #[test]
@@ -755,18 +756,41 @@ fn bench_hnsw_speedup_mnist_k1024() {
         .collect();
     let (k, top) = (1024, 10);
     let noise = NoiseSource::from_seed("hnsw");
-    // OPORP needs k ≤ p = 784: k = 1024 takes the dense projection (analytic Gaussian σ).
+    // Real sketches: OPORP needs k ≤ p = 784, so k = 1024 takes the dense projection (analytic
+    // Gaussian σ). Sign sketches: iDP with Gaussian noise on the same kind of map (ε = 10; the
+    // standard-DP sign mechanisms flip nearly every bit with probability close to ½ at k = 1024,
+    // which leaves no neighbourhoods for a graph, or a user, to find: DPRP_BENCH_SIGNS names
+    // another mechanism).
     let m = mechanism(MechanismKind::DpRpGOpt, k);
     let Sketches::Real(db) = privatise_dataset(m.as_ref(), &train, &noise).unwrap() else {
         panic!("dp-rp-g-opt gives real sketches");
     };
     let qd = project(m.as_ref(), &test, nq);
-    let dbs = Sketch::Real { data: &db, k };
-    let qs = Sketch::Real { data: &qd, k };
+    let sign_kind = std::env::var("DPRP_BENCH_SIGNS")
+        .map(|n| MechanismKind::parse(&n).unwrap())
+        .unwrap_or(MechanismKind::IdpSignrpG);
+    let (bits, qbits) = if measures.contains(&Measure::Hamming) {
+        let m = mechanism(sign_kind, k);
+        let Sketches::Bits(bits) = privatise_dataset(m.as_ref(), &train, &noise).unwrap() else {
+            panic!("{} gives sign sketches", sign_kind.name());
+        };
+        let w = k.div_ceil(64);
+        let mut qbits = vec![0u64; nq * w];
+        for (q, words) in project(m.as_ref(), &test, nq)
+            .chunks(k)
+            .zip(qbits.chunks_mut(w))
+        {
+            pack_signs(q, words);
+        }
+        (bits, qbits)
+    } else {
+        (Vec::new(), Vec::new())
+    };
     println!(
-        "dp-rp-g-opt k = {k}, {} rows, {nq} queries, {} threads",
-        dbs.rows(),
-        rayon::current_num_threads()
+        "k = {k}, {} rows, {nq} queries, {} threads; real sketches: dp-rp-g-opt, signs: {}",
+        train.n,
+        rayon::current_num_threads(),
+        sign_kind.name()
     );
     let timed = |f: &dyn Fn() -> Vec<Vec<Hit>>| {
         let t = Instant::now();
@@ -774,6 +798,14 @@ fn bench_hnsw_speedup_mnist_k1024() {
         (r, t.elapsed().as_secs_f64())
     };
     for measure in measures {
+        let (dbs, qs) = if measure == Measure::Hamming {
+            (
+                Sketch::Bits { data: &bits, k },
+                Sketch::Bits { data: &qbits, k },
+            )
+        } else {
+            (Sketch::Real { data: &db, k }, Sketch::Real { data: &qd, k })
+        };
         let (want, e1) = timed(&|| exact_hits(&dbs, &qs, measure, top));
         let t = Instant::now();
         // DPRP_BENCH_M / DPRP_BENCH_EFC override the build parameters
@@ -785,8 +817,12 @@ fn bench_hnsw_speedup_mnist_k1024() {
         // DPRP_BENCH_INDEX_DIR keeps built indexes between runs (loading checks that they
         // cover these very sketches).
         let cached = std::env::var_os("DPRP_BENCH_INDEX_DIR").map(|d| {
+            let mech = match measure {
+                Measure::Hamming => sign_kind.name(),
+                _ => "dp-rp-g-opt",
+            };
             PathBuf::from(d).join(format!(
-                "mnist-k{k}-{}-m{}-efc{}.hnsw",
+                "mnist-k{k}-{mech}-{}-m{}-efc{}.hnsw",
                 measure.name(),
                 params.m,
                 params.ef_construction

@@ -619,14 +619,15 @@ fn check_db(db: &Sketch<'_>, measure: Measure) -> Result<()> {
 }
 
 fn check_finite(data: &[f32], k: usize, what: &str) -> Result<()> {
-    if let Some(i) = data.iter().position(|v| !v.is_finite()) {
+    // The first row holding a non-finite value (rows checked in parallel), then its column.
+    let bad = |x: &[f32]| x.iter().position(|v| !v.is_finite());
+    if let Some(row) = data.par_chunks(k).position_first(|x| bad(x).is_some()) {
+        let col = bad(&data[row * k..]).unwrap_or(0);
         return Err(Error::param(
             what,
             format!(
-                "row {}, column {} is not finite ({})",
-                i / k,
-                i % k,
-                data[i]
+                "row {row}, column {col} is not finite ({})",
+                data[row * k + col]
             ),
         ));
     }

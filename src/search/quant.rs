@@ -14,6 +14,17 @@ use super::huge::HugeBuf;
 use super::kernels::{dot_i8, dot_u4_i8, prefetch_bytes};
 use super::Measure;
 
+/// `x` rounded to the nearest integer (halves away from zero) and clamped to `±limit`
+/// (`limit` a whole number below 2³¹): `round()` is a library call on the baseline x86-64
+/// target, this is a few instructions. Only speed differs from `round().clamp()`.
+#[inline]
+fn quantise(x: f64, limit: f64) -> i32 {
+    let c = x.clamp(-limit, limit);
+    // Truncation toward zero (an `as` conversion) after adding ½ with the sign of c. (c + ½
+    // rounds up to 1 for the largest double below ½, which only moves that one code by one.)
+    (c + 0.5f64.copysign(c)) as i32
+}
+
 /// `‖x‖²` in f64.
 pub(super) fn norm2(x: &[f32]) -> f64 {
     x.iter().map(|&v| (v as f64) * (v as f64)).sum()
@@ -62,8 +73,9 @@ impl ByteCodes {
             .zip(data.par_chunks(k).zip(norms.par_iter()))
             .for_each(|(c, (x, &nr))| {
                 if nr > 0.0 {
+                    let f = scale / nr;
                     for (c, &v) in c.iter_mut().zip(x) {
-                        *c = (v as f64 / nr * scale).round().clamp(-127.0, 127.0) as i8;
+                        *c = quantise(v as f64 * f, 127.0) as i8;
                     }
                 }
             });
@@ -182,7 +194,7 @@ impl WalkCodes {
         };
         out.code.fill(0);
         for (c, &v) in out.code.iter_mut().zip(q) {
-            *c = (v as f64 * s).round().clamp(-127.0, 127.0) as i8;
+            *c = quantise(v as f64 * s, 127.0) as i8;
         }
         (out.scale, out.offset) = match &self.kind {
             Kind::Bytes(c, _) => ((1.0 / (c.scale as f64 * c.scale as f64)) as f32, 0),
@@ -246,21 +258,22 @@ fn nibbles(data: &[f32], k: usize, norms: &[f64]) -> Kind {
     codes
         .par_chunks_mut(width)
         .zip(data.par_chunks(k).zip(norms.par_iter()))
-        .for_each(|(c, (x, &nr))| {
-            let code = |i: usize| -> u8 {
-                match x.get(i) {
-                    Some(&v) if nr > 0.0 => {
-                        ((v as f64 / nr / step).round().clamp(-LEVELS, LEVELS) + LEVELS) as u8
+        .for_each_init(
+            || vec![LEVELS as u8; 2 * width],
+            |levels, (c, (x, &nr))| {
+                // Codes of the row's values first (the padding keeps code 7, i.e. 0), then
+                // packed in pairs: two simple loops the compiler vectorises.
+                let f = if nr > 0.0 { 1.0 / (nr * step) } else { 0.0 };
+                for (l, &v) in levels.iter_mut().zip(x) {
+                    *l = (quantise(v as f64 * f, LEVELS) + LEVELS as i32) as u8;
+                }
+                for (block, l) in c.chunks_exact_mut(32).zip(levels.chunks_exact(64)) {
+                    for (j, byte) in block.iter_mut().enumerate() {
+                        *byte = l[j] | (l[32 + j] << 4);
                     }
-                    _ => LEVELS as u8,
                 }
-            };
-            for (b, block) in c.chunks_mut(32).enumerate() {
-                for (j, byte) in block.iter_mut().enumerate() {
-                    *byte = code(64 * b + j) | (code(64 * b + 32 + j) << 4);
-                }
-            }
-        });
+            },
+        );
     Kind::Nibbles {
         data: codes,
         width,
@@ -324,6 +337,26 @@ mod tests {
         (0..n)
             .map(|_| (0..12).map(|_| u()).sum::<f64>() - 6.0)
             .collect()
+    }
+
+    #[test]
+    fn quantise_rounds_halves_away_from_zero_and_clamps() {
+        for (x, want) in [
+            (0.0, 0),
+            (0.49, 0),
+            (0.5, 1),
+            (-0.5, -1),
+            (2.6, 3),
+            (-2.6, -3),
+            (-2.4, -2),
+            (6.7, 7),
+            (7.6, 7),
+            (-100.0, -7),
+        ] {
+            assert_eq!(quantise(x, 7.0), want, "{x}");
+        }
+        assert_eq!(quantise(300.2, 127.0), 127);
+        assert_eq!(quantise(-126.5, 127.0), -127);
     }
 
     #[test]
