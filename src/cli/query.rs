@@ -228,7 +228,7 @@ pub fn run(a: QueryArgs) -> Result<()> {
             eprintln!("recall@{}: 1.000 (exact scan)", a.top);
         } else {
             let truth = exact::search(&db, &qs, measure, a.top, None)?;
-            let r = recall(&hits, &truth);
+            let r = crate::search::recall(&hits, &truth);
             eprintln!(
                 "recall@{} of the index against the exact scan: {r:.4}",
                 a.top
@@ -236,27 +236,6 @@ pub fn run(a: QueryArgs) -> Result<()> {
         }
     }
     print_hits(&a, &r, &q.ids, &hits, measure)
-}
-
-/// Fraction of the exact top-K rows that the approximate search returned, counting a returned
-/// row whose score ties the K-th exact score as correct.
-pub fn recall(found: &[Vec<Hit>], truth: &[Vec<Hit>]) -> f64 {
-    let (mut good, mut total) = (0usize, 0usize);
-    for (f, t) in found.iter().zip(truth) {
-        let kth = t.last().map(|h| h.score).unwrap_or(f32::MIN);
-        let set: std::collections::HashSet<usize> = t.iter().map(|h| h.row).collect();
-        good += f
-            .iter()
-            .filter(|h| set.contains(&h.row) || h.score >= kth)
-            .count()
-            .min(t.len());
-        total += t.len();
-    }
-    if total == 0 {
-        1.0
-    } else {
-        good as f64 / total as f64
-    }
 }
 
 fn print_hits(

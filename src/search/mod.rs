@@ -150,3 +150,50 @@ pub fn check_request(
     }
     Ok(())
 }
+
+/// Fraction of the exact top-K rows that the approximate search returned, counting a returned
+/// row whose score ties the K-th exact score as correct.
+pub fn recall(found: &[Vec<Hit>], truth: &[Vec<Hit>]) -> f64 {
+    let (mut good, mut total) = (0usize, 0usize);
+    for (f, t) in found.iter().zip(truth) {
+        let kth = t.last().map(|h| h.score).unwrap_or(f32::MIN);
+        let set: std::collections::HashSet<usize> = t.iter().map(|h| h.row).collect();
+        good += f
+            .iter()
+            .filter(|h| set.contains(&h.row) || h.score >= kth)
+            .count()
+            .min(t.len());
+        total += t.len();
+    }
+    if total == 0 {
+        1.0
+    } else {
+        good as f64 / total as f64
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn hits(v: &[(usize, f32)]) -> Vec<Hit> {
+        v.iter().map(|&(row, score)| Hit { row, score }).collect()
+    }
+
+    #[test]
+    fn recall_counts_found_rows_and_ties_at_the_kth_score() {
+        let truth = vec![
+            hits(&[(1, 0.9), (2, 0.8), (3, 0.5)]),
+            hits(&[(7, 3.0), (8, 2.0)]),
+        ];
+        // query 0: rows 1 and 2 found, row 9 ties the 3rd score 0.5 (counted); query 1: row 4
+        // scores below the 2nd exact score (not counted).
+        let found = vec![
+            hits(&[(1, 0.9), (9, 0.5), (2, 0.8)]),
+            hits(&[(7, 3.0), (4, 1.0)]),
+        ];
+        assert_eq!(recall(&found, &truth), 4.0 / 5.0);
+        assert_eq!(recall(&truth, &truth), 1.0);
+        assert_eq!(recall(&[], &[]), 1.0);
+    }
+}
