@@ -30,7 +30,8 @@ pub struct QueryArgs {
     /// Search an HNSW index built by `dprp index` instead of scanning exactly.
     #[arg(long)]
     index: Option<PathBuf>,
-    /// HNSW search breadth (default max(64, 2·top); 128 for ip).
+    /// HNSW search breadth: larger is slower and finds more of the exact top-K (default
+    /// max(64, 2·top), max(128, 2·top) for ip; --check-recall measures what a value gives).
     #[arg(long)]
     ef: Option<usize>,
     /// Also run the exact scan and report recall@K of the index on stderr.
