@@ -361,17 +361,20 @@ impl<T: Rank> TopK<T> {
 }
 
 /// `1/‖row‖` for each row (norms in f64), 0 for a zero row (so that its scores are 0).
-fn inverse_norms(data: &[f32], k: usize) -> Vec<f32> {
-    data.par_chunks(k)
-        .map(|r| {
-            let n = r.iter().map(|&x| x as f64 * x as f64).sum::<f64>().sqrt();
-            if n > 0.0 {
-                (1.0 / n) as f32
-            } else {
-                0.0
-            }
-        })
-        .collect()
+/// `1/‖x‖` rounded to f32 (the norm summed in f64), 0 for a zero row: the cosine factor of a row.
+/// The HNSW search re-scores with this same function, so its scores equal the scan's.
+pub(super) fn inverse_norm(x: &[f32]) -> f32 {
+    let n = x.iter().map(|&v| v as f64 * v as f64).sum::<f64>().sqrt();
+    if n > 0.0 {
+        (1.0 / n) as f32
+    } else {
+        0.0
+    }
+}
+
+/// [`inverse_norm`] of every row, in parallel.
+pub(super) fn inverse_norms(data: &[f32], k: usize) -> Vec<f32> {
+    data.par_chunks(k).map(inverse_norm).collect()
 }
 
 fn search_real(

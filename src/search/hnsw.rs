@@ -95,7 +95,7 @@ use hnsw_rs::hnsw::Hnsw;
 use rayon::prelude::*;
 
 use super::kernels::{dot, hamming, prefetch_bytes};
-use super::quant::{norm2, ByteCodes, ByteDot, WalkCodes};
+use super::quant::{ByteCodes, ByteDot, WalkCodes};
 use super::{check_request, Hit, Measure, Sketch};
 use crate::atomic::{check_input_file, AtomicFile};
 use crate::error::{Error, Result};
@@ -211,20 +211,10 @@ impl Distance<u64> for PackedHamming {
     }
 }
 
-/// `1/‖x‖` rounded to f32 (norm in f64), 0 for a zero row: the exact scan's cosine factors.
-fn inverse_norm(x: &[f32]) -> f32 {
-    let n = norm2(x).sqrt();
-    if n > 0.0 {
-        (1.0 / n) as f32
-    } else {
-        0.0
-    }
-}
-
 fn inverse_norms(db: &Sketch<'_>, measure: Measure) -> Vec<f32> {
     match *db {
         Sketch::Real { data, k } if measure == Measure::Cosine => {
-            data.par_chunks(k).map(inverse_norm).collect()
+            super::exact::inverse_norms(data, k)
         }
         _ => Vec::new(),
     }
@@ -817,7 +807,7 @@ impl<'a> HnswIndex<'a> {
                                         // Every row scores 0: the exact ranking is 0, 1, 2, ...
                                         (0..top).collect()
                                     };
-                                    let q_inv = inverse_norm(q);
+                                    let q_inv = super::exact::inverse_norm(q);
                                     self.finish(
                                         found,
                                         top,
