@@ -1,12 +1,77 @@
 //! Atomic output: write to a temporary file in the destination directory, then rename it over the
-//! destination. A failed or interrupted run leaves no partial output (the temporary file is removed
-//! when dropped without [`AtomicFile::commit`]).
+//! destination. A failed or interrupted run leaves no partial output:
+//!
+//! * an error, or a panic that unwinds, drops the [`AtomicFile`] without
+//!   [`commit`](AtomicFile::commit), which removes the temporary file;
+//! * a signal (SIGINT, SIGTERM, SIGHUP) does not unwind. Every temporary output not yet committed
+//!   is therefore also listed in a process-wide registry, and the CLI's signal handler calls
+//!   [`remove_pending`], which deletes them and hands back the registry's lock so that no commit
+//!   can rename a file into place between the clean-up and the exit.
+//!
+//! Outputs made of several files (an evaluation's report directory) are written into a
+//! [`StagingDir`] and moved into place together at the end.
 
 use std::fs::File;
 use std::io::{BufWriter, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, MutexGuard};
 
 use crate::error::{Error, Result};
+
+/// A temporary output not yet committed: (registry id, temporary path, destination).
+type Pending = (u64, PathBuf, PathBuf);
+
+static PENDING: Mutex<Vec<Pending>> = Mutex::new(Vec::new());
+static NEXT_ID: AtomicU64 = AtomicU64::new(0);
+
+fn registry() -> MutexGuard<'static, Vec<Pending>> {
+    // A panic while the lock was held cannot leave the list inconsistent (pushes and removals
+    // are single operations), so a poisoned lock is still usable.
+    PENDING.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Create a temporary output with `make` and list it, under the registry's lock so that a signal
+/// handler cannot run between the creation and the listing.
+fn create_registered<T>(
+    dest: &Path,
+    make: impl FnOnce() -> std::io::Result<T>,
+    path_of: impl Fn(&T) -> &Path,
+) -> Result<(T, u64)> {
+    let mut list = registry();
+    // Report failures against the destination, not the temporary name.
+    let made = make().map_err(|e| {
+        Error::io(
+            dest,
+            std::io::Error::new(e.kind(), format!("cannot write the output: {}", e.kind())),
+        )
+    })?;
+    let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
+    list.push((id, path_of(&made).to_path_buf(), dest.to_path_buf()));
+    Ok((made, id))
+}
+
+fn unregister_locked(list: &mut Vec<Pending>, id: u64) {
+    list.retain(|(i, _, _)| *i != id);
+}
+
+/// Delete every temporary output not yet committed (files, or staging directories with their
+/// contents) and return the destinations they were meant for, with the registry's lock held:
+/// while the caller keeps the guard, no output can be committed. Meant for a signal handler that
+/// then exits the process.
+pub fn remove_pending() -> (MutexGuard<'static, Vec<Pending>>, Vec<PathBuf>) {
+    let mut list = registry();
+    let mut dests = Vec::new();
+    for (_, tmp, dest) in list.drain(..) {
+        let _ = if tmp.is_dir() {
+            std::fs::remove_dir_all(&tmp)
+        } else {
+            std::fs::remove_file(&tmp)
+        };
+        dests.push(dest);
+    }
+    (list, dests)
+}
 
 /// Check that `path` names an existing regular file (not a directory), with a clear error.
 pub fn check_input_file(path: &Path) -> Result<()> {
@@ -42,9 +107,11 @@ pub fn check_not_input(input: &Path, output: &Path) -> Result<()> {
 /// A file being written that appears at its destination only on [`commit`](AtomicFile::commit).
 pub struct AtomicFile {
     dest: PathBuf,
-    tmp: tempfile::NamedTempFile,
+    /// `None` only after commit or drop.
+    tmp: Option<tempfile::NamedTempFile>,
     writer: Option<BufWriter<File>>,
     written: u64,
+    id: u64,
 }
 
 impl AtomicFile {
@@ -63,10 +130,6 @@ impl AtomicFile {
                 ),
             ));
         }
-        let dir = match dest.parent() {
-            Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
-            _ => PathBuf::from("."),
-        };
         let mut builder = tempfile::Builder::new();
         builder.prefix(".dprp-tmp-");
         #[cfg(unix)]
@@ -75,31 +138,15 @@ impl AtomicFile {
             // Ordinary output-file permissions (rw-r--r--), not the 0600 of temporary files.
             builder.permissions(std::fs::Permissions::from_mode(0o644));
         }
-        if !dir.is_dir() {
-            return Err(Error::io(
-                dest,
-                std::io::Error::new(
-                    std::io::ErrorKind::NotFound,
-                    format!(
-                        "cannot write the output: directory {} does not exist",
-                        dir.display()
-                    ),
-                ),
-            ));
-        }
-        // Report failures against the destination, not the temporary name.
-        let tmp = builder.tempfile_in(&dir).map_err(|e| {
-            Error::io(
-                dest,
-                std::io::Error::new(e.kind(), format!("cannot write the output: {}", e.kind())),
-            )
-        })?;
+        let dir = output_parent(dest)?;
+        let (tmp, id) = create_registered(dest, || builder.tempfile_in(&dir), |t| t.path())?;
         let file = tmp.reopen().map_err(|e| Error::io(dest, e))?;
         Ok(AtomicFile {
             dest: dest.to_path_buf(),
-            tmp,
+            tmp: Some(tmp),
             writer: Some(BufWriter::with_capacity(1 << 20, file)),
             written: 0,
+            id,
         })
     }
 
@@ -156,9 +203,141 @@ impl AtomicFile {
             f.sync_all().map_err(|e| Error::io(&self.dest, e))?;
         }
         let dest = self.dest.clone();
-        self.tmp
-            .persist(&dest)
-            .map_err(|e| Error::io(&dest, e.error))?;
+        let Some(tmp) = self.tmp.take() else {
+            return Err(Error::param("output", "commit after close"));
+        };
+        // Rename under the registry's lock: a signal handler either removed the temporary file
+        // before this (the rename then fails and the process is exiting anyway) or waits until
+        // the output is complete and in place.
+        let mut list = registry();
+        let persisted = tmp.persist(&dest);
+        unregister_locked(&mut list, self.id);
+        drop(list);
+        persisted.map_err(|e| Error::io(&dest, e.error))?;
         Ok(())
     }
+}
+
+impl Drop for AtomicFile {
+    fn drop(&mut self) {
+        // Remove the temporary file first, then forget it: a signal in between finds the entry
+        // and removes nothing more.
+        self.writer.take();
+        if let Some(tmp) = self.tmp.take() {
+            drop(tmp);
+            unregister_locked(&mut registry(), self.id);
+        }
+    }
+}
+
+/// A directory of outputs written together (e.g. an evaluation report): files are written under
+/// [`path`](StagingDir::path), a hidden temporary directory beside the destination, and moved
+/// into the destination directory by [`commit`](StagingDir::commit). Dropped without commit (an
+/// error) or interrupted by a signal, it is removed with its contents.
+pub struct StagingDir {
+    dest: PathBuf,
+    dir: Option<tempfile::TempDir>,
+    id: u64,
+}
+
+impl StagingDir {
+    /// Stage outputs for the directory `dest`. The parent of `dest` must exist (as for every
+    /// output file, dprp does not create missing parent directories); `dest` itself is created
+    /// on commit if needed, and must not be an existing file.
+    pub fn create(dest: &Path) -> Result<StagingDir> {
+        if dest.as_os_str().is_empty() {
+            return Err(Error::param("output", "the output path is empty"));
+        }
+        if dest.exists() && !dest.is_dir() {
+            return Err(Error::io(
+                dest,
+                std::io::Error::new(
+                    std::io::ErrorKind::AlreadyExists,
+                    "exists and is not a directory",
+                ),
+            ));
+        }
+        let parent = output_parent(dest)?;
+        let (dir, id) = create_registered(
+            dest,
+            || {
+                tempfile::Builder::new()
+                    .prefix(".dprp-tmp-")
+                    .tempdir_in(&parent)
+            },
+            |d| d.path(),
+        )?;
+        Ok(StagingDir {
+            dest: dest.to_path_buf(),
+            dir: Some(dir),
+            id,
+        })
+    }
+
+    /// Where to write the staged files.
+    pub fn path(&self) -> &Path {
+        self.dir.as_ref().map(|d| d.path()).unwrap_or(&self.dest)
+    }
+
+    /// The final directory.
+    pub fn dest(&self) -> &Path {
+        &self.dest
+    }
+
+    /// Move every staged entry into the destination directory (replacing files of the same
+    /// name), then remove the staging directory.
+    pub fn commit(mut self) -> Result<()> {
+        let Some(dir) = self.dir.take() else {
+            return Err(Error::param("output", "commit after close"));
+        };
+        let mut list = registry();
+        let result = (|| {
+            if !self.dest.is_dir() {
+                std::fs::create_dir(&self.dest).map_err(|e| Error::io(&self.dest, e))?;
+            }
+            let entries = std::fs::read_dir(dir.path()).map_err(|e| Error::io(dir.path(), e))?;
+            for entry in entries {
+                let entry = entry.map_err(|e| Error::io(dir.path(), e))?;
+                let to = self.dest.join(entry.file_name());
+                if to.is_dir() && entry.path().is_dir() {
+                    std::fs::remove_dir_all(&to).map_err(|e| Error::io(&to, e))?;
+                }
+                std::fs::rename(entry.path(), &to).map_err(|e| Error::io(&to, e))?;
+            }
+            Ok(())
+        })();
+        drop(dir);
+        unregister_locked(&mut list, self.id);
+        result
+    }
+}
+
+impl Drop for StagingDir {
+    fn drop(&mut self) {
+        if let Some(dir) = self.dir.take() {
+            drop(dir);
+            unregister_locked(&mut registry(), self.id);
+        }
+    }
+}
+
+/// The directory an output path will be written in; it must exist.
+fn output_parent(dest: &Path) -> Result<PathBuf> {
+    let dir = match dest.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    if !dir.is_dir() {
+        return Err(Error::io(
+            dest,
+            std::io::Error::new(
+                std::io::ErrorKind::NotFound,
+                format!(
+                    "cannot write the output: directory {} does not exist",
+                    dir.display()
+                ),
+            ),
+        ));
+    }
+    Ok(dir)
 }

@@ -68,16 +68,16 @@ pub fn run(a: CalibrateArgs) -> Result<()> {
         let sens = a.sensitivity.unwrap_or(a.beta);
         let sa = analytic_sigma(sens, a.epsilon, delta)?;
         let sc = classical_sigma(sens, a.epsilon, delta)?;
-        println!("ε = {}, δ = {:e}, Δ₂ = {sens}", a.epsilon, delta);
-        println!("σ analytic  (Theorem 3.2, Balle & Wang 2018) = {sa:.6}");
-        println!(
+        outln!("ε = {}, δ = {:e}, Δ₂ = {sens}", a.epsilon, delta)?;
+        outln!("σ analytic  (Theorem 3.2, Balle & Wang 2018) = {sa:.6}")?;
+        outln!(
             "σ classical (Theorem 3.1)                    = {sc:.6}{}",
             if classical_is_proven(a.epsilon) {
                 ""
             } else {
                 "  (proven only for ε < 1)"
             }
-        );
+        )?;
         return Ok(());
     };
     let kind = MechanismKind::parse(name)?;
@@ -151,7 +151,7 @@ pub fn run(a: CalibrateArgs) -> Result<()> {
             raw,
         ));
     }
-    println!(
+    outln!(
         "{} at ε = {}, δ = {:e}, β = {}, p = {p}; pair with ‖u‖ = {}, ‖v‖ = {}, cos = {} (ρ = {:.4})",
         kind.name(),
         a.epsilon,
@@ -161,17 +161,24 @@ pub fn run(a: CalibrateArgs) -> Result<()> {
         a.norm_v,
         a.cosine,
         stats.ip
-    );
-    println!(
+    )?;
+    outln!(
         "(Σu²v² taken as ‖u‖²‖v‖²/p; variance and standard deviation of the inner-product estimate \
          ⟨x̃,ỹ⟩, DESIGN.md §6: both rows released, or a raw query against a released row)"
-    );
-    println!(
+    )?;
+    outln!(
         "{:>6} {:>10} {:>10} {:>12} {:>13} {:>10} {:>13} {:>10}",
-        "k", "Δ₂", "σ", "σ classical", "var both", "sd both", "var raw-q", "sd raw-q"
-    );
+        "k",
+        "Δ₂",
+        "σ",
+        "σ classical",
+        "var both",
+        "sd both",
+        "var raw-q",
+        "sd raw-q"
+    )?;
     for (k, sens, sigma, classical, both, raw) in rows {
-        println!(
+        outln!(
             "{:>6} {:>10.6} {:>10.6} {:>12.6} {:>13.6} {:>10.6} {:>13.6} {:>10.6}",
             k,
             sens,
@@ -181,7 +188,7 @@ pub fn run(a: CalibrateArgs) -> Result<()> {
             both.sqrt(),
             raw,
             raw.sqrt()
-        );
+        )?;
     }
     Ok(())
 }
@@ -278,21 +285,21 @@ fn sign_table(
         };
         lines.push(line);
     }
-    println!(
+    outln!(
         "{} at ε = {}{}, β = {}, p = {p}",
         kind.name(),
         a.epsilon,
         a.delta.map(|d| format!(", δ = {d:e}")).unwrap_or_default(),
         a.beta
-    );
+    )?;
     for l in lines {
-        println!("{l}");
+        outln!("{l}")?;
     }
     if weak {
-        println!(
+        outln!(
             "warning: flip probabilities are ≥ 0.499: such a release carries almost no signal \
              (raise ε or lower k)"
-        );
+        )?;
     }
     Ok(())
 }

@@ -28,10 +28,10 @@ pub fn run(a: ConvertArgs) -> Result<()> {
     let mut reader = open_reader(&a.input, &opts)?;
     let p = reader.dim();
     let col = if req.needs_column_stats() {
-        eprintln!(
+        super::output::note(format_args!(
             "warning: --scale max-abs derives per-column factors from the data; they are not \
              covered by any privacy guarantee of later releases"
-        );
+        ));
         let mut acc = vec![0f32; p];
         let (mut v, mut l) = (Vec::new(), Vec::new());
         let mut row0 = 0u64;
@@ -76,7 +76,7 @@ pub fn run(a: ConvertArgs) -> Result<()> {
         ));
     }
     let n = w.finish()?;
-    println!(
+    outln!(
         "wrote {}: {n} rows × {p} features{}; scaling: {}",
         a.output.display(),
         if reader.has_labels() {
@@ -85,6 +85,6 @@ pub fn run(a: ConvertArgs) -> Result<()> {
             ""
         },
         scaling.describe()
-    );
+    )?;
     Ok(())
 }

@@ -37,12 +37,12 @@ pub fn run(a: DemoArgs) -> Result<()> {
     let sample = dir.join("sample.bin");
     std::fs::write(&sample, crate::data::sample::SAMPLE_BIN).map_err(|e| Error::io(&sample, e))?;
     let data = collect(&mut NativeReader::open(&sample)?)?;
-    println!(
+    outln!(
         "bundled sample: {} rows × {} features in [0,1], {} classes (data/sample.bin)\n",
         data.n,
         data.p,
         crate::data::sample::SAMPLE_CLASSES
-    );
+    )?;
     let k = 32;
     for kind in [
         MechanismKind::DpOporp,
@@ -50,7 +50,7 @@ pub fn run(a: DemoArgs) -> Result<()> {
         MechanismKind::DpSignoporpRr,
     ] {
         let out = dir.join(format!("sample-{}.dprp", kind.name()));
-        println!(
+        outln!(
             "$ dprp publish sample.bin --mechanism {} --epsilon {}{} --k {k} -o {}",
             kind.name(),
             a.epsilon,
@@ -62,7 +62,7 @@ pub fn run(a: DemoArgs) -> Result<()> {
             out.file_name()
                 .map(|f| f.to_string_lossy())
                 .unwrap_or_default()
-        );
+        )?;
         let req = crate::publish::PublishRequest {
             input: sample.clone(),
             input_opts: InputOptions::default(),
@@ -84,9 +84,9 @@ pub fn run(a: DemoArgs) -> Result<()> {
         };
         crate::publish::publish(&req, &NoiseSource::from_os()?)?;
         let r = Release::open(&out)?;
-        print!("{}", super::info::describe(&r));
+        super::output::print_str(&super::info::describe(&r))?;
         utility(&r, &data)?;
-        println!();
+        outln!()?;
     }
     Ok(())
 }
@@ -142,7 +142,7 @@ fn utility(r: &Release, data: &crate::data::Dataset) -> Result<()> {
         abs_err += (e - t).abs();
         scale += t.abs();
     }
-    println!(
+    outln!(
         "utility     {} over {pairs} pairs: mean |error| {:.3} (mean |truth| {:.3}); {:.1}% of \
          estimate ± 1.96·se intervals cover the truth",
         if bits.is_some() {
@@ -153,7 +153,7 @@ fn utility(r: &Release, data: &crate::data::Dataset) -> Result<()> {
         abs_err / pairs as f64,
         scale / pairs as f64,
         100.0 * covered as f64 / pairs as f64
-    );
+    )?;
     // 1-NN label agreement: the first 200 rows as raw queries (projected with the public map)
     // against the released rows 200.. ; cosine ranking (agreement counts for signs).
     let labels = data.labels.as_deref().unwrap_or(&[]);
@@ -191,11 +191,11 @@ fn utility(r: &Release, data: &crate::data::Dataset) -> Result<()> {
             hit_raw += (labels[best_raw] == labels[q]) as usize;
         }
     }
-    println!(
+    outln!(
         "utility     1-NN label agreement, {queries} raw queries vs the other rows: private sketch {:.1}%, \
          original data {:.1}%",
         100.0 * hit_priv as f64 / queries as f64,
         100.0 * hit_raw as f64 / queries as f64
-    );
+    )?;
     Ok(())
 }

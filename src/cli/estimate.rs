@@ -88,13 +88,13 @@ pub fn run(a: EstimateArgs) -> Result<()> {
                 f
             })
             .collect();
-        println!(
+        outln!(
             "{}",
             serde_json::to_string_pretty(&v).map_err(|e| Error::param("--json", e.to_string()))?
-        );
+        )?;
     } else {
         for l in lines {
-            println!("{} vs row {}: {}", l.a, l.b, l.text);
+            outln!("{} vs row {}: {}", l.a, l.b, l.text)?;
         }
     }
     Ok(())

@@ -349,7 +349,7 @@ fn run_retrieval(a: RetrievalArgs) -> Result<()> {
         repeat: r.repeat,
         seeds: r.seeds,
     };
-    eprintln!(
+    super::output::note(format_args!(
         "retrieval: {} database rows, {} queries (the first {} test rows), p = {}; {} mechanisms × \
          {} ε × {} k × {} repeats",
         train.n,
@@ -360,7 +360,7 @@ fn run_retrieval(a: RetrievalArgs) -> Result<()> {
         cfg.epsilons.len(),
         cfg.ks.len(),
         cfg.repeat
-    );
+    ));
     let mut rep = with_progress(|tick| retrieval::run(&train, &test, &cfg, tick))?;
     annotate(&mut rep, c, &r);
     finish(&rep, c.out.as_deref())
@@ -438,7 +438,7 @@ fn run_svm(a: SvmArgs) -> Result<()> {
             repeat: r.repeat,
             seeds: r.seeds,
         };
-        eprintln!(
+        super::output::note(format_args!(
             "svm{}: {} training rows, {} test rows, p = {}; {} mechanisms × {} ε × {} k × {} C \
              × {} repeats",
             if name.is_empty() {
@@ -454,11 +454,11 @@ fn run_svm(a: SvmArgs) -> Result<()> {
             cfg.ks.len(),
             cfg.cs.len(),
             cfg.repeat
-        );
+        ));
         let mut rep = with_progress(|tick| crate::eval::svm::run(&train, &test, &cfg, tick))?;
         annotate(&mut rep, &common, &r);
         if !name.is_empty() {
-            println!("## {name}\n");
+            outln!("## {name}\n")?;
         }
         let out = c.out.as_ref().map(|o| {
             if sets.len() > 1 {
@@ -548,7 +548,7 @@ fn annotate(rep: &mut Report, c: &CommonArgs, r: &Resolved) {
 /// Print the Markdown table; write the files and plots under `out`.
 fn finish(rep: &Report, out: Option<&Path>) -> Result<()> {
     let md = report::markdown(rep);
-    println!("{md}");
+    outln!("{md}")?;
     if let Some(dir) = out {
         std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
         let mut f = crate::atomic::AtomicFile::create(&dir.join("report.md"))?;
@@ -558,13 +558,13 @@ fn finish(rep: &Report, out: Option<&Path>) -> Result<()> {
         report::write_json(rep, &dir.join("report.json"))?;
         let plots = report::plots_with_warnings(rep, dir)?;
         for w in &plots.warnings {
-            eprintln!("warning: {w}");
+            super::output::warn(w);
         }
-        eprintln!(
+        super::output::note(format_args!(
             "wrote {}: report.md, report.csv, report.json and {} plot files",
             dir.display(),
             plots.files.len()
-        );
+        ));
     }
     Ok(())
 }

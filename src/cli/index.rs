@@ -56,7 +56,7 @@ pub fn run(a: IndexArgs) -> Result<()> {
     let start = std::time::Instant::now();
     let index = HnswIndex::build(&db, measure, &params)?;
     index.save(&a.output, r.checksum())?;
-    println!(
+    outln!(
         "indexed {} rows of {} ({} measure, m = {}, ef-construction = {}) in {:.1} s → {}",
         r.n(),
         a.release.display(),
@@ -65,6 +65,6 @@ pub fn run(a: IndexArgs) -> Result<()> {
         a.ef_construction,
         start.elapsed().as_secs_f64(),
         a.output.display()
-    );
+    )?;
     Ok(())
 }

@@ -24,13 +24,13 @@ pub fn run(a: InfoArgs) -> Result<()> {
             o.insert("file".into(), a.release.display().to_string().into());
             o.insert("checksum_verified".into(), true.into());
         }
-        println!(
+        outln!(
             "{}",
             serde_json::to_string_pretty(&v).map_err(|e| Error::param("--json", e.to_string()))?
-        );
+        )?;
         return Ok(());
     }
-    print!("{}", describe(&r));
+    super::output::print_str(&describe(&r))?;
     Ok(())
 }
 

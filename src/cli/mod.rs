@@ -8,6 +8,9 @@ use crate::data::scale::{parse_normalize, ScaleArg, ScalingRequest};
 use crate::data::{Format, InputOptions};
 use crate::error::{Error, Result};
 
+#[macro_use]
+pub mod output;
+
 mod calibrate;
 mod convert;
 mod demo;
@@ -145,19 +148,20 @@ fn run(cli: Cli) -> Result<()> {
 
         Command::Sample { output } => {
             crate::data::native::write(&output, &crate::data::sample::generate())?;
-            println!("wrote {}", output.display());
-            Ok(())
+            outln!("wrote {}", output.display())
         }
     }
 }
 
 /// Parse the command line, run it, print any error; returns the process exit code.
 pub fn main() -> i32 {
+    output::install_signal_handlers();
     let cli = Cli::parse();
     match run(cli) {
         Ok(()) => 0,
+        Err(e) if output::is_broken_pipe(&e) => output::exit_on_broken_pipe(),
         Err(e) => {
-            eprintln!("error: {e}");
+            output::note(format_args!("error: {e}"));
             1
         }
     }

@@ -79,9 +79,9 @@ pub fn run(a: PublishArgs) -> Result<()> {
     };
     let noise = match &a.noise_seed {
         Some(s) => {
-            eprintln!(
+            super::output::note(format_args!(
                 "WARNING: --noise-seed given: the noise is reproducible and the release is NOT private"
-            );
+            ));
             NoiseSource::from_seed(s)
         }
         None => NoiseSource::from_os()?,
@@ -95,10 +95,10 @@ pub fn run(a: PublishArgs) -> Result<()> {
     };
     let out = publish(&req, &noise)?;
     for w in &out.warnings {
-        eprintln!("warning: {w}");
+        super::output::warn(w);
     }
     let m = &out.meta;
-    println!(
+    outln!(
         "published {}: {} rows, {} → {} {} per row with {}",
         a.output.display(),
         m.n,
@@ -109,16 +109,18 @@ pub fn run(a: PublishArgs) -> Result<()> {
             crate::mechanism::Payload::Bits => "signs",
         },
         m.mechanism.name.name()
-    );
+    )?;
     if let Some(s) = &m.mechanism.sign {
-        println!("signs: {}", s.describe());
+        outln!("signs: {}", s.describe())?;
     }
     if let Some(g) = &m.mechanism.gaussian {
-        println!(
+        outln!(
             "noise: σ = {:.6} (Δ₂ = {:.6}, {})",
-            g.sigma, g.sensitivity, g.method
-        );
+            g.sigma,
+            g.sensitivity,
+            g.method
+        )?;
     }
-    println!("guarantee: {}", m.statement);
+    outln!("guarantee: {}", m.statement)?;
     Ok(())
 }

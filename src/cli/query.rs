@@ -226,14 +226,14 @@ pub fn run(a: QueryArgs) -> Result<()> {
     pb.finish_and_clear();
     if a.check_recall {
         if a.index.is_none() {
-            eprintln!("recall@{}: 1.000 (exact scan)", a.top);
+            super::output::note(format_args!("recall@{}: 1.000 (exact scan)", a.top));
         } else {
             let truth = exact::search(&db, &qs, measure, a.top, None)?;
             let r = crate::search::recall(&hits, &truth);
-            eprintln!(
+            super::output::note(format_args!(
                 "recall@{} of the index against the exact scan: {r:.4}",
                 a.top
-            );
+            ));
         }
     }
     print_hits(&a, &r, &q.ids, &hits, measure)
@@ -249,7 +249,7 @@ fn print_hits(
     use std::io::Write;
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());
-    let io = |e: std::io::Error| Error::io("standard output", e);
+    let io = super::output::stdout_error;
     if a.json {
         let v: Vec<serde_json::Value> = hits
             .iter()
@@ -265,7 +265,7 @@ fn print_hits(
             &mut out,
             &serde_json::json!({"measure": m.name(), "results": v}),
         )
-        .map_err(|e| Error::param("--json", e.to_string()))?;
+        .map_err(super::output::json_error)?;
         writeln!(out).map_err(io)?;
     } else {
         if a.csv {

@@ -1,0 +1,394 @@
+//! What happens when a run is cut short, tested on the real binary:
+//!
+//! * a signal (SIGINT, SIGTERM) during any command that writes (publish, convert, index,
+//!   eval --out) removes the temporary output, prints one line, and exits with 128 + the signal;
+//! * a closed standard output (`dprp … | head -1`) ends every printing command quietly, as a
+//!   process killed by SIGPIPE (status 141 in a shell), with no panic and no message.
+//!
+//! To catch `publish` in the middle of writing, its input is a named pipe (FIFO) that the test
+//! keeps open: the release's temporary file exists, the reader waits for more rows, and the
+//! signal arrives at a moment the test controls.
+#![cfg(unix)]
+
+use std::ffi::CString;
+use std::io::Write;
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::OpenOptionsExt;
+use std::os::unix::process::ExitStatusExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+fn bin() -> &'static str {
+    env!("CARGO_BIN_EXE_dprp")
+}
+
+fn temp_files(dir: &Path) -> Vec<PathBuf> {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .map(|e| e.path())
+        .filter(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with(".dprp-tmp-"))
+        })
+        .collect()
+}
+
+fn mkfifo(path: &Path) {
+    let c = CString::new(path.as_os_str().as_bytes()).unwrap();
+    // SAFETY: a valid NUL-terminated path; mkfifo has no other preconditions.
+    let rc = unsafe { libc::mkfifo(c.as_ptr(), 0o644) };
+    assert_eq!(rc, 0, "mkfifo failed: {}", std::io::Error::last_os_error());
+}
+
+/// Open the FIFO for writing once the child has opened it for reading (non-blocking open fails
+/// with ENXIO until then), failing the test if the child exits first.
+fn open_fifo_writer(path: &Path, child: &mut Child) -> std::fs::File {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        match std::fs::OpenOptions::new()
+            .write(true)
+            .custom_flags(libc::O_NONBLOCK)
+            .open(path)
+        {
+            Ok(f) => return f,
+            Err(e) if e.raw_os_error() == Some(libc::ENXIO) => {}
+            Err(e) => panic!("opening the FIFO: {e}"),
+        }
+        if let Some(st) = child.try_wait().unwrap() {
+            panic!("dprp exited ({st}) before reading its input");
+        }
+        assert!(Instant::now() < deadline, "dprp never opened its input");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+fn wait_with_deadline(child: &mut Child) -> std::process::ExitStatus {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        if let Some(st) = child.try_wait().unwrap() {
+            return st;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("dprp did not exit after the signal");
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+fn send(child: &Child, sig: i32) {
+    // SAFETY: kill with a pid we spawned and a valid signal number.
+    let rc = unsafe { libc::kill(child.id() as i32, sig) };
+    assert_eq!(rc, 0);
+}
+
+fn stderr_of(child: &mut Child) -> String {
+    let mut s = String::new();
+    use std::io::Read;
+    child.stderr.take().unwrap().read_to_string(&mut s).unwrap();
+    s
+}
+
+/// Start `dprp args` in `dir` reading the FIFO `input` (already created), feed it `rows`, wait
+/// until `ready(dir)` holds, send `sig`; return (status, stderr).
+fn interrupt(
+    dir: &Path,
+    args: &[&str],
+    input: &Path,
+    rows: &str,
+    ready: impl Fn(&Path) -> bool,
+    sig: i32,
+) -> (std::process::ExitStatus, String) {
+    let mut child = Command::new(bin())
+        .args(args)
+        .current_dir(dir)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut w = open_fifo_writer(input, &mut child);
+    w.write_all(rows.as_bytes()).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !ready(dir) {
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "dprp exited before the signal: {}",
+            stderr_of(&mut child)
+        );
+        assert!(
+            Instant::now() < deadline,
+            "dprp never reached the point to interrupt"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    send(&child, sig);
+    let st = wait_with_deadline(&mut child);
+    drop(w);
+    (st, stderr_of(&mut child))
+}
+
+fn rows_csv(n: usize, p: usize) -> String {
+    let mut s = String::new();
+    for i in 0..n {
+        let row: Vec<String> = (0..p)
+            .map(|j| format!("{:.3}", ((i * 7 + j * 13) % 19) as f32 / 19.0))
+            .collect();
+        s.push_str(&row.join(","));
+        s.push('\n');
+    }
+    s
+}
+
+fn check_interrupted(st: std::process::ExitStatus, err: &str, sig: i32, name: &str) {
+    assert_eq!(st.code(), Some(128 + sig), "status {st}, stderr: {err}");
+    let lines: Vec<&str> = err.lines().collect();
+    assert_eq!(lines.len(), 1, "expected one line on stderr, got: {err}");
+    assert!(
+        lines[0].starts_with(&format!("error: interrupted by {name}")),
+        "{err}"
+    );
+    assert!(!err.contains("panicked"), "{err}");
+}
+
+#[test]
+fn publish_interrupted_mid_write_removes_its_temporary_file() {
+    for (sig, name) in [(libc::SIGINT, "SIGINT"), (libc::SIGTERM, "SIGTERM")] {
+        let d = tempfile::tempdir().unwrap();
+        let input = d.path().join("rows.csv");
+        mkfifo(&input);
+        let (st, err) = interrupt(
+            d.path(),
+            &[
+                "publish", "rows.csv", "-m", "dp-oporp", "-e", "5", "-d", "1e-6", "-k", "4", "-o",
+                "out.dprp",
+            ],
+            &input,
+            &rows_csv(10, 8),
+            // the release's temporary file exists: publish is writing
+            |dir| !temp_files(dir).is_empty(),
+            sig,
+        );
+        check_interrupted(st, &err, sig, name);
+        assert!(err.contains("out.dprp not written"), "{err}");
+        assert!(!d.path().join("out.dprp").exists());
+        assert!(
+            temp_files(d.path()).is_empty(),
+            "{:?}",
+            temp_files(d.path())
+        );
+    }
+}
+
+#[test]
+fn convert_and_eval_interrupted_leave_no_output() {
+    let d = tempfile::tempdir().unwrap();
+    let input = d.path().join("rows.csv");
+    mkfifo(&input);
+    let started = |_: &Path| true;
+    let (st, err) = interrupt(
+        d.path(),
+        &["convert", "rows.csv", "-o", "out.bin"],
+        &input,
+        &rows_csv(10, 8),
+        started,
+        libc::SIGINT,
+    );
+    check_interrupted(st, &err, libc::SIGINT, "SIGINT");
+    assert!(!d.path().join("out.bin").exists());
+    assert!(temp_files(d.path()).is_empty());
+
+    let (st, err) = interrupt(
+        d.path(),
+        &[
+            "eval",
+            "retrieval",
+            "--train",
+            "rows.csv",
+            "--test",
+            "rows.csv",
+            "--mechanisms",
+            "dp-oporp",
+            "--epsilon",
+            "5",
+            "--k",
+            "4",
+            "--out",
+            "report",
+        ],
+        &input,
+        &rows_csv(10, 8),
+        started,
+        libc::SIGTERM,
+    );
+    check_interrupted(st, &err, libc::SIGTERM, "SIGTERM");
+    assert!(!d.path().join("report").exists());
+    assert!(temp_files(d.path()).is_empty());
+}
+
+#[test]
+fn index_interrupted_while_building_leaves_no_output() {
+    let d = tempfile::tempdir().unwrap();
+    std::fs::write(d.path().join("rows.csv"), rows_csv(40000, 16)).unwrap();
+    let st = Command::new(bin())
+        .args([
+            "publish",
+            "rows.csv",
+            "-m",
+            "dp-rp-g-opt",
+            "-e",
+            "5",
+            "-d",
+            "1e-6",
+            "-k",
+            "64",
+            "-o",
+            "r.dprp",
+            "--noise-seed",
+            "1",
+        ])
+        .current_dir(d.path())
+        .output()
+        .unwrap();
+    assert!(
+        st.status.success(),
+        "{}",
+        String::from_utf8_lossy(&st.stderr)
+    );
+    let mut child = Command::new(bin())
+        .args(["index", "r.dprp", "-o", "r.hnsw"])
+        .current_dir(d.path())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(
+        child.try_wait().unwrap().is_none(),
+        "the index was built too fast to interrupt: {}",
+        stderr_of(&mut child)
+    );
+    send(&child, libc::SIGINT);
+    let st = wait_with_deadline(&mut child);
+    let err = stderr_of(&mut child);
+    check_interrupted(st, &err, libc::SIGINT, "SIGINT");
+    assert!(!d.path().join("r.hnsw").exists());
+    assert!(temp_files(d.path()).is_empty());
+}
+
+/// Run `dprp args` with standard output a pipe whose reading end is already closed.
+fn closed_stdout(dir: &Path, args: &[&str]) -> (std::process::ExitStatus, String) {
+    let mut child = Command::new(bin())
+        .args(args)
+        .current_dir(dir)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let st = wait_with_deadline(&mut child);
+    (st, stderr_of(&mut child))
+}
+
+#[test]
+fn closed_stdout_ends_every_printing_command_quietly() {
+    let d = tempfile::tempdir().unwrap();
+    std::fs::write(d.path().join("rows.csv"), rows_csv(300, 8)).unwrap();
+    std::fs::write(d.path().join("q.csv"), rows_csv(1, 8)).unwrap();
+    let publish = [
+        "publish",
+        "rows.csv",
+        "-m",
+        "dp-rp-g-opt",
+        "-e",
+        "5",
+        "-d",
+        "1e-6",
+        "-k",
+        "16",
+        "-o",
+        "r.dprp",
+    ];
+    let cases: Vec<Vec<&str>> = vec![
+        publish.to_vec(),
+        vec!["query", "r.dprp", "--queries", "rows.csv", "--top", "5"],
+        vec!["query", "r.dprp", "--queries", "rows.csv", "--json"],
+        vec!["query", "r.dprp", "--queries", "rows.csv", "--csv"],
+        vec!["info", "r.dprp"],
+        vec!["info", "r.dprp", "--json"],
+        vec!["estimate", "r.dprp", "--rows", "1,2"],
+        vec!["estimate", "r.dprp", "--rows", "1,2", "--json"],
+        vec![
+            "estimate",
+            "r.dprp",
+            "--query-vector",
+            "q.csv",
+            "--rows",
+            "1,2",
+        ],
+        vec!["calibrate", "-e", "1", "-d", "1e-6", "--sensitivity", "1"],
+        vec![
+            "calibrate",
+            "-e",
+            "1",
+            "-d",
+            "1e-6",
+            "-m",
+            "dp-rp-g-opt",
+            "--dim",
+            "8",
+        ],
+        vec!["convert", "rows.csv", "-o", "rows.bin"],
+        vec!["demo"],
+    ];
+    for args in &cases {
+        let (st, err) = closed_stdout(d.path(), args);
+        assert_eq!(
+            st.signal(),
+            Some(libc::SIGPIPE),
+            "dprp {}: status {st}, stderr: {err}",
+            args.join(" ")
+        );
+        assert!(!err.contains("panicked"), "dprp {}: {err}", args.join(" "));
+        assert!(!err.contains("error"), "dprp {}: {err}", args.join(" "));
+        assert!(temp_files(d.path()).is_empty());
+    }
+    // the publish above wrote a complete release before its summary line failed
+    assert!(d.path().join("r.dprp").exists());
+}
+
+#[test]
+fn piped_into_head_with_stderr_too_gives_the_sigpipe_status() {
+    // The reproduction: stdout and stderr both into `head -1`.
+    let d = tempfile::tempdir().unwrap();
+    std::fs::write(d.path().join("rows.csv"), rows_csv(2000, 8)).unwrap();
+    let ok = Command::new(bin())
+        .args([
+            "publish", "rows.csv", "-m", "dp-oporp", "-e", "5", "-d", "1e-6", "-k", "8", "-o",
+            "r.dprp",
+        ])
+        .current_dir(d.path())
+        .output()
+        .unwrap();
+    assert!(ok.status.success());
+    let script = format!(
+        "'{}' query r.dprp --queries rows.csv --top 50 2>&1 | head -1; echo \"status=${{PIPESTATUS[0]}}\"",
+        bin()
+    );
+    let out = Command::new("bash")
+        .arg("-c")
+        .arg(&script)
+        .current_dir(d.path())
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 2, "{text}");
+    assert!(
+        !lines[0].contains("panicked") && !lines[0].contains("error"),
+        "{text}"
+    );
+    assert_eq!(lines[1], "status=141", "{text}");
+}
