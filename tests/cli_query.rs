@@ -444,3 +444,162 @@ fn estimates_with_standard_errors() {
         "features",
     );
 }
+
+/// Raw queries are put on the release's scale: the public steps the release records are replayed
+/// (less those a converted query file records as done), `--no-scale` opts out, values outside the
+/// domain afterwards are refused, and max-abs releases (whose factors are not stored) need
+/// queries scaled by the user.
+#[test]
+fn raw_queries_get_the_release_scaling() {
+    let d = tempfile::tempdir().unwrap();
+    let dir = d.path();
+    // 40 rows of "pixels" in [0, 255], 6 features
+    let row = |i: usize| -> Vec<f64> { (0..6).map(|j| ((i * 37 + j * 91) % 256) as f64).collect() };
+    let csv = |rows: &[Vec<f64>]| -> String {
+        rows.iter()
+            .map(|r| {
+                r.iter()
+                    .map(|v| format!("{v}"))
+                    .collect::<Vec<_>>()
+                    .join(",")
+                    + "\n"
+            })
+            .collect()
+    };
+    let data: Vec<Vec<f64>> = (0..40).map(row).collect();
+    std::fs::write(dir.join("px.csv"), csv(&data)).unwrap();
+    let q: Vec<Vec<f64>> = (100..103).map(row).collect();
+    std::fs::write(dir.join("q.csv"), csv(&q)).unwrap();
+    let q_scaled: Vec<Vec<f64>> = q
+        .iter()
+        .map(|r| {
+            r.iter()
+                .map(|v| ((*v as f32 as f64) / 255.0) as f32 as f64)
+                .collect()
+        })
+        .collect();
+    std::fs::write(dir.join("q255.csv"), csv(&q_scaled)).unwrap();
+    let publish = |extra: &[&str], out: &str| {
+        let mut args = vec![
+            "publish",
+            "px.csv",
+            "-m",
+            "dp-oporp",
+            "-e",
+            "5",
+            "-d",
+            "1e-6",
+            "-k",
+            "4",
+            "--noise-seed",
+            "s",
+            "--projection-seed",
+            "5",
+            "-o",
+            out,
+        ];
+        args.extend_from_slice(extra);
+        ok(dir, &args);
+    };
+    publish(&["--scale", "255"], "r.dprp");
+    let query = |extra: &[&str]| {
+        let mut args = vec!["query", "r.dprp", "--measure", "ip", "--top", "3"];
+        args.extend_from_slice(extra);
+        ok(dir, &args)
+    };
+    let raw = query(&["--queries", "q.csv"]);
+    let pre = query(&["--queries", "q255.csv", "--no-scale"]);
+    assert_eq!(
+        raw, pre,
+        "raw queries must be divided by 255 as the rows were"
+    );
+    // scores are on the scale of unit-range data (the inner product of two rows of 6 values in
+    // [0,1] is at most 6), not 255² times larger
+    let top: f64 = raw
+        .lines()
+        .next()
+        .unwrap()
+        .split(' ')
+        .nth(2)
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(top.abs() < 20.0, "{raw}");
+    // a query file converted with --scale 255 records it: no second division
+    ok(dir, &["convert", "q.csv", "--scale", "255", "-o", "q.bin"]);
+    assert_eq!(query(&["--queries", "q.bin"]), raw);
+    // --no-scale on raw pixels: outside the domain, refused with row and column
+    fails(
+        dir,
+        &["query", "r.dprp", "--queries", "q.csv", "--no-scale"],
+        "row 0, column 0: value 116 is outside the privacy domain",
+    );
+    // a query value that is outside the domain even after the division (300 / 255 > 1)
+    std::fs::write(dir.join("big.csv"), "1,2,3,4,5,300\n").unwrap();
+    fails(
+        dir,
+        &["query", "r.dprp", "--queries", "big.csv"],
+        "column 5: value 1.17",
+    );
+    // estimate --query-vector applies the same scaling
+    let e_raw = ok(
+        dir,
+        &[
+            "estimate",
+            "r.dprp",
+            "--query-vector",
+            "q.csv",
+            "--rows",
+            "1",
+        ],
+    );
+    let e_pre = ok(
+        dir,
+        &[
+            "estimate",
+            "r.dprp",
+            "--query-vector",
+            "q255.csv",
+            "--rows",
+            "1",
+            "--no-scale",
+        ],
+    );
+    assert_eq!(e_raw, e_pre);
+    // l2-normalised release: queries are normalised too
+    publish(&["--normalize", "l2"], "n.dprp");
+    let a = ok(
+        dir,
+        &["query", "n.dprp", "--queries", "q.csv", "--measure", "ip"],
+    );
+    let b = ok(
+        dir,
+        &[
+            "query",
+            "n.dprp",
+            "--queries",
+            "q255.csv",
+            "--measure",
+            "ip",
+        ],
+    );
+    let scores = |s: &str| -> Vec<f64> {
+        s.lines()
+            .map(|l| l.split(' ').nth(2).unwrap().parse().unwrap())
+            .collect()
+    };
+    for (x, y) in scores(&a).iter().zip(scores(&b)) {
+        assert!((x - y).abs() < 1e-4, "{a}\n{b}");
+    }
+    // max-abs: the factors are not in the release, so raw queries are refused
+    publish(&["--scale", "max-abs"], "m.dprp");
+    fails(
+        dir,
+        &["query", "m.dprp", "--queries", "q.csv"],
+        "not stored in the release",
+    );
+    ok(
+        dir,
+        &["query", "m.dprp", "--queries", "q255.csv", "--no-scale"],
+    );
+}

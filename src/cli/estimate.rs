@@ -2,7 +2,6 @@ use std::path::PathBuf;
 
 use clap::Args;
 
-use crate::data::{read_all, InputOptions};
 use crate::error::{Error, Result};
 use crate::estimate::{agreements, estimate_ip, sign_cosine, Estimator, QueryMode};
 use crate::mechanism::{self, sign_sketch::pack_signs, Mechanism};
@@ -23,6 +22,9 @@ pub struct EstimateArgs {
     /// Print JSON.
     #[arg(long)]
     json: bool,
+    /// With --query-vector: do not apply the public scaling recorded in the release.
+    #[arg(long)]
+    no_scale: bool,
 }
 
 struct Line {
@@ -59,20 +61,7 @@ pub fn run(a: EstimateArgs) -> Result<()> {
             lines.push(pair(&r, m.as_ref(), i, j)?);
         }
         Some(qpath) => {
-            let q = read_all(qpath, &InputOptions::default())?;
-            if q.n == 0 {
-                return Err(Error::format(qpath, "the query file has no rows"));
-            }
-            if q.p != r.meta().p {
-                return Err(Error::param(
-                    "--query-vector",
-                    format!(
-                        "the query has {} features, the release was made from {}",
-                        q.p,
-                        r.meta().p
-                    ),
-                ));
-            }
+            let q = super::query::read_raw_queries(&r, qpath, "--query-vector", a.no_scale)?;
             for &j in &a.rows {
                 lines.push(query(&r, m.as_ref(), q.row(0), j)?);
             }

@@ -2,6 +2,7 @@ use std::path::PathBuf;
 
 use clap::Args;
 
+use crate::data::scale::scale_queries;
 use crate::data::{read_all, InputOptions};
 use crate::error::{Error, Result};
 use crate::mechanism::{self, sign_sketch::pack_signs, Mechanism, Payload};
@@ -43,6 +44,10 @@ pub struct QueryArgs {
     /// Output CSV.
     #[arg(long)]
     csv: bool,
+    /// Raw queries: do not apply the public scaling recorded in the release (--scale, --normalize,
+    /// --clip); use when the queries are already on the release's scale.
+    #[arg(long)]
+    no_scale: bool,
 }
 
 /// Queries prepared as sketches, with their ids.
@@ -55,15 +60,22 @@ pub struct Prepared {
     pub ids: Vec<u64>,
 }
 
-/// Project raw query vectors with the release's public map (signs packed for sign releases).
-pub fn prepare_raw(r: &Release, m: &dyn Mechanism, path: &std::path::Path) -> Result<Prepared> {
-    let q = read_all(path, &InputOptions::default())?;
+/// Read raw query vectors for release `r`: check their dimension and bring them to the scale of
+/// the release's rows ([`scale_queries`]: the public scaling the release records, unless
+/// `no_scale`), saying on stderr what was applied.
+pub fn read_raw_queries(
+    r: &Release,
+    path: &std::path::Path,
+    option: &str,
+    no_scale: bool,
+) -> Result<crate::data::Dataset> {
+    let mut q = read_all(path, &InputOptions::default())?;
     if q.n == 0 {
         return Err(Error::format(path, "the query file has no rows"));
     }
     if q.p != r.meta().p {
         return Err(Error::param(
-            "--queries",
+            option,
             format!(
                 "{}: queries have {} features, the release was made from {}-dimensional rows",
                 path.display(),
@@ -72,6 +84,32 @@ pub fn prepare_raw(r: &Release, m: &dyn Mechanism, path: &std::path::Path) -> Re
             ),
         ));
     }
+    let applied = scale_queries(
+        &r.meta().scaling,
+        &q.scaling,
+        &mut q.values,
+        q.p,
+        path,
+        no_scale,
+    )?;
+    if !applied.0.is_empty() {
+        super::output::note(format_args!(
+            "note: queries scaled as the release's rows were: {} (--no-scale to opt out)",
+            applied.describe()
+        ));
+    }
+    Ok(q)
+}
+
+/// Project raw query vectors with the release's public map (signs packed for sign releases),
+/// after [`read_raw_queries`].
+pub fn prepare_raw(
+    r: &Release,
+    m: &dyn Mechanism,
+    path: &std::path::Path,
+    no_scale: bool,
+) -> Result<Prepared> {
+    let q = read_raw_queries(r, path, "--queries", no_scale)?;
     let k = r.k();
     let mut x = vec![0f32; q.n * k];
     m.project(&q.values, &mut x);
@@ -160,7 +198,7 @@ pub fn run(a: QueryArgs) -> Result<()> {
     let m = mechanism::from_record(&r.meta().mechanism, &r.meta().guarantee)?;
     let k = r.k();
     let q = match a.query_mode.as_str() {
-        "raw" => prepare_raw(&r, m.as_ref(), &a.queries)?,
+        "raw" => prepare_raw(&r, m.as_ref(), &a.queries, a.no_scale)?,
         "release" => prepare_release(&r, &a.queries)?,
         o => {
             return Err(Error::param(

@@ -191,9 +191,7 @@ impl Scaler {
         }
         for row in values.chunks_mut(p) {
             if let Some(by) = self.divide {
-                for v in row.iter_mut() {
-                    *v = (*v as f64 / by) as f32;
-                }
+                divide_row(row, by);
             }
             if let Some(f) = &self.col_factors {
                 for (v, s) in row.iter_mut().zip(f) {
@@ -203,25 +201,109 @@ impl Scaler {
                 }
             }
             if self.normalize_l2 {
-                let norm = row
-                    .iter()
-                    .map(|&v| (v as f64) * (v as f64))
-                    .sum::<f64>()
-                    .sqrt();
-                if norm > 0.0 {
-                    for v in row.iter_mut() {
-                        *v = ((*v as f64) / norm).clamp(-1.0, 1.0) as f32;
-                    }
-                }
+                normalise_row(row);
             }
             if self.clip {
-                for v in row.iter_mut() {
-                    // NaN stays NaN (f32::clamp keeps it), so validation still reports it.
-                    *v = v.clamp(-1.0, 1.0);
+                clip_row(row);
+            }
+        }
+    }
+}
+
+fn divide_row(row: &mut [f32], by: f64) {
+    for v in row.iter_mut() {
+        *v = (*v as f64 / by) as f32;
+    }
+}
+
+fn normalise_row(row: &mut [f32]) {
+    let norm = row
+        .iter()
+        .map(|&v| (v as f64) * (v as f64))
+        .sum::<f64>()
+        .sqrt();
+    if norm > 0.0 {
+        for v in row.iter_mut() {
+            *v = ((*v as f64) / norm).clamp(-1.0, 1.0) as f32;
+        }
+    }
+}
+
+fn clip_row(row: &mut [f32]) {
+    for v in row.iter_mut() {
+        // NaN stays NaN (f32::clamp keeps it), so validation still reports it.
+        *v = v.clamp(-1.0, 1.0);
+    }
+}
+
+/// Bring raw query vectors to the scale of a release's rows: replay the public scaling steps the
+/// release records (`release`), less those the query file records as already applied
+/// (`query_file`, which must then be a prefix of the release's steps), check the result lies in
+/// the domain, and return the steps applied.
+///
+/// `--scale max-abs` cannot be replayed: its per-column factors are the data's column maxima,
+/// which dprp does not store in a release (they would disclose each column's largest value, which
+/// the guarantee does not cover). Such releases need queries the user has scaled (and
+/// `no_scale`). With `no_scale` nothing is applied, and the domain is still checked.
+pub fn scale_queries(
+    release: &Scaling,
+    query_file: &Scaling,
+    values: &mut [f32],
+    p: usize,
+    path: &std::path::Path,
+    no_scale: bool,
+) -> Result<Scaling> {
+    check_finite(values, p, 0, path)?;
+    let todo: &[ScalingStep] = if no_scale {
+        &[]
+    } else if release.0.starts_with(&query_file.0) {
+        &release.0[query_file.0.len()..]
+    } else {
+        return Err(Error::param(
+            "--queries",
+            format!(
+                "{}: the query file records the scaling '{}', which is not how the release's rows were scaled ('{}'); pass raw vectors, or --no-scale if they are already on the release's scale",
+                path.display(),
+                query_file.describe(),
+                release.describe()
+            ),
+        ));
+    };
+    if todo.contains(&ScalingStep::MaxAbs) {
+        return Err(Error::param(
+            "--queries",
+            "the release's rows were scaled per column by the data's own maxima (--scale max-abs); those factors are not stored in the release (they would disclose each column's largest value), so raw queries cannot be put on the same scale: scale them yourself and pass --no-scale",
+        ));
+    }
+    if p > 0 {
+        for row in values.chunks_mut(p) {
+            for step in todo {
+                match *step {
+                    ScalingStep::Divide { by } => divide_row(row, by),
+                    ScalingStep::NormalizeL2 => normalise_row(row),
+                    ScalingStep::Clip => clip_row(row),
+                    ScalingStep::MaxAbs => {}
                 }
             }
         }
     }
+    let applied = Scaling(todo.to_vec());
+    let hint = if no_scale {
+        "the queries were not scaled (--no-scale); scale them as the release's rows were scaled"
+            .to_string()
+    } else if applied.0.is_empty() {
+        format!(
+            "the release's rows were scaled with '{}' and the queries are taken as already on that scale",
+            release.describe()
+        )
+    } else {
+        format!(
+            "the queries were scaled as the release's rows were ({}); the release and these queries do not describe the same kind of data",
+            applied.describe()
+        )
+    };
+    check_domain_hint(values, p, 0, path, &hint)?;
+    Ok(applied)
 }
 
 /// Per-column maximum absolute value of a chunk, folded into `acc` (length `p`).
@@ -247,6 +329,23 @@ pub fn check_domain(
     first_row: u64,
     path: &std::path::Path,
 ) -> Result<()> {
+    check_domain_hint(
+        values,
+        p,
+        first_row,
+        path,
+        "rescale explicitly with --scale max-abs, --scale <divisor>, --normalize l2 or --clip",
+    )
+}
+
+/// [`check_domain`] with `hint` after a value outside the domain.
+fn check_domain_hint(
+    values: &[f32],
+    p: usize,
+    first_row: u64,
+    path: &std::path::Path,
+    hint: &str,
+) -> Result<()> {
     if p == 0 {
         return Ok(());
     }
@@ -257,10 +356,7 @@ pub fn check_domain(
             } else if v.is_infinite() {
                 format!("value is {v}")
             } else if !(-1.0..=1.0).contains(&v) {
-                format!(
-                    "value {v} is outside the privacy domain [-1,1]; rescale explicitly with \
-                     --scale max-abs, --scale <divisor>, --normalize l2 or --clip"
-                )
+                format!("value {v} is outside the privacy domain [-1,1]; {hint}")
             } else {
                 continue;
             };
