@@ -104,6 +104,37 @@ pub fn check_not_input(input: &Path, output: &Path) -> Result<()> {
     Ok(())
 }
 
+/// Bytes available to an unprivileged writer on the file system that will hold `dest` (its parent
+/// directory), when the operating system says.
+pub fn free_space(dest: &Path) -> Option<u64> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::ffi::OsStrExt;
+        let dir = match dest.parent() {
+            Some(d) if !d.as_os_str().is_empty() => d,
+            _ => Path::new("."),
+        };
+        let c = std::ffi::CString::new(dir.as_os_str().as_bytes()).ok()?;
+        let mut st = std::mem::MaybeUninit::<libc::statvfs>::uninit();
+        // SAFETY: `c` is a valid NUL-terminated path and `st` points to writable memory of the
+        // right type; statvfs fills it on success (return 0) and we read it only then.
+        let rc = unsafe { libc::statvfs(c.as_ptr(), st.as_mut_ptr()) };
+        if rc != 0 {
+            return None;
+        }
+        // SAFETY: statvfs returned 0, so the struct is initialised.
+        let st = unsafe { st.assume_init() };
+        // The field types differ between platforms (u32 on some 32-bit systems).
+        #[allow(clippy::unnecessary_cast)]
+        Some((st.f_bavail as u64).saturating_mul(st.f_frsize as u64))
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = dest;
+        None
+    }
+}
+
 /// A file being written that appears at its destination only on [`commit`](AtomicFile::commit).
 pub struct AtomicFile {
     dest: PathBuf,

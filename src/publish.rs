@@ -1,7 +1,9 @@
 //! The publishing pipeline: read → scale → validate → privatise → write, streamed in chunks.
 //!
 //! Memory stays bounded by a few chunks whatever the number of rows (plus 4–12 bytes per row for
-//! labels and ids, which are written after the payload). A reader thread decodes the input, the
+//! labels and ids, which are written after the payload), and chunks are sized from a memory budget
+//! ([`PublishOptions::memory_budget`], 256 MiB by default): wide sketches (large k) get fewer rows
+//! per chunk. The public projection matrix (p·k·4 bytes for dense maps) comes on top. A reader thread decodes the input, the
 //! calling thread privatises each chunk in parallel with rayon (one ChaCha20 stream per
 //! [`BLOCK_ROWS`]-row block, so results do not depend on the thread count), and a writer thread
 //! hashes and writes the payload.
@@ -19,8 +21,69 @@ use crate::privacy::guarantee::GuaranteeKind;
 use crate::privacy::noise::{NoiseSource, BLOCK_ROWS};
 use crate::release::{now_rfc3339, NoiseRecord, ReleaseMeta, ReleaseWriter, VERSION};
 
-/// Rows per pipeline chunk (a multiple of [`BLOCK_ROWS`]).
+/// Most rows per pipeline chunk (a multiple of [`BLOCK_ROWS`]); fewer when the memory budget
+/// asks for it ([`chunk_rows`]).
 pub const CHUNK_ROWS: usize = 32 * BLOCK_ROWS;
+
+/// Default memory budget of the publishing pipeline's row buffers: 256 MiB.
+pub const DEFAULT_MEMORY_BUDGET: usize = 256 << 20;
+
+/// Chunks alive at once on each side of the pipeline: two queued in each channel, one being read
+/// or written, one being privatised.
+const CHUNKS_IN_FLIGHT: usize = 4;
+
+/// How a publish run uses the machine.
+#[derive(Debug, Clone, Copy)]
+pub struct PublishOptions {
+    /// Bytes the pipeline's row buffers may take (input rows, privatised rows and per-row
+    /// scratch, for every chunk in flight).
+    pub memory_budget: usize,
+    /// Where warnings go as soon as they arise (e.g. printed before a long run, rather than
+    /// after it); `None` collects them in [`PublishOutcome::warnings`].
+    pub on_warning: Option<fn(&str)>,
+}
+
+impl Default for PublishOptions {
+    fn default() -> Self {
+        PublishOptions {
+            memory_budget: DEFAULT_MEMORY_BUDGET,
+            on_warning: None,
+        }
+    }
+}
+
+/// Warnings of a run: passed on at once, or collected.
+struct Warnings {
+    sink: Option<fn(&str)>,
+    list: Vec<String>,
+}
+
+impl Warnings {
+    fn push(&mut self, w: String) {
+        match self.sink {
+            Some(f) => f(&w),
+            None => self.list.push(w),
+        }
+    }
+}
+
+/// Bytes one row costs in the pipeline: its input values and its privatised output in every
+/// chunk in flight, plus scratch (sign mechanisms project into f32 values before taking signs).
+pub fn pipeline_row_bytes(p: usize, k: usize, payload: Payload) -> usize {
+    let scratch = match payload {
+        Payload::F32 => 0,
+        Payload::Bits => 4 * k,
+    };
+    CHUNKS_IN_FLIGHT * (4 * p + crate::release::row_bytes(payload, k)) + scratch
+}
+
+/// Rows per chunk under `budget`: the most that fit, a multiple of [`BLOCK_ROWS`], between one
+/// noise block and [`CHUNK_ROWS`].
+pub fn chunk_rows(p: usize, k: usize, payload: Payload, budget: usize) -> usize {
+    let per_row = pipeline_row_bytes(p, k, payload).max(1);
+    let fit = budget / per_row / BLOCK_ROWS * BLOCK_ROWS;
+    fit.clamp(BLOCK_ROWS, CHUNK_ROWS)
+}
 
 /// Description of the noise generator recorded in releases.
 pub const NOISE_GENERATOR: &str =
@@ -50,7 +113,8 @@ pub struct PublishOutcome {
     pub warnings: Vec<String>,
 }
 
-/// Noise blocks per parallel task: each task projects `GROUP_BLOCKS·BLOCK_ROWS` rows at once.
+/// Most noise blocks per parallel task: each task privatises up to `GROUP_BLOCKS·BLOCK_ROWS` rows
+/// at once (fewer for small chunks, see `group_rows`).
 pub const GROUP_BLOCKS: usize = 4;
 
 /// Privatise real-valued rows whose first row has global index `first_row` (a multiple of
@@ -82,6 +146,16 @@ pub fn privatise_real(
         .collect::<Vec<Result<()>>>()
         .into_iter()
         .collect()
+}
+
+/// Rows per parallel task for a chunk of `rows` rows: [`GROUP_BLOCKS`] noise blocks, fewer when
+/// the chunk is small (wide sketches) so that every thread still gets work. The output does not
+/// depend on it: each noise block draws from its own stream, and each row's projection is
+/// computed on its own.
+fn group_rows(rows: usize) -> usize {
+    let blocks = rows.div_ceil(BLOCK_ROWS);
+    let per_thread = blocks / rayon::current_num_threads().max(1);
+    per_thread.clamp(1, GROUP_BLOCKS) * BLOCK_ROWS
 }
 
 /// Privatised rows held in memory.
@@ -156,7 +230,7 @@ fn process_chunk(
     path: &std::path::Path,
 ) -> Result<()> {
     let p = mech.input_dim();
-    let group = GROUP_BLOCKS * BLOCK_ROWS;
+    let group = group_rows(values.len() / p.max(1));
     let per_row = match out {
         OutBuf::F32(_) => mech.output_dim(),
         OutBuf::Bits(_) => mech.output_dim().div_ceil(64),
@@ -174,7 +248,13 @@ fn process_chunk(
         if let Some(nu) = nu {
             check_min_norm(v, p, r0, nu, path)?;
         }
-        mech.privatise_blocks_counted(v, o, first_block + (g * GROUP_BLOCKS) as u64, noise, c)
+        mech.privatise_blocks_counted(
+            v,
+            o,
+            first_block + (g * group / BLOCK_ROWS) as u64,
+            noise,
+            c,
+        )
     };
     let results: Vec<Result<()>> = match out {
         OutBuf::F32(o) => values
@@ -244,9 +324,25 @@ pub fn privatise_dataset(
 
 type Chunk = (Vec<f32>, Vec<f32>);
 
-/// Run a publish request with noise from `noise`.
+/// Run a publish request with noise from `noise` and the default [`PublishOptions`].
 pub fn publish(req: &PublishRequest, noise: &NoiseSource) -> Result<PublishOutcome> {
-    let mut warnings = Vec::new();
+    publish_with(req, noise, &PublishOptions::default())
+}
+
+/// Run a publish request with noise from `noise`.
+pub fn publish_with(
+    req: &PublishRequest,
+    noise: &NoiseSource,
+    opts: &PublishOptions,
+) -> Result<PublishOutcome> {
+    let mut warnings = Warnings {
+        sink: opts.on_warning,
+        list: Vec::new(),
+    };
+    if noise.is_seeded() {
+        warnings
+            .push("--noise-seed makes the release reproducible and therefore NOT private".into());
+    }
     crate::atomic::check_not_input(&req.input, &req.output)?;
     let mut reader = open_reader(&req.input, &req.input_opts)?;
     let p = reader.dim();
@@ -296,6 +392,31 @@ pub fn publish(req: &PublishRequest, noise: &NoiseSource) -> Result<PublishOutco
     let payload = mech.payload();
     let k = mech.output_dim();
     let has_labels = reader.has_labels();
+    let chunk = chunk_rows(p, k, payload, opts.memory_budget);
+    let in_flight = chunk * pipeline_row_bytes(p, k, payload);
+    if in_flight > opts.memory_budget {
+        warnings.push(format!(
+            "at p = {p}, k = {k} one {BLOCK_ROWS}-row noise block needs about {} MiB of buffers \
+             in flight, above the memory budget of {} MiB; publishing with that",
+            in_flight >> 20,
+            opts.memory_budget >> 20
+        ));
+    }
+    if let Some(n) = reader.rows_hint() {
+        let size = crate::release::HEADER_LEN as u64
+            + n * (crate::release::row_bytes(payload, k) as u64 + if has_labels { 4 } else { 0 });
+        if let Some(free) = crate::atomic::free_space(&req.output) {
+            if size > free {
+                warnings.push(format!(
+                    "the release will take about {} and the file system of {} has {} free; \
+                     publishing may fail for lack of space",
+                    human_bytes(size),
+                    req.output.display(),
+                    human_bytes(free)
+                ));
+            }
+        }
+    }
     let mut writer = ReleaseWriter::create(&req.output, payload, k, has_labels, false)?;
     let mut histogram = vec![0u64; k + 1];
 
@@ -311,10 +432,10 @@ pub fn publish(req: &PublishRequest, noise: &NoiseSource) -> Result<PublishOutco
         s.spawn(move || loop {
             let mut v = in_pool_rx
                 .try_recv()
-                .unwrap_or_else(|_| Vec::with_capacity(CHUNK_ROWS * p));
+                .unwrap_or_else(|_| Vec::with_capacity(chunk * p));
             v.clear();
             let mut l = Vec::new();
-            match reader.read_chunk(CHUNK_ROWS, &mut v, &mut l) {
+            match reader.read_chunk(chunk, &mut v, &mut l) {
                 Ok(0) => break,
                 Ok(_) => {
                     if tx.send(Ok((v, l))).is_err() {
@@ -403,8 +524,6 @@ pub fn publish(req: &PublishRequest, noise: &NoiseSource) -> Result<PublishOutco
             "NOT PRIVATE: the noise was drawn from a user-supplied --noise-seed and can be \
              reproduced by anyone who knows it. Had it come from the OS, the guarantee would be: {statement}"
         );
-        warnings
-            .push("--noise-seed makes the release reproducible and therefore NOT private".into());
     }
     if let (GuaranteeKind::ApproxDp, Some(cal)) = (guarantee.kind, mech.record().gaussian.as_ref())
     {
@@ -469,7 +588,22 @@ pub fn publish(req: &PublishRequest, noise: &NoiseSource) -> Result<PublishOutco
         ids: false,
     };
     let meta = writer.finish(meta)?;
-    Ok(PublishOutcome { meta, warnings })
+    Ok(PublishOutcome {
+        meta,
+        warnings: warnings.list,
+    })
+}
+
+/// `1.5 GiB`, `300 MiB`, `12 KiB`.
+pub fn human_bytes(b: u64) -> String {
+    let b = b as f64;
+    if b >= (1u64 << 30) as f64 {
+        format!("{:.1} GiB", b / (1u64 << 30) as f64)
+    } else if b >= (1u64 << 20) as f64 {
+        format!("{:.0} MiB", b / (1u64 << 20) as f64)
+    } else {
+        format!("{:.0} KiB", b / 1024.0)
+    }
 }
 
 /// Convenience: read, scale and validate a whole input into memory (for `convert`, evaluation).

@@ -4,11 +4,16 @@
 use std::path::Path;
 
 use dprp::data::{native, read_all, Dataset, InputOptions, Scaling};
+use dprp::mechanism::Payload;
 use dprp::mechanism::{build, from_record, MechanismKind, MechanismParams};
 use dprp::privacy::guarantee::Neighbour;
 use dprp::privacy::noise::NoiseSource;
+use dprp::privacy::noise::BLOCK_ROWS;
 use dprp::projection::Seed;
-use dprp::publish::{privatise_dataset, publish, PublishRequest, Sketches, CHUNK_ROWS};
+use dprp::publish::{
+    chunk_rows, pipeline_row_bytes, privatise_dataset, publish, publish_with, PublishOptions,
+    PublishRequest, Sketches, CHUNK_ROWS,
+};
 use dprp::release::Release;
 
 fn dataset(n: usize, p: usize) -> Dataset {
@@ -93,6 +98,74 @@ fn streamed_release_equals_in_memory_privatisation() {
         assert_eq!(a, b);
         assert!(!r.meta().private);
     }
+}
+
+/// A small memory budget makes chunks (and parallel groups) smaller; the release is the same, byte
+/// for byte, and the pipeline's row buffers stay within the budget.
+#[test]
+fn memory_budget_sizes_chunks_without_changing_the_release() {
+    // chunk sizes: the most rows that fit, whole noise blocks, at least one block
+    let k_huge = 100_000;
+    assert_eq!(chunk_rows(784, k_huge, Payload::F32, 256 << 20), BLOCK_ROWS);
+    assert_eq!(chunk_rows(784, 256, Payload::F32, 256 << 20), CHUNK_ROWS);
+    let c = chunk_rows(784, 4096, Payload::F32, 256 << 20);
+    assert!(c % BLOCK_ROWS == 0 && c < CHUNK_ROWS);
+    assert!(c * pipeline_row_bytes(784, 4096, Payload::F32) <= 256 << 20);
+    assert!((c + BLOCK_ROWS) * pipeline_row_bytes(784, 4096, Payload::F32) > 256 << 20);
+
+    let dir = tempfile::tempdir().unwrap();
+    let n = 3 * BLOCK_ROWS + 41;
+    let input = dir.path().join("d.bin");
+    native::write(&input, &dataset(n, 30)).unwrap();
+    for (kind, k) in [
+        (MechanismKind::DpRpGOpt, Some(200)),
+        (MechanismKind::DpOporp, Some(16)),
+        (MechanismKind::DpSignrpRrSmooth, Some(130)),
+        (MechanismKind::IdpSignoporpG, Some(20)),
+    ] {
+        let mut bytes = Vec::new();
+        for budget in [256 << 20, 1] {
+            let out = dir.path().join(format!("{}-{budget}.dprp", kind.name()));
+            let req = PublishRequest {
+                input: input.clone(),
+                input_opts: InputOptions::default(),
+                scaling: Default::default(),
+                params: params(kind, k),
+                output: out.clone(),
+            };
+            let opts = PublishOptions {
+                memory_budget: budget,
+                on_warning: None,
+            };
+            let o = publish_with(&req, &NoiseSource::from_seed("mem"), &opts).unwrap();
+            // one block per chunk is above a 1-byte budget: said, not hidden
+            assert_eq!(
+                o.warnings.iter().any(|w| w.contains("memory budget")),
+                budget == 1,
+                "{:?}",
+                o.warnings
+            );
+            let r = Release::open(&out).unwrap();
+            bytes.push(match r.meta().payload {
+                Payload::F32 => bytemuck_f32(r.values().unwrap()),
+                Payload::Bits => r
+                    .bits()
+                    .unwrap()
+                    .iter()
+                    .flat_map(|w| w.to_le_bytes())
+                    .collect(),
+            });
+        }
+        let first_diff = bytes[0].iter().zip(&bytes[1]).position(|(a, b)| a != b);
+        assert!(
+            bytes[0].len() == bytes[1].len() && first_diff.is_none(),
+            "{kind:?}: releases differ at byte {first_diff:?}"
+        );
+    }
+}
+
+fn bytemuck_f32(v: &[f32]) -> Vec<u8> {
+    v.iter().flat_map(|x| x.to_le_bytes()).collect()
 }
 
 #[test]

@@ -8,7 +8,7 @@ use crate::mechanism::{MechanismKind, MechanismParams};
 use crate::privacy::guarantee::Neighbour;
 use crate::privacy::noise::NoiseSource;
 use crate::projection::{DenseKind, Seed};
-use crate::publish::{publish, PublishRequest};
+use crate::publish::{publish_with, PublishOptions, PublishRequest};
 
 #[derive(Debug, Args)]
 pub struct PublishArgs {
@@ -53,6 +53,10 @@ pub struct PublishArgs {
     /// Output release file.
     #[arg(short, long)]
     output: PathBuf,
+    /// Memory budget for the pipeline's row buffers, in MiB (chunks of rows are sized to fit; the
+    /// public projection matrix, p·k·4 bytes for dense maps, comes on top).
+    #[arg(long, value_name = "MiB", default_value_t = 256)]
+    memory: usize,
     #[command(flatten)]
     input_args: InputArgs,
     #[command(flatten)]
@@ -78,12 +82,7 @@ pub fn run(a: PublishArgs) -> Result<()> {
         individual_dp: a.individual_dp,
     };
     let noise = match &a.noise_seed {
-        Some(s) => {
-            super::output::note(format_args!(
-                "WARNING: --noise-seed given: the noise is reproducible and the release is NOT private"
-            ));
-            NoiseSource::from_seed(s)
-        }
+        Some(s) => NoiseSource::from_seed(s),
         None => NoiseSource::from_os()?,
     };
     let req = PublishRequest {
@@ -93,10 +92,17 @@ pub fn run(a: PublishArgs) -> Result<()> {
         params,
         output: a.output.clone(),
     };
-    let out = publish(&req, &noise)?;
-    for w in &out.warnings {
-        super::output::warn(w);
+    if a.memory == 0 {
+        return Err(crate::error::Error::param(
+            "--memory",
+            "the memory budget must be at least 1 MiB",
+        ));
     }
+    let opts = PublishOptions {
+        memory_budget: a.memory.saturating_mul(1 << 20),
+        on_warning: Some(|w| super::output::warn(w)),
+    };
+    let out = publish_with(&req, &noise, &opts)?;
     let m = &out.meta;
     outln!(
         "published {}: {} rows, {} → {} {} per row with {}",

@@ -139,17 +139,32 @@ impl DenseProjection {
         if m == 0 {
             return;
         }
-        let (Ok(a), Ok(b), Ok(mut c)) = (
-            ArrayView2::from_shape((m, self.p), rows),
-            ArrayView2::from_shape((self.p, self.k), &self.w),
-            ArrayViewMut2::from_shape((m, self.k), out),
-        ) else {
-            // Shapes are checked by callers; an inconsistent call leaves `out` untouched.
+        let Ok(b) = ArrayView2::from_shape((self.p, self.k), &self.w) else {
             return;
         };
-        general_mat_mul(1.0 / (self.k as f32).sqrt(), &a, &b, 0.0, &mut c);
+        // The matrix product is taken over fixed tiles of rows: its floating-point result for a
+        // row can depend on how many rows are multiplied together, and a release must not depend
+        // on how the publisher happened to batch its rows (memory budget, threads).
+        for (r, o) in rows
+            .chunks(PROJECT_TILE_ROWS * self.p)
+            .zip(out.chunks_mut(PROJECT_TILE_ROWS * self.k))
+        {
+            let t = r.len() / self.p;
+            let (Ok(a), Ok(mut c)) = (
+                ArrayView2::from_shape((t, self.p), r),
+                ArrayViewMut2::from_shape((t, self.k), o),
+            ) else {
+                // Shapes are checked by callers; an inconsistent call leaves `out` untouched.
+                return;
+            };
+            general_mat_mul(1.0 / (self.k as f32).sqrt(), &a, &b, 0.0, &mut c);
+        }
     }
 }
+
+/// Rows per matrix product in [`DenseProjection::project`]; divides the publisher's noise block
+/// (256 rows), so chunk boundaries always fall on tile boundaries.
+pub const PROJECT_TILE_ROWS: usize = 256;
 
 #[cfg(test)]
 mod tests {
