@@ -603,3 +603,43 @@ fn raw_queries_get_the_release_scaling() {
         &["query", "m.dprp", "--queries", "q255.csv", "--no-scale"],
     );
 }
+
+/// Results are searched and printed batch by batch under `--memory`; a small budget (many
+/// batches) prints exactly what one batch prints, in every format, exact or with an index.
+#[test]
+fn batched_results_equal_one_batch() {
+    let d = setup();
+    let dir = d.path();
+    ok(dir, &["index", "r.dprp", "-o", "r.hnsw"]);
+    for extra in [
+        vec![],
+        vec!["--csv"],
+        vec!["--json"],
+        vec!["--index", "r.hnsw", "--check-recall"],
+    ] {
+        let mut base = vec!["query", "r.dprp", "--queries", "s.bin", "--top", "100"];
+        base.extend_from_slice(&extra);
+        let one = dprp(dir, &base);
+        let mut small = base.clone();
+        // 1 MiB holds the results of 1 MiB / (2·100·16 B) = 327 queries: 7 batches of 2000
+        small.extend_from_slice(&["--memory", "1"]);
+        let many = dprp(dir, &small);
+        assert!(
+            one.status.success() && many.status.success(),
+            "{}",
+            text(&many)
+        );
+        assert_eq!(one.stdout, many.stdout, "{extra:?}");
+        assert_eq!(one.stderr, many.stderr, "{extra:?}");
+        if extra == ["--json"] {
+            let v: serde_json::Value = serde_json::from_slice(&many.stdout).unwrap();
+            assert_eq!(v["results"].as_array().unwrap().len(), 2000);
+            assert_eq!(v["measure"], "cosine");
+        }
+    }
+    fails(
+        dir,
+        &["query", "r.dprp", "--queries", "s.bin", "--memory", "0"],
+        "--memory",
+    );
+}

@@ -44,6 +44,10 @@ pub struct QueryArgs {
     /// Output CSV.
     #[arg(long)]
     csv: bool,
+    /// Memory budget for results in MiB: queries are searched and printed in batches whose
+    /// results fit in it.
+    #[arg(long, value_name = "MiB", default_value_t = 256)]
+    memory: usize,
     /// Raw queries: do not apply the public scaling recorded in the release (--scale, --normalize,
     /// --clip); use when the queries are already on the release's scale.
     #[arg(long)]
@@ -227,9 +231,7 @@ pub fn run(a: QueryArgs) -> Result<()> {
     };
     crate::search::check_request(&db, &qs, measure, a.top)?;
     let nq = qs.rows();
-    let pb = progress_bar(nq as u64, "searching");
-    let tick = |done: usize| pb.set_position(done as u64);
-    let hits: Vec<Vec<Hit>> = match &a.index {
+    let index = match &a.index {
         Some(path) => {
             let (index, header) = HnswIndex::load(path, &db)?;
             if header.release_checksum != r.checksum() {
@@ -257,67 +259,141 @@ pub fn run(a: QueryArgs) -> Result<()> {
             if ef < a.top {
                 return Err(Error::param("--ef", "ef must be at least --top"));
             }
-            index.search(&qs, a.top, ef, Some(&tick))?
+            Some((index, ef))
         }
-        None => exact::search(&db, &qs, measure, a.top, Some(&tick))?,
+        None => None,
     };
+    if a.memory == 0 {
+        return Err(Error::param(
+            "--memory",
+            "the memory budget must be at least 1 MiB",
+        ));
+    }
+    let batch = query_batch(a.top, a.memory.saturating_mul(1 << 20)).min(nq.max(1));
+    let pb = progress_bar(nq as u64, "searching");
+    let mut printer = HitPrinter::start(&a, measure)?;
+    let (mut found, mut total) = (0.0f64, 0usize);
+    // Queries are searched and printed batch by batch, so memory holds one batch of results.
+    for start in (0..nq).step_by(batch) {
+        let end = (start + batch).min(nq);
+        let part = qs.rows_range(start, end);
+        let tick = |done: usize| pb.set_position((start + done) as u64);
+        let hits = match &index {
+            Some((index, ef)) => index.search(&part, a.top, *ef, Some(&tick))?,
+            None => exact::search(&db, &part, measure, a.top, Some(&tick))?,
+        };
+        if a.check_recall && index.is_some() {
+            let truth = exact::search(&db, &part, measure, a.top, None)?;
+            found += crate::search::recall(&hits, &truth) * (end - start) as f64;
+            total += end - start;
+        }
+        printer.write(&r, &q.ids[start..end], &hits)?;
+    }
     pb.finish_and_clear();
+    printer.finish()?;
     if a.check_recall {
-        if a.index.is_none() {
+        if index.is_none() {
             super::output::note(format_args!("recall@{}: 1.000 (exact scan)", a.top));
         } else {
-            let truth = exact::search(&db, &qs, measure, a.top, None)?;
-            let r = crate::search::recall(&hits, &truth);
             super::output::note(format_args!(
-                "recall@{} of the index against the exact scan: {r:.4}",
-                a.top
+                "recall@{} of the index against the exact scan: {:.4}",
+                a.top,
+                found / total.max(1) as f64
             ));
         }
     }
-    print_hits(&a, &r, &q.ids, &hits, measure)
+    Ok(())
 }
 
-fn print_hits(
-    a: &QueryArgs,
-    r: &Release,
-    qids: &[u64],
-    hits: &[Vec<Hit>],
-    m: Measure,
-) -> Result<()> {
-    use std::io::Write;
-    let stdout = std::io::stdout();
-    let mut out = std::io::BufWriter::new(stdout.lock());
-    let io = super::output::stdout_error;
-    if a.json {
-        let v: Vec<serde_json::Value> = hits
-            .iter()
-            .zip(qids)
-            .map(|(h, q)| {
-                serde_json::json!({
-                    "query": q,
-                    "neighbours": h.iter().map(|x| serde_json::json!({"id": r.id(x.row), "score": x.score})).collect::<Vec<_>>(),
-                })
-            })
-            .collect();
-        serde_json::to_writer_pretty(
-            &mut out,
-            &serde_json::json!({"measure": m.name(), "results": v}),
-        )
-        .map_err(super::output::json_error)?;
-        writeln!(out).map_err(io)?;
-    } else {
-        if a.csv {
-            writeln!(out, "query_id,rank,neighbour_id,score").map_err(io)?;
+/// Queries per batch so that one batch of results (`top` hits per query, kept while searching and
+/// while printing) fits in `budget` bytes.
+fn query_batch(top: usize, budget: usize) -> usize {
+    let per_query = 2 * top.max(1) * std::mem::size_of::<Hit>();
+    (budget / per_query).max(1)
+}
+
+/// Prints results as they come, in the chosen format (text lines, CSV, or one JSON document whose
+/// `results` array is streamed).
+struct HitPrinter {
+    out: std::io::BufWriter<std::io::StdoutLock<'static>>,
+    format: HitFormat,
+    first: bool,
+}
+
+#[derive(Clone, Copy, PartialEq)]
+enum HitFormat {
+    Text,
+    Csv,
+    Json,
+}
+
+impl HitPrinter {
+    fn start(a: &QueryArgs, m: Measure) -> Result<HitPrinter> {
+        use std::io::Write;
+        let format = if a.json {
+            HitFormat::Json
+        } else if a.csv {
+            HitFormat::Csv
+        } else {
+            HitFormat::Text
+        };
+        let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+        let io = super::output::stdout_error;
+        match format {
+            HitFormat::Json => write!(
+                out,
+                "{{\n  \"measure\": {},\n  \"results\": [",
+                serde_json::Value::from(m.name())
+            )
+            .map_err(io)?,
+            HitFormat::Csv => writeln!(out, "query_id,rank,neighbour_id,score").map_err(io)?,
+            HitFormat::Text => {}
         }
+        Ok(HitPrinter {
+            out,
+            format,
+            first: true,
+        })
+    }
+
+    fn write(&mut self, r: &Release, qids: &[u64], hits: &[Vec<Hit>]) -> Result<()> {
+        use std::io::Write;
+        let io = super::output::stdout_error;
+        let out = &mut self.out;
         for (h, q) in hits.iter().zip(qids) {
-            for (rank, x) in h.iter().enumerate() {
-                if a.csv {
-                    writeln!(out, "{q},{},{},{}", rank + 1, r.id(x.row), x.score).map_err(io)?;
-                } else {
-                    writeln!(out, "{q} {} {}", r.id(x.row), x.score).map_err(io)?;
+            match self.format {
+                HitFormat::Json => {
+                    let v = serde_json::json!({
+                        "query": q,
+                        "neighbours": h.iter().map(|x| serde_json::json!({"id": r.id(x.row), "score": x.score})).collect::<Vec<_>>(),
+                    });
+                    out.write_all(if self.first { b"\n    " } else { b",\n    " })
+                        .map_err(io)?;
+                    serde_json::to_writer(&mut *out, &v).map_err(super::output::json_error)?;
+                    self.first = false;
+                }
+                HitFormat::Csv => {
+                    for (rank, x) in h.iter().enumerate() {
+                        writeln!(out, "{q},{},{},{}", rank + 1, r.id(x.row), x.score)
+                            .map_err(io)?;
+                    }
+                }
+                HitFormat::Text => {
+                    for x in h {
+                        writeln!(out, "{q} {} {}", r.id(x.row), x.score).map_err(io)?;
+                    }
                 }
             }
         }
+        Ok(())
     }
-    out.flush().map_err(io)
+
+    fn finish(mut self) -> Result<()> {
+        use std::io::Write;
+        let io = super::output::stdout_error;
+        if self.format == HitFormat::Json {
+            self.out.write_all(b"\n  ]\n}\n").map_err(io)?;
+        }
+        self.out.flush().map_err(io)
+    }
 }

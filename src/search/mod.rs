@@ -72,7 +72,28 @@ pub enum Sketch<'a> {
     },
 }
 
-impl Sketch<'_> {
+impl<'a> Sketch<'a> {
+    /// Rows `start..end` as a sketch of their own (clamped to the rows there are).
+    pub fn rows_range(&self, start: usize, end: usize) -> Sketch<'a> {
+        match *self {
+            Sketch::Real { data, k } => {
+                let (s, e) = (start * k, (end * k).min(data.len()));
+                Sketch::Real {
+                    data: &data[s.min(e)..e],
+                    k,
+                }
+            }
+            Sketch::Bits { data, k } => {
+                let w = k.div_ceil(64);
+                let (s, e) = (start * w, (end * w).min(data.len()));
+                Sketch::Bits {
+                    data: &data[s.min(e)..e],
+                    k,
+                }
+            }
+        }
+    }
+
     /// Number of rows.
     pub fn rows(&self) -> usize {
         match *self {
