@@ -73,9 +73,14 @@ pub fn remove_pending() -> (MutexGuard<'static, Vec<Pending>>, Vec<PathBuf>) {
     (list, dests)
 }
 
-/// Check that `path` names an existing regular file (not a directory), with a clear error.
+/// Check that `path` names an existing file (not a directory) that is not empty, with a clear
+/// error.
 pub fn check_input_file(path: &Path) -> Result<()> {
     match std::fs::metadata(path) {
+        // (a named pipe reports length 0 and is read as a stream)
+        Ok(m) if m.is_file() && m.len() == 0 => {
+            Err(Error::format(path, "the file is empty (0 bytes)"))
+        }
         Ok(m) if m.is_dir() => Err(Error::io(
             path,
             std::io::Error::new(

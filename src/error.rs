@@ -1,5 +1,10 @@
 //! One error type for the library. Every variant names *what* is wrong and *where* (file, row,
 //! column, line or option), so the CLI can print it verbatim and exit non-zero.
+//!
+//! Positions follow one convention, stated in every message: rows, columns and features of a
+//! dataset are counted from 0 (as release row ids, `--rows` and `--label-column` are); a text
+//! file's lines are counted from 1, as editors and `sed -n` number them, and are called "line N of
+//! the file".
 
 use std::path::PathBuf;
 
@@ -28,7 +33,7 @@ pub enum Error {
         msg: String,
     },
     /// A value outside the mechanism's data domain (or NaN/inf).
-    #[error("{path}: row {row}, column {col}: {msg}")]
+    #[error("{path}: row {row}, column {col} (counted from 0): {msg}")]
     Value {
         /// The file involved.
         path: PathBuf,
@@ -40,7 +45,7 @@ pub enum Error {
         msg: String,
     },
     /// A whole row is unacceptable (e.g. its norm is below the public bound).
-    #[error("{path}: row {row}: {msg}")]
+    #[error("{path}: row {row} (counted from 0): {msg}")]
     Row {
         /// The file involved.
         path: PathBuf,
@@ -55,6 +60,14 @@ pub enum Error {
         /// Name of the parameter, e.g. `--epsilon`.
         name: String,
         /// Why it is invalid.
+        msg: String,
+    },
+    /// A required option (or an explicit acknowledgement such as `--individual-dp`) is missing.
+    #[error("missing {name}: {msg}")]
+    Missing {
+        /// Name of the option, e.g. `--delta`.
+        name: String,
+        /// Why it is needed.
         msg: String,
     },
     /// A release file failed an integrity or consistency check.
@@ -85,6 +98,13 @@ impl Error {
     /// An invalid parameter.
     pub fn param(name: impl Into<String>, msg: impl Into<String>) -> Self {
         Error::Param {
+            name: name.into(),
+            msg: msg.into(),
+        }
+    }
+    /// A missing option.
+    pub fn missing(name: impl Into<String>, msg: impl Into<String>) -> Self {
+        Error::Missing {
             name: name.into(),
             msg: msg.into(),
         }

@@ -85,9 +85,24 @@ pub fn chunk_rows(p: usize, k: usize, payload: Payload, budget: usize) -> usize 
     fit.clamp(BLOCK_ROWS, CHUNK_ROWS)
 }
 
-/// Description of the noise generator recorded in releases.
+/// Description of the noise generator recorded in releases of Gaussian (real-valued) mechanisms.
 pub const NOISE_GENERATOR: &str =
     "ChaCha20 (rand_chacha), one stream per 256-row block; N(0,1) by ziggurat (rand_distr StandardNormal, f64)";
+
+/// The noise generator and sampler a mechanism actually uses, as recorded in its release.
+pub fn noise_generator(kind: mechanism::MechanismKind) -> String {
+    use mechanism::MechanismKind as K;
+    let stream = "ChaCha20 (rand_chacha), one stream per 256-row block";
+    let flips = "each flip with probability q is a 64-bit word u < ⌈q·2⁶⁴⌉ (no floating point)";
+    match kind {
+        K::IdpSignrpG | K::IdpSignoporpG => format!(
+            "{stream}; N(0,1) by ziggurat (rand_distr StandardNormal, f64) on the noise set, a fair \
+             coin bit for values exactly 0"
+        ),
+        k if k.is_sign() => format!("{stream}; {flips}"),
+        _ => NOISE_GENERATOR.to_string(),
+    }
+}
 
 /// A publish run.
 #[derive(Debug, Clone)]
@@ -385,8 +400,39 @@ pub fn publish_with(
 
     let mut params = req.params.clone();
     params.p = p;
-    if params.kind.needs_min_norm() && params.min_norm.is_none() && scaling.unit_norm() {
-        params.min_norm = Some(NORMALISED_MIN_NORM);
+    if params.delta.is_some() && !params.kind.needs_delta() {
+        warnings.push(format!(
+            "{} gives pure ε-{}: --delta is not used",
+            params.kind.name(),
+            if params.kind.is_idp() { "iDP" } else { "DP" }
+        ));
+    }
+    if params.kind.needs_min_norm() && scaling.unit_norm() {
+        // l2-normalised rows have norm 1 up to f32 rounding (each value is rounded once, a
+        // relative error of at most 2⁻²⁴ in the norm), so a bound "within rounding of 1" is
+        // taken as NORMALISED_MIN_NORM: rows are accepted, and the calibration uses the smaller
+        // bound, which only makes N₊ larger (more noise).
+        match params.min_norm {
+            None => params.min_norm = Some(NORMALISED_MIN_NORM),
+            Some(nu) if nu > NORMALISED_MIN_NORM && nu <= 1.0 => {
+                warnings.push(format!(
+                    "the rows are l2-normalised, so their computed norms are 1 only up to \
+                     f32 rounding; --min-norm {nu} is taken as {NORMALISED_MIN_NORM} (the \
+                     calibration uses that bound: slightly more noise, the same guarantee)"
+                ));
+                params.min_norm = Some(NORMALISED_MIN_NORM);
+            }
+            Some(nu) if nu > 1.0 => {
+                return Err(Error::param(
+                    "--min-norm",
+                    format!(
+                        "{nu} is above 1, but --normalize l2 gives every row norm 1: every row \
+                         would be refused"
+                    ),
+                ))
+            }
+            Some(_) => {}
+        }
     }
     let mech = mechanism::build(&params)?;
     let payload = mech.payload();
@@ -581,7 +627,7 @@ pub fn publish_with(
             } else {
                 "user-seed (NOT PRIVATE)".into()
             },
-            generator: NOISE_GENERATOR.into(),
+            generator: noise_generator(params.kind),
         },
         scaling,
         labels: has_labels,

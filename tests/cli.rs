@@ -1231,7 +1231,8 @@ fn info_rejects_truncated_release() {
         ("d.dprp", 0),
     ] {
         put(d.path(), name, &b[..len]);
-        fails(d.path(), &["info", name], &[name, "truncated"]);
+        let why = if len == 0 { "empty (0 bytes)" } else { "truncated" };
+        fails(d.path(), &["info", name], &[name, why]);
     }
 }
 
@@ -1365,13 +1366,18 @@ fn nan_and_inf_in_csv() {
             d.path(),
             &with(&["publish", &name, "--clip", "-o", "r.dprp"], &PUBLISH),
             "r.dprp",
-            &[&name, "line 4, column 2", bad, "finite"],
+            &[
+                &name,
+                "line 4 of the file, column 1 (counted from 0)",
+                bad,
+                "finite",
+            ],
         );
         fails_clean(
             d.path(),
             &["convert", &name, "-o", "d.bin"],
             "d.bin",
-            &[&name, "line 4, column 2"],
+            &[&name, "line 4 of the file, column 1 (counted from 0)"],
         );
     }
 }
@@ -1836,20 +1842,20 @@ fn empty_inputs() {
             &PUBLISH,
         ),
         "r.dprp",
-        &["e.svm", "no rows"],
+        &["e.svm", "empty (0 bytes)"],
     );
     fails_clean(
         d.path(),
         &["convert", "e.svm", "--dim", "4", "-o", "d.bin"],
         "d.bin",
-        &["e.svm", "no rows"],
+        &["e.svm", "empty (0 bytes)"],
     );
     put(d.path(), "e.csv", b"");
     fails_clean(
         d.path(),
         &["convert", "e.csv", "-o", "d.bin"],
         "d.bin",
-        &["e.csv", "no data rows"],
+        &["e.csv", "empty (0 bytes)"],
     );
     put(d.path(), "e.fvecs", b"");
     fails_clean(

@@ -532,14 +532,14 @@ fn raw_queries_get_the_release_scaling() {
     fails(
         dir,
         &["query", "r.dprp", "--queries", "q.csv", "--no-scale"],
-        "row 0, column 0: value 116 is outside the privacy domain",
+        "row 0, column 0 (counted from 0): value 116 is outside the privacy domain",
     );
     // a query value that is outside the domain even after the division (300 / 255 > 1)
     std::fs::write(dir.join("big.csv"), "1,2,3,4,5,300\n").unwrap();
     fails(
         dir,
         &["query", "r.dprp", "--queries", "big.csv"],
-        "column 5: value 1.17",
+        "column 5 (counted from 0): value 1.17",
     );
     // estimate --query-vector applies the same scaling
     let e_raw = ok(

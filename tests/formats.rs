@@ -205,7 +205,10 @@ fn csv_files() {
             ..Default::default()
         };
         let e = read_all(&path, &opts).unwrap_err().to_string();
-        assert!(e.contains("line 1, column 1"), "{e}");
+        assert!(
+            e.contains("line 1 of the file, column 0 (counted from 0)"),
+            "{e}"
+        );
     }
 }
 

@@ -484,7 +484,7 @@ fn save_load_round_trip_and_damaged_files() {
     let mut b = good.clone();
     b[..8].copy_from_slice(b"DPRPSKCH");
     expect_format(HnswIndex::load(&write(&b), &real), "is a dprp release");
-    expect_format(HnswIndex::load(&write(&[]), &real), "truncated");
+    expect_format(HnswIndex::load(&write(&[]), &real), "empty (0 bytes)");
     expect_format(HnswIndex::load(&write(&good[..100]), &real), "truncated");
     expect_format(
         HnswIndex::load(&write(&good[..good.len() - 1]), &real),

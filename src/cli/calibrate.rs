@@ -64,7 +64,7 @@ pub fn run(a: CalibrateArgs) -> Result<()> {
     let Some(name) = &a.mechanism else {
         let delta = a
             .delta
-            .ok_or_else(|| Error::param("--delta", "the Gaussian mechanism needs --delta"))?;
+            .ok_or_else(|| Error::missing("--delta", "the Gaussian mechanism needs δ"))?;
         let sens = a.sensitivity.unwrap_or(a.beta);
         let sa = analytic_sigma(sens, a.epsilon, delta)?;
         let sc = classical_sigma(sens, a.epsilon, delta)?;

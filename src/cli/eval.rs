@@ -263,8 +263,10 @@ fn resolve(c: &CommonArgs, default_ks: &str) -> Result<Resolved> {
             ));
         }
     }
-    let train = train.ok_or_else(|| Error::param("--train", "required (or use --preset)"))?;
-    let test = test.ok_or_else(|| Error::param("--test", "required (or use --preset)"))?;
+    let train = train
+        .ok_or_else(|| Error::missing("--train", "give the training data (or use --preset)"))?;
+    let test =
+        test.ok_or_else(|| Error::missing("--test", "give the test data (or use --preset)"))?;
     let delta = c.delta.unwrap_or(1e-6);
     if !(delta > 0.0 && delta < 1.0) {
         return Err(Error::param("--delta", format!("{delta} is not in (0, 1)")));
@@ -397,14 +399,15 @@ fn run_svm(a: SvmArgs) -> Result<()> {
             })
             .collect::<Result<_>>()?
     } else {
-        let tr = c
-            .train
-            .clone()
-            .ok_or_else(|| Error::param("--train", "required (or use --preset paper-svm)"))?;
-        let te = c
-            .test
-            .clone()
-            .ok_or_else(|| Error::param("--test", "required (or use --preset paper-svm)"))?;
+        let tr = c.train.clone().ok_or_else(|| {
+            Error::missing(
+                "--train",
+                "give the training data (or use --preset paper-svm)",
+            )
+        })?;
+        let te = c.test.clone().ok_or_else(|| {
+            Error::missing("--test", "give the test data (or use --preset paper-svm)")
+        })?;
         vec![(String::new(), tr, te)]
     };
     let format = c.format.as_deref().map(Format::parse).transpose()?;

@@ -78,15 +78,18 @@ impl CsvReader {
                     return Err(Error::format(
                         path,
                         format!(
-                            "label column {c} (zero-based) does not exist: line {line}, the \
-                             first data row, has {fields} field(s)"
+                            "label column {c} (counted from 0) does not exist: line {line} of \
+                             the file, the first data row, has {fields} field(s)"
                         ),
                     ));
                 }
                 if fields == 1 {
                     return Err(Error::format(
                         path,
-                        format!("line {line} has only the label column: no features would be left"),
+                        format!(
+                            "line {line} of the file has only the label column: no features \
+                             would be left"
+                        ),
                     ));
                 }
             }
@@ -123,14 +126,14 @@ fn parse_row(
         let field = field.trim();
         let v: f32 = field.parse().map_err(|_| {
             format!(
-                "line {line}, column {}: cannot parse '{field}' as a number",
-                col + 1
+                "line {line} of the file, column {col} (counted from 0): cannot parse '{field}' \
+                 as a number"
             )
         })?;
         if !v.is_finite() {
             return Err(format!(
-                "line {line}, column {}: '{field}' is not a finite number (as f32)",
-                col + 1
+                "line {line} of the file, column {col} (counted from 0): '{field}' is not a \
+                 finite number (as f32)"
             ));
         }
         if Some(col) == label_column {
@@ -181,7 +184,8 @@ impl RowReader for CsvReader {
                 return Err(Error::format(
                     &self.lines.path,
                     format!(
-                        "line {line} has {n} field(s) but the first data row (line {}) has {}",
+                        "line {line} of the file has {n} field(s) but the first data row (line {}) \
+                         has {}",
                         self.first_line, self.fields
                     ),
                 ));
@@ -234,7 +238,10 @@ mod tests {
         assert_eq!(read(text, Some(true), None).unwrap(), want);
         assert_eq!(read(&gz(text), None, None).unwrap(), want);
         let e = err(text, Some(false), None);
-        assert!(e.contains("line 1, column 1") && e.contains("'a'"), "{e}");
+        assert!(
+            e.contains("line 1 of the file, column 0") && e.contains("'a'"),
+            "{e}"
+        );
         // Numeric first line: not a header unless forced.
         let text = b"\n1,2\n3,4\n";
         assert_eq!(read(text, None, None).unwrap().0, 2);
@@ -292,37 +299,46 @@ mod tests {
     fn rejects_ragged_rows() {
         let e = err(b"h1,h2\n1,2\n3,4\n5,6,7\n", None, None);
         assert!(
-            e.contains("line 4 has 3 field(s)") && e.contains("(line 2) has 2"),
+            e.contains("line 4 of the file has 3 field(s)") && e.contains("(line 2) has 2"),
             "{e}"
         );
         let e = err(&gz(b"1,2,3\n\n4,5\n"), None, None);
-        assert!(e.contains("line 3 has 2") && e.contains("has 3"), "{e}");
+        assert!(
+            e.contains("line 3 of the file has 2") && e.contains("has 3"),
+            "{e}"
+        );
     }
 
     #[test]
     fn rejects_bad_values() {
         let e = err(b"1,2\n3,abc\n", None, None);
-        assert!(e.contains("line 2, column 2") && e.contains("'abc'"), "{e}");
+        assert!(
+            e.contains("line 2 of the file, column 1") && e.contains("'abc'"),
+            "{e}"
+        );
         let e = err(b"1,2\n3,\n", None, None);
-        assert!(e.contains("line 2, column 2") && e.contains("''"), "{e}");
+        assert!(
+            e.contains("line 2 of the file, column 1") && e.contains("''"),
+            "{e}"
+        );
         let e = err(b"1,2\nnan,4\n", None, None);
         assert!(
-            e.contains("line 2, column 1") && e.contains("finite"),
+            e.contains("line 2 of the file, column 0") && e.contains("finite"),
             "{e}"
         );
         let e = err(b"1,inf\n", None, None);
         assert!(
-            e.contains("line 1, column 2") && e.contains("finite"),
+            e.contains("line 1 of the file, column 1") && e.contains("finite"),
             "{e}"
         );
         let e = err(b"1,2\n3,1e39\n", Some(false), None);
         assert!(
-            e.contains("line 2, column 2") && e.contains("finite"),
+            e.contains("line 2 of the file, column 1") && e.contains("finite"),
             "{e}"
         );
         let e = err(b"1,2\n3,-inf\n", None, Some(1));
         assert!(
-            e.contains("line 2, column 2") && e.contains("finite"),
+            e.contains("line 2 of the file, column 1") && e.contains("finite"),
             "{e}"
         );
     }

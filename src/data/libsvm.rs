@@ -73,19 +73,19 @@ fn parse_line(
     let Some(label_tok) = tokens.next() else {
         return Ok(None);
     };
-    let label: f32 = label_tok
-        .parse()
-        .map_err(|_| format!("line {line}: cannot parse the label '{label_tok}' as a number"))?;
+    let label: f32 = label_tok.parse().map_err(|_| {
+        format!("line {line} of the file: cannot parse the label '{label_tok}' as a number")
+    })?;
     if !label.is_finite() {
         return Err(format!(
-            "line {line}: the label '{label_tok}' is not a finite number"
+            "line {line} of the file: the label '{label_tok}' is not a finite number"
         ));
     }
     let mut prev = 0usize;
     for tok in tokens {
         let Some((idx_s, val_s)) = tok.split_once(':') else {
             return Err(format!(
-                "line {line}: expected 'index:value', found '{tok}'"
+                "line {line} of the file: expected 'index:value', found '{tok}'"
             ));
         };
         if idx_s == "qid" {
@@ -93,31 +93,31 @@ fn parse_line(
         }
         let idx: usize = idx_s
             .parse()
-            .map_err(|_| format!("line {line}: bad feature index in '{tok}'"))?;
+            .map_err(|_| format!("line {line} of the file: bad feature index in '{tok}'"))?;
         if idx == 0 {
             return Err(format!(
-                "line {line}: feature index 0 in '{tok}' (indices start at 1)"
+                "line {line} of the file: feature index 0 in '{tok}' (indices start at 1)"
             ));
         }
         if idx <= prev {
             return Err(format!(
-                "line {line}: feature index {idx} in '{tok}' is not greater than the previous \
+                "line {line} of the file: feature index {idx} in '{tok}' is not greater than the previous \
                  index {prev} (indices must be strictly ascending, without duplicates)"
             ));
         }
         if let Some(d) = dim {
             if idx > d {
                 return Err(format!(
-                    "line {line}: feature index {idx} in '{tok}' exceeds the dimension {d}"
+                    "line {line} of the file: feature index {idx} in '{tok}' exceeds the dimension {d}"
                 ));
             }
         }
-        let val: f32 = val_s
-            .parse()
-            .map_err(|_| format!("line {line}: cannot parse the value in '{tok}' as a number"))?;
+        let val: f32 = val_s.parse().map_err(|_| {
+            format!("line {line} of the file: cannot parse the value in '{tok}' as a number")
+        })?;
         if !val.is_finite() {
             return Err(format!(
-                "line {line}: the value in '{tok}' is not a finite number (as f32)"
+                "line {line} of the file: the value in '{tok}' is not a finite number (as f32)"
             ));
         }
         feats.push((idx, val));
@@ -215,7 +215,7 @@ impl RowReader for SvmReader {
                 Error::format(
                     &self.lines.path,
                     format!(
-                        "line {line}: cannot allocate a row of {} features",
+                        "line {line} of the file: cannot allocate a row of {} features",
                         self.dim
                     ),
                 )

@@ -51,9 +51,9 @@ pub fn build(params: &MechanismParams, k: usize, seed: Seed) -> Result<SignSketc
     };
     let (rule, delta) = if gaussian {
         let delta = params.delta.ok_or_else(|| {
-            Error::param(
+            Error::missing(
                 "--delta",
-                format!("{} gives (ε,δ)-iDP and needs --delta", params.kind.name()),
+                format!("{} gives (ε,δ)-iDP and needs δ", params.kind.name()),
             )
         })?;
         (

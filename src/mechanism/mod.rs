@@ -372,9 +372,9 @@ pub fn build(params: &MechanismParams) -> Result<Box<dyn Mechanism>> {
     crate::privacy::guarantee::check_beta(params.beta)?;
     if params.kind.needs_delta() {
         let d = params.delta.ok_or_else(|| {
-            Error::param(
+            Error::missing(
                 "--delta",
-                format!("{} gives (ε,δ)-DP and needs --delta", params.kind.name()),
+                format!("{} gives (ε,δ)-DP and needs δ", params.kind.name()),
             )
         })?;
         crate::privacy::guarantee::check_delta(d)?;
@@ -393,7 +393,7 @@ pub fn build(params: &MechanismParams) -> Result<Box<dyn Mechanism>> {
         ));
     }
     if params.kind.is_idp() && !params.individual_dp {
-        return Err(Error::param(
+        return Err(Error::missing(
             "--individual-dp",
             format!(
                 "{} gives only individual DP, which protects the neighbours of this exact dataset \
@@ -416,9 +416,12 @@ pub fn build(params: &MechanismParams) -> Result<Box<dyn Mechanism>> {
         None => Seed::random()?,
     };
     let k = if params.kind.projects() {
-        let k = params
-            .k
-            .ok_or_else(|| Error::param("--k", format!("{} needs --k", params.kind.name())))?;
+        let k = params.k.ok_or_else(|| {
+            Error::missing(
+                "--k",
+                format!("{} needs the sketch width k", params.kind.name()),
+            )
+        })?;
         if k == 0 {
             return Err(Error::param("--k", "k must be at least 1"));
         }

@@ -86,7 +86,7 @@ pub fn build(params: &MechanismParams, k: usize, seed: Seed) -> Result<SignSketc
     })?;
     let delta = params
         .delta
-        .ok_or_else(|| Error::param("--delta", "dp-signrp-rr gives (ε,δ)-DP and needs --delta"))?;
+        .ok_or_else(|| Error::missing("--delta", "dp-signrp-rr gives (ε,δ)-DP and needs δ"))?;
     let np = nplus::compute(kind, params.beta, nu, params.p, k, delta)?;
     let eps_prime = params.epsilon / np.n_plus as f64;
     let map = PublicMap::Dense(DenseProjection::generate(kind, params.p, k, seed)?);
