@@ -230,8 +230,9 @@ pub enum MapFamily {
 ///
 /// [`MapFamily::Unprojected`] is the ceiling: the original vectors themselves. For retrieval its
 /// precision is 1 up to ties, whatever the query mode, because the ground truth is computed on
-/// those vectors; it is the ε = ∞ limit of `raw-g-opt` only, and bounds what any projection can
-/// keep. For the SVM it is the accuracy of the same SVM on the original features.
+/// those vectors, so there it is the top of the scale and the ε = ∞ limit of `raw-g-opt` only; a
+/// projecting mechanism's meaningful ceiling is its own map. For the SVM it is the accuracy of the
+/// same SVM on the original features (which a projection may match or, by chance, pass).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct ReferenceKind {
     /// The public map.

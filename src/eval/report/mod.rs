@@ -35,6 +35,8 @@ pub use markdown::markdown;
 pub use plot::{plots, plots_with_warnings, PlotOutcome};
 pub use raster::FONT_ENV;
 
+use super::grid::UNPROJECTED;
+
 // ---------------------------------------------------------------------------------------------
 // The grid: which ε, which modes, whether C is a dimension
 // ---------------------------------------------------------------------------------------------
@@ -108,10 +110,11 @@ impl Grid {
                     && !same_f64(a.c, b.c)
             })
         });
+        // the unprojected ceiling has no seed and runs once, whatever the repeats
         let repeats = report
             .rows
             .iter()
-            .filter(|r| r.status == Status::Ok)
+            .filter(|r| r.status == Status::Ok && r.mechanism != UNPROJECTED)
             .flat_map(|r| r.metrics.iter().map(|m| m.values.len()));
         let max_repeats = repeats.clone().max().unwrap_or(0);
         let min_repeats = repeats.min().unwrap_or(0);

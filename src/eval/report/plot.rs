@@ -416,7 +416,7 @@ fn figure_svg(fig: &Figure, eps_grid: &[f64]) -> PResult<String> {
         .has_inf
         .then(|| ticks.last().copied().unwrap_or(hi) * INF_AT);
     if let Some(x) = x_inf {
-        hi = x * 1.6;
+        hi = x * 2.5; // room for ∞ markers spread sideways (see `dodge`)
         ticks.push(x);
     }
     let mut ymax: f64 = 1.0;
