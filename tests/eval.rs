@@ -86,12 +86,13 @@ fn retrieval_grid_on_the_sample() {
         ticks.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
     })
     .unwrap();
-    // 2 references × 2 k + 4 mechanisms × 2 k × 2 ε settings, each × 2 query modes
-    assert_eq!(rep.rows.len(), (2 * 2 + 4 * 2 * 2) * 2);
+    // 4 references (Rademacher values and signs, OPORP values and signs) × 2 k + the ceiling +
+    // 4 mechanisms × 2 k × 2 ε settings, each × 2 query modes
+    assert_eq!(rep.rows.len(), (4 * 2 + 1 + 4 * 2 * 2) * 2);
     assert_eq!(
         ticks.into_inner(),
-        (2 * 2 + 4 * 2 * 2) * 2,
-        "one tick per job (× repeats)"
+        (4 * 2 + 4 * 2 * 2) * 2 + 1,
+        "one tick per job (× repeats; the ceiling runs once)"
     );
     let find = |m: &str, e: Option<f64>, k: usize, mode: &str| {
         rep.rows
@@ -114,7 +115,7 @@ fn retrieval_grid_on_the_sample() {
         find("dp-signrp-rr", Some(1.0), 32, "raw").status,
         Status::NotApplicable(_)
     ));
-    let reference = find("non-private", None, 128, "private")
+    let reference = find("noiseless:rademacher", None, 128, "private")
         .metric("precision@10")
         .unwrap()
         .mean;
@@ -172,7 +173,8 @@ fn svm_grid_on_the_sample() {
         seeds: Seeds::new(Seed([5; 32])),
     };
     let rep = svm::run(&tr, &te, &cfg, &|_, _| {}).unwrap();
-    assert_eq!(rep.rows.len(), (2 + 2 * 2) * 2);
+    // references: Rademacher values, OPORP signs, the ceiling; then 2 mechanisms × 2 ε; × 2 C
+    assert_eq!(rep.rows.len(), (3 + 2 * 2) * 2);
     let acc = |m: &str, e: Option<f64>, c: f64| {
         rep.rows
             .iter()
@@ -181,7 +183,7 @@ fn svm_grid_on_the_sample() {
             .map(|m| m.mean)
             .unwrap_or_else(|| panic!("no accuracy for {m} {e:?} {c}"))
     };
-    let reference = acc("non-private", None, 1.0);
+    let reference = acc("noiseless:rademacher", None, 1.0);
     assert!(
         reference > 0.5,
         "reference accuracy {reference} (10 classes)"
@@ -199,7 +201,7 @@ fn svm_grid_on_the_sample() {
         &|_, _| {},
     )
     .unwrap();
-    assert_eq!(picked.rows.len(), 2 + 2 * 2);
+    assert_eq!(picked.rows.len(), 3 + 2 * 2);
     assert!(picked
         .rows
         .iter()
@@ -231,7 +233,7 @@ fn eval_commands_on_the_sample() {
         "--queries",
         "50",
         "--mechanisms",
-        "dp-oporp,dp-signoporp-rr-smooth",
+        "dp-oporp,dp-signoporp-rr-smooth,idp-signrp-g",
         "--epsilon",
         "5,50",
         "--k",
@@ -262,6 +264,37 @@ fn eval_commands_on_the_sample() {
     let json: serde_json::Value =
         serde_json::from_slice(&std::fs::read(d.join("ret/report.json")).unwrap()).unwrap();
     assert_eq!(json["meta"]["master_seed"].as_str().unwrap().len(), 64);
+    // the guarantee kind on every row of every format, and its explanation once
+    assert!(
+        stdout.contains("| idp-signrp-g ") && stdout.contains("| iDP "),
+        "{stdout}"
+    );
+    assert_eq!(stdout.matches("**iDP**").count(), 1, "{stdout}");
+    let md = std::fs::read_to_string(d.join("ret/report.md")).unwrap();
+    assert_eq!(md.matches("**iDP**").count(), 1);
+    for row in json["rows"].as_array().unwrap() {
+        let want = match row["mechanism"].as_str().unwrap() {
+            "idp-signrp-g" => "individual-dp",
+            "dp-oporp" => "approx-dp",
+            "dp-signoporp-rr-smooth" => "pure-dp",
+            _ => "none",
+        };
+        assert_eq!(row["guarantee"], want, "{row}");
+    }
+    let csv = std::fs::read_to_string(d.join("ret/report.csv")).unwrap();
+    assert!(csv.starts_with("mechanism,guarantee,"), "{csv}");
+    assert!(
+        csv.lines().any(|l| l.starts_with("idp-signrp-g,iDP,")),
+        "{csv}"
+    );
+    let svg = std::fs::read_to_string(d.join("ret/precision-at-10-private.svg")).unwrap();
+    for s in [
+        "idp-signrp-g (iDP)",
+        "dp-oporp (DP)",
+        "dp-signoporp-rr-smooth (DP)",
+    ] {
+        assert!(svg.contains(s), "{s} not in the legend");
+    }
 
     let svm = dprp(
         d,
@@ -350,4 +383,220 @@ fn eval_commands_on_the_sample() {
     );
     assert!(!o.status.success());
     assert!(String::from_utf8_lossy(&o.stderr).contains("labels"));
+}
+
+/// The smallest row norm of the sample, for `dp-signrp-rr`'s public bound ν in these
+/// simulations (below every row, so none is refused).
+fn below_min_norm(d: &Dataset) -> f64 {
+    let min = d
+        .values
+        .chunks(d.p)
+        .map(|r| {
+            r.iter()
+                .map(|&v| (v as f64) * (v as f64))
+                .sum::<f64>()
+                .sqrt()
+        })
+        .fold(f64::INFINITY, f64::min);
+    0.9 * min
+}
+
+/// The (mean, values) of `metric` in the row `m` at ε (`None`: a reference), k and query mode.
+fn metric_of(
+    rep: &dprp::eval::Report,
+    m: &str,
+    e: Option<f64>,
+    k: usize,
+    mode: &str,
+    metric: &str,
+) -> Option<f64> {
+    rep.rows
+        .iter()
+        .find(|r| {
+            r.mechanism == m && r.epsilon == e && r.k == k && r.query_mode.as_deref() == Some(mode)
+        })
+        .and_then(|r| r.metric(metric))
+        .map(|x| x.mean)
+}
+
+/// On data with k = p, OPORP is a signed permutation, which keeps every cosine: its noiseless
+/// reference retrieves the true top-10 exactly (precision@10 = 1), and `dp-oporp` is drawn
+/// against it — not against the dense Rademacher map, which loses much more at the same k (the
+/// reference the report used to show for every real-valued mechanism).
+#[test]
+fn oporp_reference_is_lossless_at_k_equal_p() {
+    let (db, q) = split(&sample::generate(), 1700);
+    let mut cfg = config("dp-oporp,dp-rp-g-opt", &[1e4], &[db.p]);
+    cfg.repeat = 2;
+    let rep = retrieval::run(&db, &q, &cfg, &|_, _| {}).unwrap();
+    for mode in ["private", "raw"] {
+        let row = rep
+            .rows
+            .iter()
+            .find(|r| r.mechanism == "noiseless:oporp" && r.query_mode.as_deref() == Some(mode))
+            .unwrap();
+        let prec = row.metric("precision@10").unwrap();
+        assert_eq!(prec.values.len(), 2);
+        assert!(
+            prec.values.iter().all(|&v| v > 0.9995),
+            "{mode}: OPORP at k = p should be lossless: {:?}",
+            prec.values
+        );
+        let dp_oporp = rep
+            .rows
+            .iter()
+            .find(|r| r.mechanism == "dp-oporp" && r.query_mode.as_deref() == Some(mode))
+            .unwrap();
+        assert_eq!(dp_oporp.reference.as_deref(), Some("noiseless:oporp"));
+        let dense = metric_of(
+            &rep,
+            "noiseless:rademacher",
+            None,
+            db.p,
+            mode,
+            "precision@10",
+        )
+        .unwrap();
+        assert!(dense < 0.8, "the dense map at k = p is lossy: {dense}");
+        let mech = metric_of(&rep, "dp-oporp", Some(1e4), db.p, mode, "precision@10").unwrap();
+        assert!(mech > dense + 0.1, "{mech} vs {dense}");
+    }
+    let ceiling = metric_of(&rep, "unprojected", None, db.p, "private", "precision@10").unwrap();
+    assert!(ceiling > 0.9995, "{ceiling}");
+}
+
+/// At a large ε every mechanism approaches its own family's noiseless reference and never
+/// exceeds it by more than sampling noise — the property a reference from another family broke
+/// (`dp-oporp` above the dense map's line). Tolerance: 3 standard errors of a mean of Q·R
+/// values in [0, 1] (sd ≤ ½): 3·½/√(Q·R). Power: `dp-oporp` against the dense Rademacher
+/// reference at k = p exceeds it by far more.
+#[test]
+fn no_mechanism_beats_its_own_reference_at_large_eps() {
+    let (db, q) = split(&sample::generate(), 1700);
+    let mut cfg = config(
+        "all,dp-rp-g-opt:gaussian,dp-signrp-rr-smooth:gaussian",
+        &[1e3],
+        &[32, 64],
+    );
+    cfg.privacy.min_norm = Some(below_min_norm(&db));
+    cfg.privacy.beta = 0.1;
+    let rep = retrieval::run(&db, &q, &cfg, &|_, _| {}).unwrap();
+    let tol = 3.0 * 0.5 / ((q.n * cfg.repeat) as f64).sqrt();
+    let mut checked = 0;
+    for r in rep.rows.iter().filter(|r| r.epsilon.is_some()) {
+        let own = r
+            .reference
+            .as_deref()
+            .expect("a mechanism names its reference");
+        let mode = r.query_mode.as_deref().unwrap();
+        for metric in ["precision@10", "recall@100"] {
+            let Some(m) = r.metric(metric) else {
+                panic!("{} k = {} {mode}: {:?}", r.mechanism, r.k, r.status);
+            };
+            let reference = metric_of(&rep, own, None, r.k, mode, metric)
+                .unwrap_or_else(|| panic!("no reference {own} at k = {}", r.k));
+            assert!(
+                m.mean <= reference + tol,
+                "{} k = {} {mode} {metric}: {} above its reference {own} {reference} (tol {tol})",
+                r.mechanism,
+                r.k,
+                m.mean
+            );
+            checked += 1;
+        }
+    }
+    assert_eq!(
+        checked,
+        (2 * 14 - 1) * 2 * 2,
+        "every mechanism, k, mode and metric"
+    );
+    let oporp = metric_of(&rep, "dp-oporp", Some(1e3), 64, "raw", "precision@10").unwrap();
+    let dense = metric_of(
+        &rep,
+        "noiseless:rademacher",
+        None,
+        64,
+        "raw",
+        "precision@10",
+    )
+    .unwrap();
+    assert!(
+        oporp > dense + tol,
+        "power: {oporp} vs the dense map's {dense}"
+    );
+}
+
+/// The SVM grid draws the same references: each mechanism names its own family's noiseless
+/// sketch, the unprojected features give the ceiling (k = p), rows carry the guarantee kind, and
+/// at a large ε no mechanism's accuracy exceeds its reference by more than 3 standard errors of
+/// an accuracy over the test rows (3·½/√n).
+#[test]
+fn svm_references_per_family_and_guarantees() {
+    use dprp::privacy::guarantee::GuaranteeKind;
+    let (tr, te) = split(&sample::generate(), 1500);
+    let cfg = svm::SvmConfig {
+        mechanisms: MechanismSpec::parse_list(
+            "raw-g-opt,dp-oporp,dp-rp-g-opt:gaussian,idp-signrp-g",
+        )
+        .unwrap(),
+        epsilons: vec![1e3],
+        ks: vec![32],
+        privacy: Privacy {
+            delta: 1e-6,
+            beta: 0.1,
+            min_norm: None,
+        },
+        cs: vec![1.0],
+        pick_c: false,
+        svm: SvmParams {
+            max_iter: 200,
+            ..Default::default()
+        },
+        repeat: 1,
+        seeds: Seeds::new(Seed([6; 32])),
+    };
+    let rep = svm::run(&tr, &te, &cfg, &|_, _| {}).unwrap();
+    let acc = |m: &str, k: usize| {
+        rep.rows
+            .iter()
+            .find(|r| r.mechanism == m && r.k == k)
+            .and_then(|r| r.metric("accuracy"))
+            .map(|a| a.mean)
+            .unwrap_or_else(|| panic!("no accuracy for {m} at k = {k}"))
+    };
+    let tol = 3.0 * 0.5 / (te.n as f64).sqrt();
+    for (m, own, k, g) in [
+        ("raw-g-opt", "unprojected", tr.p, GuaranteeKind::ApproxDp),
+        ("dp-oporp", "noiseless:oporp", 32, GuaranteeKind::ApproxDp),
+        (
+            "dp-rp-g-opt:gaussian",
+            "noiseless:gaussian",
+            32,
+            GuaranteeKind::ApproxDp,
+        ),
+        (
+            "idp-signrp-g",
+            "noiseless-signs:rademacher",
+            32,
+            GuaranteeKind::IndividualDp,
+        ),
+    ] {
+        let row = rep.rows.iter().find(|r| r.mechanism == m).unwrap();
+        assert_eq!(row.reference.as_deref(), Some(own), "{m}");
+        assert_eq!(row.guarantee, Some(g), "{m}");
+        assert_eq!(row.k, k, "{m}");
+        let (a, r) = (acc(m, k), acc(own, k));
+        assert!(a <= r + tol, "{m}: {a} above its reference {own} {r}");
+    }
+    let ceiling = rep
+        .rows
+        .iter()
+        .find(|r| r.mechanism == "unprojected")
+        .unwrap();
+    assert_eq!(ceiling.guarantee, Some(GuaranteeKind::None));
+    assert!(acc("unprojected", tr.p) > 0.5, "10 classes");
+    assert!(!rep
+        .rows
+        .iter()
+        .any(|r| r.mechanism == "noiseless:rademacher"));
 }

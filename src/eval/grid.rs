@@ -14,9 +14,9 @@ use crate::data::Dataset;
 use crate::error::{Error, Result};
 use crate::mechanism::sign_sketch::pack_signs;
 use crate::mechanism::{build, Mechanism, MechanismKind, MechanismParams};
-use crate::privacy::guarantee::Neighbour;
+use crate::privacy::guarantee::{GuaranteeKind, Neighbour};
 use crate::privacy::noise::NoiseSource;
-use crate::projection::{DenseKind, DenseProjection, Seed};
+use crate::projection::{DenseKind, DenseProjection, Oporp, Seed};
 use crate::publish::Sketches;
 
 /// A mechanism as named on the command line: `name` or `name:projection` (dense kinds only, e.g.
@@ -210,13 +210,122 @@ pub fn run_parallel<J: Sync, R: Send>(
         .collect()
 }
 
+/// The public map of a mechanism, i.e. what its ε = ∞ reference projects with.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum MapFamily {
+    /// No projection: the original vectors (`raw-g-opt`).
+    Unprojected,
+    /// A dense map with entries of this kind.
+    Dense(DenseKind),
+    /// OPORP (one permutation, signs, k bins).
+    Oporp,
+}
+
+/// The noiseless reference of a mechanism (ε = ∞): its public map — same family, same k, same
+/// projection seed of each repeat — without noise, and for a sign mechanism the signs of that map
+/// without flips. It is the limit of the mechanism's results as ε grows (the noise vanishes on the
+/// database and on private queries alike, and raw queries carry none), so each mechanism is drawn
+/// against the reference of its own family; mechanisms sharing one (e.g. `dp-rp-g` and
+/// `dp-rp-g-opt`) share its computation.
+///
+/// [`MapFamily::Unprojected`] is the ceiling: the original vectors themselves. For retrieval its
+/// precision is 1 up to ties, whatever the query mode, because the ground truth is computed on
+/// those vectors, so there it is the top of the scale and the ε = ∞ limit of `raw-g-opt` only; a
+/// projecting mechanism's meaningful ceiling is its own map. For the SVM it is the accuracy of the
+/// same SVM on the original features (which a projection may match or, by chance, pass).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ReferenceKind {
+    /// The public map.
+    pub map: MapFamily,
+    /// Signs of the map (sign mechanisms) rather than its values.
+    pub signs: bool,
+}
+
+/// Label of the unprojected ceiling in reports.
+pub const UNPROJECTED: &str = "unprojected";
+
+impl ReferenceKind {
+    /// The reference of a mechanism, from the mechanism's own properties (whether it projects,
+    /// with OPORP or a dense map of the given kind, and whether it releases signs). That this is
+    /// the map the built mechanism applies is tested against [`Mechanism::project`].
+    pub fn of(spec: &MechanismSpec) -> ReferenceKind {
+        let map = if !spec.kind.projects() {
+            MapFamily::Unprojected
+        } else if spec.kind.oporp() {
+            MapFamily::Oporp
+        } else {
+            MapFamily::Dense(spec.projection.unwrap_or(DenseKind::Rademacher))
+        };
+        ReferenceKind {
+            map,
+            signs: spec.kind.is_sign(),
+        }
+    }
+
+    /// The unprojected ceiling.
+    pub const CEILING: ReferenceKind = ReferenceKind {
+        map: MapFamily::Unprojected,
+        signs: false,
+    };
+
+    /// Label in reports: `noiseless:rademacher`, `noiseless-signs:oporp`, `unprojected`, ...
+    pub fn label(&self) -> String {
+        let map = match self.map {
+            MapFamily::Unprojected => {
+                return UNPROJECTED.to_string() + if self.signs { "-signs" } else { "" }
+            }
+            MapFamily::Dense(kind) => kind.name(),
+            MapFamily::Oporp => "oporp".to_string(),
+        };
+        if self.signs {
+            format!("noiseless-signs:{map}")
+        } else {
+            format!("noiseless:{map}")
+        }
+    }
+
+    /// Whether the reference changes with the projection seed (the unprojected one does not and
+    /// is computed once).
+    pub fn seeded(&self) -> bool {
+        self.map != MapFamily::Unprojected
+    }
+
+    /// The rows of `data` under this reference at size `k` with the public seed `seed` (packed
+    /// signs when `signs`). An error means the family cannot take `k` (e.g. OPORP needs k ≤ p).
+    pub fn sketch(&self, data: &Dataset, k: usize, seed: Seed) -> Result<Sketches> {
+        match self.map {
+            MapFamily::Unprojected => Ok(project_rows(
+                |rows, out| out.copy_from_slice(rows),
+                data,
+                data.p,
+                self.signs,
+            )),
+            MapFamily::Dense(kind) => {
+                let w = DenseProjection::generate(kind, data.p, k, seed)?;
+                Ok(project_rows(|r, o| w.project(r, o), data, k, self.signs))
+            }
+            MapFamily::Oporp => {
+                let w = Oporp::generate(data.p, k, seed)?;
+                Ok(project_rows(|r, o| w.project(r, o), data, k, self.signs))
+            }
+        }
+    }
+}
+
+/// What a job runs.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Setting {
+    /// Index into the mechanism list.
+    Mechanism(usize),
+    /// A noiseless reference (ε = ∞).
+    Reference(ReferenceKind),
+}
+
 /// One unit of work: a setting (mechanism or reference, ε, k) and one repeat.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Job {
-    /// Index into the mechanism list, or `None` for a non-private reference.
-    pub mech: Option<usize>,
-    /// For a reference: its signs (`non-private-sign`) rather than its values (`non-private`).
-    pub sign_reference: bool,
+    /// Mechanism or reference.
+    pub setting: Setting,
     /// ε (∞ for a reference).
     pub epsilon: f64,
     /// Sketch size.
@@ -225,24 +334,28 @@ pub struct Job {
     pub repeat: usize,
 }
 
-/// The grid's jobs in report order: per k the references needed (real values if any mechanism
-/// is real-valued, signs if any is a sign mechanism), then mechanism × k × ε; repeats innermost.
-/// `raw-g-opt` has no projection: it runs for the first k only (reported with k = p).
+/// The grid's jobs in report order: per k the distinct references its mechanisms need (one per
+/// family, see [`ReferenceKind`]), then the unprojected ceiling (once: it has no seed), then
+/// mechanism × k × ε; repeats innermost. `raw-g-opt` has no projection: it runs for the first k
+/// only (reported with k = p).
 pub fn jobs(
     mechanisms: &[MechanismSpec],
     epsilons: &[f64],
     ks: &[usize],
     repeat: usize,
 ) -> Vec<Job> {
-    let any_sign = mechanisms.iter().any(|m| m.kind.is_sign());
-    let any_real = mechanisms.iter().any(|m| !m.kind.is_sign());
     let mut out = Vec::new();
     for &k in ks {
-        for (sign_reference, wanted) in [(false, any_real), (true, any_sign)] {
-            for r in (0..repeat).filter(|_| wanted) {
+        let mut refs: Vec<ReferenceKind> = Vec::new();
+        for rk in mechanisms.iter().map(ReferenceKind::of) {
+            if rk.seeded() && !refs.contains(&rk) {
+                refs.push(rk);
+            }
+        }
+        for rk in refs {
+            for r in 0..repeat {
                 out.push(Job {
-                    mech: None,
-                    sign_reference,
+                    setting: Setting::Reference(rk),
                     epsilon: f64::INFINITY,
                     k,
                     repeat: r,
@@ -250,14 +363,21 @@ pub fn jobs(
             }
         }
     }
+    if let Some(&k) = ks.first() {
+        out.push(Job {
+            setting: Setting::Reference(ReferenceKind::CEILING),
+            epsilon: f64::INFINITY,
+            k,
+            repeat: 0,
+        });
+    }
     for (mi, spec) in mechanisms.iter().enumerate() {
-        let no_projection = spec.kind == MechanismKind::RawGOpt;
+        let no_projection = !spec.kind.projects();
         for &k in ks.iter().take(if no_projection { 1 } else { ks.len() }) {
             for &epsilon in epsilons {
                 for r in 0..repeat {
                     out.push(Job {
-                        mech: Some(mi),
-                        sign_reference: false,
+                        setting: Setting::Mechanism(mi),
                         epsilon,
                         k,
                         repeat: r,
@@ -277,8 +397,7 @@ pub fn settings(jobs: &[Job]) -> Vec<std::ops::Range<usize>> {
         let j = &jobs[i];
         let mut e = i + 1;
         while e < jobs.len()
-            && jobs[e].mech == j.mech
-            && jobs[e].sign_reference == j.sign_reference
+            && jobs[e].setting == j.setting
             && jobs[e].k == j.k
             && jobs[e].epsilon == j.epsilon
         {
@@ -290,35 +409,63 @@ pub fn settings(jobs: &[Job]) -> Vec<std::ops::Range<usize>> {
     out
 }
 
-/// A setting's label, the k it is reported with, and its seeds (one line per repeat).
+/// What a report row says about its setting besides the metrics.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Described {
+    /// Mechanism label, or the reference's label.
+    pub label: String,
+    /// The k reported (p for a setting without projection).
+    pub k: usize,
+    /// Seeds, one line per repeat.
+    pub seeds: Vec<String>,
+    /// The guarantee kind (`None` for a reference).
+    pub guarantee: GuaranteeKind,
+    /// For a mechanism: the label of its reference.
+    pub reference: Option<String>,
+}
+
+/// A setting's label, the k it is reported with, its seeds, guarantee and reference.
 pub fn describe(
     jobs: &[Job],
     range: std::ops::Range<usize>,
     mechanisms: &[MechanismSpec],
     p: usize,
     seeds: &Seeds,
-) -> (String, usize, Vec<String>) {
+) -> Described {
     let j = &jobs[range.start];
-    let label = match j.mech {
-        Some(m) => mechanisms[m].label.clone(),
-        None if j.sign_reference => "non-private-sign".to_string(),
-        None => "non-private".to_string(),
+    let (label, guarantee, reference, seeded) = match j.setting {
+        Setting::Mechanism(m) => (
+            mechanisms[m].label.clone(),
+            mechanisms[m].kind.guarantee_kind(),
+            Some(ReferenceKind::of(&mechanisms[m]).label()),
+            mechanisms[m].kind.projects(),
+        ),
+        Setting::Reference(rk) => (rk.label(), GuaranteeKind::None, None, rk.seeded()),
     };
-    let k = match j.mech {
-        Some(m) if mechanisms[m].kind == MechanismKind::RawGOpt => p,
-        _ => j.k,
+    let k = if seeded { j.k } else { p };
+    let noise = if reference.is_some() {
+        "noise keys derived from the master seed"
+    } else {
+        "no noise"
     };
     let lines = jobs[range]
         .iter()
         .map(|jb| {
-            format!(
-                "projection {} (repeat {}; noise keys derived from the master seed)",
-                seeds.projection(jb.k, jb.repeat).to_hex(),
-                jb.repeat
-            )
+            let map = if seeded {
+                format!("projection {}", seeds.projection(jb.k, jb.repeat).to_hex())
+            } else {
+                "no projection".to_string()
+            };
+            format!("{map} (repeat {}; {noise})", jb.repeat)
         })
         .collect();
-    (label, k, lines)
+    Described {
+        label,
+        k,
+        seeds: lines,
+        guarantee,
+        reference,
+    }
 }
 
 /// Rows projected with the public map only, no noise (in blocks, to bound the temporary of a
@@ -349,26 +496,16 @@ pub fn project_rows(
     Sketches::Bits(bits)
 }
 
-/// The non-private reference of a job: the dense Rademacher map of its k and repeat (the same
-/// public seed as the mechanisms of that k and repeat), no noise; its signs for a sign reference.
-pub fn reference(job: &Job, data: &Dataset, seeds: &Seeds) -> Result<Sketches> {
-    let w = DenseProjection::generate(
-        DenseKind::Rademacher,
-        data.p,
-        job.k,
-        seeds.projection(job.k, job.repeat),
-    )?;
-    Ok(project_rows(
-        |rows, out| w.project(rows, out),
-        data,
-        job.k,
-        job.sign_reference,
-    ))
+/// The noiseless reference of a reference job on `data` (same public seed as the mechanisms of
+/// that k and repeat).
+pub fn reference(rk: &ReferenceKind, job: &Job, data: &Dataset, seeds: &Seeds) -> Result<Sketches> {
+    rk.sketch(data, job.k, seeds.projection(job.k, job.repeat))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::mechanism::ProjectionRecord;
 
     #[test]
     fn specs_and_lists() {
@@ -386,6 +523,138 @@ mod tests {
         assert!(parse_f64_list("--epsilon", "1,inf").is_err());
         assert!(parse_usize_list("--k", "256,0").is_err());
         assert_eq!(parse_usize_list("--k", "512,256").unwrap(), vec![256, 512]);
+    }
+
+    /// The reference of each mechanism is exactly the noiseless output of that mechanism's own
+    /// public map (same family, k and seed; signs for sign mechanisms): a reference drawn from
+    /// another family (e.g. the Rademacher map for OPORP or for a Gaussian dense map) fails here.
+    #[test]
+    fn each_reference_is_the_mechanisms_own_map_without_noise() {
+        let mut data = crate::data::sample::generate();
+        data.n = 300;
+        data.values.truncate(300 * data.p);
+        let seeds = Seeds::new(Seed([9; 32]));
+        let privacy = Privacy {
+            delta: 1e-6,
+            beta: 0.1,
+            min_norm: Some(0.05),
+        };
+        let mut specs: Vec<MechanismSpec> = MechanismKind::ALL
+            .iter()
+            .map(|k| MechanismSpec::parse(k.name()).unwrap())
+            .collect();
+        for s in [
+            "dp-rp-g-opt:gaussian",
+            "dp-signrp-rr-smooth:sparse:3",
+            "idp-signrp-g:uniform",
+        ] {
+            specs.push(MechanismSpec::parse(s).unwrap());
+        }
+        let k = 32;
+        let job = |rk| Job {
+            setting: Setting::Reference(rk),
+            epsilon: f64::INFINITY,
+            k,
+            repeat: 1,
+        };
+        for spec in &specs {
+            let seed = seeds.projection(k, 1);
+            let m = mechanism(spec, 1.0, k, data.p, &privacy, seed).unwrap();
+            let own = project_rows(
+                |r, o| m.project(r, o),
+                &data,
+                m.output_dim(),
+                m.payload() == crate::mechanism::Payload::Bits,
+            );
+            let rk = ReferenceKind::of(spec);
+            let got = reference(&rk, &job(rk), &data, &seeds).unwrap();
+            assert!(
+                got == own,
+                "{}: reference {} is not its own map",
+                spec.label,
+                rk.label()
+            );
+            // and the record agrees on the family
+            let rec = m.record().projection;
+            match (rk.map, rec) {
+                (MapFamily::Unprojected, ProjectionRecord::Identity) => {}
+                (MapFamily::Oporp, ProjectionRecord::Oporp { .. }) => {}
+                (MapFamily::Dense(a), ProjectionRecord::Dense { entries, .. }) => {
+                    assert_eq!(a, entries, "{}", spec.label)
+                }
+                (a, b) => panic!("{}: {a:?} vs {b:?}", spec.label),
+            }
+        }
+        // power: the Rademacher reference differs from the Gaussian and OPORP ones
+        let rad = ReferenceKind::of(&MechanismSpec::parse("dp-rp-g-opt").unwrap());
+        for other in ["dp-rp-g-opt:gaussian", "dp-oporp"] {
+            let o = ReferenceKind::of(&MechanismSpec::parse(other).unwrap());
+            assert_ne!(o, rad);
+            let a = reference(&rad, &job(rad), &data, &seeds).unwrap();
+            let b = reference(&o, &job(o), &data, &seeds).unwrap();
+            assert!(a != b, "{other}");
+        }
+    }
+
+    /// References are deduplicated per k (one per family), the ceiling runs once, and each job
+    /// of a mechanism names the reference of its own family.
+    #[test]
+    fn jobs_dedupe_references() {
+        let specs =
+            MechanismSpec::parse_list("dp-rp-g,dp-rp-g-opt,dp-rp-g-opt:gaussian,dp-oporp,dp-signoporp-rr,idp-signoporp-g,raw-g-opt")
+                .unwrap();
+        let js = jobs(&specs, &[1.0, 2.0], &[16, 32], 3);
+        let refs: Vec<(String, usize, usize)> = js
+            .iter()
+            .filter_map(|j| match j.setting {
+                Setting::Reference(rk) => Some((rk.label(), j.k, j.repeat)),
+                Setting::Mechanism(_) => None,
+            })
+            .collect();
+        let labels = |k: usize| -> Vec<String> {
+            let mut v: Vec<String> = refs
+                .iter()
+                .filter(|r| r.1 == k && r.2 == 0)
+                .map(|r| r.0.clone())
+                .collect();
+            v.dedup();
+            v
+        };
+        assert_eq!(
+            labels(32),
+            [
+                "noiseless:rademacher",
+                "noiseless:gaussian",
+                "noiseless:oporp",
+                "noiseless-signs:oporp"
+            ]
+        );
+        assert_eq!(refs.iter().filter(|r| r.0 == UNPROJECTED).count(), 1);
+        assert_eq!(refs.len(), 2 * 4 * 3 + 1);
+        let seeds = Seeds::new(Seed([1; 32]));
+        for range in settings(&js) {
+            let d = describe(&js, range, &specs, 50, &seeds);
+            match d.label.as_str() {
+                "dp-rp-g" | "dp-rp-g-opt" => {
+                    assert_eq!(d.reference.as_deref(), Some("noiseless:rademacher"))
+                }
+                "dp-rp-g-opt:gaussian" => {
+                    assert_eq!(d.reference.as_deref(), Some("noiseless:gaussian"))
+                }
+                "dp-oporp" => assert_eq!(d.reference.as_deref(), Some("noiseless:oporp")),
+                "dp-signoporp-rr" | "idp-signoporp-g" => {
+                    assert_eq!(d.reference.as_deref(), Some("noiseless-signs:oporp"))
+                }
+                "raw-g-opt" => {
+                    assert_eq!(d.reference.as_deref(), Some(UNPROJECTED));
+                    assert_eq!(d.k, 50);
+                }
+                l => {
+                    assert!(d.reference.is_none(), "{l}");
+                    assert_eq!(d.guarantee, GuaranteeKind::None);
+                }
+            }
+        }
     }
 
     #[test]

@@ -5,8 +5,11 @@
 //! - [`report`]: the results table as Markdown, CSV, JSON and plots (SVG and PNG).
 //!
 //! Every evaluation produces one [`Report`]: one [`ResultRow`] per (mechanism, ε, k, query mode),
-//! including the combinations a mechanism cannot take (status [`Status::NotApplicable`]) and the
-//! non-private reference (`epsilon = None`, i.e. ε = ∞).
+//! including the combinations a mechanism cannot take (status [`Status::NotApplicable`]), and the
+//! noiseless references (`epsilon = None`, i.e. ε = ∞): one per public-map family of the grid
+//! (each mechanism row names its own in [`ResultRow::reference`]; see
+//! [`grid::ReferenceKind`]) and the unprojected ceiling. Every row names its guarantee kind
+//! ([`ResultRow::guarantee`]: DP, iDP, or none for a reference).
 
 pub mod grid;
 pub mod metrics;
@@ -15,6 +18,8 @@ pub mod retrieval;
 pub mod svm;
 
 use serde::{Deserialize, Serialize};
+
+use crate::privacy::guarantee::GuaranteeKind;
 
 /// Which evaluation produced a report.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -78,8 +83,13 @@ impl Metric {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ResultRow {
     /// Mechanism label as given on the command line (e.g. `dp-oporp`, `dp-rp-g-opt:gaussian`), or
-    /// `non-private` for the reference projection without noise.
+    /// a reference's label (`noiseless:rademacher`, `noiseless-signs:oporp`, `unprojected`, ...).
     pub mechanism: String,
+    /// The kind of guarantee (from the mechanism; `none` for a reference). Reports name it as
+    /// [`GuaranteeKind::short`] (`DP`, `iDP`, `none`). Absent in reports written before it was
+    /// recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub guarantee: Option<GuaranteeKind>,
     /// ε; `None` is the non-private reference (ε = ∞).
     pub epsilon: Option<f64>,
     /// Sketch size (the input dimension p for mechanisms without a projection).
@@ -89,6 +99,10 @@ pub struct ResultRow {
     pub query_mode: Option<String>,
     /// Extra parameter of the setting, e.g. the SVM's C (`None` when not applicable).
     pub c: Option<f64>,
+    /// For a mechanism: the label of its ε = ∞ reference — the row with that label and the same
+    /// k, query mode (and C) holds the same public map without noise. `None` for a reference.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reference: Option<String>,
     /// Whether it ran.
     #[serde(flatten)]
     pub status: Status,

@@ -7,7 +7,7 @@ use std::time::Instant;
 
 use serde_json::json;
 
-use super::grid::{self, Job, MechanismSpec, Privacy, Seeds};
+use super::grid::{self, Job, MechanismSpec, Privacy, Seeds, Setting};
 use super::metrics::{self, ground_truth, rows_of, PRECISION_AT, RECALL_AT, TRUE_TOP};
 use super::{EvalKind, Metric, Report, ResultRow, Status};
 use crate::data::Dataset;
@@ -66,6 +66,13 @@ pub struct RetrievalConfig {
     pub seeds: Seeds,
 }
 
+/// How the ε = ∞ rows of a retrieval report were made (recorded in its metadata).
+pub const REFERENCE_NOTE: &str = "each mechanism's row names its reference: noiseless:<map> = the \
+same public map (same kind, k and projection seed of each repeat) without noise, ranked by cosine; \
+noiseless-signs:<map> = its signs without flips, ranked by agreements; unprojected = the original \
+vectors (the ceiling: 1 up to ties, since the ground truth is computed on them; the ε = ∞ limit of \
+raw-g-opt). Each is the limit of its mechanisms as ε grows, in both query modes.";
+
 /// Metric names of a retrieval report.
 pub const METRICS: [&str; 2] = ["precision@10", "recall@100"];
 
@@ -110,13 +117,13 @@ pub fn run(
     let jobs = grid::jobs(&cfg.mechanisms, &cfg.epsilons, &cfg.ks, cfg.repeat);
     let results = grid::run_parallel(&jobs, |j| run_job(train, queries, &truth, cfg, j), tick);
 
-    // Assemble rows in grid order: references per k, then mechanism × k × ε; each × query mode.
+    // Assemble rows in grid order: references per k, the ceiling, then mechanism × k × ε; each ×
+    // query mode.
     let mut rows = Vec::new();
     for range in grid::settings(&jobs) {
         let j = &jobs[range.start];
         let group: Vec<usize> = range.clone().collect();
-        let (label, k_row, seeds) =
-            grid::describe(&jobs, range, &cfg.mechanisms, train.p, &cfg.seeds);
+        let d = grid::describe(&jobs, range, &cfg.mechanisms, train.p, &cfg.seeds);
         let seconds: f64 = group.iter().map(|&g| results[g].1).sum();
         for (qi, mode) in cfg.query_modes.iter().enumerate() {
             let mut status = Status::Ok;
@@ -139,14 +146,16 @@ pub fn run(
                 Vec::new()
             };
             rows.push(ResultRow {
-                mechanism: label.clone(),
-                epsilon: j.mech.map(|_| j.epsilon),
-                k: k_row,
+                mechanism: d.label.clone(),
+                guarantee: Some(d.guarantee),
+                epsilon: j.epsilon.is_finite().then_some(j.epsilon),
+                k: d.k,
                 query_mode: Some(mode.name().to_string()),
                 c: None,
+                reference: d.reference.clone(),
                 status,
                 metrics,
-                seeds: seeds.clone(),
+                seeds: d.seeds.clone(),
                 seconds,
             });
         }
@@ -174,7 +183,7 @@ pub fn run(
             "recall@100": format!("|retrieved top-{RECALL_AT} ∩ true top-{TRUE_TOP}| / {TRUE_TOP}"),
         },
         "ranking": "estimated cosine (real sketches), agreements k − Hamming (sign sketches)",
-        "reference": "non-private: the dense Rademacher projection without noise (cosine); non-private-sign: its signs (agreements); same projection seed as the mechanisms of that k and repeat",
+        "reference": REFERENCE_NOTE,
         "noise": "seeded from the master seed (a reproducible simulation, not a release)",
         "threads": rayon::current_num_threads(),
         "seconds": start.elapsed().as_secs_f64(),
@@ -233,11 +242,17 @@ fn job_inner(
     let failed = |e: Error| Status::Failed(e.to_string());
     let p = train.p;
     let seed = cfg.seeds.projection(j.k, j.repeat);
-    let Some(mi) = j.mech else {
-        let db = grid::reference(j, train, &cfg.seeds).map_err(failed)?;
-        let q = grid::reference(j, queries, &cfg.seeds).map_err(failed)?;
-        let s = score(&db, &q, j.k, truth).map_err(failed)?;
-        return Ok(vec![s; cfg.query_modes.len()]);
+    let mi = match j.setting {
+        Setting::Mechanism(mi) => mi,
+        Setting::Reference(rk) => {
+            // the same sketches serve both query modes: without noise, a private query is a raw one
+            let na = |e: Error| Status::NotApplicable(e.to_string());
+            let db = grid::reference(&rk, j, train, &cfg.seeds).map_err(na)?;
+            let q = grid::reference(&rk, j, queries, &cfg.seeds).map_err(na)?;
+            let k = if rk.seeded() { j.k } else { p };
+            let s = score(&db, &q, k, truth).map_err(failed)?;
+            return Ok(vec![s; cfg.query_modes.len()]);
+        }
     };
     let spec = &cfg.mechanisms[mi];
     let m = grid::mechanism(spec, j.epsilon, j.k, p, &cfg.privacy, seed)

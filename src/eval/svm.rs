@@ -9,7 +9,7 @@ use std::time::Instant;
 
 use serde_json::json;
 
-use super::grid::{self, Job, MechanismSpec, Privacy, Seeds};
+use super::grid::{self, Job, MechanismSpec, Privacy, Seeds, Setting};
 use super::metrics::accuracy;
 use super::{EvalKind, Metric, Report, ResultRow, Status};
 use crate::data::Dataset;
@@ -94,8 +94,7 @@ pub fn run(
     for range in grid::settings(&jobs) {
         let j = &jobs[range.start];
         let group: Vec<usize> = range.clone().collect();
-        let (label, k_row, seeds) =
-            grid::describe(&jobs, range, &cfg.mechanisms, train.p, &cfg.seeds);
+        let d = grid::describe(&jobs, range, &cfg.mechanisms, train.p, &cfg.seeds);
         let seconds: f64 = group.iter().map(|&g| results[g].1).sum();
         // one row per reported C (with pick_c: one row, C = the value picked in the first repeat)
         let slots = if cfg.pick_c { 1 } else { cfg.cs.len() };
@@ -120,10 +119,12 @@ pub fn run(
                 Vec::new()
             };
             rows.push(ResultRow {
-                mechanism: label.clone(),
-                epsilon: j.mech.map(|_| j.epsilon),
-                k: k_row,
+                mechanism: d.label.clone(),
+                guarantee: Some(d.guarantee),
+                epsilon: j.epsilon.is_finite().then_some(j.epsilon),
+                k: d.k,
                 query_mode: None,
+                reference: d.reference.clone(),
                 c: if cfg.pick_c {
                     c_used
                 } else {
@@ -131,7 +132,7 @@ pub fn run(
                 },
                 status,
                 metrics,
-                seeds: seeds.clone(),
+                seeds: d.seeds.clone(),
                 seconds,
             });
         }
@@ -164,7 +165,7 @@ pub fn run(
         "repeat": cfg.repeat,
         "master_seed": cfg.seeds.master().to_hex(),
         "features": "training and test rows each privatised with the mechanism (own noise, same public projection); sign sketches as ±1",
-        "reference": "non-private: the dense Rademacher projection without noise; non-private-sign: its signs",
+        "reference": "each mechanism's row names its reference: noiseless:<map> = the same public map (same kind, k and projection seed of each repeat) without noise; noiseless-signs:<map> = its signs without flips (as ±1 features); unprojected = the original features (the SVM's accuracy without any projection or noise; the ε = ∞ limit of raw-g-opt)",
         "noise": "seeded from the master seed (a reproducible simulation, not a release)",
         "threads": rayon::current_num_threads(),
         "seconds": start.elapsed().as_secs_f64(),
@@ -234,13 +235,16 @@ fn job(
 ) -> JobResult {
     let failed = |e: Error| Status::Failed(e.to_string());
     let seed = cfg.seeds.projection(j.k, j.repeat);
-    let (tr, te, k) = match j.mech {
-        None => (
-            grid::reference(j, train, &cfg.seeds).map_err(failed)?,
-            grid::reference(j, test, &cfg.seeds).map_err(failed)?,
-            j.k,
-        ),
-        Some(mi) => {
+    let (tr, te, k) = match j.setting {
+        Setting::Reference(rk) => {
+            let na = |e: Error| Status::NotApplicable(e.to_string());
+            (
+                grid::reference(&rk, j, train, &cfg.seeds).map_err(na)?,
+                grid::reference(&rk, j, test, &cfg.seeds).map_err(na)?,
+                if rk.seeded() { j.k } else { train.p },
+            )
+        }
+        Setting::Mechanism(mi) => {
             let spec = &cfg.mechanisms[mi];
             let m = grid::mechanism(spec, j.epsilon, j.k, train.p, &cfg.privacy, seed)
                 .map_err(|e| Status::NotApplicable(e.to_string()))?;

@@ -28,7 +28,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
 use crate::estimate::Estimator;
-use crate::privacy::guarantee::{Guarantee, Neighbour};
+use crate::privacy::guarantee::{Guarantee, GuaranteeKind, Neighbour};
 use crate::projection::{DenseKind, Seed};
 
 pub use gaussian_sketch::GaussianSketch;
@@ -151,6 +151,20 @@ impl MechanismKind {
                 | MechanismKind::IdpSignoporpG
                 | MechanismKind::IdpSignoporpRr
         )
+    }
+
+    /// The kind of guarantee the mechanism's releases carry, from its properties: individual DP
+    /// for the `idp-*` mechanisms, else (ε, δ)-DP when it needs δ, else pure ε-DP. It equals
+    /// `guarantee().kind` of every mechanism [`build`] makes of this kind (tested), and lets a
+    /// report name the guarantee of a setting that could not be built.
+    pub fn guarantee_kind(&self) -> GuaranteeKind {
+        if self.is_idp() {
+            GuaranteeKind::IndividualDp
+        } else if self.needs_delta() {
+            GuaranteeKind::ApproxDp
+        } else {
+            GuaranteeKind::PureDp
+        }
     }
 
     /// Whether the mechanism needs a public lower bound on row norms (`--min-norm`).
@@ -514,6 +528,32 @@ mod tests {
                 assert!(cal.sensitivity > 0.5, "{kind:?} {proj:?}: Δ₂ > β");
             }
         }
+    }
+
+    /// The kind-level guarantee (used by reports) is what every built mechanism states; a kind
+    /// wrongly listed (e.g. an iDP mechanism reported as DP) fails here.
+    #[test]
+    fn guarantee_kind_matches_every_built_mechanism() {
+        for kind in MechanismKind::ALL {
+            for (k, proj) in [(Some(20), None), (Some(20), Some(DenseKind::Gaussian))] {
+                if proj.is_some() && !kind.dense() {
+                    continue;
+                }
+                let mut p = params(kind, 2.0, k.filter(|_| kind.projects()));
+                p.projection = proj;
+                p.min_norm = Some(1.0);
+                p.individual_dp = true;
+                let m = build(&p).unwrap_or_else(|e| panic!("{kind:?}: {e}"));
+                assert_eq!(
+                    m.guarantee().kind,
+                    kind.guarantee_kind(),
+                    "{kind:?} {proj:?}"
+                );
+            }
+        }
+        assert_eq!(MechanismKind::IdpSignrpG.guarantee_kind().short(), "iDP");
+        assert_eq!(MechanismKind::DpSignoporpRr.guarantee_kind().short(), "DP");
+        assert_eq!(MechanismKind::DpOporp.guarantee_kind().short(), "DP");
     }
 
     #[test]

@@ -71,6 +71,41 @@ pub enum GuaranteeKind {
     None,
 }
 
+impl GuaranteeKind {
+    /// The family of the guarantee as evaluation reports name it: `DP` (ε- or (ε, δ)-differential
+    /// privacy), `iDP` (individual DP) or `none`.
+    pub fn short(&self) -> &'static str {
+        match self {
+            GuaranteeKind::PureDp | GuaranteeKind::ApproxDp => "DP",
+            GuaranteeKind::IndividualDp => "iDP",
+            GuaranteeKind::None => "none",
+        }
+    }
+
+    /// What the family protects, in one or two sentences (reports explain each family present
+    /// once). Pure and approximate DP share one text, as they share [`short`](Self::short).
+    pub fn explain(&self) -> &'static str {
+        match self {
+            GuaranteeKind::PureDp | GuaranteeKind::ApproxDp => {
+                "**DP** (ε- or (ε, δ)-differential privacy): for *every* pair of neighbouring \
+                 datasets — one row changed within the neighbour relation — the probability of any \
+                 release changes by at most a factor e^ε (plus δ)."
+            }
+            GuaranteeKind::IndividualDp => {
+                "**iDP** (individual DP, Li & Li Definition A.1): the same bound, but only between \
+                 *this* dataset and each of its own neighbours, not between two arbitrary \
+                 neighbouring datasets. It is strictly weaker than DP: noise goes only where this \
+                 data lets a neighbour change the output (the noise set A), so an iDP result at \
+                 some ε is not comparable with a DP result at the same ε, and `publish` demands \
+                 `--individual-dp` for these mechanisms."
+            }
+            GuaranteeKind::None => {
+                "**none**: the ε = ∞ references — the public map without noise — give no privacy."
+            }
+        }
+    }
+}
+
 /// A release's privacy guarantee.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Guarantee {

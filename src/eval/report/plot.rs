@@ -1,0 +1,955 @@
+//! The plots of a report: SVG drawn with `plotters`, PNG rasterised from it (see [`super::raster`]).
+
+use std::collections::HashSet;
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, Pos, VPos};
+
+use super::marks::*;
+use super::raster::{rasterise, system_fonts, Fonts, PResult};
+use super::{finite_eps, fmt_num, metric_names, same_f64, write_atomic, Grid};
+use crate::error::{Error, Result};
+use crate::eval::grid::UNPROJECTED;
+use crate::eval::{Report, ResultRow, Status};
+
+/// What [`plots_with_warnings`] wrote.
+#[derive(Debug, Clone, Default)]
+pub struct PlotOutcome {
+    /// Files written (SVG, and PNG next to each where it could be rendered).
+    pub files: Vec<PathBuf>,
+    /// Why some PNG files were not written (e.g. no font found); empty when all were.
+    pub warnings: Vec<String>,
+}
+
+/// One point of a line: ε, mean, sd, repeats.
+#[derive(Clone, Copy)]
+pub(super) struct Point {
+    pub(super) eps: f64,
+    pub(super) mean: f64,
+    pub(super) sd: f64,
+    pub(super) n: usize,
+}
+
+/// One mechanism in one panel.
+pub(super) struct Series {
+    /// Index among the report's mechanisms (colour and marker).
+    pub(super) style: usize,
+    pub(super) points: Vec<Point>,
+    /// The mechanism's own noiseless reference (ε = ∞; `eps` unused), drawn as an open marker in
+    /// the ∞ column at the right of the panel.
+    pub(super) inf: Option<Point>,
+}
+
+/// A horizontal reference line: the unprojected ceiling, or a reference no mechanism of the panel
+/// names (e.g. in a report written before references were per family).
+struct RefLine {
+    /// Dash pattern (index into [`DASHES`]; the same label keeps its pattern across panels).
+    dash: usize,
+    mean: f64,
+    sd: f64,
+    n: usize,
+}
+
+/// One panel: one k.
+struct Panel {
+    k: usize,
+    series: Vec<Series>,
+    refs: Vec<RefLine>,
+    notes: Vec<String>,
+}
+
+/// One figure: one metric and one query mode or C.
+struct Figure {
+    stem: String,
+    title: String,
+    ylabel: String,
+    panels: Vec<Panel>,
+    /// Mechanisms drawn (style index, label with its guarantee kind).
+    legend: Vec<(usize, String)>,
+    /// Reference lines drawn (dash pattern, label).
+    ref_legend: Vec<(usize, String)>,
+    /// Some mechanism has its ε = ∞ point.
+    has_inf: bool,
+    max_repeats: usize,
+}
+
+/// A file-name part made of `[a-z0-9.-]`: `precision@10` → `precision-at-10`.
+fn slug(s: &str) -> String {
+    let mut out = String::new();
+    for ch in s.to_lowercase().replace('@', "-at-").chars() {
+        if ch.is_ascii_alphanumeric() || ch == '.' {
+            out.push(ch);
+        } else if !out.ends_with('-') {
+            out.push('-');
+        }
+    }
+    let t = out.trim_matches(|c| c == '-' || c == '.');
+    if t.is_empty() {
+        "x".to_string()
+    } else {
+        t.to_string()
+    }
+}
+
+/// Build the figures of a report (no drawing yet).
+fn figures(report: &Report) -> Vec<Figure> {
+    let grid = Grid::new(report);
+    let names = metric_names(report);
+    // Groups: (query mode, C if a dimension), from the private settings (or all if none).
+    let mut groups: Vec<(Option<String>, Option<f64>)> = Vec::new();
+    let has_private = report.rows.iter().any(|r| finite_eps(r).is_some());
+    for r in &report.rows {
+        if has_private && finite_eps(r).is_none() {
+            continue;
+        }
+        let g = (r.query_mode.clone(), if grid.c_is_dim { r.c } else { None });
+        if !groups.iter().any(|x| x.0 == g.0 && same_f64(x.1, g.1)) {
+            groups.push(g);
+        }
+    }
+    let in_group = |r: &ResultRow, g: &(Option<String>, Option<f64>)| {
+        r.query_mode == g.0 && (!grid.c_is_dim || same_f64(r.c, g.1))
+    };
+    // Mechanisms (labels with a finite ε somewhere), for colours and markers.
+    let mechanisms: Vec<&String> = grid
+        .mechanisms
+        .iter()
+        .filter(|m| {
+            report
+                .rows
+                .iter()
+                .any(|r| &&r.mechanism == m && finite_eps(r).is_some())
+        })
+        .collect();
+    let mut used: HashSet<String> = HashSet::new();
+    let mut out = Vec::new();
+    for name in &names {
+        for g in &groups {
+            let mut stem = slug(name);
+            if let Some(m) = &g.0 {
+                stem.push('-');
+                stem.push_str(&slug(m));
+            }
+            if grid.c_is_dim {
+                stem.push_str("-c-");
+                stem.push_str(
+                    &g.1.map(|c| slug(&fmt_num(c)))
+                        .unwrap_or_else(|| "none".into()),
+                );
+            }
+            let mut unique = stem.clone();
+            let mut n = 2;
+            while !used.insert(unique.clone()) {
+                unique = format!("{stem}-{n}");
+                n += 1;
+            }
+            let rows: Vec<&ResultRow> = report
+                .rows
+                .iter()
+                .filter(|r| finite_eps(r).is_some() && in_group(r, g))
+                .collect();
+            let refs_all: Vec<&ResultRow> = report
+                .rows
+                .iter()
+                .filter(|r| finite_eps(r).is_none())
+                .collect();
+            let mut ks: Vec<usize> = rows.iter().map(|r| r.k).collect();
+            if rows.is_empty() {
+                ks.extend(refs_all.iter().filter(|r| in_group(r, g)).map(|r| r.k));
+            }
+            ks.sort_unstable();
+            ks.dedup();
+            let mut legend: Vec<(usize, String)> = Vec::new();
+            let mut ref_legend: Vec<(usize, String)> = Vec::new();
+            let mut panels = Vec::new();
+            let mut max_repeats = 0;
+            // the reference row of `label` for this figure's mode and C at size k
+            let ref_row = |label: &str, k: usize| -> Option<&&ResultRow> {
+                refs_all.iter().find(|r| {
+                    r.mechanism == label
+                        && r.k == k
+                        && (r.query_mode == g.0 || r.query_mode.is_none())
+                        && (!grid.c_is_dim || same_f64(r.c, g.1) || r.c.is_none())
+                })
+            };
+            let metric_point = |r: &ResultRow| -> Option<Point> {
+                match (&r.status, r.metric(name)) {
+                    (Status::Ok, Some(m)) if m.mean.is_finite() => Some(Point {
+                        eps: f64::INFINITY,
+                        mean: m.mean,
+                        sd: if m.sd.is_finite() { m.sd } else { 0.0 },
+                        n: m.values.len(),
+                    }),
+                    _ => None,
+                }
+            };
+            let why = |r: &ResultRow| match r.status {
+                Status::NotApplicable(_) => "n/a",
+                Status::Failed(_) => "failed",
+                Status::Ok => "no value",
+            };
+            for &k in &ks {
+                let mut series: Vec<Series> = Vec::new();
+                let mut notes: Vec<String> = Vec::new();
+                let mut referenced: Vec<String> = Vec::new();
+                for (mi, mech) in mechanisms.iter().enumerate() {
+                    let mine: Vec<&&ResultRow> = rows
+                        .iter()
+                        .filter(|r| r.k == k && &r.mechanism == *mech)
+                        .collect();
+                    if mine.is_empty() {
+                        continue;
+                    }
+                    let mut points = Vec::new();
+                    let mut missing: Vec<(&str, f64)> = Vec::new();
+                    for r in &mine {
+                        let e = finite_eps(r).unwrap_or(f64::NAN);
+                        match (&r.status, r.metric(name)) {
+                            (Status::Ok, Some(m)) if m.mean.is_finite() && e > 0.0 => {
+                                max_repeats = max_repeats.max(m.values.len());
+                                points.push(Point {
+                                    eps: e,
+                                    mean: m.mean,
+                                    sd: if m.sd.is_finite() { m.sd } else { 0.0 },
+                                    n: m.values.len(),
+                                });
+                            }
+                            (Status::NotApplicable(_), _) => missing.push(("n/a", e)),
+                            (Status::Failed(_), _) => missing.push(("failed", e)),
+                            _ => missing.push(("no value", e)),
+                        }
+                    }
+                    points.sort_by(|a, b| a.eps.total_cmp(&b.eps));
+                    for tag in ["n/a", "failed", "no value"] {
+                        let mut at: Vec<f64> =
+                            missing.iter().filter(|m| m.0 == tag).map(|m| m.1).collect();
+                        if at.is_empty() {
+                            continue;
+                        }
+                        at.sort_by(f64::total_cmp);
+                        if points.is_empty() && at.len() == mine.len() {
+                            notes.push(format!("{mech}: {tag}"));
+                        } else {
+                            let list: Vec<String> = at.iter().map(|e| fmt_num(*e)).collect();
+                            notes.push(format!("{mech}: {tag} at ε = {}", list.join(", ")));
+                        }
+                    }
+                    // its own reference, at ε = ∞
+                    let own = mine.iter().find_map(|r| r.reference.clone());
+                    if points.is_empty() {
+                        // nothing to draw; its reference is not a line of its own either
+                        referenced.extend(own);
+                        continue;
+                    }
+                    let mut inf = None;
+                    if let Some(label) = own {
+                        match ref_row(&label, k) {
+                            Some(r) => {
+                                inf = metric_point(r);
+                                if inf.is_none() {
+                                    notes.push(format!("{mech}: {} at ε = ∞", why(r)));
+                                }
+                            }
+                            None => notes.push(format!("{mech}: no value at ε = ∞")),
+                        }
+                        referenced.push(label);
+                    }
+                    if !legend.iter().any(|l| l.0 == mi) {
+                        let g = mine
+                            .iter()
+                            .find_map(|r| r.guarantee)
+                            .map(|g| format!(" ({})", g.short()))
+                            .unwrap_or_default();
+                        legend.push((mi, format!("{mech}{g}")));
+                    }
+                    series.push(Series {
+                        style: mi,
+                        points,
+                        inf,
+                    });
+                }
+                // Horizontal lines: the ceiling in every panel, and references of this k that no
+                // mechanism of the panel names (same mode, or none, and C; else any mode).
+                let line_ok = |r: &&&ResultRow| {
+                    r.mechanism == UNPROJECTED || (r.k == k && !referenced.contains(&r.mechanism))
+                };
+                let mut chosen: Vec<&&ResultRow> = Vec::new();
+                for r in refs_all.iter().filter(|r| {
+                    (r.query_mode == g.0 || r.query_mode.is_none())
+                        && (!grid.c_is_dim || same_f64(r.c, g.1) || r.c.is_none())
+                }) {
+                    if line_ok(&r) && !chosen.iter().any(|c| c.mechanism == r.mechanism) {
+                        chosen.push(r);
+                    }
+                }
+                if chosen.is_empty() {
+                    chosen.extend(
+                        refs_all
+                            .iter()
+                            .filter(|r| {
+                                line_ok(r)
+                                    && (!grid.c_is_dim || same_f64(r.c, g.1) || r.c.is_none())
+                            })
+                            .take(1),
+                    );
+                }
+                let mut refs = Vec::new();
+                for r in chosen {
+                    let Some(pt) = metric_point(r) else {
+                        notes.push(format!("{}: {}", r.mechanism, why(r)));
+                        continue;
+                    };
+                    let label = if r.mechanism == UNPROJECTED {
+                        format!("{UNPROJECTED} (ceiling), ε = ∞")
+                    } else {
+                        format!("{}, ε = ∞", r.mechanism)
+                    };
+                    let dash = match ref_legend.iter().find(|l| l.1 == label) {
+                        Some(l) => l.0,
+                        None => {
+                            let d = if r.mechanism == UNPROJECTED {
+                                0
+                            } else {
+                                1 + ref_legend.iter().filter(|l| l.0 != 0).count()
+                            };
+                            ref_legend.push((d, label));
+                            d
+                        }
+                    };
+                    refs.push(RefLine {
+                        dash,
+                        mean: pt.mean,
+                        sd: pt.sd,
+                        n: pt.n,
+                    });
+                }
+                panels.push(Panel {
+                    k,
+                    series,
+                    refs,
+                    notes,
+                });
+            }
+            ref_legend.sort_by_key(|l| l.0);
+            legend.sort_by_key(|l| l.0);
+            let has_inf = panels
+                .iter()
+                .any(|p| p.series.iter().any(|s| s.inf.is_some()));
+            let mut title = format!("{name} vs ε");
+            if let Some(m) = &g.0 {
+                let _ = write!(title, " — query mode: {m}");
+            }
+            if grid.c_is_dim {
+                if let Some(c) = g.1 {
+                    let _ = write!(title, " — C = {}", fmt_num(c));
+                }
+            } else if let Some(c) = grid.constant_c() {
+                let _ = write!(title, " — C = {}", fmt_num(c));
+            } else if grid.c_varies() {
+                title.push_str(" — C chosen per setting");
+            }
+            out.push(Figure {
+                stem: unique,
+                title,
+                ylabel: name.clone(),
+                panels,
+                legend,
+                ref_legend,
+                has_inf,
+                max_repeats,
+            });
+        }
+    }
+    out
+}
+
+/// Draw a figure as SVG text.
+fn figure_svg(fig: &Figure, eps_grid: &[f64]) -> PResult<String> {
+    let n = fig.panels.len().max(1);
+    let ncols = match n {
+        1..=3 => n,
+        4 => 2,
+        _ => 3,
+    };
+    let nrows = n.div_ceil(ncols);
+    // Settings without a value, listed under the legend: "k = 1024, dp-oporp: n/a".
+    let notes: Vec<String> = fig
+        .panels
+        .iter()
+        .flat_map(|p| p.notes.iter().map(move |n| format!("k = {}, {n}", p.k)))
+        .collect();
+    let longest = fig
+        .legend
+        .iter()
+        .map(|l| l.1.chars().count())
+        .chain(notes.iter().map(|n| n.chars().count() * 7 / 8))
+        .chain(fig.ref_legend.iter().map(|l| l.1.chars().count()))
+        .chain(std::iter::once(if fig.has_inf { 24 } else { 0 }))
+        .chain(std::iter::once(if fig.max_repeats > 1 { 22 } else { 0 }))
+        .max()
+        .unwrap_or(0);
+    let legend_w = (60 + 8 * longest as u32).clamp(150, 440);
+    let width = ncols as u32 * PANEL_W + legend_w;
+    // tall enough for the legend too (as drawn below: entries of 24 px from y = 60, notes of 18)
+    let legend_h = 60
+        + 24 * (fig.legend.len() + fig.ref_legend.len() + fig.has_inf as usize)
+        + if fig.max_repeats > 1 { 32 } else { 0 }
+        + if notes.is_empty() {
+            0
+        } else {
+            8 + 18 * (notes.len() + 1)
+        }
+        + 12;
+    let height = TITLE_H + (nrows as u32 * PANEL_H).max(legend_h as u32);
+
+    // x range: the grid's ε with some room, on a log scale; with ε = ∞ points, a column for them
+    // at 3× the largest ε, labelled ∞, past a dotted break.
+    let (lo, mut hi) = match (eps_grid.first(), eps_grid.last()) {
+        (Some(&a), Some(&b)) if a > 0.0 && b > a => (a / 1.5, b * 1.5),
+        (Some(&a), _) if a > 0.0 => (a / 3.0, a * 3.0),
+        _ => (1.0, 100.0),
+    };
+    let mut ticks: Vec<f64> = eps_grid.iter().copied().filter(|e| *e > 0.0).collect();
+    let x_inf = fig
+        .has_inf
+        .then(|| ticks.last().copied().unwrap_or(hi) * INF_AT);
+    if let Some(x) = x_inf {
+        hi = x * 2.5; // room for ∞ markers spread sideways (see `dodge`)
+        ticks.push(x);
+    }
+    let mut ymax: f64 = 1.0;
+    for p in &fig.panels {
+        for s in &p.series {
+            for q in s.points.iter().chain(s.inf.iter()) {
+                ymax = ymax.max(q.mean);
+            }
+        }
+        for r in &p.refs {
+            ymax = ymax.max(r.mean);
+        }
+    }
+    if ymax > 1.0 {
+        ymax = (ymax * 10.0).ceil() / 10.0;
+    }
+
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (width, height)).into_drawing_area();
+        root.fill(&WHITE).map_err(perr)?;
+        let (title_area, body) = root.split_vertically(TITLE_H);
+        title_area
+            .draw(&Text::new(
+                fig.title.clone(),
+                ((width / 2) as i32, 12),
+                (FONT, 20)
+                    .into_font()
+                    .color(&BLACK)
+                    .pos(Pos::new(HPos::Center, VPos::Top)),
+            ))
+            .map_err(perr)?;
+        let (panels_area, legend_area) = body.split_horizontally(ncols as u32 * PANEL_W);
+        let (panels_area, _) = panels_area.split_vertically(nrows as u32 * PANEL_H);
+        let cells = panels_area.split_evenly((nrows, ncols));
+        for (panel, area) in fig.panels.iter().zip(cells.iter()) {
+            let mut chart = ChartBuilder::on(area)
+                .caption(format!("k = {}", panel.k), (FONT, 17))
+                .margin(8)
+                .margin_right(18)
+                .x_label_area_size(42)
+                .y_label_area_size(52)
+                .build_cartesian_2d(
+                    (lo..hi).log_scale().with_key_points(ticks.clone()),
+                    0.0..ymax,
+                )
+                .map_err(perr)?;
+            let xfmt = |x: &f64| match x_inf {
+                Some(i) if (x / i - 1.0).abs() < 1e-9 => "∞".to_string(),
+                _ => fmt_num(*x),
+            };
+            let yfmt = |y: &f64| format!("{y:.1}");
+            chart
+                .configure_mesh()
+                .x_desc("ε (log scale)")
+                .y_desc(fig.ylabel.as_str())
+                .x_label_formatter(&xfmt)
+                .y_label_formatter(&yfmt)
+                .y_labels(6)
+                .label_style((FONT, 14))
+                .axis_desc_style((FONT, 15))
+                .bold_line_style(BLACK.mix(0.10))
+                .light_line_style(TRANSPARENT)
+                .draw()
+                .map_err(perr)?;
+
+            // Horizontal reference lines: a band of ±sd when repeated and a dashed line, named
+            // in the legend (no label in the panel, where labels of close lines would overlap).
+            for r in &panel.refs {
+                if r.n > 1 && r.sd > 0.0 {
+                    chart
+                        .draw_series(std::iter::once(Rectangle::new(
+                            [
+                                (lo, (r.mean - r.sd).max(0.0)),
+                                (hi, (r.mean + r.sd).min(ymax)),
+                            ],
+                            REF_COLOR.mix(0.12).filled(),
+                        )))
+                        .map_err(perr)?;
+                }
+                let (dash, gap) = DASHES[r.dash % DASHES.len()];
+                chart
+                    .draw_series(DashedLineSeries::new(
+                        vec![(lo, r.mean), (hi, r.mean)],
+                        dash,
+                        gap,
+                        REF_COLOR.stroke_width(2),
+                    ))
+                    .map_err(perr)?;
+            }
+
+            // The ∞ column: a dotted break, then each mechanism's own reference.
+            let inf_x = match x_inf {
+                Some(x) => {
+                    let brk = (x * x / INF_AT).sqrt();
+                    chart
+                        .draw_series(DashedLineSeries::new(
+                            vec![(brk, 0.0), (brk, ymax)],
+                            2,
+                            4,
+                            NOTE_COLOR.mix(0.6).stroke_width(1),
+                        ))
+                        .map_err(perr)?;
+                    dodge(&panel.series, x, ymax, (lo, hi))
+                }
+                None => Vec::new(),
+            };
+
+            for (si, s) in panel.series.iter().enumerate() {
+                let c = colour(s.style);
+                let pts: Vec<(f64, f64)> = s.points.iter().map(|p| (p.eps, p.mean)).collect();
+                chart
+                    .draw_series(LineSeries::new(pts.clone(), c.stroke_width(2)))
+                    .map_err(perr)?;
+                chart
+                    .draw_series(s.points.iter().filter(|p| p.n > 1 && p.sd > 0.0).map(|p| {
+                        ErrorBar::new_vertical(
+                            p.eps,
+                            (p.mean - p.sd).max(0.0),
+                            p.mean,
+                            (p.mean + p.sd).min(ymax),
+                            c.stroke_width(1),
+                            8,
+                        )
+                    }))
+                    .map_err(perr)?;
+                draw_markers(&mut chart, s.style, &pts)?;
+                if let (Some(inf), Some(&x), Some(last)) = (s.inf, inf_x.get(si), pts.last()) {
+                    if x.is_finite() {
+                        chart
+                            .draw_series(DashedLineSeries::new(
+                                vec![*last, (x, inf.mean)],
+                                4,
+                                3,
+                                c.mix(0.7).stroke_width(1),
+                            ))
+                            .map_err(perr)?;
+                        if inf.n > 1 && inf.sd > 0.0 {
+                            chart
+                                .draw_series(std::iter::once(ErrorBar::new_vertical(
+                                    x,
+                                    (inf.mean - inf.sd).max(0.0),
+                                    inf.mean,
+                                    (inf.mean + inf.sd).min(ymax),
+                                    c.stroke_width(1),
+                                    6,
+                                )))
+                                .map_err(perr)?;
+                        }
+                        draw_open_marker(&mut chart, s.style, (x, inf.mean))?;
+                    }
+                }
+            }
+        }
+
+        // Legend, to the right of the panels.
+        let x0 = 12;
+        let mut y = 60;
+        let text_style = (FONT, 15)
+            .into_font()
+            .color(&BLACK)
+            .pos(Pos::new(HPos::Left, VPos::Center));
+        for (style, label) in &fig.legend {
+            let c = colour(*style);
+            legend_area
+                .draw(&PathElement::new(
+                    vec![(x0, y), (x0 + 32, y)],
+                    c.stroke_width(2),
+                ))
+                .map_err(perr)?;
+            draw_legend_marker(&legend_area, *style, (x0 + 16, y))?;
+            legend_area
+                .draw(&Text::new(label.clone(), (x0 + 42, y), text_style.clone()))
+                .map_err(perr)?;
+            y += 24;
+        }
+        if fig.has_inf {
+            legend_area
+                .draw(&Circle::new((x0 + 16, y), 4, NOTE_COLOR.stroke_width(2)))
+                .map_err(perr)?;
+            legend_area
+                .draw(&Text::new(
+                    "ε = ∞: own map, no noise",
+                    (x0 + 42, y),
+                    text_style.clone(),
+                ))
+                .map_err(perr)?;
+            y += 24;
+        }
+        for (dash, label) in &fig.ref_legend {
+            let (d, g) = DASHES[dash % DASHES.len()];
+            let mut x = x0;
+            while x < x0 + 32 {
+                let e = (x + d as i32).min(x0 + 32);
+                legend_area
+                    .draw(&PathElement::new(
+                        vec![(x, y), (e, y)],
+                        REF_COLOR.stroke_width(2),
+                    ))
+                    .map_err(perr)?;
+                x = e + g as i32;
+            }
+            legend_area
+                .draw(&Text::new(label.clone(), (x0 + 42, y), text_style.clone()))
+                .map_err(perr)?;
+            y += 24;
+        }
+        if fig.max_repeats > 1 {
+            y += 8;
+            legend_area
+                .draw(&Text::new(
+                    format!("bars: ± 1 sd, {} repeats", fig.max_repeats),
+                    (x0, y),
+                    (FONT, 13)
+                        .into_font()
+                        .color(&NOTE_COLOR)
+                        .pos(Pos::new(HPos::Left, VPos::Center)),
+                ))
+                .map_err(perr)?;
+            y += 24;
+        }
+        if !notes.is_empty() {
+            y += 8;
+            let note_style = (FONT, 13)
+                .into_font()
+                .color(&NOTE_COLOR)
+                .pos(Pos::new(HPos::Left, VPos::Center));
+            legend_area
+                .draw(&Text::new("not shown:", (x0, y), note_style.clone()))
+                .map_err(perr)?;
+            for n in &notes {
+                y += 18;
+                legend_area
+                    .draw(&Text::new(n.clone(), (x0 + 8, y), note_style.clone()))
+                    .map_err(perr)?;
+            }
+        }
+        root.present().map_err(perr)?;
+    }
+    Ok(svg)
+}
+/// Draw every figure into `dir`; PNGs only when `fonts` is usable.
+fn plots_into(report: &Report, dir: &Path, fonts: &PResult<Fonts>) -> Result<PlotOutcome> {
+    std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
+    let grid = Grid::new(report);
+    let mut outcome = PlotOutcome::default();
+    let mut png_failures: Vec<String> = Vec::new();
+    for fig in figures(report) {
+        let svg_path = dir.join(format!("{}.svg", fig.stem));
+        let svg = figure_svg(&fig, &grid.eps)
+            .map_err(|e| Error::io(&svg_path, std::io::Error::other(e)))?;
+        write_atomic(&svg_path, svg.as_bytes())?;
+        outcome.files.push(svg_path);
+        let png_path = dir.join(format!("{}.png", fig.stem));
+        match fonts
+            .as_ref()
+            .map_err(Clone::clone)
+            .and_then(|f| rasterise(&svg, f))
+        {
+            Ok(png) => {
+                write_atomic(&png_path, &png)?;
+                outcome.files.push(png_path);
+            }
+            Err(e) => png_failures.push(format!("{}: {e}", png_path.display())),
+        }
+    }
+    if !png_failures.is_empty() {
+        let n = png_failures.len();
+        let first = png_failures.swap_remove(0);
+        outcome.warnings.push(if n == 1 {
+            format!("PNG plot not written: {first}; the SVG was written")
+        } else {
+            format!("{n} PNG plots not written, e.g. {first}; the SVGs were written")
+        });
+    }
+    Ok(outcome)
+}
+
+/// Draw the report's plots into `dir` (created if missing) and return the files written.
+///
+/// One figure per metric and query mode (retrieval) or C (SVM, when C is a grid dimension; one
+/// figure otherwise): the metric against ε on a log axis with the grid's ε as ticks, one line per
+/// mechanism (markers; error bars of ±1 sd when repeated; legend on the right naming each
+/// mechanism's guarantee kind, e.g. `dp-oporp (DP)`, `idp-signrp-g (iDP)`), one panel per k.
+/// Each curve ends, past a dotted break, in an open marker at `∞`: its own noiseless reference
+/// (the same public map without noise, [`ResultRow::reference`]); markers of equal value are
+/// spread sideways so each stays visible. The unprojected ceiling is a dashed horizontal line in
+/// every panel, named in the legend (as is any reference no mechanism names, e.g. in older
+/// reports) rather than labelled inline. y from 0 to 1 (further if a mean exceeds 1). Settings
+/// without a value (`n/a`, `failed`) are listed under the legend ("not shown: k = 1024,
+/// dp-oporp: n/a"). Each figure is written as `<metric>-<mode>.svg` and `.png` (names made of
+/// `[a-z0-9.-]`, e.g. `precision-at-10-private.svg`; SVM: `accuracy.svg`, or
+/// `accuracy-c-0.1.svg` per C).
+///
+/// The PNG needs a font found at run time (see the module documentation). Without one every SVG
+/// is still written and this returns an error saying so; [`plots_with_warnings`] returns a warning
+/// instead.
+///
+/// [`ResultRow::reference`]: crate::eval::ResultRow::reference
+pub fn plots(report: &Report, dir: &Path) -> Result<Vec<PathBuf>> {
+    let outcome = plots_with_warnings(report, dir)?;
+    match outcome.warnings.first() {
+        Some(w) => Err(Error::io(
+            dir,
+            std::io::Error::new(std::io::ErrorKind::NotFound, w.clone()),
+        )),
+        None => Ok(outcome.files),
+    }
+}
+
+/// As [`plots`], but PNG files that cannot be rendered (no font found) are reported as warnings
+/// next to the files written rather than as an error.
+pub fn plots_with_warnings(report: &Report, dir: &Path) -> Result<PlotOutcome> {
+    plots_into(report, dir, system_fonts())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::raster::find_fonts;
+    use super::super::testdata::*;
+    use super::*;
+    use crate::eval::{EvalKind, Metric};
+
+    #[test]
+    fn slugs() {
+        assert_eq!(slug("precision@10"), "precision-at-10");
+        assert_eq!(slug("Recall@100 / raw"), "recall-at-100-raw");
+        assert_eq!(slug("0.1"), "0.1");
+        assert_eq!(slug("../x"), "x");
+        assert_eq!(slug("@@"), "at-at");
+    }
+
+    #[test]
+    fn plots_svg_and_png() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("plots");
+        if let Err(e) = system_fonts() {
+            // No font on this machine: the SVGs must still be written (checked below by hand).
+            eprintln!("skipping the PNG part of plots_svg_and_png: {e}");
+            let outcome = plots_with_warnings(&sample(), &out).unwrap();
+            assert_eq!(outcome.files.len(), 2);
+            return;
+        }
+        let files = plots(&sample(), &out).unwrap();
+        let names: Vec<String> = files
+            .iter()
+            .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(
+            names,
+            [
+                "precision-at-10-private.svg",
+                "precision-at-10-private.png",
+                "recall-at-100-private.svg",
+                "recall-at-100-private.png"
+            ]
+        );
+        let svg = std::fs::read_to_string(&files[0]).unwrap();
+        assert!(svg.starts_with("<svg"), "{}", &svg[..50]);
+        for s in [
+            "dp-oporp",
+            "dp-rp-g-opt:gaussian",
+            "ε = ∞",
+            "k = 64",
+            "k = 128",
+            "k = 128, dp-oporp: n/a",
+        ] {
+            assert!(svg.contains(s), "{s} missing");
+        }
+        let png = std::fs::read(&files[1]).unwrap();
+        assert!(png.starts_with(b"\x89PNG\r\n\x1a\n"));
+        assert!(png.len() > 1000);
+    }
+
+    /// Each mechanism's curve ends in its own reference at ε = ∞ (not another family's); the
+    /// ceiling is a horizontal line named in the legend; legend entries name the guarantee kind.
+    #[test]
+    fn each_curve_gets_its_own_reference_and_guarantee() {
+        let figs = figures(&sample_with_refs());
+        let f = &figs[0];
+        assert_eq!(f.stem, "precision-at-10-private");
+        let labels: Vec<&str> = f.legend.iter().map(|l| l.1.as_str()).collect();
+        assert_eq!(
+            labels,
+            [
+                "dp-oporp (DP)",
+                "dp-rp-g-opt:gaussian (DP)",
+                "idp-signrp-g (iDP)"
+            ]
+        );
+        let inf = |panel: usize, style: usize| {
+            f.panels[panel]
+                .series
+                .iter()
+                .find(|s| s.style == style)
+                .and_then(|s| s.inf)
+                .map(|p| p.mean)
+        };
+        assert_eq!(f.panels[0].k, 64);
+        let near = |got: Option<f64>, want: f64| {
+            assert!(
+                matches!(got, Some(g) if (g - want).abs() < 1e-12),
+                "{got:?} vs {want}"
+            )
+        };
+        near(inf(0, 0), 0.8);
+        near(inf(0, 1), 0.7);
+        near(inf(0, 2), 0.33);
+        near(inf(1, 1), 0.75);
+        assert!(f.has_inf);
+        // the ceiling is drawn in every panel, the per-family references only as ∞ points
+        assert_eq!(f.ref_legend.len(), 1);
+        assert!(
+            f.ref_legend[0].1.starts_with(UNPROJECTED),
+            "{:?}",
+            f.ref_legend
+        );
+        for p in &f.panels {
+            assert_eq!(p.refs.len(), 1);
+            assert_eq!((p.refs[0].dash, p.refs[0].mean), (0, 1.0));
+            assert!(
+                !p.notes.iter().any(|n| n.contains("noiseless")),
+                "{:?}",
+                p.notes
+            );
+        }
+        let svg = figure_svg(f, &[1.0, 10.0]).unwrap();
+        for s in [
+            "idp-signrp-g (iDP)",
+            "dp-oporp (DP)",
+            "∞",
+            "unprojected (ceiling)",
+        ] {
+            assert!(svg.contains(s), "{s} missing");
+        }
+    }
+
+    /// ∞ points closer than a marker are spread sideways, the others stay at the ∞ column.
+    #[test]
+    fn close_infinity_points_are_spread() {
+        let at = |m: f64| Series {
+            style: 0,
+            points: vec![],
+            inf: Some(Point {
+                eps: f64::INFINITY,
+                mean: m,
+                sd: 0.0,
+                n: 1,
+            }),
+        };
+        let none = Series {
+            inf: None,
+            ..at(0.0)
+        };
+        let xs = dodge(
+            &[at(0.5), none, at(0.505), at(0.9)],
+            300.0,
+            1.0,
+            (0.5, 500.0),
+        );
+        assert!(xs[1].is_nan());
+        assert!(xs[0] < 300.0 && xs[2] > 300.0, "{xs:?}");
+        assert!(
+            (xs[0] * xs[2] / 300.0 / 300.0 - 1.0).abs() < 1e-9,
+            "symmetric: {xs:?}"
+        );
+        assert_eq!(xs[3], 300.0);
+    }
+
+    #[test]
+    fn svg_without_font() {
+        let fonts = find_fonts(None, &["/nonexistent/font.ttf"], false);
+        assert!(fonts.is_err());
+        let dir = tempfile::tempdir().unwrap();
+        let outcome = plots_into(&sample(), dir.path(), &fonts).unwrap();
+        assert_eq!(outcome.files.len(), 2);
+        assert!(outcome
+            .files
+            .iter()
+            .all(|p| p.extension().unwrap() == "svg"));
+        assert_eq!(outcome.warnings.len(), 1);
+        assert!(
+            outcome.warnings[0].contains("no TrueType/OpenType font"),
+            "{:?}",
+            outcome.warnings
+        );
+        assert!(!dir.path().join("precision-at-10-private.png").exists());
+    }
+
+    #[test]
+    fn svm_grid_by_c() {
+        let row = |c: f64, eps: Option<f64>, v: f64| ResultRow {
+            mechanism: if eps.is_some() {
+                "dp-oporp".into()
+            } else {
+                "non-private".into()
+            },
+            epsilon: eps,
+            k: 32,
+            query_mode: None,
+            c: Some(c),
+            guarantee: None,
+            reference: None,
+            status: Status::Ok,
+            metrics: vec![Metric::from_values("accuracy", vec![v])],
+            seeds: vec!["1:2".into()],
+            seconds: 1.0,
+        };
+        let r = Report {
+            kind: EvalKind::Svm,
+            metrics: vec!["accuracy".into()],
+            rows: vec![
+                row(0.1, Some(1.0), 0.6),
+                row(1.0, Some(1.0), 0.7),
+                row(0.1, None, 0.8),
+                row(1.0, None, 0.85),
+            ],
+            meta: serde_json::Value::Null,
+        };
+        let md = super::super::markdown(&r);
+        assert!(md.contains(" C | ε = 1 |"), "{md}");
+        assert!(!md.contains("query"), "{md}");
+        let stems: Vec<String> = figures(&r).into_iter().map(|f| f.stem).collect();
+        assert_eq!(stems, ["accuracy-c-0.1", "accuracy-c-1"]);
+        // One C for all: a single figure named after the metric.
+        let one = Report {
+            rows: vec![row(1.0, Some(1.0), 0.7), row(1.0, None, 0.85)],
+            ..r
+        };
+        let figs = figures(&one);
+        assert_eq!(figs.len(), 1);
+        assert_eq!(figs[0].stem, "accuracy");
+        assert!(figs[0].title.contains("C = 1"));
+        assert_eq!(figs[0].panels[0].refs.len(), 1);
+    }
+}
