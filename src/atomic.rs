@@ -328,12 +328,15 @@ impl StagingDir {
         };
         let mut list = registry();
         let result = (|| {
+            // list the staged entries first: if the staging directory is gone (removed by a
+            // signal handler), nothing is created
+            let entries = std::fs::read_dir(dir.path())
+                .and_then(|rd| rd.collect::<std::io::Result<Vec<_>>>())
+                .map_err(|e| Error::io(dir.path(), e))?;
             if !self.dest.is_dir() {
                 std::fs::create_dir(&self.dest).map_err(|e| Error::io(&self.dest, e))?;
             }
-            let entries = std::fs::read_dir(dir.path()).map_err(|e| Error::io(dir.path(), e))?;
             for entry in entries {
-                let entry = entry.map_err(|e| Error::io(dir.path(), e))?;
                 let to = self.dest.join(entry.file_name());
                 if to.is_dir() && entry.path().is_dir() {
                     std::fs::remove_dir_all(&to).map_err(|e| Error::io(&to, e))?;
@@ -355,6 +358,16 @@ impl Drop for StagingDir {
             unregister_locked(&mut registry(), self.id);
         }
     }
+}
+
+/// Create the output directory `dir` if it does not exist; like every output, its parent must
+/// exist (dprp does not create missing parents, so a mistyped path is an error, not a new tree).
+pub fn create_output_dir(dir: &Path) -> Result<()> {
+    if dir.is_dir() {
+        return Ok(());
+    }
+    output_parent(dir)?;
+    std::fs::create_dir(dir).map_err(|e| Error::io(dir, e))
 }
 
 /// The directory an output path will be written in; it must exist.

@@ -1231,7 +1231,11 @@ fn info_rejects_truncated_release() {
         ("d.dprp", 0),
     ] {
         put(d.path(), name, &b[..len]);
-        let why = if len == 0 { "empty (0 bytes)" } else { "truncated" };
+        let why = if len == 0 {
+            "empty (0 bytes)"
+        } else {
+            "truncated"
+        };
         fails(d.path(), &["info", name], &[name, why]);
     }
 }

@@ -248,3 +248,73 @@ fn unit_norm_bound_within_rounding_of_one() {
     assert!(!o.status.success() && stderr(&o).contains("every row would be refused"));
     assert!(!d.path().join("b.dprp").exists());
 }
+
+#[test]
+fn output_directories_are_created_but_not_their_parents() {
+    let d = tempfile::tempdir().unwrap();
+    sample(d.path());
+    let eval = |out: &str| {
+        dprp(
+            d.path(),
+            &[
+                "eval",
+                "retrieval",
+                "--train",
+                "s.bin",
+                "--test",
+                "s.bin",
+                "--mechanisms",
+                "dp-oporp",
+                "--epsilon",
+                "5",
+                "--k",
+                "16",
+                "--queries",
+                "20",
+                "--out",
+                out,
+            ],
+        )
+    };
+    // as for publish -o, a missing parent is refused (before any work), nothing is created
+    let o = eval("no/such/report");
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("does not exist"), "{}", stderr(&o));
+    assert!(!d.path().join("no").exists());
+    let o = dprp(
+        d.path(),
+        &[
+            "publish",
+            "s.bin",
+            "-m",
+            "dp-oporp",
+            "-e",
+            "1",
+            "-d",
+            "1e-6",
+            "-k",
+            "4",
+            "-o",
+            "no/r.dprp",
+        ],
+    );
+    assert!(!o.status.success() && stderr(&o).contains("does not exist"));
+    let o = dprp(d.path(), &["demo", "--out-dir", "no/demo"]);
+    assert!(!o.status.success() && stderr(&o).contains("does not exist"));
+    assert!(!d.path().join("no").exists());
+    // the directory itself is created, and holds the whole report; no staging left behind
+    let o = eval("report");
+    assert!(o.status.success(), "{}", stderr(&o));
+    for f in ["report.md", "report.csv", "report.json"] {
+        assert!(d.path().join("report").join(f).exists(), "{f}");
+    }
+    let leftovers: Vec<_> = std::fs::read_dir(d.path())
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_name().to_string_lossy().starts_with(".dprp-tmp-"))
+        .collect();
+    assert!(leftovers.is_empty());
+    // an existing directory is filled again
+    let o = eval("report");
+    assert!(o.status.success(), "{}", stderr(&o));
+}

@@ -26,7 +26,7 @@ pub fn run(a: DemoArgs) -> Result<()> {
     let tmp;
     let dir = match &a.out_dir {
         Some(d) => {
-            std::fs::create_dir_all(d).map_err(|e| Error::io(d, e))?;
+            crate::atomic::create_output_dir(d)?;
             d.clone()
         }
         None => {

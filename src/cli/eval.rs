@@ -313,15 +313,8 @@ fn run_retrieval(a: RetrievalArgs) -> Result<()> {
     let c = &a.common;
     let r = resolve(c, "256,512,1024")?;
     let format = c.format.as_deref().map(Format::parse).transpose()?;
-    // check the output directory before the work
-    if let Some(out) = &c.out {
-        if out.exists() && !out.is_dir() {
-            return Err(Error::param(
-                "--out",
-                format!("{} exists and is not a directory", out.display()),
-            ));
-        }
-    }
+    // the output directory is checked (and staged) before the work
+    let staging = stage_out(c.out.as_deref())?;
     let train = load(&r.train, r.train_labels.as_ref(), format, &r.scaling, None)?;
     let mut test = load(&r.test, r.test_labels.as_ref(), format, &r.scaling, None)?;
     let queries = a.queries.or(if c.preset.as_deref() == Some("paper-mnist") {
@@ -365,20 +358,14 @@ fn run_retrieval(a: RetrievalArgs) -> Result<()> {
     ));
     let mut rep = with_progress(|tick| retrieval::run(&train, &test, &cfg, tick))?;
     annotate(&mut rep, c, &r);
-    finish(&rep, c.out.as_deref())
+    finish(&rep, staging.as_ref().map(|s| s.path()))?;
+    commit_out(staging)
 }
 
 fn run_svm(a: SvmArgs) -> Result<()> {
     let c = &a.common;
     let preset = c.preset.as_deref() == Some("paper-svm");
-    if let Some(out) = &c.out {
-        if out.exists() && !out.is_dir() {
-            return Err(Error::param(
-                "--out",
-                format!("{} exists and is not a directory", out.display()),
-            ));
-        }
-    }
+    let staging = stage_out(c.out.as_deref())?;
     // (name, train, test) per dataset
     let sets: Vec<(String, PathBuf, PathBuf)> = if preset && c.train.is_none() && c.test.is_none() {
         let dir = shared_data().ok_or_else(|| {
@@ -463,14 +450,34 @@ fn run_svm(a: SvmArgs) -> Result<()> {
         if !name.is_empty() {
             outln!("## {name}\n")?;
         }
-        let out = c.out.as_ref().map(|o| {
+        let out = staging.as_ref().map(|s| {
             if sets.len() > 1 {
-                o.join(name)
+                s.path().join(name)
             } else {
-                o.clone()
+                s.path().to_path_buf()
             }
         });
         finish(&rep, out.as_deref())?;
+    }
+    commit_out(staging)
+}
+
+/// Stage `--out`: refused at once if it is a file or its parent directory is missing; its files
+/// are written under a hidden directory beside it and moved into place only when every report of
+/// the run is complete (an error or a signal leaves nothing behind).
+fn stage_out(out: Option<&Path>) -> Result<Option<crate::atomic::StagingDir>> {
+    out.map(|o| {
+        crate::atomic::StagingDir::create(o).map_err(|e| Error::param("--out", e.to_string()))
+    })
+    .transpose()
+}
+
+/// Move the staged reports into `--out` and say where they are.
+fn commit_out(staging: Option<crate::atomic::StagingDir>) -> Result<()> {
+    if let Some(s) = staging {
+        let dest = s.dest().to_path_buf();
+        s.commit()?;
+        super::output::note(format_args!("wrote {}", dest.display()));
     }
     Ok(())
 }
@@ -553,6 +560,7 @@ fn finish(rep: &Report, out: Option<&Path>) -> Result<()> {
     let md = report::markdown(rep);
     outln!("{md}")?;
     if let Some(dir) = out {
+        // `dir` lies inside the staging directory of `--out` (see `stage_out`)
         std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
         let mut f = crate::atomic::AtomicFile::create(&dir.join("report.md"))?;
         f.write_all(md.as_bytes())?;
@@ -564,8 +572,7 @@ fn finish(rep: &Report, out: Option<&Path>) -> Result<()> {
             super::output::warn(w);
         }
         super::output::note(format_args!(
-            "wrote {}: report.md, report.csv, report.json and {} plot files",
-            dir.display(),
+            "report.md, report.csv, report.json and {} plot files",
             plots.files.len()
         ));
     }
