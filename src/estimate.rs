@@ -152,7 +152,12 @@ pub fn agreements(a: &[u64], b: &[u64], k: usize) -> u32 {
     k as u32 - diff
 }
 
-/// A cosine estimated from sign agreements, with standard errors (Theorem 4.5).
+/// The confidence level of the intervals reported by [`sign_cosine`] (and printed by `dprp
+/// estimate` and `dprp demo`).
+pub const INTERVAL_LEVEL: f64 = 0.95;
+
+/// A cosine estimated from sign agreements, with standard errors (Theorem 4.5) and a
+/// [`INTERVAL_LEVEL`] confidence interval that holds its level at small `k`.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct SignEstimate {
     /// Fraction of agreeing signs, `P̂`.
@@ -165,8 +170,97 @@ pub struct SignEstimate {
     pub se_theta: f64,
     /// `cos θ̂`.
     pub cosine: f64,
-    /// Standard error of `cos θ̂` (delta method: `|sin θ̂|·se(θ̂)`).
+    /// Standard error of `cos θ̂` (delta method: `|sin θ̂|·se(θ̂)`). A normal interval
+    /// `cos θ̂ ± 1.96·se` under-covers badly at small `k` (it collapses to a point when all signs
+    /// agree); use [`cosine_lo`](SignEstimate::cosine_lo)..[`cosine_hi`](SignEstimate::cosine_hi).
     pub se_cosine: f64,
+    /// Lower end of the angle interval, `π(1 − P_SRP(P_hi))`.
+    pub theta_lo: f64,
+    /// Upper end of the angle interval, `π(1 − P_SRP(P_lo))`.
+    pub theta_hi: f64,
+    /// Lower end of the cosine interval, `cos θ_hi`.
+    pub cosine_lo: f64,
+    /// Upper end of the cosine interval, `cos θ_lo`.
+    pub cosine_hi: f64,
+}
+
+/// The agreement probability's affine map `P = c + s·P_SRP` (Theorem 4.5) as `(c, s)`: both sides
+/// flipped with probability `1/(1+e)`, `e = e^{ε'}`, give `c = 2e/(e+1)²`, `s = ((e−1)/(e+1))²`; one
+/// side flipped (raw query) gives `c = 1/(e+1)`, `s = (e−1)/(e+1)`; no flips give `(0, 1)`.
+fn flip_map(eps_prime: Option<f64>, mode: QueryMode) -> (f64, f64) {
+    match eps_prime {
+        None => (0.0, 1.0),
+        Some(e1) => {
+            let e = e1.exp();
+            match mode {
+                QueryMode::BothPrivate => (
+                    2.0 * e / ((e + 1.0) * (e + 1.0)),
+                    ((e - 1.0) / (e + 1.0)).powi(2),
+                ),
+                QueryMode::RawQuery => (1.0 / (e + 1.0), (e - 1.0) / (e + 1.0)),
+            }
+        }
+    }
+}
+
+/// The two-sided Clopper–Pearson interval at `level` for a binomial probability from `successes`
+/// out of `trials`: `lo` solves `P(X ≥ x | lo) = α/2` (0 when `x = 0`), `hi` solves
+/// `P(X ≤ x | hi) = α/2` (1 when `x = n`), `α = 1 − level`. It inverts two exact one-sided tests,
+/// so its coverage is at least `level` for every true probability and every `n` — unlike the
+/// normal (Wald) interval, or Wilson's, whose coverage dips below the level at small `n`.
+///
+/// `level` is in (0, 1). The binomial tails are summed exactly in log space (`O(n)` per
+/// evaluation) and each end is found by bisection to 1e-12 (40 halvings); `trials = 0` gives
+/// `(0, 1)`.
+pub fn clopper_pearson(successes: u32, trials: usize, level: f64) -> (f64, f64) {
+    let n = trials;
+    let x = (successes as usize).min(n);
+    if n == 0 {
+        return (0.0, 1.0);
+    }
+    let half_alpha = (1.0 - level) / 2.0;
+    // ln C(n, j) for j = 0..=n
+    let mut ln_choose = Vec::with_capacity(n + 1);
+    ln_choose.push(0.0f64);
+    for j in 1..=n {
+        let prev = ln_choose[j - 1];
+        ln_choose.push(prev + ((n - j + 1) as f64).ln() - (j as f64).ln());
+    }
+    // P(X ∈ range | p), by log-sum-exp over the pmf
+    let tail = |range: std::ops::RangeInclusive<usize>, p: f64| -> f64 {
+        let (lp, lq) = (p.ln(), (-p).ln_1p());
+        let terms = range.map(|j| ln_choose[j] + j as f64 * lp + (n - j) as f64 * lq);
+        let m = terms.clone().fold(f64::NEG_INFINITY, f64::max);
+        if m == f64::NEG_INFINITY {
+            return 0.0;
+        }
+        m.exp() * terms.map(|t| (t - m).exp()).sum::<f64>()
+    };
+    // bisection for the p where an increasing function of p crosses `target`
+    let solve = |f: &dyn Fn(f64) -> f64, target: f64| -> f64 {
+        let (mut a, mut b) = (0.0f64, 1.0f64);
+        while b - a > 1e-12 {
+            let mid = 0.5 * (a + b);
+            if f(mid) < target {
+                a = mid;
+            } else {
+                b = mid;
+            }
+        }
+        0.5 * (a + b)
+    };
+    // P(X ≥ x | p) increases with p; P(X ≤ x | p) decreases, so solve for 1 − it
+    let lo = if x == 0 {
+        0.0
+    } else {
+        solve(&|p| tail(x..=n, p), half_alpha)
+    };
+    let hi = if x == n {
+        1.0
+    } else {
+        solve(&|p| 1.0 - tail(0..=x, p), 1.0 - half_alpha)
+    };
+    (lo, hi)
 }
 
 /// Debias an agreement count between two sign sketches of `k` signs whose signs were flipped
@@ -179,39 +273,27 @@ pub struct SignEstimate {
 /// `P̂_SRP = (P̂(e+1)² − 2e)/(e−1)²` and `Var(θ̂) = π²(e+1)⁴/(e−1)⁴·P(1−P)/k`.
 /// Raw query: `P = (1−θ/π)(e−1)/(e+1) + 1/(e+1)`, `P̂_SRP = (P̂(e+1) − 1)/(e−1)`,
 /// `Var(θ̂) = π²(e+1)²/(e−1)²·P(1−P)/k`.
+///
+/// The interval: for a fixed pair and a fresh dense random projection, the `k` sign agreements
+/// are i.i.d. Bernoulli(P) (independent projection columns, independent flips), so the count is
+/// Binomial(k, P) (OPORP's bins partition the coordinates, so there it is approximately so). The [`clopper_pearson`] interval `[P_lo, P_hi]` for `P` at [`INTERVAL_LEVEL`]
+/// is mapped through the increasing `P → P_SRP = (P − c)/s` (clamped to [0,1]) and the decreasing
+/// `P_SRP → θ = π(1 − P_SRP)`, then the decreasing `θ → cos θ` on [0, π]; monotone maps carry the
+/// interval's coverage over unchanged (clamping only widens it). Its level is "over releases with
+/// fresh projections": for one fixed projection the agreements of a given pair are not binomial.
 pub fn sign_cosine(agree: u32, k: usize, eps_prime: Option<f64>, mode: QueryMode) -> SignEstimate {
     let kf = k as f64;
     let p_hat = agree as f64 / kf;
-    let (p_srp, slope) = match eps_prime {
-        None => (p_hat, 1.0),
-        Some(e1) => {
-            let e = e1.exp();
-            match mode {
-                QueryMode::BothPrivate => {
-                    let s = ((e - 1.0) / (e + 1.0)).powi(2);
-                    ((p_hat - 2.0 * e / ((e + 1.0) * (e + 1.0))) / s, s)
-                }
-                QueryMode::RawQuery => {
-                    let s = (e - 1.0) / (e + 1.0);
-                    ((p_hat - 1.0 / (e + 1.0)) / s, s)
-                }
-            }
-        }
-    };
-    let p_srp = p_srp.clamp(0.0, 1.0);
-    let theta = std::f64::consts::PI * (1.0 - p_srp);
+    let (c, slope) = flip_map(eps_prime, mode);
+    let debias = |p: f64| ((p - c) / slope).clamp(0.0, 1.0);
+    let pi = std::f64::consts::PI;
+    let p_srp = debias(p_hat);
+    let theta = pi * (1.0 - p_srp);
     // P at the estimate, for the plug-in standard error
-    let p_model = match eps_prime {
-        None => p_srp,
-        Some(e1) => {
-            let e = e1.exp();
-            match mode {
-                QueryMode::BothPrivate => p_srp * slope + 2.0 * e / ((e + 1.0) * (e + 1.0)),
-                QueryMode::RawQuery => p_srp * slope + 1.0 / (e + 1.0),
-            }
-        }
-    };
-    let se_theta = std::f64::consts::PI / slope * (p_model * (1.0 - p_model) / kf).sqrt();
+    let p_model = p_srp * slope + c;
+    let se_theta = pi / slope * (p_model * (1.0 - p_model) / kf).sqrt();
+    let (p_lo, p_hi) = clopper_pearson(agree, k, INTERVAL_LEVEL);
+    let (theta_lo, theta_hi) = (pi * (1.0 - debias(p_hi)), pi * (1.0 - debias(p_lo)));
     SignEstimate {
         agreement: p_hat,
         p_srp,
@@ -219,6 +301,10 @@ pub fn sign_cosine(agree: u32, k: usize, eps_prime: Option<f64>, mode: QueryMode
         se_theta,
         cosine: theta.cos(),
         se_cosine: theta.sin().abs() * se_theta,
+        theta_lo,
+        theta_hi,
+        cosine_lo: theta_hi.cos(),
+        cosine_hi: theta_lo.cos(),
     }
 }
 
@@ -229,14 +315,21 @@ pub struct IpEstimate {
     pub inner_product: f64,
     /// Plug-in standard error of the inner product.
     pub se: f64,
-    /// Estimated `‖u‖²` (exact for a raw query, `‖x̃‖² − kσ²` for a released row).
+    /// Estimated `‖u‖²`: exact for a raw query, the unbiased `‖x̃‖² − kσ²` (`pσ²` without a
+    /// projection) for a released row — which is negative when the noise outweighs the row (the
+    /// standard error then plugs in 0).
     pub norm_u_sq: f64,
-    /// Estimated `‖v‖²`.
+    /// Estimated `‖v‖²` (`‖ỹ‖² − kσ²`; may be ≤ 0 likewise).
     pub norm_v_sq: f64,
-    /// `⟨x̃,ỹ⟩ / (‖u‖‖v‖)` with the estimated norms (NaN when a norm estimate is not positive).
-    pub cosine: f64,
-    /// Approximate standard error of the cosine (`se / (‖u‖‖v‖)`, ignoring the norms' error).
-    pub se_cosine: f64,
+    /// The noise's share of a released row's squared norm, `kσ²` (`pσ²` without a projection).
+    pub noise_norm_sq: f64,
+    /// `⟨x̃,ỹ⟩ / (‖u‖‖v‖)` with the estimated norms; `None` when a norm estimate is not positive
+    /// (the cosine is then undefined for this pair at this noise level; see
+    /// [`norm_u_sq`](IpEstimate::norm_u_sq) and [`norm_v_sq`](IpEstimate::norm_v_sq) for which).
+    pub cosine: Option<f64>,
+    /// Approximate standard error of the cosine (`se / (‖u‖‖v‖)`, ignoring the norms' error);
+    /// `None` with the cosine.
+    pub se_cosine: Option<f64>,
     /// Which formula gave the standard error.
     pub formula: &'static str,
 }
@@ -244,7 +337,7 @@ pub struct IpEstimate {
 /// Estimate `⟨u, v⟩` from a sketch row `x` of `u` and a released row `y` of `v`, with the
 /// DESIGN.md §6 variance evaluated at plug-in values (Theorems C.1–C.3):
 ///
-/// * norms: a released row's `‖x̃‖² − kσ²` (unbiased, clamped at 0), or for a raw query the exact
+/// * norms: a released row's `‖x̃‖² − kσ²` (unbiased; clamped at 0 here), or for a raw query the exact
 ///   `‖u‖²` the querier passes in `raw_query_norm_sq`;
 /// * `ρ` by the estimate itself;
 /// * `Σu_i²v_i²`, which is unknown, at its worst case: 0 where its coefficient is negative
@@ -267,11 +360,12 @@ pub fn estimate_ip(
         _ => k as f64 * sigma * sigma,
     };
     let ip = est.inner_product(x, y);
-    let (nu, mode) = match raw_query_norm_sq {
+    let (nu_est, mode) = match raw_query_norm_sq {
         Some(n) => (n, QueryMode::RawQuery),
-        None => ((sq(x) - noise).max(0.0), QueryMode::BothPrivate),
+        None => (sq(x) - noise, QueryMode::BothPrivate),
     };
-    let nv = (sq(y) - noise).max(0.0);
+    let nv_est = sq(y) - noise;
+    let (nu, nv) = (nu_est.max(0.0), nv_est.max(0.0));
     let coef = match family {
         Family::Raw { .. } => 0.0,
         Family::Dense { fourth_moment } => fourth_moment - 3.0,
@@ -285,6 +379,7 @@ pub fn estimate_ip(
     };
     let se = ip_variance(family, k, sigma, &stats, mode).sqrt();
     let denom = (nu * nv).sqrt();
+    let cosine_defined = nu_est > 0.0 && nv_est > 0.0 && denom > 0.0;
     let formula = match family {
         Family::Raw { .. } => "Theorem C.1 (raw data + Gaussian noise)",
         Family::Dense { .. } => "Theorem C.2 (dense random projection + Gaussian noise)",
@@ -293,10 +388,11 @@ pub fn estimate_ip(
     Some(IpEstimate {
         inner_product: ip,
         se,
-        norm_u_sq: nu,
-        norm_v_sq: nv,
-        cosine: if denom > 0.0 { ip / denom } else { f64::NAN },
-        se_cosine: if denom > 0.0 { se / denom } else { f64::NAN },
+        norm_u_sq: nu_est,
+        norm_v_sq: nv_est,
+        noise_norm_sq: noise,
+        cosine: cosine_defined.then(|| ip / denom),
+        se_cosine: cosine_defined.then(|| se / denom),
         formula,
     })
 }

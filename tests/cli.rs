@@ -2389,7 +2389,16 @@ fn calibrate_prints_nothing_when_parameters_are_invalid() {
 fn demo_runs() {
     let d = tmp();
     let out = ok(d.path(), &["demo"]);
-    for want in ["dp-oporp", "dp-rp-g-opt", "guarantee", "checksum verified"] {
+    for want in [
+        "dp-oporp",
+        "dp-rp-g-opt",
+        "dp-signoporp-rr",
+        "guarantee",
+        "checksum verified",
+        "95% Clopper–Pearson interval",
+        "estimate ± 1.96·se",
+        "meaning:",
+    ] {
         assert!(out.contains(want), "demo should print {want:?}:\n{out}");
     }
     // With --out-dir the releases are kept and readable.

@@ -406,6 +406,21 @@ fn estimates_with_standard_errors() {
     let out = ok(dir, &["estimate", "r.dprp", "--rows", "3,1000", "--json"]);
     let v: serde_json::Value = serde_json::from_str(&out).unwrap();
     assert!(v[0]["se"].as_f64().unwrap() > 0.0);
+    // both sides of a pair carry the same type
+    assert_eq!(
+        v[0]["a"],
+        serde_json::json!({"kind": "row", "row": 3}),
+        "{out}"
+    );
+    assert_eq!(
+        v[0]["b"],
+        serde_json::json!({"kind": "row", "row": 1000}),
+        "{out}"
+    );
+    assert!(
+        v[0]["cosine"].is_f64() && v[0]["cosine_note"].is_null(),
+        "{out}"
+    );
     let out = ok(
         dir,
         &[
@@ -419,11 +434,66 @@ fn estimates_with_standard_errors() {
     );
     assert_eq!(out.lines().count(), 3);
     assert!(out.contains("raw query"));
+    let out = ok(
+        dir,
+        &[
+            "estimate",
+            "r.dprp",
+            "--query-vector",
+            "s.bin",
+            "--rows",
+            "2",
+            "--json",
+        ],
+    );
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(
+        v[0]["a"],
+        serde_json::json!({"kind": "query", "file": "s.bin"}),
+        "{out}"
+    );
+    assert_eq!(
+        v[0]["b"],
+        serde_json::json!({"kind": "row", "row": 2}),
+        "{out}"
+    );
     let out = ok(dir, &["estimate", "bits.dprp", "--rows", "0,1"]);
     assert!(
         out.contains("Theorem 4.5") && out.contains("signs agree"),
         "{out}"
     );
+    assert!(out.contains("95% interval ["), "{out}");
+    // sign releases: the Clopper–Pearson interval around the estimate, in JSON too
+    for args in [
+        vec!["estimate", "bits.dprp", "--rows", "0,1", "--json"],
+        vec![
+            "estimate",
+            "bits.dprp",
+            "--query-vector",
+            "s.bin",
+            "--rows",
+            "0,5",
+            "--json",
+        ],
+    ] {
+        let out = ok(dir, &args);
+        let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+        for l in v.as_array().unwrap() {
+            let f = |key: &str| l[key].as_f64().unwrap_or_else(|| panic!("{key}: {out}"));
+            assert!(
+                f("cosine_lo") <= f("cosine") && f("cosine") <= f("cosine_hi"),
+                "{out}"
+            );
+            assert!(
+                f("theta_lo") <= f("theta") && f("theta") <= f("theta_hi"),
+                "{out}"
+            );
+            assert!(f("cosine_hi") - f("cosine_lo") > 0.0, "{out}");
+            assert_eq!(f("interval_level"), 0.95);
+            assert!(l["cosine_note"].is_null(), "{out}");
+            assert_eq!(l["b"]["kind"], "row", "{out}");
+        }
+    }
     fails(
         dir,
         &["estimate", "r.dprp", "--rows", "3,2000"],
@@ -642,4 +712,93 @@ fn batched_results_equal_one_batch() {
         &["query", "r.dprp", "--queries", "s.bin", "--memory", "0"],
         "--memory",
     );
+}
+
+/// At a small ε the noise outweighs some rows (‖x̃‖² − kσ² ≤ 0): `estimate` still prints the inner
+/// product and its se, and says why the cosine is undefined (text), or writes `"cosine": null` with a
+/// `cosine_note` (JSON) — never NaN.
+#[test]
+fn estimate_says_why_a_cosine_is_undefined() {
+    let d = setup();
+    let dir = d.path();
+    ok(
+        dir,
+        &[
+            "publish",
+            "s.bin",
+            "-m",
+            "dp-oporp",
+            "-e",
+            "1",
+            "-d",
+            "1e-6",
+            "-k",
+            "32",
+            "--projection-seed",
+            "11",
+            "--noise-seed",
+            "d",
+            "-o",
+            "noisy.dprp",
+        ],
+    );
+    let rows: Vec<String> = (0..60).map(|i| i.to_string()).collect();
+    let rows = rows.join(",");
+    let out = ok(
+        dir,
+        &[
+            "estimate",
+            "noisy.dprp",
+            "--query-vector",
+            "s.bin",
+            "--rows",
+            &rows,
+            "--json",
+        ],
+    );
+    assert!(!out.contains("NaN"), "{out}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let (mut undefined, mut defined) = (Vec::new(), 0);
+    for (j, l) in v.as_array().unwrap().iter().enumerate() {
+        assert_eq!(l["b"], serde_json::json!({"kind": "row", "row": j}), "{l}");
+        assert!(
+            l["inner_product"].is_f64() && l["se"].as_f64().unwrap() > 0.0,
+            "{l}"
+        );
+        let nv = l["norm_v_sq"].as_f64().unwrap();
+        if nv <= 0.0 {
+            assert!(l["cosine"].is_null() && l["se_cosine"].is_null(), "{l}");
+            let note = l["cosine_note"].as_str().unwrap();
+            assert!(
+                note.contains(&format!("of row {j} ")) && note.contains("not positive"),
+                "{note}"
+            );
+            undefined.push(j);
+        } else {
+            assert!(l["cosine"].is_f64() && l["cosine_note"].is_null(), "{l}");
+            defined += 1;
+        }
+    }
+    // the release was chosen to have both kinds of rows among the first 60
+    assert!(
+        !undefined.is_empty() && defined > 0,
+        "undefined {undefined:?}, defined {defined}"
+    );
+    let j = undefined[0];
+    let pair = format!("{j},{}", if j == 0 { 1 } else { 0 });
+    let out = ok(dir, &["estimate", "noisy.dprp", "--rows", &pair]);
+    assert!(
+        out.contains("inner product")
+            && out.contains(&format!("cosine undefined: the estimated ‖u‖² of row {j} "))
+            && !out.contains("NaN"),
+        "{out}"
+    );
+    let out = ok(dir, &["estimate", "noisy.dprp", "--rows", &pair, "--json"]);
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(
+        v[0]["a"],
+        serde_json::json!({"kind": "row", "row": j}),
+        "{out}"
+    );
+    assert!(v[0]["cosine"].is_null(), "{out}");
 }
