@@ -11,6 +11,9 @@
 //! | `dp-signrp-rr-smooth`, `dp-signoporp-rr-smooth` | [`smooth_flipping`] | Algorithm 4 (Theorem 4.6) |
 //! | `idp-signrp-g`, `idp-signrp-rr`, `idp-signoporp-g`, `idp-signoporp-rr` | [`idp_sign`] | Algorithms 6–8, appendix A.3 (individual DP) |
 //!
+//! The local-DP mechanisms for mean estimation (PrivUnit2, PrivUnitG, ScalarDP, …; replace-one
+//! neighbours) live in [`local`].
+//!
 //! The sign mechanisms share [`sign_sketch`]: projection, packing of signs (64 per `u64`) and the
 //! flip rules.
 
@@ -18,6 +21,7 @@ pub mod dp_oporp;
 pub mod dp_rp;
 pub mod gaussian_sketch;
 pub mod idp_sign;
+pub mod local;
 pub mod raw_gaussian;
 pub mod sign_rr;
 pub mod sign_sketch;

@@ -9,9 +9,12 @@
 //! - [`nplus`]: `N₊` (Proposition 4.4), the high-probability bound on how many signs one neighbour
 //!   can flip, for DP-SignRP-RR.
 //! - [`rr`]: randomised response and smooth flipping on signs.
+//! - [`special`]: log-space special functions (normal tail and quantile, incomplete beta) for the
+//!   local-DP mechanisms.
 
 pub mod gaussian;
 pub mod guarantee;
 pub mod noise;
 pub mod nplus;
 pub mod rr;
+pub mod special;

@@ -1,0 +1,176 @@
+//! Local differential privacy: each user privatises their own vector on their own device, and a
+//! server averages the privatised vectors into an unbiased estimate of the mean.
+//!
+//! **Neighbour relation (replace-one).** A local randomiser `M` is ε-LDP when for *any two inputs*
+//! `v, v'` in its domain (here the unit ball, or the ball of a public radius `R` for
+//! [`privunit2_norm`]) and every set of outputs `S`, `P(M(v) ∈ S) ≤ e^ε·P(M(v') ∈ S)`. This is much
+//! stronger than the β-adjacency of the sketch mechanisms in [`crate::mechanism`]: the two inputs
+//! may be as far apart as `v` and `−v`.
+//!
+//! **Ball inputs.** The direction mechanisms are defined on the sphere. A vector strictly inside
+//! the unit ball is first mapped to the sphere by the randomised rounding of Duchi, Jordan &
+//! Wainwright (2018): `u = v/‖v‖` with probability `(1 + ‖v‖)/2`, else `u = −v/‖v‖` (a uniform
+//! random direction for `v = 0`), so `E[u] = v`. The output is a mixture of sphere outputs, hence
+//! still ε-LDP, and stays unbiased: `E[Z] = v`, with `E‖Z − v‖² = E‖Z‖² − ‖v‖²`. Norms within
+//! [`UNIT_NORM_TOL`] of 1 are treated as unit vectors (normalised, no rounding).
+//!
+//! **Debiasing convention.** Every client function returns the *already debiased* vector `Z`
+//! (`E[Z | v] = v`); the server's mean estimate is the plain average `(1/n)·Σ Z_i`, whose expected
+//! squared error is `(1/n²)·Σ mse(v_i)` with each mechanism's closed-form `mse`.
+//!
+//! | mechanism | file | algorithm | ε-LDP argument |
+//! |---|---|---|---|
+//! | PrivUnitG | [`privunitg`] | Asi et al. 2023, Algorithm 8 | density ratio of the two half-spaces |
+//! | PrivUnit2 | [`privunit2`] | Bhowmick et al. 2018, Algorithm 1 | density ratio cap/complement (exact cap cost) |
+//! | Duchi et al. hemisphere | [`privunit2`] (`PrivUnit2::duchi`) | PrivUnit2 with γ = 0 | as PrivUnit2 |
+//! | ScalarDP | [`scalar_dp`] | Bhowmick et al., Algorithm 3 | (k+1)-ary randomised response |
+//! | PrivUnit2 × ScalarDP | [`privunit2_norm`] | Bhowmick et al., eq. (22) | (ε₁, ε₂)-separated, (ε₁+ε₂)-LDP |
+//!
+//! All calibrations are computed from (ε, d) in log space ([`crate::privacy::special`]); every
+//! chosen constant is a public field of the mechanism's parameter struct.
+
+pub mod privunit2;
+pub mod privunit2_norm;
+pub mod privunitg;
+pub mod scalar_dp;
+
+use rand::Rng;
+use rand::RngExt;
+use rand_distr::StandardNormal;
+
+use crate::error::{Error, Result};
+
+pub use privunit2::PrivUnit2;
+pub use privunit2_norm::PrivUnit2Norm;
+pub use privunitg::PrivUnitG;
+pub use scalar_dp::ScalarDp;
+
+/// Relative tolerance on `‖v‖ = 1`: inputs with `|‖v‖ − 1| ≤ UNIT_NORM_TOL` are unit vectors (f32
+/// data normalised to 1 lands within about 1e-7), larger norms are refused.
+pub const UNIT_NORM_TOL: f64 = 1e-6;
+
+/// Validate ε for a local mechanism: positive and finite.
+pub fn check_epsilon(name: &str, epsilon: f64) -> Result<()> {
+    if epsilon.is_finite() && epsilon > 0.0 {
+        Ok(())
+    } else {
+        Err(Error::param(
+            name,
+            format!("ε must be a positive finite number, got {epsilon}"),
+        ))
+    }
+}
+
+/// Validate the dimension: at least 2 (on the circle a cap is an arc; in one dimension the sphere
+/// has two points and these mechanisms are not defined).
+pub fn check_dim(d: usize) -> Result<()> {
+    if d >= 2 {
+        Ok(())
+    } else {
+        Err(Error::param(
+            "dimension",
+            format!("local mechanisms need d ≥ 2, got d = {d}"),
+        ))
+    }
+}
+
+/// Check that `v` has `d` finite coordinates and `‖v‖ ≤ radius` (up to [`UNIT_NORM_TOL`]
+/// relative); returns `‖v‖`.
+pub fn check_in_ball(v: &[f64], d: usize, radius: f64) -> Result<f64> {
+    if v.len() != d {
+        return Err(Error::param(
+            "input vector",
+            format!("has {} coordinates, the mechanism has d = {d}", v.len()),
+        ));
+    }
+    if let Some((j, x)) = v.iter().enumerate().find(|(_, x)| !x.is_finite()) {
+        return Err(Error::param(
+            "input vector",
+            format!("coordinate {j} is {x} (not finite)"),
+        ));
+    }
+    let norm = norm2(v);
+    if norm.is_nan() || norm > radius * (1.0 + UNIT_NORM_TOL) {
+        return Err(Error::param(
+            "input vector",
+            format!(
+                "norm {norm} exceeds the ball of radius {radius}: normalise or clip the input \
+                 first"
+            ),
+        ));
+    }
+    Ok(norm)
+}
+
+/// Euclidean norm.
+pub fn norm2(v: &[f64]) -> f64 {
+    v.iter().map(|x| x * x).sum::<f64>().sqrt()
+}
+
+/// Inner product.
+pub fn dot(a: &[f64], b: &[f64]) -> f64 {
+    a.iter().zip(b).map(|(x, y)| x * y).sum()
+}
+
+/// A uniform draw from `(0, 1]` with 53 random bits (never 0, so its log is finite).
+pub fn unit_open0<R: Rng + ?Sized>(rng: &mut R) -> f64 {
+    ((rng.next_u64() >> 11) + 1) as f64 * (1.0 / (1u64 << 53) as f64)
+}
+
+/// A uniform draw from `[0, 1)` with 53 random bits.
+pub fn unit_closed0<R: Rng + ?Sized>(rng: &mut R) -> f64 {
+    (rng.next_u64() >> 11) as f64 * (1.0 / (1u64 << 53) as f64)
+}
+
+/// A uniform random unit vector in `R^d` (a normalised standard normal vector).
+pub fn uniform_unit<R: Rng + ?Sized>(d: usize, rng: &mut R) -> Vec<f64> {
+    loop {
+        let g: Vec<f64> = (0..d).map(|_| rng.sample(StandardNormal)).collect();
+        let n = norm2(&g);
+        if n > 0.0 {
+            return g.into_iter().map(|x| x / n).collect();
+        }
+    }
+}
+
+/// A uniform random unit vector orthogonal to the unit vector `u`: `g − ⟨g,u⟩u`, normalised, for
+/// `g ~ N(0, I_d)` (the projection of an isotropic normal onto `u^⊥` is isotropic in `u^⊥`).
+pub fn uniform_orthogonal<R: Rng + ?Sized>(u: &[f64], rng: &mut R) -> Vec<f64> {
+    loop {
+        let mut g: Vec<f64> = (0..u.len()).map(|_| rng.sample(StandardNormal)).collect();
+        let c = dot(&g, u);
+        for (gi, ui) in g.iter_mut().zip(u) {
+            *gi -= c * ui;
+        }
+        let n = norm2(&g);
+        if n > 0.0 {
+            g.iter_mut().for_each(|x| *x /= n);
+            return g;
+        }
+    }
+}
+
+/// The sphere point a ball input `v` (with `‖v‖ = norm ≤ 1`) is privatised through: `v/‖v‖` when
+/// `‖v‖` is 1 within [`UNIT_NORM_TOL`], otherwise the randomised rounding `±v/‖v‖` with
+/// `P(+) = (1 + ‖v‖)/2` (a uniform direction if `v = 0`), so that `E[u] = v`.
+pub fn round_to_sphere<R: Rng + ?Sized>(v: &[f64], norm: f64, rng: &mut R) -> Vec<f64> {
+    if norm >= 1.0 - UNIT_NORM_TOL {
+        return v.iter().map(|x| x / norm).collect();
+    }
+    if norm == 0.0 {
+        return uniform_unit(v.len(), rng);
+    }
+    let keep = unit_closed0(rng) < 0.5 * (1.0 + norm);
+    let s = if keep { 1.0 / norm } else { -1.0 / norm };
+    v.iter().map(|x| x * s).collect()
+}
+
+/// `E‖u‖²` bookkeeping for ball inputs: the squared norm the closed-form MSE subtracts
+/// (`E‖Z − v‖² = E‖Z‖² − ‖v‖²`), with unit-norm inputs counted as exactly 1.
+pub fn effective_norm2(norm: f64) -> f64 {
+    if norm >= 1.0 - UNIT_NORM_TOL {
+        1.0
+    } else {
+        norm * norm
+    }
+}
