@@ -1,9 +1,6 @@
-//! What happens when a run is cut short, tested on the real binary:
-//!
-//! * a signal (SIGINT, SIGTERM) during any command that writes (publish, convert, index,
-//!   eval --out) removes the temporary output, prints one line, and exits with 128 + the signal;
-//! * a closed standard output (`dprp … | head -1`) ends every printing command quietly, as a
-//!   process killed by SIGPIPE (status 141 in a shell), with no panic and no message.
+//! What happens when a run is interrupted, tested on the real binary: a signal (SIGINT, SIGTERM)
+//! during any command that writes (publish, convert, index, eval --out) removes the temporary
+//! output, prints one line, and exits with 128 + the signal. (Closed pipes: `cli_pipe.rs`.)
 //!
 //! To catch `publish` in the middle of writing, its input is a named pipe (FIFO) that the test
 //! keeps open: the release's temporary file exists, the reader waits for more rows, and the
@@ -14,7 +11,6 @@ use std::ffi::CString;
 use std::io::Write;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::OpenOptionsExt;
-use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -276,119 +272,4 @@ fn index_interrupted_while_building_leaves_no_output() {
     check_interrupted(st, &err, libc::SIGINT, "SIGINT");
     assert!(!d.path().join("r.hnsw").exists());
     assert!(temp_files(d.path()).is_empty());
-}
-
-/// Run `dprp args` with standard output a pipe whose reading end is already closed.
-fn closed_stdout(dir: &Path, args: &[&str]) -> (std::process::ExitStatus, String) {
-    let mut child = Command::new(bin())
-        .args(args)
-        .current_dir(dir)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    drop(child.stdout.take());
-    let st = wait_with_deadline(&mut child);
-    (st, stderr_of(&mut child))
-}
-
-#[test]
-fn closed_stdout_ends_every_printing_command_quietly() {
-    let d = tempfile::tempdir().unwrap();
-    std::fs::write(d.path().join("rows.csv"), rows_csv(300, 8)).unwrap();
-    std::fs::write(d.path().join("q.csv"), rows_csv(1, 8)).unwrap();
-    let publish = [
-        "publish",
-        "rows.csv",
-        "-m",
-        "dp-rp-g-opt",
-        "-e",
-        "5",
-        "-d",
-        "1e-6",
-        "-k",
-        "16",
-        "-o",
-        "r.dprp",
-    ];
-    let cases: Vec<Vec<&str>> = vec![
-        publish.to_vec(),
-        vec!["query", "r.dprp", "--queries", "rows.csv", "--top", "5"],
-        vec!["query", "r.dprp", "--queries", "rows.csv", "--json"],
-        vec!["query", "r.dprp", "--queries", "rows.csv", "--csv"],
-        vec!["info", "r.dprp"],
-        vec!["info", "r.dprp", "--json"],
-        vec!["estimate", "r.dprp", "--rows", "1,2"],
-        vec!["estimate", "r.dprp", "--rows", "1,2", "--json"],
-        vec![
-            "estimate",
-            "r.dprp",
-            "--query-vector",
-            "q.csv",
-            "--rows",
-            "1,2",
-        ],
-        vec!["calibrate", "-e", "1", "-d", "1e-6", "--sensitivity", "1"],
-        vec![
-            "calibrate",
-            "-e",
-            "1",
-            "-d",
-            "1e-6",
-            "-m",
-            "dp-rp-g-opt",
-            "--dim",
-            "8",
-        ],
-        vec!["convert", "rows.csv", "-o", "rows.bin"],
-        vec!["demo"],
-    ];
-    for args in &cases {
-        let (st, err) = closed_stdout(d.path(), args);
-        assert_eq!(
-            st.signal(),
-            Some(libc::SIGPIPE),
-            "dprp {}: status {st}, stderr: {err}",
-            args.join(" ")
-        );
-        assert!(!err.contains("panicked"), "dprp {}: {err}", args.join(" "));
-        assert!(!err.contains("error"), "dprp {}: {err}", args.join(" "));
-        assert!(temp_files(d.path()).is_empty());
-    }
-    // the publish above wrote a complete release before its summary line failed
-    assert!(d.path().join("r.dprp").exists());
-}
-
-#[test]
-fn piped_into_head_with_stderr_too_gives_the_sigpipe_status() {
-    // The reproduction: stdout and stderr both into `head -1`.
-    let d = tempfile::tempdir().unwrap();
-    std::fs::write(d.path().join("rows.csv"), rows_csv(2000, 8)).unwrap();
-    let ok = Command::new(bin())
-        .args([
-            "publish", "rows.csv", "-m", "dp-oporp", "-e", "5", "-d", "1e-6", "-k", "8", "-o",
-            "r.dprp",
-        ])
-        .current_dir(d.path())
-        .output()
-        .unwrap();
-    assert!(ok.status.success());
-    let script = format!(
-        "'{}' query r.dprp --queries rows.csv --top 50 2>&1 | head -1; echo \"status=${{PIPESTATUS[0]}}\"",
-        bin()
-    );
-    let out = Command::new("bash")
-        .arg("-c")
-        .arg(&script)
-        .current_dir(d.path())
-        .output()
-        .unwrap();
-    let text = String::from_utf8_lossy(&out.stdout);
-    let lines: Vec<&str> = text.lines().collect();
-    assert_eq!(lines.len(), 2, "{text}");
-    assert!(
-        !lines[0].contains("panicked") && !lines[0].contains("error"),
-        "{text}"
-    );
-    assert_eq!(lines[1], "status=141", "{text}");
 }

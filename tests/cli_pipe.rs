@@ -1,0 +1,178 @@
+//! A closed standard output (`dprp … | head -1`) ends every printing command quietly, as a
+//! process killed by SIGPIPE (status 141 in a shell), with no panic and no message.
+//!
+//! One test function, run serially: a pipe's reading end can survive in a process another test
+//! is forking at that moment (until its exec closes it), and a write into it would then succeed.
+#![cfg(unix)]
+
+use std::os::unix::process::ExitStatusExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+fn bin() -> &'static str {
+    env!("CARGO_BIN_EXE_dprp")
+}
+
+fn temp_files(dir: &Path) -> Vec<PathBuf> {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .map(|e| e.path())
+        .filter(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with(".dprp-tmp-"))
+        })
+        .collect()
+}
+
+fn rows_csv(n: usize, p: usize) -> String {
+    let mut s = String::new();
+    for i in 0..n {
+        let row: Vec<String> = (0..p)
+            .map(|j| format!("{:.3}", ((i * 7 + j * 13) % 19) as f32 / 19.0))
+            .collect();
+        s.push_str(&row.join(","));
+        s.push('\n');
+    }
+    s
+}
+
+/// Run `dprp args` with standard output a pipe whose reading end is already closed.
+fn closed_stdout(dir: &Path, args: &[&str]) -> (std::process::ExitStatus, String) {
+    let mut child = Command::new(bin())
+        .args(args)
+        .current_dir(dir)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let st = loop {
+        if let Some(st) = child.try_wait().unwrap() {
+            break st;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "dprp {} did not exit",
+            args.join(" ")
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    let mut err = String::new();
+    use std::io::Read;
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
+    (st, err)
+}
+
+#[test]
+fn closed_pipes_end_every_printing_command_quietly() {
+    closed_stdout_ends_every_printing_command_quietly();
+    piped_into_head_with_stderr_too_gives_the_sigpipe_status();
+}
+
+fn closed_stdout_ends_every_printing_command_quietly() {
+    let d = tempfile::tempdir().unwrap();
+    std::fs::write(d.path().join("rows.csv"), rows_csv(300, 8)).unwrap();
+    std::fs::write(d.path().join("q.csv"), rows_csv(1, 8)).unwrap();
+    let publish = [
+        "publish",
+        "rows.csv",
+        "-m",
+        "dp-rp-g-opt",
+        "-e",
+        "5",
+        "-d",
+        "1e-6",
+        "-k",
+        "16",
+        "-o",
+        "r.dprp",
+    ];
+    let cases: Vec<Vec<&str>> = vec![
+        publish.to_vec(),
+        vec!["query", "r.dprp", "--queries", "rows.csv", "--top", "5"],
+        vec!["query", "r.dprp", "--queries", "rows.csv", "--json"],
+        vec!["query", "r.dprp", "--queries", "rows.csv", "--csv"],
+        vec!["info", "r.dprp"],
+        vec!["info", "r.dprp", "--json"],
+        vec!["estimate", "r.dprp", "--rows", "1,2"],
+        vec!["estimate", "r.dprp", "--rows", "1,2", "--json"],
+        vec![
+            "estimate",
+            "r.dprp",
+            "--query-vector",
+            "q.csv",
+            "--rows",
+            "1,2",
+        ],
+        vec!["calibrate", "-e", "1", "-d", "1e-6", "--sensitivity", "1"],
+        vec![
+            "calibrate",
+            "-e",
+            "1",
+            "-d",
+            "1e-6",
+            "-m",
+            "dp-rp-g-opt",
+            "--dim",
+            "8",
+        ],
+        vec!["convert", "rows.csv", "-o", "rows.bin"],
+        vec!["demo"],
+    ];
+    for args in &cases {
+        let (st, err) = closed_stdout(d.path(), args);
+        assert_eq!(
+            st.signal(),
+            Some(libc::SIGPIPE),
+            "dprp {}: status {st}, stderr: {err}",
+            args.join(" ")
+        );
+        assert!(!err.contains("panicked"), "dprp {}: {err}", args.join(" "));
+        assert!(!err.contains("error"), "dprp {}: {err}", args.join(" "));
+        assert!(temp_files(d.path()).is_empty());
+    }
+    // the publish above wrote a complete release before its summary line failed
+    assert!(d.path().join("r.dprp").exists());
+}
+
+fn piped_into_head_with_stderr_too_gives_the_sigpipe_status() {
+    // The reproduction: stdout and stderr both into `head -1`.
+    let d = tempfile::tempdir().unwrap();
+    std::fs::write(d.path().join("rows.csv"), rows_csv(2000, 8)).unwrap();
+    let ok = Command::new(bin())
+        .args([
+            "publish", "rows.csv", "-m", "dp-oporp", "-e", "5", "-d", "1e-6", "-k", "8", "-o",
+            "r.dprp",
+        ])
+        .current_dir(d.path())
+        .output()
+        .unwrap();
+    assert!(ok.status.success());
+    let script = format!(
+        "'{}' query r.dprp --queries rows.csv --top 50 2>&1 | head -1; echo \"status=${{PIPESTATUS[0]}}\"",
+        bin()
+    );
+    let out = Command::new("bash")
+        .arg("-c")
+        .arg(&script)
+        .current_dir(d.path())
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 2, "{text}");
+    assert!(
+        !lines[0].contains("panicked") && !lines[0].contains("error"),
+        "{text}"
+    );
+    assert_eq!(lines[1], "status=141", "{text}");
+}
