@@ -1,8 +1,8 @@
 //! A closed standard output (`dprp … | head -1`) ends every printing command quietly, as a
 //! process killed by SIGPIPE (status 141 in a shell), with no panic and no message.
 //!
-//! One test function, run serially: a pipe's reading end can survive in a process another test
-//! is forking at that moment (until its exec closes it), and a write into it would then succeed.
+//! One test function, run serially, so that no other test's child process can briefly hold a copy
+//! of a pipe's reading end.
 #![cfg(unix)]
 
 use std::os::unix::process::ExitStatusExt;
@@ -41,14 +41,27 @@ fn rows_csv(n: usize, p: usize) -> String {
 
 /// Run `dprp args` with standard output a pipe whose reading end is already closed.
 fn closed_stdout(dir: &Path, args: &[&str]) -> (std::process::ExitStatus, String) {
+    // The reading end is closed before the child starts: closing it after `spawn` would race
+    // with a fast command that writes all its output into the pipe's buffer and exits first.
+    let mut fds = [0i32; 2];
+    // SAFETY: pipe2 writes two new descriptors into `fds` on success (checked).
+    assert_eq!(unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) }, 0);
+    // SAFETY: both descriptors were just created and are owned by nothing else.
+    let (reader, writer) = unsafe {
+        use std::os::fd::FromRawFd;
+        (
+            std::os::fd::OwnedFd::from_raw_fd(fds[0]),
+            std::os::fd::OwnedFd::from_raw_fd(fds[1]),
+        )
+    };
+    drop(reader);
     let mut child = Command::new(bin())
         .args(args)
         .current_dir(dir)
-        .stdout(Stdio::piped())
+        .stdout(writer)
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    drop(child.stdout.take());
     let deadline = Instant::now() + Duration::from_secs(60);
     let st = loop {
         if let Some(st) = child.try_wait().unwrap() {
