@@ -163,7 +163,7 @@ impl ProjMatrix {
                 }
             }
             let n = norm2(row);
-            if !(n > 1e-8) {
+            if n.is_nan() || n <= 1e-8 {
                 return Err(Error::param(
                     "projection seed",
                     "the Gaussian matrix is numerically rank-deficient (use another seed)",
