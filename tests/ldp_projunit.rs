@@ -6,7 +6,7 @@
 mod ldp_common;
 
 use dprp::mechanism::local::projunit::unbiasing_constant;
-use dprp::mechanism::local::{ProjKind, ProjMatrix, ProjUnit};
+use dprp::mechanism::local::{NearlyUnbiasedSrht, ProjKind, ProjMatrix, ProjUnit};
 use dprp::projection::Seed;
 use ldp_common::*;
 use rand::SeedableRng;
@@ -339,4 +339,54 @@ fn bad_parameters_and_inputs_are_errors() {
         .is_err());
     assert!(m.decode(&w, &[1.0, 2.0]).is_err());
     assert!(m.decode(&w, &[1.0, 2.0, 3.0]).is_ok());
+}
+
+#[test]
+fn completed_srht_with_c_at_least_d_pad_over_k_is_exactly_unbiased() {
+    // d = 16 = d', k = 4, C = d'/k = 4: ‖Wv‖² ≤ C always, so E[X] = E[WᵀW]v = v exactly.
+    let d = 16;
+    let n = 40_000;
+    let (dir, o) = unit_and_orth(d);
+    let m = NearlyUnbiasedSrht::exact(4.0, d, 4).unwrap();
+    assert_eq!(m.c_norm, 4.0);
+    assert_eq!(m.inner.d, 5);
+    let mut rng = ChaCha20Rng::seed_from_u64(77);
+    let (mut along, mut across) = (Vec::new(), Vec::new());
+    for i in 0..n {
+        let x = m.privatize(&dir, seed_of(9_000_000 + i), &mut rng).unwrap();
+        along.push(dot(&x, &dir));
+        across.push(dot(&x, &o));
+    }
+    assert!(z_score(&along, 1.0) < 4.0, "along {:?}", mean_se(&along));
+    assert!(z_score(&across, 0.0) < 4.0, "across {:?}", mean_se(&across));
+    let bad: Vec<f64> = along.iter().map(|x| 1.1 * x).collect();
+    assert!(z_score(&bad, 1.0) > 4.0, "power: 10% wrong √C is caught");
+    // The completed vector is a unit vector carrying Wv/√C in its first k coordinates.
+    let w = m.matrix(seed_of(1)).unwrap();
+    let u = m.complete(&w, &dir).unwrap();
+    assert!((dot(&u, &u) - 1.0).abs() < 1e-12);
+    let wv = w.apply(&dir).unwrap();
+    assert!(u[..4]
+        .iter()
+        .zip(&wv)
+        .all(|(a, b)| (a - b / 2.0).abs() < 1e-12));
+    // Given W, the client's output is PrivUnitG_{k+1}(u) (the privacy reduction).
+    let (mut ra, mut rb) = (ChaCha20Rng::seed_from_u64(5), ChaCha20Rng::seed_from_u64(5));
+    assert_eq!(
+        m.encode(&w, &dir, &mut ra).unwrap(),
+        m.inner.privatize_unit(&u, &mut rb).unwrap()
+    );
+    // A small C (here 1) truncates ‖Wv‖² > C and is only nearly unbiased; the branch is taken.
+    let small = NearlyUnbiasedSrht::new(4.0, d, 4, 1.0).unwrap();
+    let over = (0..200)
+        .filter(|&i| {
+            let w = small.matrix(seed_of(i)).unwrap();
+            let y = w.apply(&dir).unwrap();
+            dot(&y, &y) > 1.0 && small.complete(&w, &dir).unwrap()[4] == 0.0
+        })
+        .count();
+    assert!(over > 0);
+    assert!(NearlyUnbiasedSrht::new(1.0, 16, 4, 0.5).is_err());
+    assert!(NearlyUnbiasedSrht::new(1.0, 16, 4, f64::NAN).is_err());
+    assert!(m.decode(&w, &[0.0; 4]).is_err());
 }

@@ -45,7 +45,7 @@ use crate::error::{Error, Result};
 pub use privunit2::PrivUnit2;
 pub use privunit2_norm::PrivUnit2Norm;
 pub use privunitg::PrivUnitG;
-pub use projunit::{ProjKind, ProjMatrix, ProjUnit};
+pub use projunit::{NearlyUnbiasedSrht, ProjKind, ProjMatrix, ProjUnit};
 pub use scalar_dp::ScalarDp;
 
 /// Relative tolerance on `‖v‖ = 1`: inputs with `|‖v‖ − 1| ≤ UNIT_NORM_TOL` are unit vectors (f32

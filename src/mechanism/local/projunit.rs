@@ -28,8 +28,9 @@
 //!   (`√k‖g‖ ~ χ_k`) and `c = √(k/2)·Γ(k/2)/Γ((k+1)/2)` makes the estimator **exactly** unbiased.
 //! * *SRHT* (FastProjUnit), `W = √(d'/k)·S·H·D`: there is no rotation invariance, so no constant
 //!   makes the normalised estimator exactly unbiased. We use the rotation constant with `d'` (the
-//!   SRHT mimics a rotation of `R^{d'}`); the estimator is only **nearly** unbiased. (The exact
-//!   fix is the complete-then-normalise variant of Algorithms 6–7, not implemented here.)
+//!   SRHT mimics a rotation of `R^{d'}`); the estimator is only **nearly** unbiased. The
+//!   complete-then-normalise variant of Algorithms 6–7 is [`NearlyUnbiasedSrht`], exactly
+//!   unbiased when its constant `C ≥ d'/k`.
 //!
 //! All constants come from `ln Γ` ratios ([`ln_gamma_half_ratio`]), exact to full precision at
 //! `d = 10⁷`.
@@ -363,5 +364,138 @@ impl ProjUnit {
             }
             _ => None,
         }
+    }
+}
+
+/// Nearly unbiased FastProjUnit (Asi et al. 2023, Algorithms 6–7; MECHANISMS-LDP.md §B):
+/// complete the norm, then normalise in `R^{k+1}`. With `y = Wv` for the SRHT `W`:
+/// `u = (y, √(C − ‖y‖²))/√C` if `‖y‖² ≤ C`, else `(y/‖y‖, 0)`; the client sends
+/// `ẑ = PrivUnitG_{k+1}(u)` and the server returns `X = √C·Wᵀẑ[1..k]`.
+///
+/// **Privacy.** As for [`ProjUnit`]: given the public `W`, the output is PrivUnitG on the sphere
+/// of `R^{k+1}`, ε-LDP for every pair of inputs.
+///
+/// **Bias.** On the event `‖Wv‖² ≤ C`, `E[X | W] = WᵀWv`, and `E_S[WᵀW] = I_d` (each padded
+/// coordinate is sampled with probability `k/d'`), so the only bias comes from `‖Wv‖² > C`.
+/// Since `WWᵀ = (d'/k)I_k`, `‖Wv‖² ≤ (d'/k)‖v‖²` always: **`C ≥ d'/k` makes the estimator
+/// exactly unbiased** ([`NearlyUnbiasedSrht::exact`]), at a variance cost of order `C`. The paper's
+/// choice `C = 1 + C₁·√(log²(k/δ)/k)` (its constant `C₁` is not specified) is unbiased except on
+/// an event of probability ≤ δ; `C` is a public parameter here.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct NearlyUnbiasedSrht {
+    /// Input dimension.
+    pub d: usize,
+    /// Number of sampled Hadamard rows.
+    pub k: usize,
+    /// The target ε (ε-LDP, replace-one).
+    pub epsilon: f64,
+    /// The completion constant `C ≥ 1`.
+    pub c_norm: f64,
+    /// PrivUnitG in `R^{k+1}`.
+    pub inner: PrivUnitG,
+}
+
+impl NearlyUnbiasedSrht {
+    /// Algorithms 6–7 with completion constant `C = c_norm ≥ 1`.
+    pub fn new(epsilon: f64, d: usize, k: usize, c_norm: f64) -> Result<NearlyUnbiasedSrht> {
+        check_dims(ProjKind::Srht, d, k)?;
+        if !(c_norm.is_finite() && c_norm >= 1.0) {
+            return Err(Error::param(
+                "completion constant C",
+                format!("must be a finite number ≥ 1, got {c_norm}"),
+            ));
+        }
+        let inner = PrivUnitG::new(epsilon, k + 1)?;
+        Ok(NearlyUnbiasedSrht {
+            d,
+            k,
+            epsilon,
+            c_norm,
+            inner,
+        })
+    }
+
+    /// The exactly unbiased choice `C = d'/k` (see the type's documentation).
+    pub fn exact(epsilon: f64, d: usize, k: usize) -> Result<NearlyUnbiasedSrht> {
+        let d_pad = next_pow2(d)?;
+        Self::new(epsilon, d, k, (d_pad as f64 / k as f64).max(1.0))
+    }
+
+    /// Regenerate the public SRHT of one client from its seed.
+    pub fn matrix(&self, seed: Seed) -> Result<Srht> {
+        Srht::generate(self.d, self.k, seed)
+    }
+
+    fn check_matrix(&self, w: &Srht) -> Result<()> {
+        if w.d() != self.d || w.k() != self.k {
+            return Err(Error::param(
+                "projection",
+                format!(
+                    "is {}×{}, the mechanism needs {}×{}",
+                    w.k(),
+                    w.d(),
+                    self.k,
+                    self.d
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// The completed unit vector `u ∈ R^{k+1}` of Algorithm 6 (step 7).
+    pub fn complete(&self, w: &Srht, v: &[f64]) -> Result<Vec<f64>> {
+        self.check_matrix(w)?;
+        let mut y = w.apply(v)?;
+        let n2: f64 = y.iter().map(|x| x * x).sum();
+        if n2 <= self.c_norm {
+            let s = 1.0 / self.c_norm.sqrt();
+            y.iter_mut().for_each(|x| *x *= s);
+            y.push(((self.c_norm - n2) / self.c_norm).max(0.0).sqrt());
+        } else {
+            let s = 1.0 / n2.sqrt();
+            y.iter_mut().for_each(|x| *x *= s);
+            y.push(0.0);
+        }
+        Ok(y)
+    }
+
+    /// Client (Algorithm 6) for `v` in the unit ball (rounded to the sphere first).
+    pub fn encode<R: Rng + ?Sized>(&self, w: &Srht, v: &[f64], rng: &mut R) -> Result<Vec<f64>> {
+        self.check_matrix(w)?;
+        let norm = check_in_ball(v, self.d, 1.0)?;
+        let u = round_to_sphere(v, norm, rng);
+        let y = self.complete(w, &u)?;
+        self.inner.privatize_unit(&y, rng)
+    }
+
+    /// Server (Algorithm 7) for one client: `√C·Wᵀẑ[1..k]`.
+    pub fn decode(&self, w: &Srht, z: &[f64]) -> Result<Vec<f64>> {
+        self.check_matrix(w)?;
+        if z.len() != self.k + 1 {
+            return Err(Error::param(
+                "privatised vector",
+                format!(
+                    "has {} coordinates, expected k + 1 = {}",
+                    z.len(),
+                    self.k + 1
+                ),
+            ));
+        }
+        let mut x = w.apply_transpose(&z[..self.k])?;
+        let s = self.c_norm.sqrt();
+        x.iter_mut().for_each(|e| *e *= s);
+        Ok(x)
+    }
+
+    /// Encode with the SRHT of `seed` and decode: one user's contribution.
+    pub fn privatize<R: Rng + ?Sized>(
+        &self,
+        v: &[f64],
+        seed: Seed,
+        rng: &mut R,
+    ) -> Result<Vec<f64>> {
+        let w = self.matrix(seed)?;
+        let z = self.encode(&w, v, rng)?;
+        self.decode(&w, &z)
     }
 }
