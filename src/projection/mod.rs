@@ -11,9 +11,18 @@
 //!   computes the same bits.
 //! * OPORP ([`oporp`]): stream 1 drives a Fisher–Yates shuffle of the `p` coordinates, stream 2
 //!   gives the Rademacher signs (one bit per coordinate, as above).
+//! * SRHT ([`srht`]): stream 3 gives the Rademacher diagonal `D` (one bit per padded coordinate,
+//!   as above); stream 4 drives a partial Fisher–Yates shuffle of the `d'` padded coordinates
+//!   (steps `i = 0..k`, swap `i` with `i + uniform_below(d' − i)`), whose first `k` entries are
+//!   the sampled rows in order.
+//! * ProjUnit matrices ([`crate::mechanism::local::projunit`]): stream 5 gives the i.i.d.
+//!   standard normal entries of a `k×d` matrix in row-major order (output `j` outer, input `i`
+//!   inner), Box–Muller pairs as above but in f64.
 
 pub mod dense;
+pub mod hadamard;
 pub mod oporp;
+pub mod srht;
 
 use serde::{Deserialize, Serialize};
 
@@ -21,6 +30,7 @@ use crate::error::{Error, Result};
 
 pub use dense::DenseProjection;
 pub use oporp::Oporp;
+pub use srht::Srht;
 
 /// The distribution of a dense projection's entries.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -152,6 +162,22 @@ impl<'de> Deserialize<'de> for Seed {
 #[inline]
 pub(crate) fn unit_f64(w: u64) -> f64 {
     (w >> 11) as f64 * (1.0 / (1u64 << 53) as f64)
+}
+
+/// Fill `out` with i.i.d. N(0,1) from Box–Muller pairs on two 64-bit words each (the layout of
+/// the Gaussian kinds, in f64; an odd tail uses the cosine half of one last pair).
+pub(crate) fn gaussian_fill_f64(rng: &mut rand_chacha::ChaCha20Rng, out: &mut [f64]) {
+    use rand::Rng;
+    for pair in out.chunks_mut(2) {
+        let u1 = 1.0 - unit_f64(rng.next_u64()); // (0, 1]
+        let u2 = unit_f64(rng.next_u64());
+        let r = libm::sqrt(-2.0 * libm::log(u1));
+        let a = 2.0 * std::f64::consts::PI * u2;
+        pair[0] = r * libm::cos(a);
+        if pair.len() > 1 {
+            pair[1] = r * libm::sin(a);
+        }
+    }
 }
 
 #[cfg(test)]

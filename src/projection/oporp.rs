@@ -28,7 +28,7 @@ pub struct Oporp {
 
 /// Uniform integer in `[0, n)` from 64-bit words (Lemire's multiply-and-reject; documented as
 /// part of the layout, so it is implemented here rather than borrowed from `rand`).
-fn uniform_below(rng: &mut ChaCha20Rng, n: u64) -> u64 {
+pub(crate) fn uniform_below(rng: &mut ChaCha20Rng, n: u64) -> u64 {
     let mut m = (rng.next_u64() as u128) * (n as u128);
     if (m as u64) < n {
         let t = n.wrapping_neg() % n;

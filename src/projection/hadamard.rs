@@ -1,0 +1,173 @@
+//! In-place fast Walsh–Hadamard transform (Sylvester ordering), `O(d log d)`.
+//!
+//! `H_1 = [1]`, `H_{2m} = [[H_m, H_m], [H_m, −H_m]]`, so `H_{ij} = (−1)^{popcount(i & j)}`.
+//! `H` is symmetric and `H·H = d·I`; the normalised transform `H/√d` is orthogonal and an
+//! involution. Lengths must be powers of two; [`pad_pow2`] zero-pads a vector to the next one.
+
+use crate::error::{Error, Result};
+
+/// The smallest power of two `≥ d` (`d ≥ 1`), or an error if it overflows `usize`.
+pub fn next_pow2(d: usize) -> Result<usize> {
+    if d == 0 {
+        return Err(Error::param("dimension", "must be at least 1"));
+    }
+    d.checked_next_power_of_two().ok_or_else(|| {
+        Error::param(
+            "dimension",
+            format!("d = {d} has no power of two ≥ d in usize"),
+        )
+    })
+}
+
+/// `v` zero-padded to length [`next_pow2`]`(v.len())`.
+pub fn pad_pow2(v: &[f64]) -> Result<Vec<f64>> {
+    let n = next_pow2(v.len())?;
+    let mut out = vec![0.0; n];
+    out[..v.len()].copy_from_slice(v);
+    Ok(out)
+}
+
+fn check_len(n: usize) -> Result<()> {
+    if n == 0 || !n.is_power_of_two() {
+        return Err(Error::param(
+            "Hadamard transform",
+            format!("length must be a power of two, got {n} (pad with pad_pow2 first)"),
+        ));
+    }
+    Ok(())
+}
+
+macro_rules! fwht_impl {
+    ($name:ident, $norm:ident, $t:ty) => {
+        /// Unnormalised in-place transform `x ← H·x` (butterflies over strides 1, 2, 4, …).
+        pub fn $name(x: &mut [$t]) -> Result<()> {
+            check_len(x.len())?;
+            let n = x.len();
+            let mut h = 1;
+            while h < n {
+                for block in x.chunks_exact_mut(2 * h) {
+                    let (a, b) = block.split_at_mut(h);
+                    for (p, q) in a.iter_mut().zip(b.iter_mut()) {
+                        let (s, t) = (*p + *q, *p - *q);
+                        *p = s;
+                        *q = t;
+                    }
+                }
+                h *= 2;
+            }
+            Ok(())
+        }
+
+        /// Normalised in-place transform `x ← (H/√n)·x` (orthogonal, an involution).
+        pub fn $norm(x: &mut [$t]) -> Result<()> {
+            $name(x)?;
+            let s = 1.0 / (x.len() as $t).sqrt();
+            x.iter_mut().for_each(|e| *e *= s);
+            Ok(())
+        }
+    };
+}
+
+fwht_impl!(fwht, fwht_normalized, f64);
+fwht_impl!(fwht_f32, fwht_normalized_f32, f32);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn explicit(n: usize) -> Vec<Vec<f64>> {
+        (0..n)
+            .map(|i| {
+                (0..n)
+                    .map(|j| {
+                        if (i & j).count_ones() % 2 == 0 {
+                            1.0
+                        } else {
+                            -1.0
+                        }
+                    })
+                    .collect()
+            })
+            .collect()
+    }
+
+    fn test_vec(n: usize, salt: u64) -> Vec<f64> {
+        (0..n)
+            .map(|i| (((i as u64 * 2654435761 + salt) % 1000) as f64 / 500.0) - 1.0)
+            .collect()
+    }
+
+    #[test]
+    fn matches_the_explicit_matrix() {
+        for n in [1, 2, 4, 8, 16, 32, 64] {
+            let h = explicit(n);
+            let x = test_vec(n, n as u64);
+            let want: Vec<f64> = h
+                .iter()
+                .map(|row| row.iter().zip(&x).map(|(a, b)| a * b).sum())
+                .collect();
+            let mut got = x.clone();
+            fwht(&mut got).unwrap();
+            for (g, w) in got.iter().zip(&want) {
+                assert!((g - w).abs() < 1e-12, "n = {n}: {g} vs {w}");
+            }
+            let mut got32: Vec<f32> = x.iter().map(|&v| v as f32).collect();
+            fwht_f32(&mut got32).unwrap();
+            for (g, w) in got32.iter().zip(&want) {
+                assert!((*g as f64 - w).abs() < 1e-4, "f32 n = {n}");
+            }
+        }
+        // Power: a transform with a sign convention error (H with −1 on the diagonal block swap)
+        // differs from the explicit matrix.
+        let x = test_vec(4, 3);
+        let mut y = x.clone();
+        fwht(&mut y).unwrap();
+        let swapped = x[0] - x[1] + x[2] - x[3];
+        assert!((y[1] - swapped).abs() < 1e-12 && (y[2] - swapped).abs() > 1e-6);
+    }
+
+    #[test]
+    fn involution_and_parseval() {
+        for n in [1, 2, 8, 256, 4096] {
+            let x = test_vec(n, 7);
+            let mut y = x.clone();
+            fwht(&mut y).unwrap();
+            fwht(&mut y).unwrap();
+            for (a, b) in y.iter().zip(&x) {
+                assert!(
+                    (a - n as f64 * b).abs() < 1e-9 * n as f64,
+                    "H·H = nI, n = {n}"
+                );
+            }
+            let mut z = x.clone();
+            fwht_normalized(&mut z).unwrap();
+            let e0: f64 = x.iter().map(|v| v * v).sum();
+            let e1: f64 = z.iter().map(|v| v * v).sum();
+            assert!((e0 - e1).abs() < 1e-10 * e0.max(1.0), "Parseval, n = {n}");
+            fwht_normalized(&mut z).unwrap();
+            for (a, b) in z.iter().zip(&x) {
+                assert!((a - b).abs() < 1e-12, "normalised involution, n = {n}");
+            }
+            let mut w: Vec<f32> = x.iter().map(|&v| v as f32).collect();
+            fwht_normalized_f32(&mut w).unwrap();
+            fwht_normalized_f32(&mut w).unwrap();
+            for (a, b) in w.iter().zip(&x) {
+                assert!((*a as f64 - b).abs() < 1e-4);
+            }
+        }
+    }
+
+    #[test]
+    fn padding_and_bad_lengths() {
+        assert_eq!(next_pow2(1).unwrap(), 1);
+        assert_eq!(next_pow2(5).unwrap(), 8);
+        assert_eq!(next_pow2(1024).unwrap(), 1024);
+        assert!(next_pow2(0).is_err());
+        assert!(next_pow2(usize::MAX).is_err());
+        let p = pad_pow2(&[1.0, 2.0, 3.0]).unwrap();
+        assert_eq!(p, vec![1.0, 2.0, 3.0, 0.0]);
+        assert!(fwht(&mut [1.0, 2.0, 3.0]).is_err());
+        assert!(fwht(&mut []).is_err());
+        assert!(fwht_f32(&mut [1.0; 6]).is_err());
+    }
+}
