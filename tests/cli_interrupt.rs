@@ -7,30 +7,15 @@
 //! signal arrives at a moment the test controls.
 #![cfg(unix)]
 
+mod cli_common;
+use cli_common::*;
 use std::ffi::CString;
 use std::io::Write;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::OpenOptionsExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
-
-fn bin() -> &'static str {
-    env!("CARGO_BIN_EXE_dprp")
-}
-
-fn temp_files(dir: &Path) -> Vec<PathBuf> {
-    std::fs::read_dir(dir)
-        .unwrap()
-        .filter_map(|e| e.ok())
-        .map(|e| e.path())
-        .filter(|p| {
-            p.file_name()
-                .and_then(|n| n.to_str())
-                .is_some_and(|n| n.starts_with(".dprp-tmp-"))
-        })
-        .collect()
-}
 
 fn mkfifo(path: &Path) {
     let c = CString::new(path.as_os_str().as_bytes()).unwrap();
@@ -124,18 +109,6 @@ fn interrupt(
     let st = wait_with_deadline(&mut child);
     drop(w);
     (st, stderr_of(&mut child))
-}
-
-fn rows_csv(n: usize, p: usize) -> String {
-    let mut s = String::new();
-    for i in 0..n {
-        let row: Vec<String> = (0..p)
-            .map(|j| format!("{:.3}", ((i * 7 + j * 13) % 19) as f32 / 19.0))
-            .collect();
-        s.push_str(&row.join(","));
-        s.push('\n');
-    }
-    s
 }
 
 fn check_interrupted(st: std::process::ExitStatus, err: &str, sig: i32, name: &str) {

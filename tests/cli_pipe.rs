@@ -5,39 +5,12 @@
 //! of a pipe's reading end.
 #![cfg(unix)]
 
+mod cli_common;
+use cli_common::*;
 use std::os::unix::process::ExitStatusExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
-
-fn bin() -> &'static str {
-    env!("CARGO_BIN_EXE_dprp")
-}
-
-fn temp_files(dir: &Path) -> Vec<PathBuf> {
-    std::fs::read_dir(dir)
-        .unwrap()
-        .filter_map(|e| e.ok())
-        .map(|e| e.path())
-        .filter(|p| {
-            p.file_name()
-                .and_then(|n| n.to_str())
-                .is_some_and(|n| n.starts_with(".dprp-tmp-"))
-        })
-        .collect()
-}
-
-fn rows_csv(n: usize, p: usize) -> String {
-    let mut s = String::new();
-    for i in 0..n {
-        let row: Vec<String> = (0..p)
-            .map(|j| format!("{:.3}", ((i * 7 + j * 13) % 19) as f32 / 19.0))
-            .collect();
-        s.push_str(&row.join(","));
-        s.push('\n');
-    }
-    s
-}
 
 /// Run `dprp args` with standard output a pipe whose reading end is already closed.
 fn closed_stdout(dir: &Path, args: &[&str]) -> (std::process::ExitStatus, String) {

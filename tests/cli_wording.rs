@@ -2,20 +2,9 @@
 //! missing options called missing, ignored options warned about once, and the noise source a
 //! release actually used.
 
+mod cli_common;
+use cli_common::*;
 use std::path::Path;
-use std::process::{Command, Output};
-
-fn dprp(dir: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_dprp"))
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .unwrap()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
 
 fn sample(dir: &Path) {
     let s = Path::new(env!("CARGO_MANIFEST_DIR")).join("data/sample.bin");

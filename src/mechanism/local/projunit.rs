@@ -269,19 +269,7 @@ impl ProjUnit {
     }
 
     fn check_matrix(&self, w: &ProjMatrix) -> Result<()> {
-        if w.d() != self.d || w.k() != self.k {
-            return Err(Error::param(
-                "projection",
-                format!(
-                    "is {}×{}, the mechanism needs {}×{}",
-                    w.k(),
-                    w.d(),
-                    self.k,
-                    self.d
-                ),
-            ));
-        }
-        Ok(())
+        check_shape(w.k(), w.d(), self.k, self.d)
     }
 
     /// The unit vector of `R^k` the client privatises: `Wv/‖Wv‖`, or `e₁` if `Wv = 0`.
@@ -427,19 +415,7 @@ impl NearlyUnbiasedSrht {
     }
 
     fn check_matrix(&self, w: &Srht) -> Result<()> {
-        if w.d() != self.d || w.k() != self.k {
-            return Err(Error::param(
-                "projection",
-                format!(
-                    "is {}×{}, the mechanism needs {}×{}",
-                    w.k(),
-                    w.d(),
-                    self.k,
-                    self.d
-                ),
-            ));
-        }
-        Ok(())
+        check_shape(w.k(), w.d(), self.k, self.d)
     }
 
     /// The completed unit vector `u ∈ R^{k+1}` of Algorithm 6 (step 7).
@@ -498,4 +474,15 @@ impl NearlyUnbiasedSrht {
         let z = self.encode(&w, v, rng)?;
         self.decode(&w, &z)
     }
+}
+
+/// A client's projection must be the `k×d` the mechanism was built for.
+fn check_shape(k: usize, d: usize, want_k: usize, want_d: usize) -> Result<()> {
+    if d != want_d || k != want_k {
+        return Err(Error::param(
+            "projection",
+            format!("is {k}×{d}, the mechanism needs {want_k}×{want_d}"),
+        ));
+    }
+    Ok(())
 }
