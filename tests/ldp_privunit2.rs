@@ -308,18 +308,8 @@ fn histogram_test_passes_the_mechanism_and_flags_a_miscalibrated_one() {
     let mech = PrivUnit2::new(eps, d).unwrap();
     let bad = PrivUnit2::from_cap_x(d, mech.cap_x, 1.2 * eps - mech.eps_cap).unwrap();
     let u: Vec<f64> = (0..d).map(|j| if j == 0 { 1.0 } else { 0.0 }).collect();
-    let neg: Vec<f64> = u.iter().map(|x| -x).collect();
     for (m, should_flag) in [(&mech, false), (&bad, true)] {
-        let mut rng = ChaCha20Rng::seed_from_u64(5);
-        let mut stat = |v: &[f64]| -> Vec<f64> {
-            (0..n)
-                .map(|_| dot(&m.privatize_unit(v, &mut rng).unwrap(), &u))
-                .collect()
-        };
-        let pilot = stat(&u);
-        let a = stat(&u);
-        let b = stat(&neg);
-        let worst = histogram_violation(&pilot, &a, &b, eps);
+        let worst = histogram_worst_pair(&u, n, 5, eps, |v, rng| m.privatize_unit(v, rng).unwrap());
         assert_eq!(
             worst > HIST_Z,
             should_flag,

@@ -67,5 +67,32 @@ pub fn histogram_violation(pilot: &[f64], a: &[f64], b: &[f64], epsilon: f64) ->
     worst
 }
 
+/// The black-box test end to end: with `n` draws each (fixed `seed`), the statistic `⟨Z, u⟩` of
+/// `privatize(u)` as a pilot (bin edges), then under `u` and under `−u`; returns
+/// [`histogram_violation`] of the two samples.
+pub fn histogram_worst_pair(
+    u: &[f64],
+    n: usize,
+    seed: u64,
+    epsilon: f64,
+    mut privatize: impl FnMut(&[f64], &mut rand_chacha::ChaCha20Rng) -> Vec<f64>,
+) -> f64 {
+    use rand::SeedableRng;
+    let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(seed);
+    let neg: Vec<f64> = u.iter().map(|x| -x).collect();
+    let mut stat = |v: &[f64]| -> Vec<f64> {
+        (0..n)
+            .map(|_| {
+                let z = privatize(v, &mut rng);
+                z.iter().zip(u).map(|(a, b)| a * b).sum()
+            })
+            .collect()
+    };
+    let pilot = stat(u);
+    let a = stat(u);
+    let b = stat(&neg);
+    histogram_violation(&pilot, &a, &b, epsilon)
+}
+
 /// Threshold for [`histogram_violation`].
 pub const HIST_Z: f64 = 4.5;
