@@ -142,6 +142,7 @@ fn params(kind: MechanismKind, k: usize, p: usize) -> MechanismParams {
         seed: Some(Seed::parse_hex("d9e5").expect("valid hex seed")),
         min_norm: kind.needs_min_norm().then_some(MNIST_MIN_NORM),
         individual_dp: kind.is_idp(),
+        local: Default::default(),
     }
 }
 

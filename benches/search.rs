@@ -90,6 +90,7 @@ fn params(kind: MechanismKind, p: usize, epsilon: f64) -> MechanismParams {
         seed: Some(Seed::parse_hex("5ea4c4").expect("valid hex seed")),
         min_norm: None,
         individual_dp: false,
+        local: Default::default(),
     }
 }
 

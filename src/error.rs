@@ -81,6 +81,15 @@ pub enum Error {
 }
 
 impl Error {
+    /// The message without the parameter prefix (`invalid X: `), for errors re-reported in
+    /// another context (e.g. under a file name).
+    pub fn detail(&self) -> String {
+        match self {
+            Error::Param { msg, .. } => msg.clone(),
+            other => other.to_string(),
+        }
+    }
+
     /// An I/O error on `path`.
     pub fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
         Error::Io {

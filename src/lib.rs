@@ -17,6 +17,8 @@
 
 //!
 //! The library mirrors the commands: publish, open a release, search it, estimate with error bars.
+//! Local-DP mean estimation (each user privatises their own vector; a server averages) is in
+//! [`mechanism::local`] (the mechanisms) and [`aggregate`] (the streaming, mergeable mean).
 //!
 //! ```
 //! use dprp::data::{native, sample};
@@ -47,6 +49,7 @@
 //!         seed: None,
 //!         min_norm: None,
 //!         individual_dp: false,
+//!         local: Default::default(),
 //!     },
 //!     output: dir.path().join("sample.dprp"),
 //! };
@@ -58,7 +61,7 @@
 //! let hits = exact::search(&db, &db, Measure::Cosine, 5, None)?;
 //! assert_eq!(hits.len(), 2000);
 //! let mechanism = from_record(&release.meta().mechanism, &release.meta().guarantee)?;
-//! let e = estimate_ip(&mechanism.estimator(), release.row(0)?, release.row(1)?, None)
+//! let e = estimate_ip(&mechanism.estimator()?, release.row(0)?, release.row(1)?, None)
 //!     .expect("a Gaussian release has an inner-product estimator");
 //! println!("⟨u0,u1⟩ ≈ {:.2} ± {:.2} ({})", e.inner_product, e.se, e.formula);
 //! # Ok(()) }
@@ -66,6 +69,7 @@
 
 #![warn(missing_docs)]
 
+pub mod aggregate;
 pub mod atomic;
 pub mod cli;
 pub mod data;

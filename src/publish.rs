@@ -13,7 +13,9 @@ use std::sync::mpsc::sync_channel;
 
 use rayon::prelude::*;
 
-use crate::data::scale::{check_domain, check_finite, column_max_abs, Scaler, ScalingRequest};
+use crate::data::scale::{
+    check_finite, check_input_domain, column_max_abs, Scaler, ScalingRequest,
+};
 use crate::data::{open_reader, Dataset, InputOptions, RowReader, Scaling};
 use crate::error::{Error, Result};
 use crate::mechanism::{self, Mechanism, MechanismParams, Payload, SketchMut};
@@ -100,6 +102,11 @@ pub fn noise_generator(kind: mechanism::MechanismKind) -> String {
              coin bit for values exactly 0"
         ),
         k if k.is_sign() => format!("{stream}; {flips}"),
+        k if k.is_local() => format!(
+            "{stream}, rows in order within a block; N(0,1) by ziggurat (rand_distr \
+             StandardNormal, f64), uniforms from 53-bit words, truncated normals and Beta cap \
+             draws by inversion in log space"
+        ),
         _ => NOISE_GENERATOR.to_string(),
     }
 }
@@ -259,7 +266,7 @@ fn process_chunk(
             check_finite(v, p, r0, path)?;
             s.apply(v, p);
         }
-        check_domain(v, p, r0, path)?;
+        check_input_domain(mech.input_domain(), v, p, r0, path)?;
         if let Some(nu) = nu {
             check_min_norm(v, p, r0, nu, path)?;
         }
@@ -404,7 +411,7 @@ pub fn publish_with(
         warnings.push(format!(
             "{} gives pure ε-{}: --delta is not used",
             params.kind.name(),
-            if params.kind.is_idp() { "iDP" } else { "DP" }
+            params.kind.guarantee_kind().short()
         ));
     }
     if params.kind.needs_min_norm() && scaling.unit_norm() {

@@ -54,6 +54,7 @@ fn coverage(kind: MechanismKind, proj: Option<DenseKind>, k: usize, raw_query: b
             seed: Some(Seed::parse_hex(&format!("{:x}", 7000 + t)).unwrap()),
             min_norm: None,
             individual_dp: false,
+            local: Default::default(),
         })
         .unwrap();
         let kk = m.output_dim();
@@ -61,15 +62,15 @@ fn coverage(kind: MechanismKind, proj: Option<DenseKind>, k: usize, raw_query: b
         both.extend_from_slice(&v);
         let mut out = vec![0f32; 2 * kk];
         let mut rng = NoiseSource::from_seed(&format!("cov{t}")).block_rng(0);
-        m.privatise(&both, SketchMut::Real(&mut out), &mut rng)
+        m.privatise(&both, 0, SketchMut::Real(&mut out), &mut rng)
             .unwrap();
         let (x, y) = out.split_at(kk);
         let e = if raw_query {
             let mut q = vec![0f32; kk];
-            m.project(&u, &mut q);
-            estimate_ip(&m.estimator(), &q, y, Some(norm_u_sq)).unwrap()
+            m.project(&u, &mut q).unwrap();
+            estimate_ip(&m.estimator().unwrap(), &q, y, Some(norm_u_sq)).unwrap()
         } else {
-            estimate_ip(&m.estimator(), x, y, None).unwrap()
+            estimate_ip(&m.estimator().unwrap(), x, y, None).unwrap()
         };
         covered += ((e.inner_product - truth).abs() <= 1.96 * e.se) as usize;
     }
@@ -297,6 +298,7 @@ fn sign_coverage(
         seed: Some(Seed::parse_hex("1").unwrap()),
         min_norm: Some(0.01),
         individual_dp: false,
+        local: Default::default(),
     })
     .unwrap();
     let mut rec = m0.record();
@@ -322,7 +324,7 @@ fn sign_coverage(
         let (mut a, mut b) = (vec![0u64; wpr], vec![0u64; wpr]);
         let mut x = vec![0f32; k];
         let raw = |row: &[f32], out: &mut [u64], x: &mut [f32]| {
-            m.project(row, x);
+            m.project(row, x).unwrap();
             pack_signs(x, out);
         };
         let mut rng = NoiseSource::from_seed(&format!("sign-cov-{t}")).block_rng(0);
@@ -332,12 +334,15 @@ fn sign_coverage(
                 raw(&v, &mut b, &mut x);
             }
             (Some(_), QueryMode::BothPrivate) => {
-                m.privatise(&u, SketchMut::Bits(&mut a), &mut rng).unwrap();
-                m.privatise(&v, SketchMut::Bits(&mut b), &mut rng).unwrap();
+                m.privatise(&u, 0, SketchMut::Bits(&mut a), &mut rng)
+                    .unwrap();
+                m.privatise(&v, 0, SketchMut::Bits(&mut b), &mut rng)
+                    .unwrap();
             }
             (Some(_), QueryMode::RawQuery) => {
                 raw(&u, &mut a, &mut x);
-                m.privatise(&v, SketchMut::Bits(&mut b), &mut rng).unwrap();
+                m.privatise(&v, 0, SketchMut::Bits(&mut b), &mut rng)
+                    .unwrap();
             }
         }
         let s = &est[agreements(&a, &b, k) as usize];

@@ -31,6 +31,7 @@ fn params(kind: MechanismKind, k: usize) -> MechanismParams {
         seed: Some(dprp::projection::Seed::parse_hex("3a1").unwrap()),
         min_norm: None,
         individual_dp: false,
+        local: Default::default(),
     }
 }
 
@@ -97,7 +98,7 @@ fn mnist_train_converts_and_publishes() {
         let mut x = vec![0f32; k];
         let (mut s1, mut s2, mut n) = (0f64, 0f64, 0f64);
         for i in 0..2000 {
-            m.project(d.row(i), &mut x);
+            m.project(d.row(i), &mut x).unwrap();
             for (a, b) in rel.row(i).unwrap().iter().zip(&x) {
                 let e = (*a as f64) - (*b as f64);
                 s1 += e;

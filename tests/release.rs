@@ -43,6 +43,7 @@ fn params(kind: MechanismKind, k: Option<usize>) -> MechanismParams {
         seed: Some(Seed::parse_hex("d1").unwrap()),
         min_norm: None,
         individual_dp,
+        local: Default::default(),
     }
 }
 
@@ -93,8 +94,8 @@ fn streamed_release_equals_in_memory_privatisation() {
         let m2 = from_record(&r.meta().mechanism, &r.meta().guarantee).unwrap();
         let mut a = vec![0f32; m.output_dim()];
         let mut b = vec![0f32; m.output_dim()];
-        m.project(d.row(3), &mut a);
-        m2.project(d.row(3), &mut b);
+        m.project(d.row(3), &mut a).unwrap();
+        m2.project(d.row(3), &mut b).unwrap();
         assert_eq!(a, b);
         assert!(!r.meta().private);
     }

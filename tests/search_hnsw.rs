@@ -652,6 +652,7 @@ fn mechanism(kind: MechanismKind, k: usize) -> Box<dyn Mechanism> {
         seed: Some(dprp::projection::Seed::parse_hex("5eed").unwrap()),
         min_norm: None,
         individual_dp: kind.is_idp(),
+        local: Default::default(),
     })
     .unwrap()
 }
@@ -660,7 +661,8 @@ fn mechanism(kind: MechanismKind, k: usize) -> Box<dyn Mechanism> {
 fn project(m: &dyn Mechanism, queries: &Dataset, nq: usize) -> Vec<f32> {
     let k = m.output_dim();
     let mut out = vec![0f32; nq * k];
-    m.project(&queries.values[..nq * queries.p], &mut out);
+    m.project(&queries.values[..nq * queries.p], &mut out)
+        .unwrap();
     out
 }
 

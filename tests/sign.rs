@@ -26,6 +26,7 @@ fn params(kind: MechanismKind, p: usize, k: usize, eps: f64) -> MechanismParams 
         seed: Some(Seed::parse_hex("5151").unwrap()),
         min_norm: Some(2.0),
         individual_dp: true,
+        local: Default::default(),
     }
 }
 
@@ -47,7 +48,7 @@ fn flip_counts(m: &dyn Mechanism, u: &[f32], trials: usize) -> (Vec<u64>, Vec<f3
     let k = m.output_dim();
     let wpr = k.div_ceil(64);
     let mut x = vec![0f32; k];
-    m.project(u, &mut x);
+    m.project(u, &mut x).unwrap();
     let mut clean = vec![0u64; wpr];
     pack_signs(&x, &mut clean);
     let mut counts = vec![0u64; k];
@@ -55,7 +56,8 @@ fn flip_counts(m: &dyn Mechanism, u: &[f32], trials: usize) -> (Vec<u64>, Vec<f3
     let noise = NoiseSource::from_seed("flip-rates");
     for t in 0..trials {
         let mut rng = noise.block_rng(t as u64);
-        m.privatise(u, SketchMut::Bits(&mut out), &mut rng).unwrap();
+        m.privatise(u, 0, SketchMut::Bits(&mut out), &mut rng)
+            .unwrap();
         for (j, c) in counts.iter_mut().enumerate() {
             *c += (bit(&out, j) != bit(&clean, j)) as u64;
         }
@@ -262,7 +264,7 @@ fn idp_signs_outside_the_noise_set_cannot_change() {
         for _ in 0..40 {
             let u: Vec<f32> = random_row(&mut rng, p).iter().map(|v| v * 0.3).collect();
             let mut x = vec![0f32; k];
-            m.project(&u, &mut x);
+            m.project(&u, &mut x).unwrap();
             let mut mask = Vec::new();
             let size = s.noise_set(&x, &mut mask);
             in_a_total += size;
@@ -271,7 +273,7 @@ fn idp_signs_outside_the_noise_set_cannot_change() {
                     let mut v = u.clone();
                     v[i] += d;
                     let mut y = vec![0f32; k];
-                    m.project(&v, &mut y);
+                    m.project(&v, &mut y).unwrap();
                     for j in (0..k).filter(|&j| !mask[j]) {
                         assert_eq!(
                             x[j] >= 0.0,
@@ -287,7 +289,8 @@ fn idp_signs_outside_the_noise_set_cannot_change() {
             for t in 0..20 {
                 let mut out = vec![0u64; k.div_ceil(64)];
                 let mut r = NoiseSource::from_seed(&format!("idp{t}")).block_rng(0);
-                m.privatise(&u, SketchMut::Bits(&mut out), &mut r).unwrap();
+                m.privatise(&u, 0, SketchMut::Bits(&mut out), &mut r)
+                    .unwrap();
                 for j in (0..k).filter(|&j| !mask[j]) {
                     assert_eq!(bit(&out, j), bit(&clean, j));
                 }
@@ -310,7 +313,7 @@ fn idp_calibration_follows_the_noise_set() {
     let m = build(&params(MechanismKind::IdpSignrpRr, p, k, 2.0)).unwrap();
     let s = SignSketch::from_record(&m.record(), &m.guarantee()).unwrap();
     let mut x = vec![0f32; k];
-    m.project(&u, &mut x);
+    m.project(&u, &mut x).unwrap();
     let mut mask = Vec::new();
     let size = s.noise_set(&x, &mut mask);
     assert!(size > 2);
@@ -399,12 +402,14 @@ fn sign_estimator_is_unbiased_with_the_theorem_variance() {
             let wpr = k.div_ceil(64);
             let (mut a, mut b) = (vec![0u64; wpr], vec![0u64; wpr]);
             let mut r = NoiseSource::from_seed(&format!("est{t}")).block_rng(0);
-            m.privatise(&v, SketchMut::Bits(&mut b), &mut r).unwrap();
+            m.privatise(&v, 0, SketchMut::Bits(&mut b), &mut r).unwrap();
             match mode {
-                QueryMode::BothPrivate => m.privatise(&u, SketchMut::Bits(&mut a), &mut r).unwrap(),
+                QueryMode::BothPrivate => {
+                    m.privatise(&u, 0, SketchMut::Bits(&mut a), &mut r).unwrap()
+                }
                 QueryMode::RawQuery => {
                     let mut x = vec![0f32; k];
-                    m.project(&u, &mut x);
+                    m.project(&u, &mut x).unwrap();
                     pack_signs(&x, &mut a);
                 }
             }
@@ -640,7 +645,7 @@ fn idp_gaussian_releases_each_sign_with_the_calibrated_probability() {
         let mut out = vec![0u64; k.div_ceil(64)];
         let noise = NoiseSource::from_seed("idp-gaussian-rates");
         for t in 0..trials {
-            m.privatise(&u, SketchMut::Bits(&mut out), &mut noise.block_rng(t))
+            m.privatise(&u, 0, SketchMut::Bits(&mut out), &mut noise.block_rng(t))
                 .unwrap();
             for (j, c) in ones.iter_mut().enumerate() {
                 *c += bit(&out, j) as u64;
@@ -684,7 +689,7 @@ fn idp_gaussian_releases_each_sign_with_the_calibrated_probability() {
     let mut out = vec![0u64; k.div_ceil(64)];
     let noise = NoiseSource::from_seed("idp-gaussian-power");
     for t in 0..trials {
-        m.privatise(&u, SketchMut::Bits(&mut out), &mut noise.block_rng(t))
+        m.privatise(&u, 0, SketchMut::Bits(&mut out), &mut noise.block_rng(t))
             .unwrap();
         for (j, c) in ones.iter_mut().enumerate() {
             *c += bit(&out, j) as u64;

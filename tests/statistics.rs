@@ -58,6 +58,7 @@ fn params(
         seed: Some(Seed::parse_hex(&format!("{:x}", seed + 1)).unwrap()),
         min_norm: None,
         individual_dp: false,
+        local: Default::default(),
     }
 }
 
@@ -111,18 +112,18 @@ fn simulate(
         assert_eq!(kk, m.output_dim());
         let mut out = vec![0f32; 2 * kk];
         let mut rng = NoiseSource::from_seed(&format!("stat-{t}")).block_rng(0);
-        m.privatise(&rows, SketchMut::Real(&mut out), &mut rng)
+        m.privatise(&rows, 0, SketchMut::Real(&mut out), &mut rng)
             .unwrap();
         let (x, y) = out.split_at(kk);
         let x = match mode {
             QueryMode::BothPrivate => x.to_vec(),
             QueryMode::RawQuery => {
                 let mut q = vec![0f32; kk];
-                m.project(&u, &mut q);
+                m.project(&u, &mut q).unwrap();
                 q
             }
         };
-        let e = m.estimator();
+        let e = m.estimator().unwrap();
         est.push(e.inner_product(&x, y));
         let dprp::estimate::Estimator::Gaussian {
             family: f, sigma, ..
@@ -255,6 +256,7 @@ fn noise_is_gaussian_with_the_calibrated_sigma() {
         seed: Some(Seed::parse_hex("5").unwrap()),
         min_norm: None,
         individual_dp: false,
+        local: Default::default(),
     })
     .unwrap();
     let sigma = analytic_sigma(1.0, 2.0, 1e-5).unwrap();
@@ -263,7 +265,7 @@ fn noise_is_gaussian_with_the_calibrated_sigma() {
     let zeros = vec![0f32; rows * p];
     let mut out = vec![0f32; rows * p];
     let mut rng = NoiseSource::from_seed("noise-test").block_rng(0);
-    m.privatise(&zeros, SketchMut::Real(&mut out), &mut rng)
+    m.privatise(&zeros, 0, SketchMut::Real(&mut out), &mut rng)
         .unwrap();
     let n = out.len() as f64;
     let xs: Vec<f64> = out.iter().map(|&x| x as f64).collect();

@@ -48,6 +48,15 @@ pub struct CalibrateArgs {
     /// Public lower bound ν on row norms (dp-signrp-rr).
     #[arg(long, allow_negative_numbers = true)]
     min_norm: Option<f64>,
+    /// Local mechanisms: number of users n, for the error of the mean (default: a table).
+    #[arg(long)]
+    users: Option<u64>,
+    /// privunit2-norm: the norm's budget ε₂.
+    #[arg(long, allow_negative_numbers = true)]
+    epsilon_norm: Option<f64>,
+    /// privunit2-norm: radius R of the input ball; scalar-dp: upper bound R of the values.
+    #[arg(long, allow_negative_numbers = true)]
+    radius: Option<f64>,
 }
 
 pub fn run(a: CalibrateArgs) -> Result<()> {
@@ -85,6 +94,24 @@ pub fn run(a: CalibrateArgs) -> Result<()> {
         .dim
         .filter(|&p| p > 0)
         .ok_or_else(|| Error::param("--dim", "give the input dimension p ≥ 1"))?;
+    if kind.is_local() {
+        return local_table(&a, kind, p);
+    }
+    for (given, opt) in [
+        (a.users.is_some(), "--users"),
+        (a.epsilon_norm.is_some(), "--epsilon-norm"),
+        (a.radius.is_some(), "--radius"),
+    ] {
+        if given {
+            return Err(Error::param(
+                opt,
+                format!(
+                    "applies to the local-DP mechanisms only, not {}",
+                    kind.name()
+                ),
+            ));
+        }
+    }
     let seed = match a.projection_seed.as_deref() {
         Some(s) => Seed::parse_hex(s)?,
         None => Seed::random()?,
@@ -130,13 +157,14 @@ pub fn run(a: CalibrateArgs) -> Result<()> {
             seed: Some(seed),
             min_norm: None,
             individual_dp: false,
+            local: Default::default(),
         };
         let m = mechanism::build(&params)?;
         let rec = m.record();
         let Some(cal) = rec.gaussian.as_ref() else {
             continue;
         };
-        let est = m.estimator();
+        let est = m.estimator()?;
         let crate::estimate::Estimator::Gaussian { family, .. } = est else {
             continue;
         };
@@ -193,6 +221,78 @@ pub fn run(a: CalibrateArgs) -> Result<()> {
     Ok(())
 }
 
+/// A local mechanism's guarantee, constants and error: per user, and of the mean over n users.
+fn local_table(a: &CalibrateArgs, kind: MechanismKind, p: usize) -> Result<()> {
+    use crate::mechanism::{LocalMap, LocalOptions};
+    let map = a.projection.as_deref().map(LocalMap::parse).transpose()?;
+    let ks: Vec<Option<usize>> = match (kind.projects(), a.k) {
+        (false, _) => vec![None],
+        (true, Some(k)) => vec![Some(k)],
+        (true, None) => [10, 50, 100, 500, 1000, 2000]
+            .into_iter()
+            .filter(|&k| k <= p)
+            .map(Some)
+            .collect(),
+    };
+    if ks.is_empty() {
+        return Err(Error::param(
+            "--dim",
+            format!("projunit needs k ≤ d; d = {p} is below 10, give --k"),
+        ));
+    }
+    let users: Vec<u64> = match a.users {
+        Some(0) => return Err(Error::param("--users", "give at least one user")),
+        Some(n) => vec![n],
+        None => vec![100, 10_000, 1_000_000],
+    };
+    let mut first = true;
+    for k in ks {
+        let params = MechanismParams {
+            kind,
+            epsilon: a.epsilon,
+            delta: None,
+            beta: 1.0,
+            neighbour: Neighbour::ReplaceOne,
+            p,
+            k,
+            projection: None,
+            seed: Some(Seed([0; 32])),
+            min_norm: None,
+            individual_dp: false,
+            local: LocalOptions {
+                map,
+                epsilon_norm: a.epsilon_norm,
+                radius: a.radius,
+                first_row: 0,
+            },
+        };
+        let m = mechanism::build(&params)?;
+        let rec = m.record();
+        let Some(l) = rec.local.as_ref() else {
+            continue;
+        };
+        if first {
+            let g = m.guarantee();
+            outln!("{} at d = {p}: {}", kind.name(), g.label())?;
+            outln!("guarantee: {}", g.sentence())?;
+            outln!("per-user error: {}", l.mse_note)?;
+            first = false;
+        }
+        let errs: Vec<String> = users
+            .iter()
+            .map(|&n| format!("n = {n}: {:.4e}", l.mse_per_user / n as f64))
+            .collect();
+        outln!(
+            "{}constants: {}\n  E‖Z − v‖² per user = {:.6}; E‖mean − μ‖² = per user / n: {}",
+            k.map(|k| format!("k = {k}: ")).unwrap_or_default(),
+            super::info::describe_constants(&l.constants),
+            l.mse_per_user,
+            errs.join(", ")
+        )?;
+    }
+    Ok(())
+}
+
 /// The flip parameters of a sign mechanism for each k: N₊ and its inputs, ε' per sign, flip
 /// probabilities (DESIGN.md §4).
 fn sign_table(
@@ -219,6 +319,7 @@ fn sign_table(
             seed: Some(seed),
             min_norm: a.min_norm,
             individual_dp: true,
+            local: Default::default(),
         };
         let m = mechanism::build(&params)?;
         let rec = m.record();

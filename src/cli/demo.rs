@@ -81,6 +81,7 @@ pub fn run(a: DemoArgs) -> Result<()> {
                 seed: None,
                 min_norm: None,
                 individual_dp: false,
+                local: Default::default(),
             },
             output: out.clone(),
         };
@@ -117,7 +118,7 @@ fn norm(v: &[f32]) -> f64 {
 /// 400 disjoint pairs that share one projection, and says so.
 fn utility(r: &Release, data: &crate::data::Dataset) -> Result<()> {
     let m = mechanism::from_record(&r.meta().mechanism, &r.meta().guarantee)?;
-    let est = m.estimator();
+    let est = m.estimator()?;
     let k = r.k();
     let wpr = k.div_ceil(64);
     let bits = r.bits().ok();
@@ -213,7 +214,7 @@ fn utility(r: &Release, data: &crate::data::Dataset) -> Result<()> {
     let queries = 200.min(data.n / 2);
     let db = queries..data.n;
     let mut projected = vec![0f32; queries * k];
-    m.project(&data.values[..queries * data.p], &mut projected);
+    m.project(&data.values[..queries * data.p], &mut projected)?;
     let (mut hit_raw, mut hit_priv) = (0usize, 0usize);
     for q in 0..queries {
         let qv = &projected[q * k..(q + 1) * k];

@@ -237,7 +237,7 @@ const RAW: &str = "raw query (no noise on its side)";
 
 fn pair(r: &Release, m: &dyn Mechanism, i: usize, j: usize) -> Result<Line> {
     let k = r.k();
-    match m.estimator() {
+    match m.estimator()? {
         Estimator::Sign { eps_prime, .. } => {
             let w = k.div_ceil(64);
             let b = r.bits()?;
@@ -263,8 +263,8 @@ fn pair(r: &Release, m: &dyn Mechanism, i: usize, j: usize) -> Result<Line> {
 fn query(r: &Release, m: &dyn Mechanism, u: &[f32], file: String, j: usize) -> Result<Line> {
     let k = r.k();
     let mut x = vec![0f32; k];
-    m.project(u, &mut x);
-    match m.estimator() {
+    m.project(u, &mut x)?;
+    match m.estimator()? {
         Estimator::Sign { eps_prime, .. } => {
             let w = k.div_ceil(64);
             let mut q = vec![0u64; w];

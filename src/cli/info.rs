@@ -34,6 +34,20 @@ pub fn run(a: InfoArgs) -> Result<()> {
     Ok(())
 }
 
+/// `gamma = 0.1234, p = 0.9`: a local release's constants, six significant digits.
+pub fn describe_constants(c: &[(String, f64)]) -> String {
+    c.iter()
+        .map(|(n, v)| {
+            if *v == 0.0 || (1e-3..1e6).contains(&v.abs()) {
+                format!("{n} = {v:.6}")
+            } else {
+                format!("{n} = {v:.6e}")
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 /// The human-readable description printed by `dprp info` (and the demo).
 pub fn describe(r: &Release) -> String {
     let m = r.meta();
@@ -92,8 +106,28 @@ pub fn describe(r: &Release) -> String {
             ProjectionRecord::Oporp { seed, layout } => {
                 format!("OPORP, public seed {}, layout v{layout}", seed.to_hex())
             }
+            ProjectionRecord::PerRow { map, seed, layout } => format!(
+                "one public {} map per row (row i: the seed of row first_row + i derived from \
+                 release seed {}), layout v{layout}",
+                map.name(),
+                seed.to_hex()
+            ),
         },
     );
+    if let Some(l) = &m.mechanism.local {
+        line("constants", describe_constants(&l.constants));
+        line(
+            "mean error",
+            format!(
+                "E‖Z − v‖² per user = {:.6} ({}); the mean of n rows has 1/n of it",
+                l.mse_per_user, l.mse_note
+            ),
+        );
+        line("decoder", l.decoder.clone());
+        if l.first_row != 0 {
+            line("first row", format!("row ids start at {}", l.first_row));
+        }
+    }
     if let Some(c) = &m.mechanism.gaussian {
         line(
             "noise",
@@ -115,23 +149,38 @@ pub fn describe(r: &Release) -> String {
         "noise source",
         format!("{} — {}", m.noise.source, m.noise.generator),
     );
-    line(
-        "privacy",
-        format!(
-            "{}; ε = {}, δ = {}, β = {}, neighbours: {}",
-            if m.private {
-                g.label()
-            } else {
-                "NOT PRIVATE".into()
-            },
-            g.epsilon,
-            g.delta
-                .map(|d| format!("{d:e}"))
-                .unwrap_or_else(|| "0".into()),
-            g.beta,
-            g.neighbour.name()
-        ),
-    );
+    if g.kind == crate::privacy::guarantee::GuaranteeKind::LocalDp {
+        line(
+            "privacy",
+            format!(
+                "{} ({})",
+                if m.private {
+                    g.label()
+                } else {
+                    "NOT PRIVATE".into()
+                },
+                g.replace_one()
+            ),
+        );
+    } else {
+        line(
+            "privacy",
+            format!(
+                "{}; ε = {}, δ = {}, β = {}, neighbours: {}",
+                if m.private {
+                    g.label()
+                } else {
+                    "NOT PRIVATE".into()
+                },
+                g.epsilon,
+                g.delta
+                    .map(|d| format!("{d:e}"))
+                    .unwrap_or_else(|| "0".into()),
+                g.beta,
+                g.neighbour.name()
+            ),
+        );
+    }
     line("scaling", m.scaling.describe());
     line("guarantee", m.statement.clone());
     s

@@ -18,10 +18,11 @@ mod estimate;
 mod eval;
 mod index;
 mod info;
+mod mean;
 mod publish;
 mod query;
 
-/// Differentially private random-projection sketches.
+/// Differentially private random-projection sketches and local-DP mean estimation.
 #[derive(Debug, Parser)]
 #[command(name = "dprp", version, about, long_about = None)]
 pub struct Cli {
@@ -44,6 +45,8 @@ enum Command {
     Estimate(estimate::EstimateArgs),
     /// Nearest neighbours of query vectors (or of another release's rows) among released rows.
     Query(query::QueryArgs),
+    /// The mean of the users' vectors from local-DP releases, with its expected error.
+    Mean(mean::MeanArgs),
     /// Build an HNSW index over a release for fast approximate queries.
     Index(index::IndexArgs),
     /// How much utility each mechanism keeps at given ε and k (retrieval or a linear SVM), before
@@ -117,6 +120,9 @@ pub struct ScaleArgs {
     /// Clamp values to [-1, 1].
     #[arg(long)]
     clip: bool,
+    /// Shrink rows whose ℓ₂ norm exceeds R to norm R (local-DP mechanisms on a ball).
+    #[arg(long, value_name = "R", allow_negative_numbers = true)]
+    clip_norm: Option<f64>,
 }
 
 impl ScaleArgs {
@@ -130,6 +136,7 @@ impl ScaleArgs {
                 .transpose()?
                 .unwrap_or(false),
             clip: self.clip,
+            clip_norm: self.clip_norm,
         })
     }
 }
@@ -144,6 +151,7 @@ fn run(cli: Cli) -> Result<()> {
         Command::Estimate(a) => estimate::run(a),
         Command::Query(a) => query::run(a),
         Command::Index(a) => index::run(a),
+        Command::Mean(a) => mean::run(a),
         Command::Eval(a) => eval::run(a),
 
         Command::Sample { output } => {

@@ -3,8 +3,8 @@ use std::path::PathBuf;
 use clap::Args;
 
 use super::{InputArgs, ScaleArgs};
-use crate::error::Result;
-use crate::mechanism::{MechanismKind, MechanismParams};
+use crate::error::{Error, Result};
+use crate::mechanism::{LocalMap, LocalOptions, MechanismKind, MechanismParams};
 use crate::privacy::guarantee::Neighbour;
 use crate::privacy::noise::NoiseSource;
 use crate::projection::{DenseKind, Seed};
@@ -14,9 +14,10 @@ use crate::publish::{publish_with, PublishOptions, PublishRequest};
 pub struct PublishArgs {
     /// Input dataset (native .bin or any supported format).
     input: PathBuf,
-    /// Mechanism: raw-g-opt, dp-rp-g, dp-rp-g-opt, dp-oporp, dp-signrp-rr, dp-signrp-rr-smooth,
-    /// dp-signoporp-rr, dp-signoporp-rr-smooth, idp-signrp-g, idp-signrp-rr, idp-signoporp-g,
-    /// idp-signoporp-rr.
+    /// Mechanism. Sketches: raw-g-opt, dp-rp-g, dp-rp-g-opt, dp-oporp, dp-signrp-rr,
+    /// dp-signrp-rr-smooth, dp-signoporp-rr, dp-signoporp-rr-smooth, idp-signrp-g, idp-signrp-rr,
+    /// idp-signoporp-g, idp-signoporp-rr. Local DP (mean estimation): privunit2, duchi,
+    /// privunitg, projunit, scalar-dp, privunit2-norm.
     #[arg(short, long)]
     mechanism: String,
     /// Privacy parameter ε > 0.
@@ -25,18 +26,31 @@ pub struct PublishArgs {
     /// Privacy parameter δ in (0, 1) (Gaussian mechanisms).
     #[arg(short, long, allow_negative_numbers = true)]
     delta: Option<f64>,
-    /// Neighbour distance β > 0.
-    #[arg(short, long, default_value_t = 1.0, allow_negative_numbers = true)]
-    beta: f64,
-    /// Neighbour relation: coordinate (one coordinate of one row changes by ≤ β) or l1.
-    #[arg(long, default_value = "coordinate")]
-    neighbour: String,
+    /// Neighbour distance β > 0 (sketch mechanisms; default 1).
+    #[arg(short, long, allow_negative_numbers = true)]
+    beta: Option<f64>,
+    /// Neighbour relation of the sketch mechanisms: coordinate (one coordinate of one row changes
+    /// by ≤ β; the default) or l1. Local mechanisms are always replace-one.
+    #[arg(long)]
+    neighbour: Option<String>,
     /// Number of projections (sketch width).
     #[arg(short, long)]
     k: Option<usize>,
-    /// Dense projection: rademacher (default), gaussian, uniform or sparse:S.
+    /// Dense projection: rademacher (default), gaussian, uniform or sparse:S. For projunit:
+    /// srht (default), rotation, gaussian or srht-nearly-unbiased.
     #[arg(long)]
     projection: Option<String>,
+    /// privunit2-norm: the norm's budget ε₂ (--epsilon is then the direction's ε₁).
+    #[arg(long, allow_negative_numbers = true)]
+    epsilon_norm: Option<f64>,
+    /// privunit2-norm: public radius R of the input ball; scalar-dp: public upper bound R of the
+    /// values (inputs in [0, R]).
+    #[arg(long, allow_negative_numbers = true)]
+    radius: Option<f64>,
+    /// Local mechanisms with per-row maps (projunit): the id of the first row, so shards of users
+    /// published under one seed get disjoint maps (default 0).
+    #[arg(long, default_value_t = 0)]
+    first_row: u64,
     /// Public projection seed, up to 64 hex digits (default: fresh from the OS, recorded).
     #[arg(long)]
     projection_seed: Option<String>,
@@ -64,15 +78,42 @@ pub struct PublishArgs {
 }
 
 pub fn run(a: PublishArgs) -> Result<()> {
+    let kind = MechanismKind::parse(&a.mechanism)?;
+    let (projection, map) = match (&a.projection, kind.is_local()) {
+        (None, _) => (None, None),
+        (Some(p), false) => (Some(DenseKind::parse(p)?), None),
+        (Some(p), true) => (None, Some(LocalMap::parse(p)?)),
+    };
+    if kind.is_local() {
+        for (given, opt) in [
+            (a.beta.is_some(), "--beta"),
+            (a.neighbour.is_some(), "--neighbour"),
+        ] {
+            if given {
+                return Err(Error::param(
+                    opt,
+                    format!(
+                        "{} is local DP: any two inputs of its domain are neighbours \
+                         (replace-one), so β and the neighbour relation do not apply",
+                        kind.name()
+                    ),
+                ));
+            }
+        }
+    }
     let params = MechanismParams {
-        kind: MechanismKind::parse(&a.mechanism)?,
+        kind,
         epsilon: a.epsilon,
         delta: a.delta,
-        beta: a.beta,
-        neighbour: Neighbour::parse(&a.neighbour)?,
+        beta: a.beta.unwrap_or(1.0),
+        neighbour: match &a.neighbour {
+            Some(n) => Neighbour::parse(n)?,
+            None if kind.is_local() => Neighbour::ReplaceOne,
+            None => Neighbour::Coordinate,
+        },
         p: 0,
         k: a.k,
-        projection: a.projection.as_deref().map(DenseKind::parse).transpose()?,
+        projection,
         seed: a
             .projection_seed
             .as_deref()
@@ -80,6 +121,12 @@ pub fn run(a: PublishArgs) -> Result<()> {
             .transpose()?,
         min_norm: a.min_norm,
         individual_dp: a.individual_dp,
+        local: LocalOptions {
+            map,
+            epsilon_norm: a.epsilon_norm,
+            radius: a.radius,
+            first_row: a.first_row,
+        },
     };
     let noise = match &a.noise_seed {
         Some(s) => NoiseSource::from_seed(s),
@@ -93,7 +140,7 @@ pub fn run(a: PublishArgs) -> Result<()> {
         output: a.output.clone(),
     };
     if a.memory == 0 {
-        return Err(crate::error::Error::param(
+        return Err(Error::param(
             "--memory",
             "the memory budget must be at least 1 MiB",
         ));
@@ -125,6 +172,17 @@ pub fn run(a: PublishArgs) -> Result<()> {
             g.sigma,
             g.sensitivity,
             g.method
+        )?;
+    }
+    if let Some(l) = &m.mechanism.local {
+        outln!(
+            "constants: {}",
+            super::info::describe_constants(&l.constants)
+        )?;
+        outln!(
+            "error: E‖Z − v‖² = {:.6} per user ({}); dprp mean divides it by n",
+            l.mse_per_user,
+            l.mse_note
         )?;
     }
     outln!("guarantee: {}", m.statement)?;

@@ -116,7 +116,7 @@ pub fn prepare_raw(
     let q = read_raw_queries(r, path, "--queries", no_scale)?;
     let k = r.k();
     let mut x = vec![0f32; q.n * k];
-    m.project(&q.values, &mut x);
+    m.project(&q.values, &mut x)?;
     let ids = (0..q.n as u64).collect();
     Ok(match r.meta().payload {
         Payload::F32 => Prepared {

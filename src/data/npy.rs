@@ -855,3 +855,46 @@ pub(crate) mod tests {
         );
     }
 }
+
+/// The bytes of a 1-D little-endian `f64` `.npy` (format 1.0) holding `values`.
+pub fn f64_vector_bytes(values: &[f64]) -> Vec<u8> {
+    let dict = format!(
+        "{{'descr': '<f8', 'fortran_order': False, 'shape': ({},), }}",
+        values.len()
+    );
+    // Magic (6) + version (2) + header length (2) + dict, padded with spaces and a final newline
+    // to a multiple of 64 bytes.
+    let unpadded = 10 + dict.len() + 1;
+    let pad = (64 - unpadded % 64) % 64;
+    let header_len = dict.len() + pad + 1;
+    let mut out = Vec::with_capacity(10 + header_len + 8 * values.len());
+    out.extend_from_slice(b"\x93NUMPY\x01\x00");
+    out.extend_from_slice(&(header_len as u16).to_le_bytes());
+    out.extend_from_slice(dict.as_bytes());
+    out.extend(std::iter::repeat_n(b' ', pad));
+    out.push(b'\n');
+    for v in values {
+        out.extend_from_slice(&v.to_le_bytes());
+    }
+    out
+}
+
+#[cfg(test)]
+mod vector_tests {
+    use super::*;
+
+    #[test]
+    fn f64_vector_header_is_aligned_and_parsable() {
+        let b = f64_vector_bytes(&[1.5, -2.0, 0.25]);
+        let hl = u16::from_le_bytes([b[8], b[9]]) as usize;
+        assert_eq!((10 + hl) % 64, 0);
+        assert_eq!(b[10 + hl - 1], b'\n');
+        let header = std::str::from_utf8(&b[10..10 + hl]).unwrap();
+        assert!(header.contains("'shape': (3,)"), "{header}");
+        assert_eq!(b.len(), 10 + hl + 24);
+        assert_eq!(
+            f64::from_le_bytes(b[10 + hl..10 + hl + 8].try_into().unwrap()),
+            1.5
+        );
+    }
+}

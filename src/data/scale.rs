@@ -27,6 +27,12 @@ pub enum ScalingStep {
     NormalizeL2,
     /// Every value clamped to `[-1, 1]`.
     Clip,
+    /// Every row longer than `radius` in ℓ₂ norm scaled down to norm `radius` (row-local, public
+    /// radius: data-independent).
+    ClipNorm {
+        /// The public radius.
+        radius: f64,
+    },
 }
 
 /// The ordered list of steps applied to a dataset.
@@ -65,6 +71,7 @@ impl Scaling {
                 ScalingStep::MaxAbs => "per-column max-abs (data-dependent)".into(),
                 ScalingStep::NormalizeL2 => "l2-normalise rows".into(),
                 ScalingStep::Clip => "clip to [-1,1]".into(),
+                ScalingStep::ClipNorm { radius } => format!("clip row norms to {radius}"),
             })
             .collect::<Vec<_>>()
             .join(", then ")
@@ -80,6 +87,8 @@ pub struct ScalingRequest {
     pub normalize_l2: bool,
     /// `--clip`.
     pub clip: bool,
+    /// `--clip-norm R`.
+    pub clip_norm: Option<f64>,
 }
 
 /// The argument of `--scale`.
@@ -122,7 +131,7 @@ pub fn parse_normalize(s: &str) -> Result<bool> {
 impl ScalingRequest {
     /// True when nothing is requested.
     pub fn is_empty(&self) -> bool {
-        self.scale.is_none() && !self.normalize_l2 && !self.clip
+        self.scale.is_none() && !self.normalize_l2 && !self.clip && self.clip_norm.is_none()
     }
     /// True when the request needs a pass over the whole data first (max-abs).
     pub fn needs_column_stats(&self) -> bool {
@@ -136,8 +145,9 @@ pub struct Scaler {
     divide: Option<f64>,
     col_factors: Option<Vec<f32>>,
     normalize_l2: bool,
+    clip_norm: Option<f64>,
     clip: bool,
-    /// The steps, in the order they are applied (scale, normalise, clip).
+    /// The steps, in the order they are applied (scale, normalise, clip the norm, clip).
     pub steps: Vec<ScalingStep>,
 }
 
@@ -172,6 +182,15 @@ impl Scaler {
         if req.normalize_l2 {
             steps.push(ScalingStep::NormalizeL2);
         }
+        if let Some(radius) = req.clip_norm {
+            if !(radius.is_finite() && radius > 0.0) {
+                return Err(Error::param(
+                    "--clip-norm",
+                    format!("the radius must be a positive finite number, got {radius}"),
+                ));
+            }
+            steps.push(ScalingStep::ClipNorm { radius });
+        }
         if req.clip {
             steps.push(ScalingStep::Clip);
         }
@@ -179,6 +198,7 @@ impl Scaler {
             divide,
             col_factors,
             normalize_l2: req.normalize_l2,
+            clip_norm: req.clip_norm,
             clip: req.clip,
             steps,
         })
@@ -203,6 +223,9 @@ impl Scaler {
             if self.normalize_l2 {
                 normalise_row(row);
             }
+            if let Some(r) = self.clip_norm {
+                clip_row_norm(row, r);
+            }
             if self.clip {
                 clip_row(row);
             }
@@ -225,6 +248,21 @@ fn normalise_row(row: &mut [f32]) {
     if norm > 0.0 {
         for v in row.iter_mut() {
             *v = ((*v as f64) / norm).clamp(-1.0, 1.0) as f32;
+        }
+    }
+}
+
+fn clip_row_norm(row: &mut [f32], radius: f64) {
+    let norm = row
+        .iter()
+        .map(|&v| (v as f64) * (v as f64))
+        .sum::<f64>()
+        .sqrt();
+    // NaN and infinite norms are left alone: validation reports the bad value.
+    if norm.is_finite() && norm > radius {
+        let s = radius / norm;
+        for v in row.iter_mut() {
+            *v = ((*v as f64) * s) as f32;
         }
     }
 }
@@ -282,6 +320,7 @@ pub fn scale_queries(
                     ScalingStep::Divide { by } => divide_row(row, by),
                     ScalingStep::NormalizeL2 => normalise_row(row),
                     ScalingStep::Clip => clip_row(row),
+                    ScalingStep::ClipNorm { radius } => clip_row_norm(row, radius),
                     ScalingStep::MaxAbs => {}
                 }
             }
@@ -336,6 +375,63 @@ pub fn check_domain(
         path,
         "rescale explicitly with --scale max-abs, --scale <divisor>, --normalize l2 or --clip",
     )
+}
+
+/// Check a chunk against a mechanism's input domain: the cube `[-1,1]^p` ([`check_domain`]), an
+/// ℓ₂ ball of public radius (a row outside is refused with its norm), or an interval `[0, max]`.
+/// Non-finite values are refused first, naming the cell.
+pub fn check_input_domain(
+    domain: crate::privacy::guarantee::InputDomain,
+    values: &[f32],
+    p: usize,
+    first_row: u64,
+    path: &std::path::Path,
+) -> Result<()> {
+    use crate::privacy::guarantee::InputDomain;
+    if domain == InputDomain::Cube {
+        return check_domain(values, p, first_row, path);
+    }
+    check_finite(values, p, first_row, path)?;
+    if p == 0 {
+        return Ok(());
+    }
+    for (r, row) in values.chunks(p).enumerate() {
+        let row_id = first_row + r as u64;
+        match domain {
+            InputDomain::Ball { radius } => {
+                let norm = row
+                    .iter()
+                    .map(|&v| (v as f64) * (v as f64))
+                    .sum::<f64>()
+                    .sqrt();
+                if norm > radius * (1.0 + crate::mechanism::local::UNIT_NORM_TOL) {
+                    return Err(Error::Row {
+                        path: path.to_path_buf(),
+                        row: row_id,
+                        msg: format!(
+                            "its ℓ₂ norm {norm:.6} is outside {} the mechanism protects; pass \
+                             --normalize l2 (unit rows) or --clip-norm {radius} (shrink longer \
+                             rows) to map rows into it",
+                            domain.describe()
+                        ),
+                    });
+                }
+            }
+            InputDomain::Interval { max } => {
+                let v = row[0] as f64;
+                if !(0.0..=max).contains(&v) {
+                    return Err(Error::Value {
+                        path: path.to_path_buf(),
+                        row: row_id,
+                        col: 0,
+                        msg: format!("value {v} is outside {}", domain.describe()),
+                    });
+                }
+            }
+            InputDomain::Cube => {}
+        }
+    }
+    Ok(())
 }
 
 /// [`check_domain`] with `hint` after a value outside the domain.
@@ -410,6 +506,7 @@ mod tests {
             scale: Some(ScaleArg::Divide(2.0)),
             normalize_l2: true,
             clip: true,
+            clip_norm: None,
         };
         let s = Scaler::new(&req, None).unwrap();
         let mut v = vec![6.0, 8.0, 0.0, 0.0];

@@ -40,6 +40,15 @@ impl MechanismSpec {
             None => (s, None),
         };
         let kind = MechanismKind::parse(name)?;
+        if kind.is_local() {
+            return Err(Error::param(
+                "--mechanisms",
+                format!(
+                    "'{s}' is a local-DP mechanism for mean estimation; eval retrieval and svm \
+                     compare the sketch mechanisms"
+                ),
+            ));
+        }
         let projection = proj.map(DenseKind::parse).transpose()?;
         if projection.is_some() && !kind.dense() {
             return Err(Error::param(
@@ -59,7 +68,7 @@ impl MechanismSpec {
         let mut out: Vec<MechanismSpec> = Vec::new();
         for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
             if part.eq_ignore_ascii_case("all") {
-                for kind in MechanismKind::ALL {
+                for kind in MechanismKind::SKETCH {
                     out.push(MechanismSpec::parse(kind.name())?);
                 }
             } else {
@@ -185,6 +194,7 @@ pub fn mechanism(
         seed: Some(seed),
         min_norm: privacy.min_norm,
         individual_dp: true,
+        local: Default::default(),
     })
 }
 
@@ -294,19 +304,30 @@ impl ReferenceKind {
     /// signs when `signs`). An error means the family cannot take `k` (e.g. OPORP needs k ≤ p).
     pub fn sketch(&self, data: &Dataset, k: usize, seed: Seed) -> Result<Sketches> {
         match self.map {
-            MapFamily::Unprojected => Ok(project_rows(
-                |rows, out| out.copy_from_slice(rows),
+            MapFamily::Unprojected => project_rows(
+                |rows, out| {
+                    out.copy_from_slice(rows);
+                    Ok(())
+                },
                 data,
                 data.p,
                 self.signs,
-            )),
+            ),
             MapFamily::Dense(kind) => {
                 let w = DenseProjection::generate(kind, data.p, k, seed)?;
-                Ok(project_rows(|r, o| w.project(r, o), data, k, self.signs))
+                let map = |r: &[f32], o: &mut [f32]| {
+                    w.project(r, o);
+                    Ok(())
+                };
+                project_rows(map, data, k, self.signs)
             }
             MapFamily::Oporp => {
                 let w = Oporp::generate(data.p, k, seed)?;
-                Ok(project_rows(|r, o| w.project(r, o), data, k, self.signs))
+                let map = |r: &[f32], o: &mut [f32]| {
+                    w.project(r, o);
+                    Ok(())
+                };
+                project_rows(map, data, k, self.signs)
             }
         }
     }
@@ -471,11 +492,11 @@ pub fn describe(
 /// Rows projected with the public map only, no noise (in blocks, to bound the temporary of a
 /// dense product); packed signs when `signs`.
 pub fn project_rows(
-    project: impl Fn(&[f32], &mut [f32]),
+    project: impl Fn(&[f32], &mut [f32]) -> Result<()>,
     data: &Dataset,
     k: usize,
     signs: bool,
-) -> Sketches {
+) -> Result<Sketches> {
     let mut z = vec![0f32; data.n * k];
     let block = 4096;
     for (rows, out) in data
@@ -483,17 +504,17 @@ pub fn project_rows(
         .chunks(block * data.p.max(1))
         .zip(z.chunks_mut(block * k.max(1)))
     {
-        project(rows, out);
+        project(rows, out)?;
     }
     if !signs {
-        return Sketches::Real(z);
+        return Ok(Sketches::Real(z));
     }
     let w = k.div_ceil(64);
     let mut bits = vec![0u64; data.n * w];
     for (x, words) in z.chunks(k.max(1)).zip(bits.chunks_mut(w.max(1))) {
         pack_signs(x, words);
     }
-    Sketches::Bits(bits)
+    Ok(Sketches::Bits(bits))
 }
 
 /// The noiseless reference of a reference job on `data` (same public seed as the mechanisms of
@@ -539,7 +560,7 @@ mod tests {
             beta: 0.1,
             min_norm: Some(0.05),
         };
-        let mut specs: Vec<MechanismSpec> = MechanismKind::ALL
+        let mut specs: Vec<MechanismSpec> = MechanismKind::SKETCH
             .iter()
             .map(|k| MechanismSpec::parse(k.name()).unwrap())
             .collect();
@@ -565,7 +586,8 @@ mod tests {
                 &data,
                 m.output_dim(),
                 m.payload() == crate::mechanism::Payload::Bits,
-            );
+            )
+            .unwrap();
             let rk = ReferenceKind::of(spec);
             let got = reference(&rk, &job(rk), &data, &seeds).unwrap();
             assert!(

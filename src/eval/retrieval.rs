@@ -276,7 +276,8 @@ fn job_inner(
                 queries,
                 m.output_dim(),
                 m.payload() == Payload::Bits,
-            ),
+            )
+            .map_err(failed)?,
         };
         out.push(score(&db, &q, k, truth).map_err(failed)?);
     }

@@ -128,6 +128,12 @@ impl PublicMap {
                 check_layout(*layout)?;
                 PublicMap::Oporp(Oporp::generate(p, k, *seed)?)
             }
+            ProjectionRecord::PerRow { .. } => {
+                return Err(Error::param(
+                    "release",
+                    "a sketch mechanism recorded with per-row maps (a damaged header)",
+                ))
+            }
         })
     }
 }
@@ -190,6 +196,7 @@ pub fn gaussian_guarantee(params: &super::MechanismParams, cal: &GaussianCalibra
         delta: Some(delta),
         beta: params.beta,
         neighbour: params.neighbour,
+        local: None,
     }
 }
 
@@ -310,12 +317,20 @@ impl Mechanism for GaussianSketch {
             projection: self.map.record(),
             gaussian: Some(self.calibration.clone()),
             sign: None,
+            local: None,
         }
     }
-    fn project(&self, rows: &[f32], out: &mut [f32]) {
-        self.map.apply(rows, out)
+    fn project(&self, rows: &[f32], out: &mut [f32]) -> Result<()> {
+        self.map.apply(rows, out);
+        Ok(())
     }
-    fn privatise(&self, rows: &[f32], out: SketchMut<'_>, rng: &mut ChaCha20Rng) -> Result<()> {
+    fn privatise(
+        &self,
+        rows: &[f32],
+        _first_row: u64,
+        out: SketchMut<'_>,
+        rng: &mut ChaCha20Rng,
+    ) -> Result<()> {
         let out = self.project_checked(rows, out)?;
         add_gaussian_noise(out, self.calibration.sigma, rng);
         Ok(())
@@ -337,11 +352,11 @@ impl Mechanism for GaussianSketch {
         }
         Ok(())
     }
-    fn estimator(&self) -> Estimator {
-        Estimator::Gaussian {
+    fn estimator(&self) -> Result<Estimator> {
+        Ok(Estimator::Gaussian {
             family: self.map.family(),
             k: self.map.k(),
             sigma: self.calibration.sigma,
-        }
+        })
     }
 }

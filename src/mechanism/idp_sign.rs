@@ -89,6 +89,7 @@ pub fn build(params: &MechanismParams, k: usize, seed: Seed) -> Result<SignSketc
         delta,
         beta: params.beta,
         neighbour: params.neighbour,
+        local: None,
     };
     Ok(SignSketch::new(
         params.kind,

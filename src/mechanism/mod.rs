@@ -11,8 +11,25 @@
 //! | `dp-signrp-rr-smooth`, `dp-signoporp-rr-smooth` | [`smooth_flipping`] | Algorithm 4 (Theorem 4.6) |
 //! | `idp-signrp-g`, `idp-signrp-rr`, `idp-signoporp-g`, `idp-signoporp-rr` | [`idp_sign`] | Algorithms 6–8, appendix A.3 (individual DP) |
 //!
-//! The local-DP mechanisms for mean estimation (PrivUnit2, PrivUnitG, ScalarDP, …; replace-one
-//! neighbours) live in [`local`].
+//! The local-DP mechanisms for mean estimation (replace-one neighbours; [`local`] has their
+//! privacy arguments) go through the same trait; [`local::release`] adapts them:
+//!
+//! | name | file | algorithm |
+//! |---|---|---|
+//! | `privunit2` | [`local::privunit2`] | Bhowmick et al. 2018, Algorithm 1, variance-optimal split |
+//! | `duchi` | [`local::privunit2`] | Duchi et al. hemisphere (PrivUnit2 with γ = 0) |
+//! | `privunitg` | [`local::privunitg`] | Asi et al. 2023, Algorithm 8 |
+//! | `projunit` | [`local::projunit`] | Asi et al. 2023, Algorithms 1, 2, 5 (rotation, Gaussian, SRHT); 6–7 with `--nearly-unbiased` |
+//! | `scalar-dp` | [`local::scalar_dp`] | Bhowmick et al. 2018, Algorithm 3 |
+//! | `privunit2-norm` | [`local::privunit2_norm`] | Bhowmick et al. 2018, eq. (22) |
+//!
+//! **How the trait serves both families.** Every mechanism privatises rows ([`Mechanism::privatise`],
+//! given the global index of the first row so that per-row public maps can be regenerated) and
+//! states its guarantee and input domain. The sketch mechanisms also have one public map and an
+//! inner-product estimator ([`Mechanism::project`], [`Mechanism::estimator`]); the local ones
+//! instead have a server side ([`Mechanism::local`]: decoding, the mean accumulator of
+//! [`crate::aggregate`], the closed-form error). Each capability a mechanism lacks is a clear
+//! error, not a silent default.
 //!
 //! The sign mechanisms share [`sign_sketch`]: projection, packing of signs (64 per `u64`) and the
 //! flip rules.
@@ -32,8 +49,10 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
 use crate::estimate::Estimator;
-use crate::privacy::guarantee::{Guarantee, GuaranteeKind, Neighbour};
+use crate::privacy::guarantee::{Guarantee, GuaranteeKind, InputDomain, Neighbour};
 use crate::projection::{DenseKind, Seed};
+
+pub use local::release::{LocalDecoder, LocalMap, LocalOptions, LocalRecord};
 
 pub use gaussian_sketch::GaussianSketch;
 pub use sign_sketch::{SignRecord, SignSketch};
@@ -66,11 +85,38 @@ pub enum MechanismKind {
     IdpSignoporpG,
     /// Individual DP: randomised response on the noise set `A` of OPORP bins.
     IdpSignoporpRr,
+    /// Local DP: PrivUnit2 on the unit ball.
+    Privunit2,
+    /// Local DP: the Duchi et al. hemisphere mechanism (PrivUnit2 with γ = 0).
+    Duchi,
+    /// Local DP: PrivUnitG on the unit ball.
+    Privunitg,
+    /// Local DP: ProjUnit — a public per-row projection to `k` dimensions, then PrivUnitG.
+    Projunit,
+    /// Local DP: ScalarDP on `[0, R]` (one value per row).
+    ScalarDp,
+    /// Local DP: PrivUnit2 for the direction × ScalarDP for the norm, ball of radius `R`.
+    Privunit2Norm,
 }
 
 impl MechanismKind {
-    /// All mechanisms, in the order of DESIGN.md §5.
-    pub const ALL: [MechanismKind; 12] = [
+    /// Every mechanism: the sketch mechanisms, then the local-DP ones.
+    pub fn all() -> impl Iterator<Item = MechanismKind> {
+        Self::SKETCH.into_iter().chain(Self::LOCAL)
+    }
+
+    /// The local-DP mechanisms for mean estimation (MECHANISMS-LDP.md §A–C).
+    pub const LOCAL: [MechanismKind; 6] = [
+        MechanismKind::Privunit2,
+        MechanismKind::Duchi,
+        MechanismKind::Privunitg,
+        MechanismKind::Projunit,
+        MechanismKind::ScalarDp,
+        MechanismKind::Privunit2Norm,
+    ];
+
+    /// The sketch mechanisms, in the order of DESIGN.md §5.
+    pub const SKETCH: [MechanismKind; 12] = [
         MechanismKind::RawGOpt,
         MechanismKind::DpRpG,
         MechanismKind::DpRpGOpt,
@@ -100,25 +146,28 @@ impl MechanismKind {
             MechanismKind::IdpSignrpRr => "idp-signrp-rr",
             MechanismKind::IdpSignoporpG => "idp-signoporp-g",
             MechanismKind::IdpSignoporpRr => "idp-signoporp-rr",
+            MechanismKind::Privunit2 => "privunit2",
+            MechanismKind::Duchi => "duchi",
+            MechanismKind::Privunitg => "privunitg",
+            MechanismKind::Projunit => "projunit",
+            MechanismKind::ScalarDp => "scalar-dp",
+            MechanismKind::Privunit2Norm => "privunit2-norm",
         }
     }
 
     /// Parse a command-line name.
     pub fn parse(s: &str) -> Result<MechanismKind> {
         let t = s.to_ascii_lowercase();
-        MechanismKind::ALL
-            .into_iter()
-            .find(|m| m.name() == t)
-            .ok_or_else(|| {
-                let names: Vec<&str> = MechanismKind::ALL.iter().map(|m| m.name()).collect();
-                Error::param(
-                    "--mechanism",
-                    format!(
-                        "unknown mechanism '{s}' (expected one of: {})",
-                        names.join(", ")
-                    ),
-                )
-            })
+        MechanismKind::all().find(|m| m.name() == t).ok_or_else(|| {
+            let names: Vec<&str> = MechanismKind::all().map(|m| m.name()).collect();
+            Error::param(
+                "--mechanism",
+                format!(
+                    "unknown mechanism '{s}' (expected one of: {})",
+                    names.join(", ")
+                ),
+            )
+        })
     }
 
     /// Whether the mechanism needs δ.
@@ -137,13 +186,19 @@ impl MechanismKind {
 
     /// Whether the release holds sign bits.
     pub fn is_sign(&self) -> bool {
-        !matches!(
-            self,
-            MechanismKind::RawGOpt
-                | MechanismKind::DpRpG
-                | MechanismKind::DpRpGOpt
-                | MechanismKind::DpOporp
-        )
+        !self.is_local()
+            && !matches!(
+                self,
+                MechanismKind::RawGOpt
+                    | MechanismKind::DpRpG
+                    | MechanismKind::DpRpGOpt
+                    | MechanismKind::DpOporp
+            )
+    }
+
+    /// Whether the mechanism is a local randomiser (local DP, replace-one; mean estimation).
+    pub fn is_local(&self) -> bool {
+        Self::LOCAL.contains(self)
     }
 
     /// Whether the mechanism gives only individual DP.
@@ -162,7 +217,9 @@ impl MechanismKind {
     /// `guarantee().kind` of every mechanism [`build`] makes of this kind (tested), and lets a
     /// report name the guarantee of a setting that could not be built.
     pub fn guarantee_kind(&self) -> GuaranteeKind {
-        if self.is_idp() {
+        if self.is_local() {
+            GuaranteeKind::LocalDp
+        } else if self.is_idp() {
             GuaranteeKind::IndividualDp
         } else if self.needs_delta() {
             GuaranteeKind::ApproxDp
@@ -190,12 +247,16 @@ impl MechanismKind {
 
     /// Whether `--k` applies (a projection), as opposed to releasing all `p` coordinates.
     pub fn projects(&self) -> bool {
-        !matches!(self, MechanismKind::RawGOpt)
+        match self {
+            MechanismKind::RawGOpt => false,
+            MechanismKind::Projunit => true,
+            k => !k.is_local(),
+        }
     }
 
     /// Whether `--projection` applies (a dense projection of selectable kind).
     pub fn dense(&self) -> bool {
-        self.projects() && !self.oporp()
+        self.projects() && !self.oporp() && !self.is_local()
     }
 }
 
@@ -227,6 +288,16 @@ pub enum ProjectionRecord {
     /// OPORP permutation + signs + bins.
     Oporp {
         /// Public seed (ChaCha20 key).
+        seed: Seed,
+        /// Randomness layout version (see [`crate::projection`]).
+        layout: u32,
+    },
+    /// One public map per row (ProjUnit): row `i` (counting from the release's first row id)
+    /// uses the map of [`Seed::for_row`]`(i)` of this seed.
+    PerRow {
+        /// The map family.
+        map: LocalMap,
+        /// Public release seed.
         seed: Seed,
         /// Randomness layout version (see [`crate::projection`]).
         layout: u32,
@@ -271,6 +342,9 @@ pub struct MechanismRecord {
     /// Flip rule and its parameters, for sign mechanisms.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sign: Option<SignRecord>,
+    /// The chosen constants and the server side, for local-DP mechanisms.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub local: Option<LocalRecord>,
 }
 
 /// Parameters of a publish run, before the data is seen (except its dimension).
@@ -298,6 +372,8 @@ pub struct MechanismParams {
     pub min_norm: Option<f64>,
     /// The user accepts individual DP (required for the `idp-*` mechanisms).
     pub individual_dp: bool,
+    /// Options of the local-DP mechanisms.
+    pub local: LocalOptions,
 }
 
 /// Output buffer for a block of privatised rows.
@@ -322,13 +398,32 @@ pub trait Mechanism: Send + Sync {
     fn guarantee(&self) -> Guarantee;
     /// The header record (projection seed, calibration, ...).
     fn record(&self) -> MechanismRecord;
-    /// The noiseless public map (what a querier applies to its own raw vectors).
-    fn project(&self, rows: &[f32], out: &mut [f32]);
+    /// The noiseless public map (what a querier applies to its own raw vectors). Local
+    /// mechanisms have none (their rows are decoded by [`local`](Mechanism::local)) and say so.
+    fn project(&self, rows: &[f32], out: &mut [f32]) -> Result<()>;
     /// Privatise a block of rows (row-major, `input_dim` each) into `out`, drawing secret noise
-    /// from `rng`.
-    fn privatise(&self, rows: &[f32], out: SketchMut<'_>, rng: &mut ChaCha20Rng) -> Result<()>;
-    /// The estimator for inner products between released rows, with its variance formula.
-    fn estimator(&self) -> Estimator;
+    /// from `rng`. `first_row` is the global index of the block's first row in the release (a
+    /// mechanism with one public map per row regenerates row `first_row + i`'s map from it).
+    fn privatise(
+        &self,
+        rows: &[f32],
+        first_row: u64,
+        out: SketchMut<'_>,
+        rng: &mut ChaCha20Rng,
+    ) -> Result<()>;
+    /// The estimator for inner products between released rows, with its variance formula; an
+    /// error for mechanisms whose rows are not sketches (the local ones).
+    fn estimator(&self) -> Result<Estimator>;
+    /// The inputs the mechanism accepts, checked row by row before privatising: the cube
+    /// `[-1,1]^p` of DESIGN.md §2 unless the mechanism says otherwise.
+    fn input_domain(&self) -> InputDomain {
+        InputDomain::Cube
+    }
+    /// The server side of a local-DP mechanism (decoding rows, the mean, its error); `None` for
+    /// the sketch mechanisms.
+    fn local(&self) -> Option<&dyn LocalDecoder> {
+        None
+    }
 
     /// Privatise several consecutive noise blocks at once: block `b` of `rows` (each
     /// [`BLOCK_ROWS`](crate::privacy::noise::BLOCK_ROWS) rows, the last possibly shorter) draws its
@@ -348,15 +443,17 @@ pub trait Mechanism: Send + Sync {
             SketchMut::Real(out) => {
                 let k = self.output_dim();
                 for (b, (r, o)) in rows.chunks(bs * p).zip(out.chunks_mut(bs * k)).enumerate() {
-                    let mut rng = noise.block_rng(first_block + b as u64);
-                    self.privatise(r, SketchMut::Real(o), &mut rng)?;
+                    let block = first_block + b as u64;
+                    let mut rng = noise.block_rng(block);
+                    self.privatise(r, block * bs as u64, SketchMut::Real(o), &mut rng)?;
                 }
             }
             SketchMut::Bits(out) => {
                 let w = self.output_dim().div_ceil(64);
                 for (b, (r, o)) in rows.chunks(bs * p).zip(out.chunks_mut(bs * w)).enumerate() {
-                    let mut rng = noise.block_rng(first_block + b as u64);
-                    self.privatise(r, SketchMut::Bits(o), &mut rng)?;
+                    let block = first_block + b as u64;
+                    let mut rng = noise.block_rng(block);
+                    self.privatise(r, block * bs as u64, SketchMut::Bits(o), &mut rng)?;
                 }
             }
         }
@@ -387,6 +484,10 @@ pub trait Mechanism: Send + Sync {
 /// Build the mechanism for a publish run.
 pub fn build(params: &MechanismParams) -> Result<Box<dyn Mechanism>> {
     crate::privacy::guarantee::check_epsilon(params.epsilon)?;
+    if params.kind.is_local() {
+        return Ok(Box::new(local::release::build(params)?));
+    }
+    params.local.refuse_for(params.kind)?;
     crate::privacy::guarantee::check_beta(params.beta)?;
     if params.kind.needs_delta() {
         let d = params.delta.ok_or_else(|| {
@@ -472,13 +573,26 @@ pub fn build(params: &MechanismParams) -> Result<Box<dyn Mechanism>> {
         | MechanismKind::IdpSignrpRr
         | MechanismKind::IdpSignoporpG
         | MechanismKind::IdpSignoporpRr => Box::new(idp_sign::build(params, k, seed)?),
+        local => {
+            return Err(Error::param(
+                "--mechanism",
+                format!(
+                    "{} is a local mechanism (built by local::release)",
+                    local.name()
+                ),
+            ))
+        }
     })
 }
 
 /// Rebuild the mechanism (with its public projection regenerated from the seed) from a release's
 /// record, e.g. to project raw queries or to check a release.
 pub fn from_record(record: &MechanismRecord, guarantee: &Guarantee) -> Result<Box<dyn Mechanism>> {
-    if record.name.is_sign() {
+    if record.name.is_local() {
+        Ok(Box::new(local::release::LocalSketch::from_record(
+            record, guarantee,
+        )?))
+    } else if record.name.is_sign() {
         Ok(Box::new(SignSketch::from_record(record, guarantee)?))
     } else {
         Ok(Box::new(GaussianSketch::from_record(record, guarantee)?))
@@ -503,6 +617,7 @@ mod tests {
             seed: Some(Seed::parse_hex("7").unwrap()),
             min_norm: None,
             individual_dp: false,
+            local: LocalOptions::default(),
         }
     }
 
@@ -538,7 +653,7 @@ mod tests {
     /// wrongly listed (e.g. an iDP mechanism reported as DP) fails here.
     #[test]
     fn guarantee_kind_matches_every_built_mechanism() {
-        for kind in MechanismKind::ALL {
+        for kind in MechanismKind::SKETCH {
             for (k, proj) in [(Some(20), None), (Some(20), Some(DenseKind::Gaussian))] {
                 if proj.is_some() && !kind.dense() {
                     continue;

@@ -67,6 +67,7 @@ pub fn build(params: &MechanismParams, k: usize, seed: Seed) -> Result<SignSketc
             delta: None,
             beta: params.beta,
             neighbour: params.neighbour,
+            local: None,
         };
         return Ok(SignSketch::new(
             params.kind,
@@ -106,6 +107,7 @@ pub fn build(params: &MechanismParams, k: usize, seed: Seed) -> Result<SignSketc
         delta: Some(delta),
         beta: params.beta,
         neighbour: params.neighbour,
+        local: None,
     };
     Ok(SignSketch::new(
         params.kind,

@@ -738,12 +738,20 @@ impl Mechanism for SignSketch {
             projection: self.map.record(),
             gaussian: None,
             sign: Some(self.record.clone()),
+            local: None,
         }
     }
-    fn project(&self, rows: &[f32], out: &mut [f32]) {
-        self.map.apply(rows, out)
+    fn project(&self, rows: &[f32], out: &mut [f32]) -> Result<()> {
+        self.map.apply(rows, out);
+        Ok(())
     }
-    fn privatise(&self, rows: &[f32], out: SketchMut<'_>, rng: &mut ChaCha20Rng) -> Result<()> {
+    fn privatise(
+        &self,
+        rows: &[f32],
+        _first_row: u64,
+        out: SketchMut<'_>,
+        rng: &mut ChaCha20Rng,
+    ) -> Result<()> {
         let words = self.block(rows, out)?;
         match self.project_values(rows) {
             Values::F32(z) => self.privatise_values(&z, words, |_| None, rng, None),
@@ -770,14 +778,14 @@ impl Mechanism for SignSketch {
     ) -> Result<()> {
         self.run(rows, out, first_block, noise, Some(perturbed))
     }
-    fn estimator(&self) -> Estimator {
-        Estimator::Sign {
+    fn estimator(&self) -> Result<Estimator> {
+        Ok(Estimator::Sign {
             k: self.map.k(),
             eps_prime: match self.record.rule {
                 FlipRule::RandomisedResponse { eps_prime, .. } => Some(eps_prime),
                 _ => None,
             },
-        }
+        })
     }
     fn min_norm(&self) -> Option<f64> {
         self.record.min_norm

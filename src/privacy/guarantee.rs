@@ -8,6 +8,9 @@
 //! * Every mechanism privatises each row with independent randomness, so the per-row guarantee is
 //!   the dataset guarantee (parallel composition over disjoint rows).
 //! * The projection is public (its seed is in the release); the noise is secret.
+//! * Local DP ([`GuaranteeKind::LocalDp`], [`Neighbour::ReplaceOne`]): each user privatises their
+//!   own vector, and *any* two inputs of the mechanism's domain ([`InputDomain`]) are neighbours —
+//!   a much stronger promise than β-adjacency (see [`crate::mechanism::local`]).
 
 use serde::{Deserialize, Serialize};
 
@@ -21,6 +24,9 @@ pub enum Neighbour {
     Coordinate,
     /// One row differs by at most β in ℓ₁ norm.
     L1,
+    /// Local DP: one user's input replaced by *any* other input of the mechanism's domain (the
+    /// guarantee's [`LocalGuarantee::domain`]); β does not apply.
+    ReplaceOne,
 }
 
 impl Neighbour {
@@ -41,6 +47,7 @@ impl Neighbour {
         match self {
             Neighbour::Coordinate => "coordinate",
             Neighbour::L1 => "l1",
+            Neighbour::ReplaceOne => "replace-one",
         }
     }
 
@@ -53,6 +60,7 @@ impl Neighbour {
             Neighbour::L1 => {
                 format!("changing any one row by at most β = {beta} in ℓ₁ norm")
             }
+            Neighbour::ReplaceOne => "replacing any one row by any other input".into(),
         }
     }
 }
@@ -67,6 +75,9 @@ pub enum GuaranteeKind {
     ApproxDp,
     /// Individual DP: protects only neighbours of *this* dataset (strictly weaker).
     IndividualDp,
+    /// Local ε-DP: each row is privatised on its own, and any two inputs of the domain are
+    /// neighbours (replace-one; much stronger than β-adjacency).
+    LocalDp,
     /// No privacy at all (non-private reference, or reproducible noise from a known seed).
     None,
 }
@@ -78,6 +89,7 @@ impl GuaranteeKind {
         match self {
             GuaranteeKind::PureDp | GuaranteeKind::ApproxDp => "DP",
             GuaranteeKind::IndividualDp => "iDP",
+            GuaranteeKind::LocalDp => "LDP",
             GuaranteeKind::None => "none",
         }
     }
@@ -99,6 +111,14 @@ impl GuaranteeKind {
                  some ε is not comparable with a DP result at the same ε, and `publish` demands \
                  `--individual-dp` for these mechanisms."
             }
+            GuaranteeKind::LocalDp => {
+                "**LDP** (local ε-differential privacy, replace-one): each row is privatised on its \
+                 own, and replacing it by *any* other input of the domain (e.g. any vector of the \
+                 unit ball, as far apart as v and −v) changes the probability of its output by at \
+                 most a factor e^ε. This is a much stronger promise than DP under β-adjacency (one \
+                 coordinate changed by at most β), so an LDP result at some ε is not like for like \
+                 with a DP result at the same ε."
+            }
             GuaranteeKind::None => {
                 "**none**: the ε = ∞ references — the public map without noise — give no privacy."
             }
@@ -119,9 +139,74 @@ pub struct Guarantee {
     pub beta: f64,
     /// Neighbour relation.
     pub neighbour: Neighbour,
+    /// The input domain and any separated split, for local DP.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub local: Option<LocalGuarantee>,
+}
+
+/// The inputs a mechanism accepts (and, for local DP, between which it protects).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "kebab-case")]
+pub enum InputDomain {
+    /// Every coordinate in `[-1, 1]` (the sketch mechanisms, DESIGN.md §2; PrivUnitInf).
+    Cube,
+    /// The ℓ₂ ball of a public radius (the direction mechanisms: radius 1).
+    Ball {
+        /// Public radius R.
+        radius: f64,
+    },
+    /// A scalar in `[0, max]` (ScalarDP).
+    Interval {
+        /// Public upper end.
+        max: f64,
+    },
+}
+
+impl InputDomain {
+    /// `the unit ball`, `the ball of radius 2`, `[-1,1]^d`, `[0, 5]`.
+    pub fn describe(&self) -> String {
+        match self {
+            InputDomain::Cube => "the cube [-1,1]^d".into(),
+            InputDomain::Ball { radius } if *radius == 1.0 => "the unit ball".into(),
+            InputDomain::Ball { radius } => format!("the ball of radius {radius}"),
+            InputDomain::Interval { max } => format!("the interval [0, {max}]"),
+        }
+    }
+}
+
+/// The parts of a local-DP guarantee beyond ε.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct LocalGuarantee {
+    /// Any two inputs of this domain are neighbours.
+    pub domain: InputDomain,
+    /// `(ε₁, ε₂)`: direction and magnitude budgets of a separated mechanism (Bhowmick et al.
+    /// Definition 4; eq. (22)); `ε = ε₁ + ε₂`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub separated: Option<(f64, f64)>,
 }
 
 impl Guarantee {
+    /// The local-DP guarantee of a mechanism whose inputs lie in `domain`.
+    pub fn local(epsilon: f64, domain: InputDomain, separated: Option<(f64, f64)>) -> Guarantee {
+        Guarantee {
+            kind: GuaranteeKind::LocalDp,
+            epsilon,
+            delta: None,
+            beta: 0.0,
+            neighbour: Neighbour::ReplaceOne,
+            local: Some(LocalGuarantee { domain, separated }),
+        }
+    }
+
+    /// The domain text of a local guarantee, e.g. `replace-one: any two inputs in the unit ball`.
+    pub fn replace_one(&self) -> String {
+        let dom = self
+            .local
+            .map(|l| l.domain.describe())
+            .unwrap_or_else(|| "the domain".into());
+        format!("replace-one: any two inputs in {dom}")
+    }
+
     /// Short label, e.g. `(5, 1e-6)-DP`.
     pub fn label(&self) -> String {
         match (self.kind, self.delta) {
@@ -130,6 +215,10 @@ impl Guarantee {
             (GuaranteeKind::IndividualDp, Some(d)) => format!("({}, {:e})-iDP", self.epsilon, d),
             (GuaranteeKind::IndividualDp, None) => format!("{}-iDP", self.epsilon),
             (GuaranteeKind::ApproxDp, None) => format!("{}-DP", self.epsilon),
+            (GuaranteeKind::LocalDp, _) => match self.local.and_then(|l| l.separated) {
+                Some((e1, e2)) => format!("({e1}, {e2})-separated, {}-LDP", self.epsilon),
+                None => format!("{}-LDP", self.epsilon),
+            },
             (GuaranteeKind::None, _) => "not private".into(),
         }
     }
@@ -155,6 +244,22 @@ impl Guarantee {
                  hold between two arbitrary neighbouring datasets.",
                 d.map(|d| format!(", δ = {d:e}")).unwrap_or_default()
             ),
+            (GuaranteeKind::LocalDp, _) => {
+                let sep = match self.local.and_then(|l| l.separated) {
+                    Some((e1, e2)) => format!(
+                        " It is moreover (ε₁, ε₂)-separated with ε₁ = {e1} for the direction and \
+                         ε₂ = {e2} for the norm (Bhowmick et al., eq. (22)): the direction alone \
+                         is protected at ε₁, the norm alone at ε₂."
+                    ),
+                    None => String::new(),
+                };
+                format!(
+                    "ε-LDP ({}) with ε = {e}: each row was privatised on its own, and replacing it \
+                     by any other input of the domain changes the probability of its released \
+                     vector by at most a factor e^{e}.{sep}",
+                    self.replace_one()
+                )
+            }
             (GuaranteeKind::None, _) => "NO privacy guarantee: the noise was drawn from a \
                  user-supplied seed (--noise-seed) and can be reproduced by anyone who knows it."
                 .to_string(),

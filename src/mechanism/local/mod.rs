@@ -34,6 +34,7 @@ pub mod privunit2;
 pub mod privunit2_norm;
 pub mod privunitg;
 pub mod projunit;
+pub mod release;
 pub mod scalar_dp;
 
 use rand::Rng;

@@ -1,0 +1,794 @@
+//! The local-DP mechanisms behind the crate's [`Mechanism`] trait: what `dprp publish` runs, what a
+//! release records, and the server side that `dprp mean` and [`crate::aggregate`] use.
+//!
+//! A release of a local mechanism holds, per row, exactly what that user's device would send: the
+//! debiased `d`-vector of PrivUnit2 / PrivUnitG / Duchi / the composite, the `k` (or `k + 1`)
+//! values of ProjUnit, or ScalarDP's one value. ProjUnit rows come with a public map each:
+//! row `i` (counting from [`LocalOptions::first_row`]) uses the map of
+//! [`Seed::for_row`]`(first_row + i)` of the release seed, so the server regenerates every `W_i`
+//! and nothing per row is stored besides the message.
+//!
+//! **Privacy.** Each row is privatised on its own with fresh secret noise by the mechanism of its
+//! file (whose ε-LDP argument is there); the per-row public map depends only on the public seed
+//! and the row id, never on the data. Parallel composition over disjoint rows makes the release
+//! ε-LDP for every user. The constants recorded in the header are recomputed from (ε, d, k) when
+//! a release is read and must agree ([`LocalSketch::from_record`]).
+//!
+//! **Server.** [`LocalDecoder::accumulate`] adds one row's decoded contribution to an
+//! accumulator, [`LocalDecoder::finish`] turns it into the mean: for every mechanism here the
+//! mean of the decoded rows, each an (exactly or nearly) unbiased estimate of its input.
+
+use rand_chacha::ChaCha20Rng;
+use serde::{Deserialize, Serialize};
+
+use super::{
+    privunit2, privunit2_norm, privunitg, projunit, scalar_dp, NearlyUnbiasedSrht, PrivUnit2,
+    PrivUnit2Norm, PrivUnitG, ProjKind, ProjUnit, ScalarDp,
+};
+use crate::error::{Error, Result};
+use crate::estimate::Estimator;
+use crate::mechanism::{
+    Mechanism, MechanismKind, MechanismParams, MechanismRecord, Payload, ProjectionRecord,
+    SketchMut,
+};
+use crate::privacy::guarantee::{Guarantee, InputDomain};
+use crate::projection::hadamard::next_pow2;
+use crate::projection::Seed;
+
+/// Randomness layout version of per-row maps (see [`crate::projection`]).
+pub const LAYOUT: u32 = 1;
+
+/// The public map family of a ProjUnit release (`--projection`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum LocalMap {
+    /// `√(d/k)·` `k` rows of a Haar rotation; exactly unbiased.
+    Rotation,
+    /// I.i.d. `N(0, 1/k)` entries; exactly unbiased.
+    Gaussian,
+    /// SRHT (FastProjUnit), `O(d log d)`; nearly unbiased.
+    Srht,
+    /// SRHT with the complete-then-normalise step of Algorithms 6–7 (`C = d'/k`): exactly
+    /// unbiased, `k + 1` values per row.
+    SrhtNearlyUnbiased,
+}
+
+impl LocalMap {
+    /// Parse `rotation`, `gaussian`, `srht` or `srht-nearly-unbiased`.
+    pub fn parse(s: &str) -> Result<LocalMap> {
+        match s.to_ascii_lowercase().as_str() {
+            "rotation" => Ok(LocalMap::Rotation),
+            "gaussian" => Ok(LocalMap::Gaussian),
+            "srht" => Ok(LocalMap::Srht),
+            "srht-nearly-unbiased" => Ok(LocalMap::SrhtNearlyUnbiased),
+            _ => Err(Error::param(
+                "--projection",
+                format!(
+                    "unknown ProjUnit projection '{s}' (expected rotation, gaussian, srht or \
+                     srht-nearly-unbiased)"
+                ),
+            )),
+        }
+    }
+
+    /// The command-line name.
+    pub fn name(&self) -> &'static str {
+        match self {
+            LocalMap::Rotation => "rotation",
+            LocalMap::Gaussian => "gaussian",
+            LocalMap::Srht => "srht",
+            LocalMap::SrhtNearlyUnbiased => "srht-nearly-unbiased",
+        }
+    }
+}
+
+/// Options of the local mechanisms (`dprp publish`).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct LocalOptions {
+    /// ProjUnit's public map (`--projection`; default SRHT).
+    pub map: Option<LocalMap>,
+    /// The norm's budget ε₂ of `privunit2-norm` (`--epsilon-norm`; ε is then the direction's ε₁).
+    pub epsilon_norm: Option<f64>,
+    /// The public radius `R` of the input ball (`privunit2-norm`) or interval (`scalar-dp`).
+    pub radius: Option<f64>,
+    /// The id of the release's first row (`--first-row`): per-row public maps are those of rows
+    /// `first_row, first_row + 1, …`, so shards of users published separately under one seed
+    /// get disjoint maps.
+    pub first_row: u64,
+}
+
+impl LocalOptions {
+    /// Sketch mechanisms take none of these options.
+    pub fn refuse_for(&self, kind: MechanismKind) -> Result<()> {
+        let given = [
+            (self.epsilon_norm.is_some(), "--epsilon-norm"),
+            (self.radius.is_some(), "--radius"),
+            (self.first_row != 0, "--first-row"),
+            (self.map.is_some(), "--projection"),
+        ];
+        if let Some((_, opt)) = given.iter().find(|(g, _)| *g) {
+            return Err(Error::param(
+                *opt,
+                format!(
+                    "applies to the local-DP mechanisms only ({} is a sketch mechanism)",
+                    kind.name()
+                ),
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// How exact a recorded error figure is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ErrorKind {
+    /// The closed form is exact.
+    Exact,
+    /// The closed form neglects a small bias (SRHT).
+    Approximate,
+    /// The closed form bounds the error from above.
+    UpperBound,
+}
+
+/// What a release of a local mechanism records beyond the common header.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LocalRecord {
+    /// The inputs, any two of which are neighbours.
+    pub domain: InputDomain,
+    /// Id of the first row (per-row maps of rows `first_row..`).
+    pub first_row: u64,
+    /// The chosen constants, by name, in the order the algorithm uses them.
+    pub constants: Vec<(String, f64)>,
+    /// Closed-form per-user `E‖Z − v‖²` for an input on the boundary of the domain (unit norm,
+    /// or norm `R`).
+    pub mse_per_user: f64,
+    /// How exact `mse_per_user` is.
+    pub mse_kind: ErrorKind,
+    /// For which inputs `mse_per_user` holds.
+    pub mse_note: String,
+    /// How the server turns rows into the mean.
+    pub decoder: String,
+}
+
+/// The server side of a local mechanism. `row` arguments count release rows from 0 (the
+/// mechanism adds its [`LocalOptions::first_row`] for per-row maps).
+pub trait LocalDecoder: Send + Sync {
+    /// Dimension `d` of the inputs and of the mean.
+    fn dim(&self) -> usize;
+    /// Values each row (each user's message) holds.
+    fn message_len(&self) -> usize;
+    /// Length of the server's accumulator ([`LocalDecoder::dim`] for every mechanism here).
+    fn accumulator_len(&self) -> usize {
+        self.dim()
+    }
+    /// The client: privatise one input (`d` values in the domain) as row `row`, drawing secret
+    /// noise from `rng`; returns the message.
+    fn client(&self, row: u64, v: &[f64], rng: &mut ChaCha20Rng) -> Result<Vec<f64>>;
+    /// Add row `row`'s decoded contribution into `acc`.
+    fn accumulate(&self, row: u64, message: &[f32], acc: &mut [f64]) -> Result<()>;
+    /// The mean estimate of `n` rows accumulated in `acc`.
+    fn finish(&self, acc: &[f64], n: u64) -> Vec<f64> {
+        let inv = if n == 0 { 0.0 } else { 1.0 / n as f64 };
+        acc.iter().map(|x| x * inv).collect()
+    }
+    /// One row's estimate of its own input (`d` values).
+    fn decode_row(&self, row: u64, message: &[f32]) -> Result<Vec<f64>> {
+        let mut acc = vec![0f64; self.accumulator_len()];
+        self.accumulate(row, message, &mut acc)?;
+        Ok(self.finish(&acc, 1))
+    }
+    /// Per-user `E‖Z − v‖²` on the domain's boundary and how exact it is.
+    fn mse_per_user(&self) -> (f64, ErrorKind);
+    /// For which inputs [`mse_per_user`](LocalDecoder::mse_per_user) holds, in one sentence.
+    fn mse_note(&self) -> String;
+}
+
+/// The algorithm of a local release, with its public parameters.
+#[derive(Debug, Clone)]
+enum Algo {
+    PrivUnit2(PrivUnit2),
+    PrivUnitG(PrivUnitG),
+    ProjUnit(ProjUnit, Seed),
+    Nearly(NearlyUnbiasedSrht, Seed),
+    Scalar(ScalarDp),
+    Norm(PrivUnit2Norm),
+}
+
+/// A local-DP mechanism as a publishing [`Mechanism`].
+#[derive(Debug, Clone)]
+pub struct LocalSketch {
+    kind: MechanismKind,
+    d: usize,
+    first_row: u64,
+    algo: Algo,
+}
+
+fn proj_kind(map: LocalMap) -> ProjKind {
+    match map {
+        LocalMap::Rotation => ProjKind::Rotation,
+        LocalMap::Gaussian => ProjKind::Gaussian,
+        LocalMap::Srht | LocalMap::SrhtNearlyUnbiased => ProjKind::Srht,
+    }
+}
+
+/// Build a local mechanism for a publish run.
+pub fn build(params: &MechanismParams) -> Result<LocalSketch> {
+    let kind = params.kind;
+    super::check_epsilon("--epsilon", params.epsilon)?;
+    let d = params.p;
+    if kind != MechanismKind::ScalarDp {
+        super::check_dim(d)?;
+    }
+    let o = &params.local;
+    if params.projection.is_some() {
+        return Err(Error::param(
+            "--projection",
+            format!(
+                "{} takes no dense sketch projection (ProjUnit's maps are rotation, gaussian, \
+                 srht or srht-nearly-unbiased)",
+                kind.name()
+            ),
+        ));
+    }
+    if params.individual_dp {
+        return Err(Error::param(
+            "--individual-dp",
+            format!("{} gives local DP, not individual DP", kind.name()),
+        ));
+    }
+    if params.min_norm.is_some() {
+        return Err(Error::param(
+            "--min-norm",
+            format!("applies to dp-signrp-rr only, not {}", kind.name()),
+        ));
+    }
+    let refuse = |given: bool, opt: &str, who: &str| -> Result<()> {
+        if given {
+            Err(Error::param(opt, format!("applies to {who} only")))
+        } else {
+            Ok(())
+        }
+    };
+    refuse(
+        o.map.is_some() && kind != MechanismKind::Projunit,
+        "--projection",
+        "projunit among the local mechanisms",
+    )?;
+    refuse(
+        o.epsilon_norm.is_some() && kind != MechanismKind::Privunit2Norm,
+        "--epsilon-norm",
+        "privunit2-norm",
+    )?;
+    refuse(
+        o.radius.is_some()
+            && !matches!(kind, MechanismKind::Privunit2Norm | MechanismKind::ScalarDp),
+        "--radius",
+        "privunit2-norm and scalar-dp (the direction mechanisms take the unit ball)",
+    )?;
+    refuse(
+        params.k.is_some() && kind != MechanismKind::Projunit,
+        "--k",
+        "projunit among the local mechanisms (the others release d values per row)",
+    )?;
+    if let Some(r) = o.radius {
+        if !(r.is_finite() && r > 0.0) {
+            return Err(Error::param(
+                "--radius",
+                format!("the public radius must be a positive finite number, got {r}"),
+            ));
+        }
+    }
+    let seed = || -> Result<Seed> {
+        match params.seed {
+            Some(s) => Ok(s),
+            None => Seed::random(),
+        }
+    };
+    let algo = match kind {
+        MechanismKind::Privunit2 => Algo::PrivUnit2(PrivUnit2::new(params.epsilon, d)?),
+        MechanismKind::Duchi => Algo::PrivUnit2(PrivUnit2::duchi(params.epsilon, d)?),
+        MechanismKind::Privunitg => Algo::PrivUnitG(PrivUnitG::new(params.epsilon, d)?),
+        MechanismKind::Projunit => {
+            let k = params
+                .k
+                .ok_or_else(|| Error::missing("--k", "projunit needs the projected dimension k"))?;
+            if k == 0 || k > d {
+                return Err(Error::param(
+                    "--k",
+                    format!("projunit needs 1 ≤ k ≤ d = {d}, got k = {k}"),
+                ));
+            }
+            match o.map.unwrap_or(LocalMap::Srht) {
+                LocalMap::SrhtNearlyUnbiased => {
+                    Algo::Nearly(NearlyUnbiasedSrht::exact(params.epsilon, d, k)?, seed()?)
+                }
+                map => Algo::ProjUnit(
+                    ProjUnit::new(params.epsilon, d, k, proj_kind(map))?,
+                    seed()?,
+                ),
+            }
+        }
+        MechanismKind::ScalarDp => {
+            if d != 1 {
+                return Err(Error::param(
+                    "input",
+                    format!("scalar-dp privatises one value per row; the data has {d} columns"),
+                ));
+            }
+            let r = o.radius.ok_or_else(|| {
+                Error::missing(
+                    "--radius",
+                    "scalar-dp needs the public upper bound R of the values",
+                )
+            })?;
+            Algo::Scalar(ScalarDp::new(params.epsilon, r)?)
+        }
+        MechanismKind::Privunit2Norm => {
+            let e2 = o.epsilon_norm.ok_or_else(|| {
+                Error::missing(
+                    "--epsilon-norm",
+                    "privunit2-norm spends --epsilon on the direction and --epsilon-norm on the \
+                     norm",
+                )
+            })?;
+            super::check_epsilon("--epsilon-norm", e2)?;
+            let r = o.radius.ok_or_else(|| {
+                Error::missing(
+                    "--radius",
+                    "privunit2-norm needs the public radius R of the ball",
+                )
+            })?;
+            Algo::Norm(PrivUnit2Norm::new(params.epsilon, e2, d, r)?)
+        }
+        other => {
+            return Err(Error::param(
+                "--mechanism",
+                format!("{} is not a local mechanism", other.name()),
+            ))
+        }
+    };
+    Ok(LocalSketch {
+        kind,
+        d,
+        first_row: o.first_row,
+        algo,
+    })
+}
+
+impl LocalSketch {
+    /// Rebuild from a release's record: the constants are recomputed from (ε, d, k) and must
+    /// agree with the recorded ones (a mismatch means a damaged header or an incompatible
+    /// writer, and decoding with either set would be wrong).
+    pub fn from_record(record: &MechanismRecord, guarantee: &Guarantee) -> Result<LocalSketch> {
+        let bad = |m: String| Error::param("release", m);
+        let rec = record
+            .local
+            .as_ref()
+            .ok_or_else(|| bad("a local mechanism without its local record".into()))?;
+        let (epsilon, epsilon_norm) = match guarantee.local.and_then(|l| l.separated) {
+            Some((e1, e2)) => (e1, Some(e2)),
+            None => (guarantee.epsilon, None),
+        };
+        let (map, seed) = match &record.projection {
+            ProjectionRecord::PerRow { map, seed, layout } => {
+                if *layout != LAYOUT {
+                    return Err(bad(format!(
+                        "per-row map layout {layout} is not supported (this dprp has {LAYOUT})"
+                    )));
+                }
+                (Some(*map), Some(*seed))
+            }
+            _ => (None, None),
+        };
+        let radius = match rec.domain {
+            InputDomain::Ball { radius } if record.name == MechanismKind::Privunit2Norm => {
+                Some(radius)
+            }
+            InputDomain::Interval { max } => Some(max),
+            _ => None,
+        };
+        let k = match (record.name, map) {
+            (MechanismKind::Projunit, Some(LocalMap::SrhtNearlyUnbiased)) => {
+                Some(record.k.wrapping_sub(1))
+            }
+            (MechanismKind::Projunit, _) => Some(record.k),
+            _ => None,
+        };
+        let params = MechanismParams {
+            kind: record.name,
+            epsilon,
+            delta: None,
+            beta: 0.0,
+            neighbour: crate::privacy::guarantee::Neighbour::ReplaceOne,
+            p: record.p,
+            k,
+            projection: None,
+            seed,
+            min_norm: None,
+            individual_dp: false,
+            local: LocalOptions {
+                map,
+                epsilon_norm,
+                radius,
+                first_row: rec.first_row,
+            },
+        };
+        let m = build(&params)?;
+        let again = m.local_record();
+        if again.constants.len() != rec.constants.len() {
+            return Err(bad(
+                "the recorded constants do not match the mechanism".into()
+            ));
+        }
+        for ((name, want), (name2, got)) in rec.constants.iter().zip(&again.constants) {
+            let close = (want - got).abs() <= 1e-9 * want.abs().max(got.abs()).max(1e-300);
+            if name != name2 || !close {
+                return Err(bad(format!(
+                    "the release records {name} = {want}, but (ε, d, k) give {name2} = {got}: \
+                     the header is damaged or was written by an incompatible version"
+                )));
+            }
+        }
+        if record.k != m.output_dim() || record.p != m.d {
+            return Err(bad(format!(
+                "the record says {} → {} values, the mechanism gives {} → {}",
+                record.p,
+                record.k,
+                m.d,
+                m.output_dim()
+            )));
+        }
+        Ok(m)
+    }
+
+    /// The per-row seed of release row `row`.
+    fn row_seed(&self, seed: Seed, row: u64) -> Seed {
+        seed.for_row(self.first_row.wrapping_add(row))
+    }
+
+    fn domain(&self) -> InputDomain {
+        match &self.algo {
+            Algo::Scalar(s) => InputDomain::Interval { max: s.r_max },
+            Algo::Norm(n) => InputDomain::Ball { radius: n.radius() },
+            _ => InputDomain::Ball { radius: 1.0 },
+        }
+    }
+
+    fn algorithm(&self) -> &'static str {
+        match &self.algo {
+            Algo::PrivUnit2(_) if self.kind == MechanismKind::Duchi => {
+                "Duchi, Jordan & Wainwright hemisphere mechanism = PrivUnit2 with γ = 0 (Bhowmick \
+                 et al. 2018, Algorithm 1), corrected constant"
+            }
+            Algo::PrivUnit2(_) => privunit2::ALGORITHM,
+            Algo::PrivUnitG(_) => privunitg::ALGORITHM,
+            Algo::ProjUnit(..) => projunit::ALGORITHM,
+            Algo::Nearly(..) => {
+                "Nearly unbiased FastProjUnit (Asi et al. 2023, Algorithms 6–7) with C = d'/k, \
+                 over PrivUnitG in k + 1 dimensions"
+            }
+            Algo::Scalar(_) => scalar_dp::ALGORITHM,
+            Algo::Norm(_) => privunit2_norm::ALGORITHM,
+        }
+    }
+
+    fn epsilon(&self) -> (f64, Option<(f64, f64)>) {
+        match &self.algo {
+            Algo::PrivUnit2(m) => (m.epsilon, None),
+            Algo::PrivUnitG(m) => (m.epsilon, None),
+            Algo::ProjUnit(m, _) => (m.epsilon, None),
+            Algo::Nearly(m, _) => (m.epsilon, None),
+            Algo::Scalar(m) => (m.epsilon, None),
+            Algo::Norm(m) => (
+                m.epsilon(),
+                Some((m.direction.epsilon, m.magnitude.epsilon)),
+            ),
+        }
+    }
+
+    /// The record of the chosen constants and the server side.
+    pub fn local_record(&self) -> LocalRecord {
+        let c = |n: &str, v: f64| (n.to_string(), v);
+        let pu2 = |m: &PrivUnit2| {
+            vec![
+                c("gamma", m.gamma),
+                c("p", m.p),
+                c("eps_cap", m.eps_cap),
+                c("eps_coin", m.eps0),
+                c("m", m.m),
+            ]
+        };
+        let pug = |m: &PrivUnitG| vec![c("p", m.p), c("gamma", m.gamma), c("scale", m.scale)];
+        let sdp = |m: &ScalarDp| {
+            vec![
+                c("levels_k", m.k as f64),
+                c("p_keep", m.p_keep),
+                c("a", m.a),
+                c("b", m.b),
+            ]
+        };
+        let (constants, decoder) = match &self.algo {
+            Algo::PrivUnit2(m) => (pu2(m), "mean of the rows (each Z = V/m is unbiased)"),
+            Algo::PrivUnitG(m) => (pug(m), "mean of the rows (each Z is unbiased)"),
+            Algo::ProjUnit(m, _) => {
+                let mut v = vec![c("c", m.c)];
+                v.extend(pug(&m.inner));
+                (
+                    v,
+                    "mean over rows i of c·W_iᵀẑ_i, W_i regenerated from the row's seed",
+                )
+            }
+            Algo::Nearly(m, _) => {
+                let mut v = vec![c("C", m.c_norm)];
+                v.extend(pug(&m.inner));
+                (
+                    v,
+                    "mean over rows i of √C·W_iᵀẑ_i[1..k], W_i regenerated from the row's seed",
+                )
+            }
+            Algo::Scalar(m) => (sdp(m), "mean of the rows (each a(Ĵ − b) is unbiased)"),
+            Algo::Norm(m) => {
+                let mut v = pu2(&m.direction);
+                v.extend(sdp(&m.magnitude));
+                (
+                    v,
+                    "mean of the rows (direction and norm estimates independent, unbiased)",
+                )
+            }
+        };
+        let (mse_per_user, mse_kind) = self.mse_per_user();
+        LocalRecord {
+            domain: self.domain(),
+            first_row: self.first_row,
+            constants,
+            mse_per_user,
+            mse_kind,
+            mse_note: self.mse_note(),
+            decoder: decoder.to_string(),
+        }
+    }
+
+    fn check_message(&self, message: &[f32]) -> Result<()> {
+        if message.len() != self.output_dim() {
+            return Err(Error::param(
+                "release row",
+                format!(
+                    "has {} values, the mechanism sends {}",
+                    message.len(),
+                    self.output_dim()
+                ),
+            ));
+        }
+        Ok(())
+    }
+}
+
+impl Mechanism for LocalSketch {
+    fn kind(&self) -> MechanismKind {
+        self.kind
+    }
+    fn input_dim(&self) -> usize {
+        self.d
+    }
+    fn output_dim(&self) -> usize {
+        match &self.algo {
+            Algo::ProjUnit(m, _) => m.k,
+            Algo::Nearly(m, _) => m.k + 1,
+            _ => self.d,
+        }
+    }
+    fn payload(&self) -> Payload {
+        Payload::F32
+    }
+    fn guarantee(&self) -> Guarantee {
+        let (e, sep) = self.epsilon();
+        Guarantee::local(e, self.domain(), sep)
+    }
+    fn record(&self) -> MechanismRecord {
+        let projection = match &self.algo {
+            Algo::ProjUnit(m, seed) => ProjectionRecord::PerRow {
+                map: match m.kind {
+                    ProjKind::Rotation => LocalMap::Rotation,
+                    ProjKind::Gaussian => LocalMap::Gaussian,
+                    ProjKind::Srht => LocalMap::Srht,
+                },
+                seed: *seed,
+                layout: LAYOUT,
+            },
+            Algo::Nearly(_, seed) => ProjectionRecord::PerRow {
+                map: LocalMap::SrhtNearlyUnbiased,
+                seed: *seed,
+                layout: LAYOUT,
+            },
+            _ => ProjectionRecord::Identity,
+        };
+        MechanismRecord {
+            name: self.kind,
+            algorithm: self.algorithm().to_string(),
+            p: self.d,
+            k: self.output_dim(),
+            projection,
+            gaussian: None,
+            sign: None,
+            local: Some(self.local_record()),
+        }
+    }
+    fn project(&self, _rows: &[f32], _out: &mut [f32]) -> Result<()> {
+        Err(not_a_sketch(self.kind))
+    }
+    fn privatise(
+        &self,
+        rows: &[f32],
+        first_row: u64,
+        out: SketchMut<'_>,
+        rng: &mut ChaCha20Rng,
+    ) -> Result<()> {
+        let SketchMut::Real(out) = out else {
+            return Err(Error::param(
+                "payload",
+                "local mechanisms write real values",
+            ));
+        };
+        let (p, k) = (self.d, self.output_dim());
+        if rows.len() % p != 0 || out.len() != rows.len() / p * k {
+            return Err(Error::param(
+                "rows",
+                format!(
+                    "{} values do not fill {p}-value rows into {k}-value outputs",
+                    rows.len()
+                ),
+            ));
+        }
+        let mut v = vec![0f64; p];
+        for (i, (row, o)) in rows
+            .chunks_exact(p)
+            .zip(out.chunks_exact_mut(k))
+            .enumerate()
+        {
+            v.iter_mut().zip(row).for_each(|(a, &b)| *a = b as f64);
+            let z = self.client(first_row + i as u64, &v, rng)?;
+            for (oj, zj) in o.iter_mut().zip(&z) {
+                *oj = *zj as f32;
+            }
+            if o.iter().any(|x| !x.is_finite()) {
+                return Err(Error::param(
+                    "privatised row",
+                    format!(
+                        "row {} does not fit in f32 (a value overflows); lower d or raise ε",
+                        first_row + i as u64
+                    ),
+                ));
+            }
+        }
+        Ok(())
+    }
+    fn estimator(&self) -> Result<Estimator> {
+        Err(not_a_sketch(self.kind))
+    }
+    fn input_domain(&self) -> InputDomain {
+        self.domain()
+    }
+    fn local(&self) -> Option<&dyn LocalDecoder> {
+        Some(self)
+    }
+}
+
+/// The error for sketch operations on a local release.
+fn not_a_sketch(kind: MechanismKind) -> Error {
+    Error::param(
+        "release",
+        format!(
+            "{} is a local-DP mechanism for mean estimation: its rows are per-user messages, not \
+             sketches with a public map and an inner-product estimator (use dprp mean)",
+            kind.name()
+        ),
+    )
+}
+
+impl LocalDecoder for LocalSketch {
+    fn dim(&self) -> usize {
+        self.d
+    }
+    fn message_len(&self) -> usize {
+        self.output_dim()
+    }
+    fn client(&self, row: u64, v: &[f64], rng: &mut ChaCha20Rng) -> Result<Vec<f64>> {
+        match &self.algo {
+            Algo::PrivUnit2(m) => m.privatize(v, rng),
+            Algo::PrivUnitG(m) => m.privatize(v, rng),
+            Algo::ProjUnit(m, seed) => {
+                let w = m.matrix(self.row_seed(*seed, row))?;
+                m.encode(&w, v, rng)
+            }
+            Algo::Nearly(m, seed) => {
+                let w = m.matrix(self.row_seed(*seed, row))?;
+                m.encode(&w, v, rng)
+            }
+            Algo::Scalar(m) => {
+                if v.len() != 1 {
+                    return Err(Error::param(
+                        "input vector",
+                        format!("scalar-dp takes one value, got {}", v.len()),
+                    ));
+                }
+                Ok(vec![m.privatize(v[0], rng)?])
+            }
+            Algo::Norm(m) => m.privatize(v, rng),
+        }
+    }
+    fn accumulate(&self, row: u64, message: &[f32], acc: &mut [f64]) -> Result<()> {
+        self.check_message(message)?;
+        if acc.len() != self.d {
+            return Err(Error::param(
+                "accumulator",
+                format!("has {} entries, the mechanism needs {}", acc.len(), self.d),
+            ));
+        }
+        let z: Vec<f64> = message.iter().map(|&x| x as f64).collect();
+        let x = match &self.algo {
+            Algo::ProjUnit(m, seed) => {
+                let w = m.matrix(self.row_seed(*seed, row))?;
+                m.decode(&w, &z)?
+            }
+            Algo::Nearly(m, seed) => {
+                let w = m.matrix(self.row_seed(*seed, row))?;
+                m.decode(&w, &z)?
+            }
+            _ => z,
+        };
+        acc.iter_mut().zip(&x).for_each(|(a, b)| *a += b);
+        Ok(())
+    }
+    fn mse_per_user(&self) -> (f64, ErrorKind) {
+        match &self.algo {
+            Algo::PrivUnit2(m) => (m.mse_unit(), ErrorKind::Exact),
+            Algo::PrivUnitG(m) => (m.mse_unit(), ErrorKind::Exact),
+            Algo::ProjUnit(m, _) => match m.mse(1.0) {
+                Some(e) => (e, ErrorKind::Exact),
+                None => {
+                    // SRHT: ‖Wᵀẑ‖² = (d'/k)‖ẑ‖² exactly, E‖ẑ‖² = scale²(E[α²] + k − 1); the
+                    // error E‖X‖² − 1 neglects the small bias of the normalised SRHT estimator.
+                    let dp = next_pow2(m.d).unwrap_or(m.d) as f64;
+                    let s2 = m.inner.scale * m.inner.scale;
+                    let ez2 = s2 * (m.inner.e_alpha2 + (m.k - 1) as f64);
+                    (
+                        m.c * m.c * dp / m.k as f64 * ez2 - 1.0,
+                        ErrorKind::Approximate,
+                    )
+                }
+            },
+            Algo::Nearly(m, _) => {
+                // ‖X‖² = C·(d'/k)·‖ẑ[1..k]‖² ≤ C·(d'/k)·‖ẑ‖², E‖ẑ‖² = scale²(E[α²] + k).
+                let dp = next_pow2(m.d).unwrap_or(m.d) as f64;
+                let s2 = m.inner.scale * m.inner.scale;
+                let ez2 = s2 * (m.inner.e_alpha2 + m.k as f64);
+                (
+                    m.c_norm * dp / m.k as f64 * ez2 - 1.0,
+                    ErrorKind::UpperBound,
+                )
+            }
+            Algo::Scalar(m) => (m.mse(m.r_max).unwrap_or(f64::NAN), ErrorKind::Exact),
+            Algo::Norm(m) => (m.mse(m.radius()).unwrap_or(f64::NAN), ErrorKind::Exact),
+        }
+    }
+    fn mse_note(&self) -> String {
+        let ball = "for unit-norm inputs; an input of norm r < 1 adds 1 − r² (it is first \
+                    rounded to the sphere)";
+        match &self.algo {
+            Algo::ProjUnit(m, _) if m.kind == ProjKind::Srht => format!(
+                "approximate (neglects the small bias of the normalised SRHT estimator), {ball}"
+            ),
+            Algo::Nearly(..) => format!("an upper bound, {ball}"),
+            Algo::Scalar(m) => format!(
+                "exact for the input value R = {} (the error depends on the value)",
+                m.r_max
+            ),
+            Algo::Norm(m) => format!(
+                "exact for inputs of norm R = {} (the error depends on the norm)",
+                m.radius()
+            ),
+            _ => format!("exact {ball}"),
+        }
+    }
+}
