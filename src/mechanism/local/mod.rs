@@ -23,7 +23,7 @@
 //! | PrivUnitG | [`privunitg`] | Asi et al. 2023, Algorithm 8 | density ratio of the two half-spaces |
 //! | PrivUnit2 | [`privunit2`] | Bhowmick et al. 2018, Algorithm 1 | density ratio cap/complement (exact cap cost) |
 //! | Duchi et al. hemisphere | [`privunit2`] (`PrivUnit2::duchi`) | PrivUnit2 with γ = 0 | as PrivUnit2 |
-//! | ProjUnit (rotation, Gaussian, SRHT) | [`projunit`] | Asi et al. 2023, Algorithms 1, 2, 5 | PrivUnitG in R^k; W public, independent of v |
+//! | ProjUnit (rotation, Gaussian, SRHT) | [`projunit`] ([`rotation`]: Householder, O(dk)) | Asi et al. 2023, Algorithms 1, 2, 5 | PrivUnitG in R^k; W public, independent of v |
 //! | ScalarDP | [`scalar_dp`] | Bhowmick et al., Algorithm 3 | (k+1)-ary randomised response |
 //! | PrivUnit2 × ScalarDP | [`privunit2_norm`] | Bhowmick et al., eq. (22) | (ε₁, ε₂)-separated, (ε₁+ε₂)-LDP |
 //!
@@ -34,6 +34,7 @@ pub mod privunit2;
 pub mod privunit2_norm;
 pub mod privunitg;
 pub mod projunit;
+pub mod rotation;
 pub mod scalar_dp;
 
 use rand::Rng;
@@ -46,6 +47,7 @@ pub use privunit2::PrivUnit2;
 pub use privunit2_norm::PrivUnit2Norm;
 pub use privunitg::PrivUnitG;
 pub use projunit::{NearlyUnbiasedSrht, ProjKind, ProjMatrix, ProjUnit};
+pub use rotation::HaarRows;
 pub use scalar_dp::ScalarDp;
 
 /// Relative tolerance on `‖v‖ = 1`: inputs with `|‖v‖ − 1| ≤ UNIT_NORM_TOL` are unit vectors (f32
