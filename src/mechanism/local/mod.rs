@@ -24,6 +24,7 @@
 //! | PrivUnit2 | [`privunit2`] | Bhowmick et al. 2018, Algorithm 1 | density ratio cap/complement (exact cap cost) |
 //! | Duchi et al. hemisphere | [`privunit2`] (`PrivUnit2::duchi`) | PrivUnit2 with γ = 0 | as PrivUnit2 |
 //! | ProjUnit (rotation, Gaussian, SRHT) | [`projunit`] ([`rotation`]: Householder, O(dk)) | Asi et al. 2023, Algorithms 1, 2, 5 | PrivUnitG in R^k; W public, independent of v |
+//! | Correlated FastProjUnit | [`projunit_correlated`] | Asi et al. 2023, Algorithms 3–4 (with √(d'/k)) | PrivUnitG in R^k; shared D and per-user S_i public |
 //! | ScalarDP | [`scalar_dp`] | Bhowmick et al., Algorithm 3 | (k+1)-ary randomised response |
 //! | PrivUnit2 × ScalarDP | [`privunit2_norm`] | Bhowmick et al., eq. (22) | (ε₁, ε₂)-separated, (ε₁+ε₂)-LDP |
 //!
@@ -34,6 +35,7 @@ pub mod privunit2;
 pub mod privunit2_norm;
 pub mod privunitg;
 pub mod projunit;
+pub mod projunit_correlated;
 pub mod rotation;
 pub mod scalar_dp;
 
@@ -47,6 +49,7 @@ pub use privunit2::PrivUnit2;
 pub use privunit2_norm::PrivUnit2Norm;
 pub use privunitg::PrivUnitG;
 pub use projunit::{NearlyUnbiasedSrht, ProjKind, ProjMatrix, ProjUnit};
+pub use projunit_correlated::{CorrelatedProjUnit, CorrelatedPublic};
 pub use rotation::HaarRows;
 pub use scalar_dp::ScalarDp;
 
