@@ -390,3 +390,34 @@ fn completed_srht_with_c_at_least_d_pad_over_k_is_exactly_unbiased() {
     assert!(NearlyUnbiasedSrht::new(1.0, 16, 4, f64::NAN).is_err());
     assert!(m.decode(&w, &[0.0; 4]).is_err());
 }
+
+#[test]
+fn decode_into_accumulates_the_decoded_vectors() {
+    // The server path `acc += c·Wᵀẑ` equals the sum of `decode` for every kind; a wrong constant
+    // or a missing transpose would break the equality.
+    let (d, k) = (20, 6);
+    let mut rng = ChaCha20Rng::seed_from_u64(4);
+    for kind in [ProjKind::Rotation, ProjKind::Gaussian, ProjKind::Srht] {
+        let m = ProjUnit::new(2.0, d, k, kind).unwrap();
+        let mut acc = vec![0.0; d];
+        let mut want = vec![0.0; d];
+        for i in 0..5 {
+            let w = m.matrix(seed_of(40 + i)).unwrap();
+            let v = dprp::mechanism::local::uniform_unit(d, &mut rng);
+            let z = m.encode(&w, &v, &mut rng).unwrap();
+            m.decode_into(&w, &z, &mut acc).unwrap();
+            let x = m.decode(&w, &z).unwrap();
+            want.iter_mut().zip(&x).for_each(|(a, b)| *a += b);
+        }
+        let scale = want.iter().map(|x| x.abs()).fold(1.0, f64::max);
+        assert!(
+            acc.iter()
+                .zip(&want)
+                .all(|(a, b)| (a - b).abs() < 1e-12 * scale),
+            "{kind:?}"
+        );
+        let w = m.matrix(seed_of(1)).unwrap();
+        assert!(m.decode_into(&w, &[1.0; 6], &mut [0.0; 19]).is_err());
+        assert!(m.decode_into(&w, &[1.0; 5], &mut [0.0; 20]).is_err());
+    }
+}

@@ -15,9 +15,11 @@
 //!   as above); stream 4 drives a partial Fisher–Yates shuffle of the `d'` padded coordinates
 //!   (steps `i = 0..k`, swap `i` with `i + uniform_below(d' − i)`), whose first `k` entries are
 //!   the sampled rows in order.
-//! * ProjUnit matrices ([`crate::mechanism::local::projunit`]): stream 5 gives the i.i.d.
-//!   standard normal entries of a `k×d` matrix in row-major order (output `j` outer, input `i`
-//!   inner), Box–Muller pairs as above but in f64.
+//! * ProjUnit matrices ([`crate::mechanism::local::projunit`]): stream 5. Gaussian kind: the
+//!   i.i.d. standard normal entries of a `k×d` matrix in row-major order (output `j` outer, input
+//!   `i` inner), Box–Muller pairs as above but in f64. Rotation kind
+//!   ([`crate::mechanism::local::rotation`]): `k` Householder vectors, vector `j` (length `d − j`,
+//!   Box–Muller pairs in f64) starting at 32-bit word `j·4·⌈d/2⌉` of the stream.
 //! * Per-row public maps (ProjUnit releases, one `W_i` per user): row `i`'s seed is
 //!   [`Seed::for_row`]`(i)` of the release seed, and the map is generated from it as above.
 

@@ -23,7 +23,9 @@
 //! | PrivUnitG | [`privunitg`] | Asi et al. 2023, Algorithm 8 | density ratio of the two half-spaces |
 //! | PrivUnit2 | [`privunit2`] | Bhowmick et al. 2018, Algorithm 1 | density ratio cap/complement (exact cap cost) |
 //! | Duchi et al. hemisphere | [`privunit2`] (`PrivUnit2::duchi`) | PrivUnit2 with γ = 0 | as PrivUnit2 |
-//! | ProjUnit (rotation, Gaussian, SRHT) | [`projunit`] | Asi et al. 2023, Algorithms 1, 2, 5 | PrivUnitG in R^k; W public, independent of v |
+//! | ProjUnit (rotation, Gaussian, SRHT) | [`projunit`] ([`rotation`]: Householder, O(dk)) | Asi et al. 2023, Algorithms 1, 2, 5 | PrivUnitG in R^k; W public, independent of v |
+//! | Correlated FastProjUnit | [`projunit_correlated`] | Asi et al. 2023, Algorithms 3–4 (with √(d'/k)) | PrivUnitG in R^k; shared D and per-user S_i public |
+//! | PrivUnitInf (hypercube `[-1,1]^d`) | [`privunit_inf`] | Bhowmick et al., Algorithm 2 | density ratio cap/complement of the cube (exact cap cost, condition (17)) |
 //! | ScalarDP | [`scalar_dp`] | Bhowmick et al., Algorithm 3 | (k+1)-ary randomised response |
 //! | PrivUnit2 × ScalarDP | [`privunit2_norm`] | Bhowmick et al., eq. (22) | (ε₁, ε₂)-separated, (ε₁+ε₂)-LDP |
 //!
@@ -32,9 +34,12 @@
 
 pub mod privunit2;
 pub mod privunit2_norm;
+pub mod privunit_inf;
 pub mod privunitg;
 pub mod projunit;
+pub mod projunit_correlated;
 pub mod release;
+pub mod rotation;
 pub mod scalar_dp;
 
 use rand::Rng;
@@ -45,8 +50,11 @@ use crate::error::{Error, Result};
 
 pub use privunit2::PrivUnit2;
 pub use privunit2_norm::PrivUnit2Norm;
+pub use privunit_inf::PrivUnitInf;
 pub use privunitg::PrivUnitG;
 pub use projunit::{NearlyUnbiasedSrht, ProjKind, ProjMatrix, ProjUnit};
+pub use projunit_correlated::{CorrelatedProjUnit, CorrelatedPublic};
+pub use rotation::HaarRows;
 pub use scalar_dp::ScalarDp;
 
 /// Relative tolerance on `‖v‖ = 1`: inputs with `|‖v‖ − 1| ≤ UNIT_NORM_TOL` are unit vectors (f32

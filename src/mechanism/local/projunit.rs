@@ -16,7 +16,8 @@
 //! over `W` keeps the bound.
 //!
 //! **Unbiasing constants.** `E[ẑ | u] = u` (PrivUnitG is debiased), so `E[Wᵀẑ] = E[WᵀWv/‖Wv‖]`.
-//! * *Rotation*, `W = √(d/k)·Q` with `Q` the first `k` rows of a Haar rotation: `QᵀQ = P` is the
+//! * *Rotation*, `W = √(d/k)·Q` with `Q` the first `k` rows of a Haar rotation (a product of `k`
+//!   Householder reflections, `O(dk)` time and `O(d)` memory, [`super::rotation`]): `QᵀQ = P` is the
 //!   projection on a uniformly random `k`-subspace, `WᵀWv/‖Wv‖ = √(d/k)·Pv/‖Pv‖`, whose mean is
 //!   `√(d/k)·E‖Pv‖·v` by rotation invariance (the component orthogonal to `v` averages to zero;
 //!   the component along `v` is `⟨Pv, v⟩/‖Pv‖ = ‖Pv‖`). `‖Pv‖² ~ Beta(k/2, (d−k)/2)` so
@@ -46,6 +47,7 @@
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha20Rng;
 
+use super::rotation::HaarRows;
 use super::{check_in_ball, effective_norm2, norm2, round_to_sphere, PrivUnitG};
 use crate::error::{Error, Result};
 use crate::privacy::special::ln_gamma_half_ratio;
@@ -55,13 +57,14 @@ use crate::projection::{gaussian_fill_f64, Seed, Srht};
 /// Citation recorded with releases.
 pub const ALGORITHM: &str = "ProjUnit (Asi et al. 2023, Algorithms 1, 2 and 5) over PrivUnitG";
 
-/// Largest `k·d` a dense ProjUnit matrix may have (8 GiB of f64).
+/// Largest `k·d` a dense (Gaussian) ProjUnit matrix may have (8 GiB of f64).
 pub const MAX_DENSE_ENTRIES: usize = 1 << 30;
 
 /// The public projection family of a ProjUnit mechanism.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ProjKind {
-    /// `√(d/k)·` the first `k` rows of a Haar rotation (Gram–Schmidt of a Gaussian matrix).
+    /// `√(d/k)·` the first `k` rows of a Haar rotation (`k` Householder reflections,
+    /// [`super::rotation`]).
     Rotation,
     /// I.i.d. `N(0, 1/k)` entries.
     Gaussian,
@@ -114,10 +117,10 @@ fn check_dims(kind: ProjKind, d: usize, k: usize) -> Result<()> {
 }
 
 /// A public ProjUnit projection `W ∈ R^{k×d}`, regenerated from a seed (layout: stream 5 for the
-/// dense kinds, see [`crate::projection`]).
+/// Gaussian and rotation kinds, streams 3–4 for SRHT, see [`crate::projection`]).
 #[derive(Debug, Clone, PartialEq)]
 pub enum ProjMatrix {
-    /// Row-major `k×d` entries (already scaled).
+    /// Row-major `k×d` entries (already scaled): the Gaussian kind.
     Dense {
         /// Input dimension.
         d: usize,
@@ -126,6 +129,9 @@ pub enum ProjMatrix {
         /// `W[j·d + i]`.
         w: Vec<f64>,
     },
+    /// `√(d/k)·` the first `k` rows of a Haar rotation, as `k` Householder reflections
+    /// regenerated on the fly ([`HaarRows`]): `O(dk)` per product, `O(d)` memory.
+    Rotation(HaarRows),
     /// A subsampled randomised Hadamard transform.
     Srht(Srht),
 }
@@ -134,45 +140,22 @@ impl ProjMatrix {
     /// Regenerate `W` for `(kind, d, k)` from the public seed.
     pub fn generate(kind: ProjKind, d: usize, k: usize, seed: Seed) -> Result<ProjMatrix> {
         check_dims(kind, d, k)?;
-        if kind != ProjKind::Srht && k.checked_mul(d).is_none_or(|t| t > MAX_DENSE_ENTRIES) {
+        match kind {
+            ProjKind::Srht => return Ok(ProjMatrix::Srht(Srht::generate(d, k, seed)?)),
+            ProjKind::Rotation => return Ok(ProjMatrix::Rotation(HaarRows::new(d, k, seed)?)),
+            ProjKind::Gaussian => {}
+        }
+        if k.checked_mul(d).is_none_or(|t| t > MAX_DENSE_ENTRIES) {
             return Err(Error::param(
                 "--k",
                 format!("a {k}×{d} dense projection is too large to hold in memory (use SRHT)"),
             ));
         }
-        if kind == ProjKind::Srht {
-            return Ok(ProjMatrix::Srht(Srht::generate(d, k, seed)?));
-        }
         let mut rng = ChaCha20Rng::from_seed(seed.0);
         rng.set_stream(5);
         let mut w = vec![0f64; k * d];
         gaussian_fill_f64(&mut rng, &mut w);
-        if kind == ProjKind::Gaussian {
-            let s = 1.0 / (k as f64).sqrt();
-            w.iter_mut().for_each(|x| *x *= s);
-            return Ok(ProjMatrix::Dense { d, k, w });
-        }
-        // Gram–Schmidt (modified, two passes) of the Gaussian rows = the Q factor, with positive
-        // diagonal of R, of the QR decomposition: the first k rows of a Haar rotation.
-        for j in 0..k {
-            let (done, rest) = w.split_at_mut(j * d);
-            let row = &mut rest[..d];
-            for _ in 0..2 {
-                for q in done.chunks_exact(d) {
-                    let c: f64 = q.iter().zip(row.iter()).map(|(a, b)| a * b).sum();
-                    row.iter_mut().zip(q).for_each(|(r, a)| *r -= c * a);
-                }
-            }
-            let n = norm2(row);
-            if n.is_nan() || n <= 1e-8 {
-                return Err(Error::param(
-                    "projection seed",
-                    "the Gaussian matrix is numerically rank-deficient (use another seed)",
-                ));
-            }
-            row.iter_mut().for_each(|x| *x /= n);
-        }
-        let s = (d as f64 / k as f64).sqrt();
+        let s = 1.0 / (k as f64).sqrt();
         w.iter_mut().for_each(|x| *x *= s);
         Ok(ProjMatrix::Dense { d, k, w })
     }
@@ -181,6 +164,7 @@ impl ProjMatrix {
     pub fn d(&self) -> usize {
         match self {
             ProjMatrix::Dense { d, .. } => *d,
+            ProjMatrix::Rotation(r) => r.d(),
             ProjMatrix::Srht(s) => s.d(),
         }
     }
@@ -188,6 +172,7 @@ impl ProjMatrix {
     pub fn k(&self) -> usize {
         match self {
             ProjMatrix::Dense { k, .. } => *k,
+            ProjMatrix::Rotation(r) => r.k(),
             ProjMatrix::Srht(s) => s.k(),
         }
     }
@@ -196,6 +181,7 @@ impl ProjMatrix {
     pub fn apply(&self, v: &[f64]) -> Result<Vec<f64>> {
         match self {
             ProjMatrix::Srht(s) => s.apply(v),
+            ProjMatrix::Rotation(r) => r.apply(v),
             ProjMatrix::Dense { d, w, .. } => {
                 if v.len() != *d {
                     return Err(Error::param(
@@ -214,6 +200,7 @@ impl ProjMatrix {
     pub fn apply_transpose(&self, y: &[f64]) -> Result<Vec<f64>> {
         match self {
             ProjMatrix::Srht(s) => s.apply_transpose(y),
+            ProjMatrix::Rotation(r) => r.apply_transpose(y),
             ProjMatrix::Dense { d, k, w } => {
                 if y.len() != *k {
                     return Err(Error::param(
@@ -308,6 +295,29 @@ impl ProjUnit {
         let mut x = w.apply_transpose(z)?;
         x.iter_mut().for_each(|e| *e *= self.c);
         Ok(x)
+    }
+
+    /// Server accumulation: `acc += c·Wᵀẑ` (`acc` has `d` entries), the same contribution as
+    /// [`decode`](Self::decode) without a fresh vector per user for the rotation kind (the other
+    /// kinds still build `Wᵀẑ` internally). The mean is `acc/n`.
+    pub fn decode_into(&self, w: &ProjMatrix, z: &[f64], acc: &mut [f64]) -> Result<()> {
+        self.check_matrix(w)?;
+        if acc.len() != self.d {
+            return Err(Error::param(
+                "accumulator",
+                format!(
+                    "has {} coordinates, the mechanism has d = {}",
+                    acc.len(),
+                    self.d
+                ),
+            ));
+        }
+        if let ProjMatrix::Rotation(r) = w {
+            return r.add_transpose(z, self.c, acc);
+        }
+        let x = w.apply_transpose(z)?;
+        acc.iter_mut().zip(&x).for_each(|(a, b)| *a += self.c * b);
+        Ok(())
     }
 
     /// Encode with the matrix of `seed` and decode: one user's contribution `X`.
