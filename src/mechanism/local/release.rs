@@ -21,9 +21,11 @@
 use rand_chacha::ChaCha20Rng;
 use serde::{Deserialize, Serialize};
 
+use super::projunit_correlated::{CorrelatedProjUnit, CorrelatedPublic};
 use super::{
-    privunit2, privunit2_norm, privunitg, projunit, scalar_dp, NearlyUnbiasedSrht, PrivUnit2,
-    PrivUnit2Norm, PrivUnitG, ProjKind, ProjUnit, ScalarDp,
+    privunit2, privunit2_norm, privunit_inf, privunitg, projunit, projunit_correlated, scalar_dp,
+    NearlyUnbiasedSrht, PrivUnit2, PrivUnit2Norm, PrivUnitG, PrivUnitInf, ProjKind, ProjUnit,
+    ScalarDp,
 };
 use crate::error::{Error, Result};
 use crate::estimate::Estimator;
@@ -158,7 +160,7 @@ pub trait LocalDecoder: Send + Sync {
     fn dim(&self) -> usize;
     /// Values each row (each user's message) holds.
     fn message_len(&self) -> usize;
-    /// Length of the server's accumulator ([`LocalDecoder::dim`] for every mechanism here).
+    /// Length of the server's accumulator (`d`, or `d'` for correlated ProjUnit).
     fn accumulator_len(&self) -> usize {
         self.dim()
     }
@@ -167,16 +169,25 @@ pub trait LocalDecoder: Send + Sync {
     fn client(&self, row: u64, v: &[f64], rng: &mut ChaCha20Rng) -> Result<Vec<f64>>;
     /// Add row `row`'s decoded contribution into `acc`.
     fn accumulate(&self, row: u64, message: &[f32], acc: &mut [f64]) -> Result<()>;
-    /// The mean estimate of `n` rows accumulated in `acc`.
-    fn finish(&self, acc: &[f64], n: u64) -> Vec<f64> {
-        let inv = if n == 0 { 0.0 } else { 1.0 / n as f64 };
-        acc.iter().map(|x| x * inv).collect()
+    /// Add consecutive rows `first_row..` (row-major messages) into `acc`; mechanisms override
+    /// it to reuse scratch space across rows.
+    fn accumulate_rows(&self, first_row: u64, messages: &[f32], acc: &mut [f64]) -> Result<()> {
+        let k = self.message_len().max(1);
+        for (i, m) in messages.chunks_exact(k).enumerate() {
+            self.accumulate(first_row + i as u64, m, acc)?;
+        }
+        Ok(())
+    }
+    /// The mean estimate of `n ≥ 1` rows accumulated in `acc` (`d` values).
+    fn finish(&self, acc: &[f64], n: u64) -> Result<Vec<f64>> {
+        let inv = 1.0 / n.max(1) as f64;
+        Ok(acc.iter().map(|x| x * inv).collect())
     }
     /// One row's estimate of its own input (`d` values).
     fn decode_row(&self, row: u64, message: &[f32]) -> Result<Vec<f64>> {
         let mut acc = vec![0f64; self.accumulator_len()];
         self.accumulate(row, message, &mut acc)?;
-        Ok(self.finish(&acc, 1))
+        self.finish(&acc, 1)
     }
     /// Per-user `E‖Z − v‖²` on the domain's boundary and how exact it is.
     fn mse_per_user(&self) -> (f64, ErrorKind);
@@ -191,8 +202,10 @@ enum Algo {
     PrivUnitG(PrivUnitG),
     ProjUnit(ProjUnit, Seed),
     Nearly(NearlyUnbiasedSrht, Seed),
+    Correlated(CorrelatedProjUnit, CorrelatedPublic),
     Scalar(ScalarDp),
     Norm(PrivUnit2Norm),
+    Inf(PrivUnitInf),
 }
 
 /// A local-DP mechanism as a publishing [`Mechanism`].
@@ -253,7 +266,7 @@ pub fn build(params: &MechanismParams) -> Result<LocalSketch> {
     refuse(
         o.map.is_some() && kind != MechanismKind::Projunit,
         "--projection",
-        "projunit among the local mechanisms",
+        "projunit among the local mechanisms (projunit-correlated is always SRHT)",
     )?;
     refuse(
         o.epsilon_norm.is_some() && kind != MechanismKind::Privunit2Norm,
@@ -267,10 +280,26 @@ pub fn build(params: &MechanismParams) -> Result<LocalSketch> {
         "privunit2-norm and scalar-dp (the direction mechanisms take the unit ball)",
     )?;
     refuse(
-        params.k.is_some() && kind != MechanismKind::Projunit,
+        params.k.is_some() && !kind.projects(),
         "--k",
-        "projunit among the local mechanisms (the others release d values per row)",
+        "projunit and projunit-correlated among the local mechanisms (the others release d \
+         values per row)",
     )?;
+    let k_of = || -> Result<usize> {
+        let k = params.k.ok_or_else(|| {
+            Error::missing(
+                "--k",
+                format!("{} needs the projected dimension k", kind.name()),
+            )
+        })?;
+        if k == 0 || k > d {
+            return Err(Error::param(
+                "--k",
+                format!("{} needs 1 ≤ k ≤ d = {d}, got k = {k}", kind.name()),
+            ));
+        }
+        Ok(k)
+    };
     if let Some(r) = o.radius {
         if !(r.is_finite() && r > 0.0) {
             return Err(Error::param(
@@ -309,6 +338,19 @@ pub fn build(params: &MechanismParams) -> Result<LocalSketch> {
                 ),
             }
         }
+        MechanismKind::ProjunitCorrelated => {
+            let k = k_of()?;
+            if k < 2 {
+                return Err(Error::param(
+                    "--k",
+                    "projunit-correlated needs k ≥ 2 (PrivUnitG in k dimensions)",
+                ));
+            }
+            let m = CorrelatedProjUnit::new(params.epsilon, d, k)?;
+            let public = m.public(seed()?)?;
+            Algo::Correlated(m, public)
+        }
+        MechanismKind::PrivunitInf => Algo::Inf(PrivUnitInf::new(params.epsilon, d)?),
         MechanismKind::ScalarDp => {
             if d != 1 {
                 return Err(Error::param(
@@ -379,6 +421,14 @@ impl LocalSketch {
                 }
                 (Some(*map), Some(*seed))
             }
+            ProjectionRecord::Correlated { seed, layout } => {
+                if *layout != LAYOUT {
+                    return Err(bad(format!(
+                        "correlated map layout {layout} is not supported (this dprp has {LAYOUT})"
+                    )));
+                }
+                (None, Some(*seed))
+            }
             _ => (None, None),
         };
         let radius = match rec.domain {
@@ -392,7 +442,7 @@ impl LocalSketch {
             (MechanismKind::Projunit, Some(LocalMap::SrhtNearlyUnbiased)) => {
                 Some(record.k.wrapping_sub(1))
             }
-            (MechanismKind::Projunit, _) => Some(record.k),
+            (MechanismKind::Projunit | MechanismKind::ProjunitCorrelated, _) => Some(record.k),
             _ => None,
         };
         let params = MechanismParams {
@@ -451,6 +501,7 @@ impl LocalSketch {
         match &self.algo {
             Algo::Scalar(s) => InputDomain::Interval { max: s.r_max },
             Algo::Norm(n) => InputDomain::Ball { radius: n.radius() },
+            Algo::Inf(_) => InputDomain::Cube,
             _ => InputDomain::Ball { radius: 1.0 },
         }
     }
@@ -468,8 +519,10 @@ impl LocalSketch {
                 "Nearly unbiased FastProjUnit (Asi et al. 2023, Algorithms 6–7) with C = d'/k, \
                  over PrivUnitG in k + 1 dimensions"
             }
+            Algo::Correlated(..) => projunit_correlated::ALGORITHM,
             Algo::Scalar(_) => scalar_dp::ALGORITHM,
             Algo::Norm(_) => privunit2_norm::ALGORITHM,
+            Algo::Inf(_) => privunit_inf::ALGORITHM,
         }
     }
 
@@ -479,6 +532,8 @@ impl LocalSketch {
             Algo::PrivUnitG(m) => (m.epsilon, None),
             Algo::ProjUnit(m, _) => (m.epsilon, None),
             Algo::Nearly(m, _) => (m.epsilon, None),
+            Algo::Correlated(m, _) => (m.epsilon, None),
+            Algo::Inf(m) => (m.epsilon, None),
             Algo::Scalar(m) => (m.epsilon, None),
             Algo::Norm(m) => (
                 m.epsilon(),
@@ -527,6 +582,26 @@ impl LocalSketch {
                     "mean over rows i of √C·W_iᵀẑ_i[1..k], W_i regenerated from the row's seed",
                 )
             }
+            Algo::Correlated(m, _) => {
+                let mut v = vec![c("c", m.c)];
+                v.extend(pug(&m.inner));
+                (
+                    v,
+                    "z = Σ_i S_iᵀẑ_i (scatter, S_i from the row's seed), then once \
+                     (1/n)·c·√(d'/k)·D·H·z (D from the release seed)",
+                )
+            }
+            Algo::Inf(m) => (
+                vec![
+                    c("kappa", m.kappa as f64),
+                    c("threshold_L", m.threshold as f64),
+                    c("p", m.p),
+                    c("eps_cap", m.eps_cap),
+                    c("eps_coin", m.eps0),
+                    c("m", m.m),
+                ],
+                "mean of the rows (each Z = V/m is unbiased)",
+            ),
             Algo::Scalar(m) => (sdp(m), "mean of the rows (each a(Ĵ − b) is unbiased)"),
             Algo::Norm(m) => {
                 let mut v = pu2(&m.direction);
@@ -575,6 +650,7 @@ impl Mechanism for LocalSketch {
         match &self.algo {
             Algo::ProjUnit(m, _) => m.k,
             Algo::Nearly(m, _) => m.k + 1,
+            Algo::Correlated(m, _) => m.k,
             _ => self.d,
         }
     }
@@ -599,6 +675,10 @@ impl Mechanism for LocalSketch {
             Algo::Nearly(_, seed) => ProjectionRecord::PerRow {
                 map: LocalMap::SrhtNearlyUnbiased,
                 seed: *seed,
+                layout: LAYOUT,
+            },
+            Algo::Correlated(_, public) => ProjectionRecord::Correlated {
+                seed: public.seed(),
                 layout: LAYOUT,
             },
             _ => ProjectionRecord::Identity,
@@ -715,18 +795,61 @@ impl LocalDecoder for LocalSketch {
                 Ok(vec![m.privatize(v[0], rng)?])
             }
             Algo::Norm(m) => m.privatize(v, rng),
+            Algo::Correlated(m, public) => {
+                m.encode(public, self.first_row.wrapping_add(row), v, rng)
+            }
+            Algo::Inf(m) => m.privatize(v, rng),
+        }
+    }
+    fn accumulator_len(&self) -> usize {
+        match &self.algo {
+            Algo::Correlated(m, _) => m.d_pad,
+            _ => self.d,
+        }
+    }
+    fn accumulate_rows(&self, first_row: u64, messages: &[f32], acc: &mut [f64]) -> Result<()> {
+        let k = self.output_dim();
+        let Algo::Correlated(m, public) = &self.algo else {
+            for (i, msg) in messages.chunks_exact(k).enumerate() {
+                self.accumulate(first_row + i as u64, msg, acc)?;
+            }
+            return Ok(());
+        };
+        let mut scratch = m.scratch();
+        let mut z = vec![0f64; k];
+        for (i, msg) in messages.chunks_exact(k).enumerate() {
+            z.iter_mut().zip(msg).for_each(|(a, &b)| *a = b as f64);
+            let row = self.first_row.wrapping_add(first_row + i as u64);
+            m.scatter_with(public, row, &z, acc, &mut scratch)?;
+        }
+        Ok(())
+    }
+    fn finish(&self, acc: &[f64], n: u64) -> Result<Vec<f64>> {
+        match &self.algo {
+            Algo::Correlated(m, public) => m.finish(public, acc, n.max(1)),
+            _ => {
+                let inv = 1.0 / n.max(1) as f64;
+                Ok(acc.iter().map(|x| x * inv).collect())
+            }
         }
     }
     fn accumulate(&self, row: u64, message: &[f32], acc: &mut [f64]) -> Result<()> {
         self.check_message(message)?;
-        if acc.len() != self.d {
+        if acc.len() != self.accumulator_len() {
             return Err(Error::param(
                 "accumulator",
-                format!("has {} entries, the mechanism needs {}", acc.len(), self.d),
+                format!(
+                    "has {} entries, the mechanism needs {}",
+                    acc.len(),
+                    self.accumulator_len()
+                ),
             ));
         }
         let z: Vec<f64> = message.iter().map(|&x| x as f64).collect();
         let x = match &self.algo {
+            Algo::Correlated(m, public) => {
+                return m.scatter(public, self.first_row.wrapping_add(row), &z, acc);
+            }
             Algo::ProjUnit(m, seed) => {
                 let w = m.matrix(self.row_seed(*seed, row))?;
                 m.decode(&w, &z)?
@@ -768,6 +891,8 @@ impl LocalDecoder for LocalSketch {
                     ErrorKind::UpperBound,
                 )
             }
+            Algo::Correlated(m, _) => (m.mse_unit(), ErrorKind::Approximate),
+            Algo::Inf(m) => (m.mse(&vec![1.0; m.d]), ErrorKind::Exact),
             Algo::Scalar(m) => (m.mse(m.r_max).unwrap_or(f64::NAN), ErrorKind::Exact),
             Algo::Norm(m) => (m.mse(m.radius()).unwrap_or(f64::NAN), ErrorKind::Exact),
         }
@@ -780,6 +905,15 @@ impl LocalDecoder for LocalSketch {
                 "approximate (neglects the small bias of the normalised SRHT estimator), {ball}"
             ),
             Algo::Nearly(..) => format!("an upper bound, {ball}"),
+            Algo::Correlated(..) => format!(
+                "approximate: the per-user SRHT error, {ball}; the shared diagonal D adds a small \
+                 bias term to the error of the mean that does not shrink with n (not in closed form)"
+            ),
+            Algo::Inf(m) => format!(
+                "exact for inputs at a corner of the cube (every |u_j| = 1); an input u has \
+                 d/m² − ‖u‖² = {:.6} − ‖u‖²",
+                m.d as f64 / (m.m * m.m)
+            ),
             Algo::Scalar(m) => format!(
                 "exact for the input value R = {} (the error depends on the value)",
                 m.r_max
