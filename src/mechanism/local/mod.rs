@@ -30,6 +30,7 @@
 //! All calibrations are computed from (ε, d) in log space ([`crate::privacy::special`]); every
 //! chosen constant is a public field of the mechanism's parameter struct.
 
+pub mod normal;
 pub mod privunit2;
 pub mod privunit2_norm;
 pub mod privunitg;
@@ -37,8 +38,6 @@ pub mod projunit;
 pub mod scalar_dp;
 
 use rand::Rng;
-use rand::RngExt;
-use rand_distr::StandardNormal;
 
 use crate::error::{Error, Result};
 
@@ -128,7 +127,8 @@ pub fn unit_closed0<R: Rng + ?Sized>(rng: &mut R) -> f64 {
 /// A uniform random unit vector in `R^d` (a normalised standard normal vector).
 pub fn uniform_unit<R: Rng + ?Sized>(d: usize, rng: &mut R) -> Vec<f64> {
     loop {
-        let g: Vec<f64> = (0..d).map(|_| rng.sample(StandardNormal)).collect();
+        let mut g = vec![0f64; d];
+        normal::fill_standard_normal(rng, &mut g);
         let n = norm2(&g);
         if n > 0.0 {
             return g.into_iter().map(|x| x / n).collect();
@@ -140,8 +140,8 @@ pub fn uniform_unit<R: Rng + ?Sized>(d: usize, rng: &mut R) -> Vec<f64> {
 /// `g ~ N(0, I_d)` (the projection of an isotropic normal onto `u^⊥` is isotropic in `u^⊥`).
 pub fn uniform_orthogonal<R: Rng + ?Sized>(u: &[f64], rng: &mut R) -> Vec<f64> {
     loop {
-        let mut g: Vec<f64> = (0..u.len()).map(|_| rng.sample(StandardNormal)).collect();
-        let c = dot(&g, u);
+        let mut g = vec![0f64; u.len()];
+        let (c, _) = normal::fill_standard_normal_dot(rng, &mut g, u);
         for (gi, ui) in g.iter_mut().zip(u) {
             *gi -= c * ui;
         }
