@@ -6,7 +6,13 @@
 //! cargo bench --bench ldp -- client/       # one user's privatisation, per mechanism and d
 //! cargo bench --bench ldp -- fwht          # the in-place fast Walsh–Hadamard transform, 2^20
 //! cargo bench --bench ldp -- normals       # 10^6 standard normals from ChaCha20
+//! DPRP_BENCH_CPU=1 cargo bench --bench ldp   # also cpu-client/…, cpu-fwht/… in thread CPU time
 //! ```
+//!
+//! On a shared machine wall time counts the time other processes hold the core; with
+//! `DPRP_BENCH_CPU=1` the client and FWHT groups are repeated measuring the benchmark thread's
+//! CPU time (`CLOCK_THREAD_CPUTIME_ID`; everything here runs on one thread), the "on one core"
+//! figure.
 //!
 //! * `client/privunit2/d`, `client/privunitg/d` for d ∈ {1000, 2^15, 10^6}: `privatize_unit` of a
 //!   fixed unit vector (the already debiased output vector included).
@@ -22,7 +28,8 @@
 use std::hint::black_box;
 use std::time::Duration;
 
-use criterion::{BenchmarkId, Criterion, SamplingMode, Throughput};
+use criterion::measurement::{Measurement, ValueFormatter, WallTime};
+use criterion::{BenchmarkGroup, BenchmarkId, Criterion, SamplingMode, Throughput};
 use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha20Rng;
 use rand_distr::StandardNormal;
@@ -44,15 +51,56 @@ fn unit_vector(d: usize) -> Vec<f64> {
     v.into_iter().map(|x| x / n).collect()
 }
 
-fn group_settings(g: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>) {
+/// CPU time of the calling thread (criterion calls `start` and `end` on the benchmark thread).
+struct ThreadCpu;
+
+static WALL: WallTime = WallTime;
+
+fn thread_cpu() -> Duration {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: a valid out-pointer to a timespec; CLOCK_THREAD_CPUTIME_ID exists on Linux.
+    let rc = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    if rc != 0 {
+        return Duration::ZERO;
+    }
+    Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
+}
+
+impl Measurement for ThreadCpu {
+    type Intermediate = Duration;
+    type Value = Duration;
+    fn start(&self) -> Duration {
+        thread_cpu()
+    }
+    fn end(&self, start: Duration) -> Duration {
+        thread_cpu().saturating_sub(start)
+    }
+    fn add(&self, a: &Duration, b: &Duration) -> Duration {
+        *a + *b
+    }
+    fn zero(&self) -> Duration {
+        Duration::ZERO
+    }
+    fn to_f64(&self, v: &Duration) -> f64 {
+        v.as_nanos() as f64
+    }
+    fn formatter(&self) -> &dyn ValueFormatter {
+        WALL.formatter()
+    }
+}
+
+fn group_settings<M: Measurement>(g: &mut BenchmarkGroup<'_, M>) {
     g.sample_size(10)
         .sampling_mode(SamplingMode::Flat)
         .warm_up_time(Duration::from_millis(300))
         .measurement_time(Duration::from_secs(2));
 }
 
-fn bench_clients(c: &mut Criterion) {
-    let mut g = c.benchmark_group("client");
+fn bench_clients<M: Measurement>(c: &mut Criterion<M>, name: &str) {
+    let mut g = c.benchmark_group(name);
     group_settings(&mut g);
     let mut rng = ChaCha20Rng::seed_from_u64(1);
     for &d in &DIMS {
@@ -91,8 +139,8 @@ fn bench_clients(c: &mut Criterion) {
     g.finish();
 }
 
-fn bench_fwht(c: &mut Criterion) {
-    let mut g = c.benchmark_group("fwht");
+fn bench_fwht<M: Measurement>(c: &mut Criterion<M>, name: &str) {
+    let mut g = c.benchmark_group(name);
     group_settings(&mut g);
     let n = 1usize << 20;
     g.throughput(Throughput::Elements(n as u64));
@@ -129,8 +177,16 @@ fn bench_normals(c: &mut Criterion) {
 
 fn main() {
     let mut c = Criterion::default().configure_from_args();
-    bench_clients(&mut c);
-    bench_fwht(&mut c);
+    bench_clients(&mut c, "client");
+    bench_fwht(&mut c, "fwht");
     bench_normals(&mut c);
     c.final_summary();
+    if std::env::var_os("DPRP_BENCH_CPU").is_some_and(|v| v == "1") {
+        let mut cpu = Criterion::default()
+            .with_measurement(ThreadCpu)
+            .configure_from_args();
+        bench_clients(&mut cpu, "cpu-client");
+        bench_fwht(&mut cpu, "cpu-fwht");
+        cpu.final_summary();
+    }
 }

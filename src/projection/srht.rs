@@ -130,9 +130,13 @@ impl Srht {
                 ),
             ));
         }
-        let mut x = vec![0f64; self.d_pad];
-        x[..self.d].copy_from_slice(v);
-        self.apply_signs(&mut x[..self.d], 1.0);
+        // D·pad(v) in one pass: a sign flip is an XOR of the sign bit.
+        let mut x = Vec::with_capacity(self.d_pad);
+        x.extend(v.iter().enumerate().map(|(i, vi)| {
+            let flip = ((!self.sign_bits[i / 64] >> (i % 64)) & 1) << 63;
+            f64::from_bits(vi.to_bits() ^ flip)
+        }));
+        x.resize(self.d_pad, 0.0);
         fwht_normalized(&mut x)?;
         let s = self.scale();
         Ok(self.rows.iter().map(|&r| s * x[r]).collect())

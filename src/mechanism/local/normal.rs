@@ -44,12 +44,12 @@ pub struct Ziggurat {
     pub r: f64,
     /// Common area of the layers, `V = r·f(r) + ∫_r^∞ f`.
     pub v: f64,
-    /// Layer widths `x_0 > x_1 = r > … > x_N = 0` (`LAYERS + 1` entries).
-    pub x: Vec<f64>,
+    /// Layer widths `x_0 > x_1 = r > … > x_N = 0`.
+    pub x: [f64; LAYERS + 1],
     /// `f(x_i)` (`f(x_0)` is set to 0: the bottom of the base strip).
-    pub f: Vec<f64>,
+    pub f: [f64; LAYERS + 1],
     /// `x_{i+1}/x_i`: the fast-path threshold on `U`.
-    ratio: Vec<f64>,
+    ratio: [f64; LAYERS],
 }
 
 fn f(x: f64) -> f64 {
@@ -101,13 +101,21 @@ impl Ziggurat {
         let (_, mut x) = layers(r);
         x[LAYERS] = 0.0;
         let v = r * f(r) + tail_area(r);
-        let mut fx: Vec<f64> = x.iter().map(|&xi| f(xi)).collect();
+        let mut xs = [0.0; LAYERS + 1];
+        xs.copy_from_slice(&x);
+        let mut fx = [0.0; LAYERS + 1];
+        for (fi, xi) in fx.iter_mut().zip(&xs) {
+            *fi = f(*xi);
+        }
         fx[0] = 0.0;
-        let ratio = (0..LAYERS).map(|i| x[i + 1] / x[i]).collect();
+        let mut ratio = [0.0; LAYERS];
+        for (i, q) in ratio.iter_mut().enumerate() {
+            *q = xs[i + 1] / xs[i];
+        }
         Ziggurat {
             r,
             v,
-            x,
+            x: xs,
             f: fx,
             ratio,
         }
@@ -136,7 +144,7 @@ impl<'a, R: Rng + ?Sized> Words<'a, R> {
         }
     }
 
-    #[inline]
+    #[inline(always)]
     fn next(&mut self) -> u64 {
         if self.pos == BLOCK {
             self.rng.fill_bytes(bytemuck::cast_slice_mut(&mut self.buf));
@@ -154,16 +162,30 @@ impl<'a, R: Rng + ?Sized> Words<'a, R> {
     }
 }
 
-/// One `N(0,1)` draw, the rare (≈1%) slow path included.
-#[inline]
-fn sample<R: Rng + ?Sized>(z: &Ziggurat, w: &mut Words<'_, R>) -> f64 {
+/// The fast path (≈99% of words): `Some(±U·x_i)` when the point lies inside the rectangle of
+/// layer `i`. The sign is bit 8, applied by XOR on the sign bit (no branch).
+#[inline(always)]
+fn fast(z: &Ziggurat, word: u64) -> Option<f64> {
+    let i = (word & 0xff) as usize;
+    let u = (word >> 11) as f64 * (1.0 / (1u64 << 53) as f64);
+    if u < z.ratio[i] {
+        let sign = ((word >> 8) & 1) << 63;
+        Some(f64::from_bits((u * z.x[i]).to_bits() ^ sign))
+    } else {
+        None
+    }
+}
+
+/// The rest of a draw whose first word missed the rectangle: the wedge or tail of that word's
+/// layer, then fresh words until one is accepted.
+#[cold]
+#[inline(never)]
+fn slow<R: Rng + ?Sized>(z: &Ziggurat, w: &mut Words<'_, R>, mut word: u64) -> f64 {
     loop {
-        let word = w.next();
         let i = (word & 0xff) as usize;
-        let neg = (word >> 8) & 1 == 1;
+        let sign = if (word >> 8) & 1 == 1 { -1.0 } else { 1.0 };
         let u = (word >> 11) as f64 * (1.0 / (1u64 << 53) as f64);
         let x = u * z.x[i];
-        let sign = if neg { -1.0 } else { 1.0 };
         if u < z.ratio[i] {
             return sign * x;
         }
@@ -182,6 +204,17 @@ fn sample<R: Rng + ?Sized>(z: &Ziggurat, w: &mut Words<'_, R>) -> f64 {
         if y < f(x) {
             return sign * x;
         }
+        word = w.next();
+    }
+}
+
+/// One `N(0,1)` draw.
+#[inline(always)]
+fn sample<R: Rng + ?Sized>(z: &Ziggurat, w: &mut Words<'_, R>) -> f64 {
+    let word = w.next();
+    match fast(z, word) {
+        Some(x) => x,
+        None => slow(z, w, word),
     }
 }
 
