@@ -21,7 +21,8 @@
 //!   run PrivUnitG in `R^k` (target: under 10 ms).
 //! * `fwht/normalized-f64/1048576`: [`fwht_normalized`] in place.
 //! * `normals/*`: 10^6 N(0,1) from a ChaCha20 stream, `rand_distr::StandardNormal` one at a time
-//!   (the previous sampler of the mechanisms) against the bulk ziggurat [`fill_standard_normal`].
+//!   (the previous sampler of the mechanisms) against the bulk ziggurat [`fill_standard_normal`];
+//!   and the bulk ziggurat on ChaCha12 and ChaCha8 (what the generator costs).
 //!
 //! All noise comes from ChaCha20 (here seeded with a fixed key so that runs are comparable).
 
@@ -31,7 +32,7 @@ use std::time::Duration;
 use criterion::measurement::{Measurement, ValueFormatter, WallTime};
 use criterion::{BenchmarkGroup, BenchmarkId, Criterion, SamplingMode, Throughput};
 use rand::{RngExt, SeedableRng};
-use rand_chacha::ChaCha20Rng;
+use rand_chacha::{ChaCha12Rng, ChaCha20Rng, ChaCha8Rng};
 use rand_distr::StandardNormal;
 
 use dprp::mechanism::local::normal::fill_standard_normal;
@@ -169,6 +170,22 @@ fn bench_normals(c: &mut Criterion) {
     g.bench_function(BenchmarkId::new("bulk-ziggurat", n), |b| {
         b.iter(|| {
             fill_standard_normal(&mut rng, &mut buf);
+            black_box(&buf);
+        })
+    });
+    // The same sampler on the reduced-round ChaCha generators (also CSPRNGs), to show what the
+    // generator costs: the mechanisms take any `Rng`, the caller picks it.
+    let mut rng12 = ChaCha12Rng::seed_from_u64(3);
+    g.bench_function(BenchmarkId::new("bulk-ziggurat-chacha12", n), |b| {
+        b.iter(|| {
+            fill_standard_normal(&mut rng12, &mut buf);
+            black_box(&buf);
+        })
+    });
+    let mut rng8 = ChaCha8Rng::seed_from_u64(4);
+    g.bench_function(BenchmarkId::new("bulk-ziggurat-chacha8", n), |b| {
+        b.iter(|| {
+            fill_standard_normal(&mut rng8, &mut buf);
             black_box(&buf);
         })
     });

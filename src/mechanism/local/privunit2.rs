@@ -322,7 +322,7 @@ impl PrivUnit2 {
                     *zi -= c * inv_norm * ui;
                     acc += *zi * *zi;
                 }
-                if !(acc > 0.0) {
+                if acc.is_nan() || acc <= 0.0 {
                     continue;
                 }
                 // z now holds r: V = t·û + s·r/‖r‖.
