@@ -244,6 +244,33 @@ def fallback_report(pu, eps_list, tries=25):
           f"(unbiased: 1, predicted with the fallback: {want:.4f})")
 
 
+def correctness_checks(pfl, pu):
+    """Checks of the peers beyond the timed settings (numbers quoted in the README)."""
+    print("\ncorrectness checks of the peers:")
+    if pu is not None:
+        # ProjUnit's rotation is the QR factor of np.random.rand(k, n) (uniform entries): without
+        # noise (eps = -1), E<R^T R v/|Rv|, v> = sqrt(d/k)·E|Pv| is 1/c ≈ 1 for a Haar subspace.
+        d, k, n = 1024, 64, 400
+        for name, v in (("ones/√d", np.ones(d) / math.sqrt(d)),
+                        ("e_1", np.eye(d)[0])):
+            a = np.array([pu.ProjUnit(v, -1, k) @ v for _ in range(n)])
+            print(f"  ml-projunit ProjUnit rotation, no noise, d={d}, k={k}, v={name}: "
+                  f"E<z,v> = {a.mean():.3f} ± {a.std(ddof=1) / math.sqrt(n):.3f} (Haar: ≈ 1)")
+        try:
+            pu.get_gamma_sigma(pu.priv_unit_G_get_p(800.0), 800.0)
+            print("  ml-projunit PrivUnitG at ε = 800: parameters computed")
+        except OverflowError as e:
+            print(f"  ml-projunit PrivUnitG at ε = 800: OverflowError ({e})")
+    if pfl is not None:
+        d = 1000
+        v = np.ones(d) / math.sqrt(d)
+        for eps in (16.0, 500.0):
+            sc, gamma = pfl.compute_optimal_cap_offset(eps, d)
+            z = pfl.privatize(eps, v)
+            print(f"  pfl PrivUnit2 at ε = {eps:g}, d = {d}: γ = {gamma:.4g}, claimed MSE "
+                  f"{sc.value ** 2 - 1:.4g}, one output has |Z| = {np.linalg.norm(z):.4g}")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("dprp_example", help="path of the built examples/ldp_peer binary")
@@ -317,6 +344,8 @@ def main():
                  if "peer_mse_claimed" in p else ""))
     if pu is not None and (not args.only or "privunitg" in args.only):
         fallback_report(pu, [0.5, 1.0, 4.0, 10.0])
+    if not args.only:
+        correctness_checks(pfl, pu)
 
 
 def fmt_t(s):
