@@ -23,8 +23,10 @@ pub struct Srht {
     d_pad: usize,
     k: usize,
     seed: Seed,
-    /// `D`: ±1 per padded coordinate.
-    signs: Vec<f64>,
+    /// `D`, packed: bit `i mod 64` of word `i / 64` is 1 for `D_ii = +1`, 0 for `−1` (the
+    /// stream-3 words themselves; 1/64 of the memory of a ±1.0 vector, so a client at
+    /// d = 10⁶ does not allocate and fault in another 8 MB).
+    sign_bits: Vec<u64>,
     /// `S`: the `k` distinct sampled rows of `H`, in sampling order.
     rows: Vec<usize>,
 }
@@ -41,12 +43,10 @@ impl Srht {
         }
         let mut srng = ChaCha20Rng::from_seed(seed.0);
         srng.set_stream(3);
-        let mut signs = vec![0f64; d_pad];
-        for chunk in signs.chunks_mut(64) {
-            let bits = srng.next_u64();
-            for (b, e) in chunk.iter_mut().enumerate() {
-                *e = if (bits >> b) & 1 == 1 { 1.0 } else { -1.0 };
-            }
+        let mut sign_bits: Vec<u64> = (0..d_pad.div_ceil(64)).map(|_| srng.next_u64()).collect();
+        if d_pad % 64 != 0 {
+            // d' < 64: keep only the bits of real coordinates (the rest of the word is unused).
+            sign_bits[0] &= (1u64 << d_pad) - 1;
         }
         let mut rrng = ChaCha20Rng::from_seed(seed.0);
         rrng.set_stream(4);
@@ -65,7 +65,7 @@ impl Srht {
             d_pad,
             k,
             seed,
-            signs,
+            sign_bits,
             rows,
         })
     }
@@ -86,10 +86,29 @@ impl Srht {
     pub fn seed(&self) -> Seed {
         self.seed
     }
-    /// The diagonal `D` (±1 per padded coordinate).
-    pub fn signs(&self) -> &[f64] {
-        &self.signs
+    /// The diagonal `D` (±1 per padded coordinate), expanded from the packed bits.
+    pub fn signs(&self) -> Vec<f64> {
+        (0..self.d_pad)
+            .map(|i| if self.sign_positive(i) { 1.0 } else { -1.0 })
+            .collect()
     }
+
+    /// Whether `D_ii = +1`.
+    #[inline]
+    fn sign_positive(&self, i: usize) -> bool {
+        (self.sign_bits[i / 64] >> (i % 64)) & 1 == 1
+    }
+
+    /// `x_i ← D_ii·x_i·s` in place for `i < x.len()` (a sign flip is an XOR of the sign bit).
+    fn apply_signs(&self, x: &mut [f64], s: f64) {
+        for (xc, &bits) in x.chunks_mut(64).zip(&self.sign_bits) {
+            for (b, xi) in xc.iter_mut().enumerate() {
+                let flip = ((!bits >> b) & 1) << 63;
+                *xi = f64::from_bits((*xi * s).to_bits() ^ flip);
+            }
+        }
+    }
+
     /// The sampled rows of `H` (distinct, in `[0, d')`).
     pub fn rows(&self) -> &[usize] {
         &self.rows
@@ -111,10 +130,13 @@ impl Srht {
                 ),
             ));
         }
-        let mut x = vec![0f64; self.d_pad];
-        for ((xi, vi), si) in x.iter_mut().zip(v).zip(&self.signs) {
-            *xi = vi * si;
-        }
+        // D·pad(v) in one pass: a sign flip is an XOR of the sign bit.
+        let mut x = Vec::with_capacity(self.d_pad);
+        x.extend(v.iter().enumerate().map(|(i, vi)| {
+            let flip = ((!self.sign_bits[i / 64] >> (i % 64)) & 1) << 63;
+            f64::from_bits(vi.to_bits() ^ flip)
+        }));
+        x.resize(self.d_pad, 0.0);
         fwht_normalized(&mut x)?;
         let s = self.scale();
         Ok(self.rows.iter().map(|&r| s * x[r]).collect())
@@ -138,12 +160,9 @@ impl Srht {
             x[r] = *yi;
         }
         fwht_normalized(&mut x)?;
-        let s = self.scale();
-        Ok(x[..self.d]
-            .iter()
-            .zip(&self.signs)
-            .map(|(xi, si)| s * xi * si)
-            .collect())
+        x.truncate(self.d);
+        self.apply_signs(&mut x, self.scale());
+        Ok(x)
     }
 }
 

@@ -44,15 +44,16 @@
 //! for `α = 5·10⁶` and `x` near ½ (Gaussian-like regime) as well as far in the tail. Complement:
 //! `B' = Y/(X+Y)` with `X, Y ~ Gamma(α)` (an exact Beta(α, α) draw, `rand_distr`), rejected unless
 //! `B' > x` (acceptance `P₋ ≥ ½`). The orthogonal part is a uniform unit vector of `u^⊥`
-//! ([`super::uniform_orthogonal`]).
+//! (`g − ⟨g,u⟩u` normalised, `g` a bulk draw of standard normals, [`super::normal`]).
 
 use rand::Rng;
 use rand::RngExt;
 use rand_distr::Gamma;
 
+use super::normal::fill_standard_normal_dot;
 use super::privunitg::golden_min;
 use super::{check_dim, check_epsilon, check_in_ball, dot, effective_norm2, round_to_sphere};
-use super::{uniform_orthogonal, unit_closed0, unit_open0, UNIT_NORM_TOL};
+use super::{unit_closed0, unit_open0, UNIT_NORM_TOL};
 use crate::error::{Error, Result};
 use crate::privacy::special::{
     ln_1m_exp, ln_gamma_half_ratio, ln_sym_beta_lower, log1p_exp, sym_beta_lower_inv,
@@ -247,8 +248,7 @@ impl PrivUnit2 {
                 format!("PrivUnit2::privatize_unit needs a unit vector, got norm {norm}"),
             ));
         }
-        let u: Vec<f64> = u.iter().map(|x| x / norm).collect();
-        self.sample_on_sphere(&u, rng)
+        self.sample_scaled(u, 1.0 / norm, rng)
     }
 
     /// Privatise a vector of the unit ball (rounded to the sphere first, see [`super`]).
@@ -289,13 +289,61 @@ impl PrivUnit2 {
         u: &[f64],
         rng: &mut R,
     ) -> Result<Vec<f64>> {
+        self.sample_scaled(u, 1.0, rng)
+    }
+
+    /// Steps 1–2 for the unit vector `û = inv_norm·u` (normalisation folded in, no copy).
+    ///
+    /// `V = t·û + s·w` with `(t, s)` from [`PrivUnit2::sample_cos`] and `w` uniform on the unit
+    /// sphere of `û^⊥`: `w = r/‖r‖`, `r = g − ⟨g,û⟩û` for `g ~ N(0, I_d)` drawn in bulk
+    /// ([`fill_standard_normal_dot`] also returns `⟨g,u⟩` and `‖g‖²`). `‖r‖² = ‖g‖² − ⟨g,û⟩²`
+    /// is used when it keeps at least a thousandth of `‖g‖²` (relative rounding error below
+    /// ~1e-13); otherwise `r` is formed and its norm summed exactly. `r = 0` (probability zero)
+    /// redraws `g`. Returns `Z = V/m`.
+    fn sample_scaled<R: Rng + ?Sized>(
+        &self,
+        u: &[f64],
+        inv_norm: f64,
+        rng: &mut R,
+    ) -> Result<Vec<f64>> {
         let (t, s) = self.sample_cos(rng)?;
-        let w = uniform_orthogonal(u, rng);
         let inv_m = 1.0 / self.m;
-        Ok(u.iter()
-            .zip(&w)
-            .map(|(ui, wi)| (t * ui + s * wi) * inv_m)
-            .collect())
+        let mut z = vec![0f64; u.len()];
+        // 2^-1000 chance of needing more than a handful of draws even at d = 2.
+        for _ in 0..64 {
+            let (gu, gg) = fill_standard_normal_dot(rng, &mut z, u);
+            let c = gu * inv_norm; // ⟨g, û⟩
+            let r2 = gg - c * c;
+            let r2 = if r2 > 1e-3 * gg {
+                r2
+            } else {
+                let mut acc = 0.0;
+                for (zi, ui) in z.iter_mut().zip(u) {
+                    *zi -= c * inv_norm * ui;
+                    acc += *zi * *zi;
+                }
+                if acc.is_nan() || acc <= 0.0 {
+                    continue;
+                }
+                // z now holds r: V = t·û + s·r/‖r‖.
+                let b = s * inv_m / acc.sqrt();
+                let a = t * inv_m * inv_norm;
+                for (zi, ui) in z.iter_mut().zip(u) {
+                    *zi = a * ui + b * *zi;
+                }
+                return Ok(z);
+            };
+            let b = s * inv_m / r2.sqrt();
+            let a = t * inv_m * inv_norm - b * c * inv_norm;
+            for (zi, ui) in z.iter_mut().zip(u) {
+                *zi = b * *zi + a * ui;
+            }
+            return Ok(z);
+        }
+        Err(Error::param(
+            "PrivUnit2",
+            "the orthogonal direction was degenerate 64 times: broken random source",
+        ))
     }
 
     /// Log-density of the direction `v = m·Z` (a unit vector) for the input `u`, relative to the

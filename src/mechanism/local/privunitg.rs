@@ -31,13 +31,12 @@
 //! branch is `α = Φ⁻¹(U·Φ(γ))`, also through [`norm_isf_ln`].
 
 use rand::Rng;
-use rand_distr::StandardNormal;
 
+use super::normal::fill_standard_normal_dot;
 use super::{check_dim, check_epsilon, check_in_ball, dot, round_to_sphere, unit_closed0};
 use super::{effective_norm2, unit_open0, UNIT_NORM_TOL};
 use crate::error::{Error, Result};
 use crate::privacy::special::{inv_mills, ln_norm_pdf, ln_norm_sf, log1p_exp, norm_isf_ln};
-use rand::RngExt;
 
 /// Citation recorded with releases.
 pub const ALGORITHM: &str = "PrivUnitG (Asi et al. 2023, Algorithm 8), optimised p";
@@ -153,26 +152,29 @@ impl PrivUnitG {
                 format!("PrivUnitG::privatize_unit needs a unit vector, got norm {norm}"),
             ));
         }
-        let u: Vec<f64> = u.iter().map(|x| x / norm).collect();
-        Ok(self.sample_on_sphere(&u, rng))
+        Ok(self.sample_scaled(u, 1.0 / norm, rng))
     }
 
     /// Privatise a vector of the unit ball (rounded to the sphere first, see [`super`]).
     pub fn privatize<R: Rng + ?Sized>(&self, v: &[f64], rng: &mut R) -> Result<Vec<f64>> {
         let norm = check_in_ball(v, self.d, 1.0)?;
         let u = round_to_sphere(v, norm, rng);
-        Ok(self.sample_on_sphere(&u, rng))
+        Ok(self.sample_scaled(&u, 1.0, rng))
     }
 
-    /// Steps 1–4 for an exact unit vector `u`.
-    fn sample_on_sphere<R: Rng + ?Sized>(&self, u: &[f64], rng: &mut R) -> Vec<f64> {
+    /// Steps 1–4 for the unit vector `û = inv_norm·u` (the normalisation folded into the
+    /// arithmetic, no copy): with `g ~ N(0, I_d)` drawn in bulk ([`fill_standard_normal_dot`],
+    /// which also returns `⟨g, u⟩`), `Z = scale·(g + (α − ⟨g,û⟩)·û)` — `g` with its component
+    /// along `û` replaced by `α`, i.e. `α·û + g⊥` with `g⊥ ~ N(0, I − ûûᵀ)`.
+    fn sample_scaled<R: Rng + ?Sized>(&self, u: &[f64], inv_norm: f64, rng: &mut R) -> Vec<f64> {
         let alpha = self.sample_alpha(rng);
-        let mut g: Vec<f64> = (0..u.len()).map(|_| rng.sample(StandardNormal)).collect();
-        let c = alpha - dot(&g, u); // replace the u-component of g by α
-        for (gi, ui) in g.iter_mut().zip(u) {
-            *gi = self.scale * (*gi + c * ui);
+        let mut z = vec![0f64; u.len()];
+        let (gu, _) = fill_standard_normal_dot(rng, &mut z, u);
+        let c = self.scale * (alpha - gu * inv_norm) * inv_norm;
+        for (zi, ui) in z.iter_mut().zip(u) {
+            *zi = self.scale * *zi + c * ui;
         }
-        g
+        z
     }
 
     /// Log-density of the output `z` for the input `u` (unit vector), relative to the density of
