@@ -158,10 +158,9 @@ fn print_text(a: &MeanArgs, m: &crate::release::ReleaseMeta, est: &MeanEstimate)
         m.guarantee.replace_one()
     )?;
     outln!(
-        "expected squared error: E‖μ̂ − μ‖² = {:.6e} = {:.6} per user / n ({}, {})",
+        "expected squared error: E‖μ̂ − μ‖² = {:.6e} = {:.6} per user / n (closed form: {})",
         est.expected_sq_error,
         est.mse_per_user,
-        kind_word(est),
         est.error_note
     )?;
     outln!(
@@ -188,15 +187,6 @@ fn print_text(a: &MeanArgs, m: &crate::release::ReleaseMeta, est: &MeanEstimate)
             shown.join(", ")
         ),
         None => outln!("mean: [{}]", shown.join(", ")),
-    }
-}
-
-fn kind_word(est: &MeanEstimate) -> &'static str {
-    use crate::mechanism::local::release::ErrorKind;
-    match est.error_kind {
-        ErrorKind::Exact => "closed form",
-        ErrorKind::Approximate => "closed form, approximate",
-        ErrorKind::UpperBound => "closed-form upper bound",
     }
 }
 
