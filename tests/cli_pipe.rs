@@ -113,6 +113,12 @@ fn closed_stdout_ends_every_printing_command_quietly() {
         ],
         vec!["convert", "rows.csv", "-o", "rows.bin"],
         vec!["demo"],
+        "publish rows.csv -m privunit2 -e 4 --normalize l2 -o l.dprp"
+            .split(' ')
+            .collect(),
+        vec!["mean", "l.dprp"],
+        vec!["mean", "l.dprp", "--json"],
+        "calibrate -m projunit -e 4 --dim 64".split(' ').collect(),
     ];
     for args in &cases {
         let (st, err) = closed_stdout(d.path(), args);

@@ -86,6 +86,24 @@ fn configs() -> Vec<(MechanismParams, &'static str)> {
         ),
         (
             params(
+                MechanismKind::ProjunitCorrelated,
+                12,
+                LocalOptions::default(),
+                Some(5),
+            ),
+            "unit ball",
+        ),
+        (
+            params(
+                MechanismKind::PrivunitInf,
+                12,
+                LocalOptions::default(),
+                None,
+            ),
+            "cube [-1,1]^d",
+        ),
+        (
+            params(
                 MechanismKind::ScalarDp,
                 1,
                 LocalOptions {

@@ -223,10 +223,7 @@ impl<'m> MeanAccumulator<'m> {
             .enumerate()
             .map(|(t, chunk)| -> Result<Vec<f64>> {
                 let mut acc = vec![0f64; len];
-                for (i, m) in chunk.chunks_exact(k).enumerate() {
-                    let row = first_row + (t * TASK_ROWS + i) as u64;
-                    decoder.accumulate(row, m, &mut acc)?;
-                }
+                decoder.accumulate_rows(first_row + (t * TASK_ROWS) as u64, chunk, &mut acc)?;
                 Ok(acc)
             })
             .try_reduce(
@@ -278,7 +275,7 @@ impl<'m> MeanAccumulator<'m> {
         }
         let (mse, kind) = self.decoder.mse_per_user();
         Ok(MeanEstimate {
-            mean: self.decoder.finish(&self.state.sum, self.state.n),
+            mean: self.decoder.finish(&self.state.sum, self.state.n)?,
             n: self.state.n,
             mse_per_user: mse,
             expected_sq_error: mse / self.state.n as f64,

@@ -106,6 +106,11 @@ pub fn describe(r: &Release) -> String {
             ProjectionRecord::Oporp { seed, layout } => {
                 format!("OPORP, public seed {}, layout v{layout}", seed.to_hex())
             }
+            ProjectionRecord::Correlated { seed, layout } => format!(
+                "correlated SRHT: one public diagonal D from release seed {}, a Hadamard row \
+                 sample per row (row i: the seed of row first_row + i), layout v{layout}",
+                seed.to_hex()
+            ),
             ProjectionRecord::PerRow { map, seed, layout } => format!(
                 "one public {} map per row (row i: the seed of row first_row + i derived from \
                  release seed {}), layout v{layout}",

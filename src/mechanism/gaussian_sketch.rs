@@ -128,7 +128,7 @@ impl PublicMap {
                 check_layout(*layout)?;
                 PublicMap::Oporp(Oporp::generate(p, k, *seed)?)
             }
-            ProjectionRecord::PerRow { .. } => {
+            ProjectionRecord::PerRow { .. } | ProjectionRecord::Correlated { .. } => {
                 return Err(Error::param(
                     "release",
                     "a sketch mechanism recorded with per-row maps (a damaged header)",

@@ -19,7 +19,9 @@
 //! | `privunit2` | [`local::privunit2`] | Bhowmick et al. 2018, Algorithm 1, variance-optimal split |
 //! | `duchi` | [`local::privunit2`] | Duchi et al. hemisphere (PrivUnit2 with γ = 0) |
 //! | `privunitg` | [`local::privunitg`] | Asi et al. 2023, Algorithm 8 |
-//! | `projunit` | [`local::projunit`] | Asi et al. 2023, Algorithms 1, 2, 5 (rotation, Gaussian, SRHT); 6–7 with `--nearly-unbiased` |
+//! | `projunit` | [`local::projunit`] | Asi et al. 2023, Algorithms 1, 2, 5 (rotation, Gaussian, SRHT); 6–7 with `--projection srht-nearly-unbiased` |
+//! | `projunit-correlated` | [`local::projunit_correlated`] | Asi et al. 2023, Algorithms 3–4 (with √(d'/k)) |
+//! | `privunit-inf` | [`local::privunit_inf`] | Bhowmick et al. 2018, Algorithm 2 (inputs in `[-1,1]^d`) |
 //! | `scalar-dp` | [`local::scalar_dp`] | Bhowmick et al. 2018, Algorithm 3 |
 //! | `privunit2-norm` | [`local::privunit2_norm`] | Bhowmick et al. 2018, eq. (22) |
 //!
@@ -97,6 +99,11 @@ pub enum MechanismKind {
     ScalarDp,
     /// Local DP: PrivUnit2 for the direction × ScalarDP for the norm, ball of radius `R`.
     Privunit2Norm,
+    /// Local DP: correlated FastProjUnit — one public diagonal for all rows, a public row sample
+    /// per row; the server decodes with one transform.
+    ProjunitCorrelated,
+    /// Local DP: PrivUnitInf on the cube `[-1,1]^d`.
+    PrivunitInf,
 }
 
 impl MechanismKind {
@@ -106,13 +113,15 @@ impl MechanismKind {
     }
 
     /// The local-DP mechanisms for mean estimation (MECHANISMS-LDP.md §A–C).
-    pub const LOCAL: [MechanismKind; 6] = [
+    pub const LOCAL: [MechanismKind; 8] = [
         MechanismKind::Privunit2,
         MechanismKind::Duchi,
         MechanismKind::Privunitg,
         MechanismKind::Projunit,
+        MechanismKind::ProjunitCorrelated,
         MechanismKind::ScalarDp,
         MechanismKind::Privunit2Norm,
+        MechanismKind::PrivunitInf,
     ];
 
     /// The sketch mechanisms, in the order of DESIGN.md §5.
@@ -152,6 +161,8 @@ impl MechanismKind {
             MechanismKind::Projunit => "projunit",
             MechanismKind::ScalarDp => "scalar-dp",
             MechanismKind::Privunit2Norm => "privunit2-norm",
+            MechanismKind::ProjunitCorrelated => "projunit-correlated",
+            MechanismKind::PrivunitInf => "privunit-inf",
         }
     }
 
@@ -249,7 +260,7 @@ impl MechanismKind {
     pub fn projects(&self) -> bool {
         match self {
             MechanismKind::RawGOpt => false,
-            MechanismKind::Projunit => true,
+            MechanismKind::Projunit | MechanismKind::ProjunitCorrelated => true,
             k => !k.is_local(),
         }
     }
@@ -288,6 +299,14 @@ pub enum ProjectionRecord {
     /// OPORP permutation + signs + bins.
     Oporp {
         /// Public seed (ChaCha20 key).
+        seed: Seed,
+        /// Randomness layout version (see [`crate::projection`]).
+        layout: u32,
+    },
+    /// One public diagonal `D` for the release (stream 3 of this seed) and, for row `i`, a
+    /// Hadamard row sample from [`Seed::for_row`]`(i)` (correlated FastProjUnit).
+    Correlated {
+        /// Public release seed.
         seed: Seed,
         /// Randomness layout version (see [`crate::projection`]).
         layout: u32,

@@ -32,6 +32,7 @@
 //! All calibrations are computed from (ε, d) in log space ([`crate::privacy::special`]); every
 //! chosen constant is a public field of the mechanism's parameter struct.
 
+pub mod decoder;
 pub mod privunit2;
 pub mod privunit2_norm;
 pub mod privunit_inf;

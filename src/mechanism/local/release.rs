@@ -21,9 +21,12 @@
 use rand_chacha::ChaCha20Rng;
 use serde::{Deserialize, Serialize};
 
+pub use super::decoder::{ErrorKind, LocalDecoder};
+use super::projunit_correlated::{CorrelatedProjUnit, CorrelatedPublic};
 use super::{
-    privunit2, privunit2_norm, privunitg, projunit, scalar_dp, NearlyUnbiasedSrht, PrivUnit2,
-    PrivUnit2Norm, PrivUnitG, ProjKind, ProjUnit, ScalarDp,
+    privunit2, privunit2_norm, privunit_inf, privunitg, projunit, projunit_correlated, scalar_dp,
+    NearlyUnbiasedSrht, PrivUnit2, PrivUnit2Norm, PrivUnitG, PrivUnitInf, ProjKind, ProjUnit,
+    ScalarDp,
 };
 use crate::error::{Error, Result};
 use crate::estimate::Estimator;
@@ -32,7 +35,6 @@ use crate::mechanism::{
     SketchMut,
 };
 use crate::privacy::guarantee::{Guarantee, InputDomain};
-use crate::projection::hadamard::next_pow2;
 use crate::projection::Seed;
 
 /// Randomness layout version of per-row maps (see [`crate::projection`]).
@@ -119,18 +121,6 @@ impl LocalOptions {
     }
 }
 
-/// How exact a recorded error figure is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum ErrorKind {
-    /// The closed form is exact.
-    Exact,
-    /// The closed form neglects a small bias (SRHT).
-    Approximate,
-    /// The closed form bounds the error from above.
-    UpperBound,
-}
-
 /// What a release of a local mechanism records beyond the common header.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct LocalRecord {
@@ -151,57 +141,26 @@ pub struct LocalRecord {
     pub decoder: String,
 }
 
-/// The server side of a local mechanism. `row` arguments count release rows from 0 (the
-/// mechanism adds its [`LocalOptions::first_row`] for per-row maps).
-pub trait LocalDecoder: Send + Sync {
-    /// Dimension `d` of the inputs and of the mean.
-    fn dim(&self) -> usize;
-    /// Values each row (each user's message) holds.
-    fn message_len(&self) -> usize;
-    /// Length of the server's accumulator ([`LocalDecoder::dim`] for every mechanism here).
-    fn accumulator_len(&self) -> usize {
-        self.dim()
-    }
-    /// The client: privatise one input (`d` values in the domain) as row `row`, drawing secret
-    /// noise from `rng`; returns the message.
-    fn client(&self, row: u64, v: &[f64], rng: &mut ChaCha20Rng) -> Result<Vec<f64>>;
-    /// Add row `row`'s decoded contribution into `acc`.
-    fn accumulate(&self, row: u64, message: &[f32], acc: &mut [f64]) -> Result<()>;
-    /// The mean estimate of `n` rows accumulated in `acc`.
-    fn finish(&self, acc: &[f64], n: u64) -> Vec<f64> {
-        let inv = if n == 0 { 0.0 } else { 1.0 / n as f64 };
-        acc.iter().map(|x| x * inv).collect()
-    }
-    /// One row's estimate of its own input (`d` values).
-    fn decode_row(&self, row: u64, message: &[f32]) -> Result<Vec<f64>> {
-        let mut acc = vec![0f64; self.accumulator_len()];
-        self.accumulate(row, message, &mut acc)?;
-        Ok(self.finish(&acc, 1))
-    }
-    /// Per-user `E‖Z − v‖²` on the domain's boundary and how exact it is.
-    fn mse_per_user(&self) -> (f64, ErrorKind);
-    /// For which inputs [`mse_per_user`](LocalDecoder::mse_per_user) holds, in one sentence.
-    fn mse_note(&self) -> String;
-}
-
 /// The algorithm of a local release, with its public parameters.
 #[derive(Debug, Clone)]
-enum Algo {
+pub(super) enum Algo {
     PrivUnit2(PrivUnit2),
     PrivUnitG(PrivUnitG),
     ProjUnit(ProjUnit, Seed),
     Nearly(NearlyUnbiasedSrht, Seed),
+    Correlated(CorrelatedProjUnit, CorrelatedPublic),
     Scalar(ScalarDp),
     Norm(PrivUnit2Norm),
+    Inf(PrivUnitInf),
 }
 
 /// A local-DP mechanism as a publishing [`Mechanism`].
 #[derive(Debug, Clone)]
 pub struct LocalSketch {
-    kind: MechanismKind,
-    d: usize,
-    first_row: u64,
-    algo: Algo,
+    pub(super) kind: MechanismKind,
+    pub(super) d: usize,
+    pub(super) first_row: u64,
+    pub(super) algo: Algo,
 }
 
 fn proj_kind(map: LocalMap) -> ProjKind {
@@ -253,7 +212,7 @@ pub fn build(params: &MechanismParams) -> Result<LocalSketch> {
     refuse(
         o.map.is_some() && kind != MechanismKind::Projunit,
         "--projection",
-        "projunit among the local mechanisms",
+        "projunit among the local mechanisms (projunit-correlated is always SRHT)",
     )?;
     refuse(
         o.epsilon_norm.is_some() && kind != MechanismKind::Privunit2Norm,
@@ -267,10 +226,26 @@ pub fn build(params: &MechanismParams) -> Result<LocalSketch> {
         "privunit2-norm and scalar-dp (the direction mechanisms take the unit ball)",
     )?;
     refuse(
-        params.k.is_some() && kind != MechanismKind::Projunit,
+        params.k.is_some() && !kind.projects(),
         "--k",
-        "projunit among the local mechanisms (the others release d values per row)",
+        "projunit and projunit-correlated among the local mechanisms (the others release d \
+         values per row)",
     )?;
+    let k_of = || -> Result<usize> {
+        let k = params.k.ok_or_else(|| {
+            Error::missing(
+                "--k",
+                format!("{} needs the projected dimension k", kind.name()),
+            )
+        })?;
+        if k == 0 || k > d {
+            return Err(Error::param(
+                "--k",
+                format!("{} needs 1 ≤ k ≤ d = {d}, got k = {k}", kind.name()),
+            ));
+        }
+        Ok(k)
+    };
     if let Some(r) = o.radius {
         if !(r.is_finite() && r > 0.0) {
             return Err(Error::param(
@@ -309,6 +284,19 @@ pub fn build(params: &MechanismParams) -> Result<LocalSketch> {
                 ),
             }
         }
+        MechanismKind::ProjunitCorrelated => {
+            let k = k_of()?;
+            if k < 2 {
+                return Err(Error::param(
+                    "--k",
+                    "projunit-correlated needs k ≥ 2 (PrivUnitG in k dimensions)",
+                ));
+            }
+            let m = CorrelatedProjUnit::new(params.epsilon, d, k)?;
+            let public = m.public(seed()?)?;
+            Algo::Correlated(m, public)
+        }
+        MechanismKind::PrivunitInf => Algo::Inf(PrivUnitInf::new(params.epsilon, d)?),
         MechanismKind::ScalarDp => {
             if d != 1 {
                 return Err(Error::param(
@@ -379,6 +367,14 @@ impl LocalSketch {
                 }
                 (Some(*map), Some(*seed))
             }
+            ProjectionRecord::Correlated { seed, layout } => {
+                if *layout != LAYOUT {
+                    return Err(bad(format!(
+                        "correlated map layout {layout} is not supported (this dprp has {LAYOUT})"
+                    )));
+                }
+                (None, Some(*seed))
+            }
             _ => (None, None),
         };
         let radius = match rec.domain {
@@ -392,7 +388,7 @@ impl LocalSketch {
             (MechanismKind::Projunit, Some(LocalMap::SrhtNearlyUnbiased)) => {
                 Some(record.k.wrapping_sub(1))
             }
-            (MechanismKind::Projunit, _) => Some(record.k),
+            (MechanismKind::Projunit | MechanismKind::ProjunitCorrelated, _) => Some(record.k),
             _ => None,
         };
         let params = MechanismParams {
@@ -443,7 +439,7 @@ impl LocalSketch {
     }
 
     /// The per-row seed of release row `row`.
-    fn row_seed(&self, seed: Seed, row: u64) -> Seed {
+    pub(super) fn row_seed(&self, seed: Seed, row: u64) -> Seed {
         seed.for_row(self.first_row.wrapping_add(row))
     }
 
@@ -451,6 +447,7 @@ impl LocalSketch {
         match &self.algo {
             Algo::Scalar(s) => InputDomain::Interval { max: s.r_max },
             Algo::Norm(n) => InputDomain::Ball { radius: n.radius() },
+            Algo::Inf(_) => InputDomain::Cube,
             _ => InputDomain::Ball { radius: 1.0 },
         }
     }
@@ -468,8 +465,10 @@ impl LocalSketch {
                 "Nearly unbiased FastProjUnit (Asi et al. 2023, Algorithms 6–7) with C = d'/k, \
                  over PrivUnitG in k + 1 dimensions"
             }
+            Algo::Correlated(..) => projunit_correlated::ALGORITHM,
             Algo::Scalar(_) => scalar_dp::ALGORITHM,
             Algo::Norm(_) => privunit2_norm::ALGORITHM,
+            Algo::Inf(_) => privunit_inf::ALGORITHM,
         }
     }
 
@@ -479,6 +478,8 @@ impl LocalSketch {
             Algo::PrivUnitG(m) => (m.epsilon, None),
             Algo::ProjUnit(m, _) => (m.epsilon, None),
             Algo::Nearly(m, _) => (m.epsilon, None),
+            Algo::Correlated(m, _) => (m.epsilon, None),
+            Algo::Inf(m) => (m.epsilon, None),
             Algo::Scalar(m) => (m.epsilon, None),
             Algo::Norm(m) => (
                 m.epsilon(),
@@ -527,6 +528,26 @@ impl LocalSketch {
                     "mean over rows i of √C·W_iᵀẑ_i[1..k], W_i regenerated from the row's seed",
                 )
             }
+            Algo::Correlated(m, _) => {
+                let mut v = vec![c("c", m.c)];
+                v.extend(pug(&m.inner));
+                (
+                    v,
+                    "z = Σ_i S_iᵀẑ_i (scatter, S_i from the row's seed), then once \
+                     (1/n)·c·√(d'/k)·D·H·z (D from the release seed)",
+                )
+            }
+            Algo::Inf(m) => (
+                vec![
+                    c("kappa", m.kappa as f64),
+                    c("threshold_L", m.threshold as f64),
+                    c("p", m.p),
+                    c("eps_cap", m.eps_cap),
+                    c("eps_coin", m.eps0),
+                    c("m", m.m),
+                ],
+                "mean of the rows (each Z = V/m is unbiased)",
+            ),
             Algo::Scalar(m) => (sdp(m), "mean of the rows (each a(Ĵ − b) is unbiased)"),
             Algo::Norm(m) => {
                 let mut v = pu2(&m.direction);
@@ -549,7 +570,7 @@ impl LocalSketch {
         }
     }
 
-    fn check_message(&self, message: &[f32]) -> Result<()> {
+    pub(super) fn check_message(&self, message: &[f32]) -> Result<()> {
         if message.len() != self.output_dim() {
             return Err(Error::param(
                 "release row",
@@ -575,6 +596,7 @@ impl Mechanism for LocalSketch {
         match &self.algo {
             Algo::ProjUnit(m, _) => m.k,
             Algo::Nearly(m, _) => m.k + 1,
+            Algo::Correlated(m, _) => m.k,
             _ => self.d,
         }
     }
@@ -599,6 +621,10 @@ impl Mechanism for LocalSketch {
             Algo::Nearly(_, seed) => ProjectionRecord::PerRow {
                 map: LocalMap::SrhtNearlyUnbiased,
                 seed: *seed,
+                layout: LAYOUT,
+            },
+            Algo::Correlated(_, public) => ProjectionRecord::Correlated {
+                seed: public.seed(),
                 layout: LAYOUT,
             },
             _ => ProjectionRecord::Identity,
@@ -684,111 +710,4 @@ fn not_a_sketch(kind: MechanismKind) -> Error {
             kind.name()
         ),
     )
-}
-
-impl LocalDecoder for LocalSketch {
-    fn dim(&self) -> usize {
-        self.d
-    }
-    fn message_len(&self) -> usize {
-        self.output_dim()
-    }
-    fn client(&self, row: u64, v: &[f64], rng: &mut ChaCha20Rng) -> Result<Vec<f64>> {
-        match &self.algo {
-            Algo::PrivUnit2(m) => m.privatize(v, rng),
-            Algo::PrivUnitG(m) => m.privatize(v, rng),
-            Algo::ProjUnit(m, seed) => {
-                let w = m.matrix(self.row_seed(*seed, row))?;
-                m.encode(&w, v, rng)
-            }
-            Algo::Nearly(m, seed) => {
-                let w = m.matrix(self.row_seed(*seed, row))?;
-                m.encode(&w, v, rng)
-            }
-            Algo::Scalar(m) => {
-                if v.len() != 1 {
-                    return Err(Error::param(
-                        "input vector",
-                        format!("scalar-dp takes one value, got {}", v.len()),
-                    ));
-                }
-                Ok(vec![m.privatize(v[0], rng)?])
-            }
-            Algo::Norm(m) => m.privatize(v, rng),
-        }
-    }
-    fn accumulate(&self, row: u64, message: &[f32], acc: &mut [f64]) -> Result<()> {
-        self.check_message(message)?;
-        if acc.len() != self.d {
-            return Err(Error::param(
-                "accumulator",
-                format!("has {} entries, the mechanism needs {}", acc.len(), self.d),
-            ));
-        }
-        let z: Vec<f64> = message.iter().map(|&x| x as f64).collect();
-        let x = match &self.algo {
-            Algo::ProjUnit(m, seed) => {
-                let w = m.matrix(self.row_seed(*seed, row))?;
-                m.decode(&w, &z)?
-            }
-            Algo::Nearly(m, seed) => {
-                let w = m.matrix(self.row_seed(*seed, row))?;
-                m.decode(&w, &z)?
-            }
-            _ => z,
-        };
-        acc.iter_mut().zip(&x).for_each(|(a, b)| *a += b);
-        Ok(())
-    }
-    fn mse_per_user(&self) -> (f64, ErrorKind) {
-        match &self.algo {
-            Algo::PrivUnit2(m) => (m.mse_unit(), ErrorKind::Exact),
-            Algo::PrivUnitG(m) => (m.mse_unit(), ErrorKind::Exact),
-            Algo::ProjUnit(m, _) => match m.mse(1.0) {
-                Some(e) => (e, ErrorKind::Exact),
-                None => {
-                    // SRHT: ‖Wᵀẑ‖² = (d'/k)‖ẑ‖² exactly, E‖ẑ‖² = scale²(E[α²] + k − 1); the
-                    // error E‖X‖² − 1 neglects the small bias of the normalised SRHT estimator.
-                    let dp = next_pow2(m.d).unwrap_or(m.d) as f64;
-                    let s2 = m.inner.scale * m.inner.scale;
-                    let ez2 = s2 * (m.inner.e_alpha2 + (m.k - 1) as f64);
-                    (
-                        m.c * m.c * dp / m.k as f64 * ez2 - 1.0,
-                        ErrorKind::Approximate,
-                    )
-                }
-            },
-            Algo::Nearly(m, _) => {
-                // ‖X‖² = C·(d'/k)·‖ẑ[1..k]‖² ≤ C·(d'/k)·‖ẑ‖², E‖ẑ‖² = scale²(E[α²] + k).
-                let dp = next_pow2(m.d).unwrap_or(m.d) as f64;
-                let s2 = m.inner.scale * m.inner.scale;
-                let ez2 = s2 * (m.inner.e_alpha2 + m.k as f64);
-                (
-                    m.c_norm * dp / m.k as f64 * ez2 - 1.0,
-                    ErrorKind::UpperBound,
-                )
-            }
-            Algo::Scalar(m) => (m.mse(m.r_max).unwrap_or(f64::NAN), ErrorKind::Exact),
-            Algo::Norm(m) => (m.mse(m.radius()).unwrap_or(f64::NAN), ErrorKind::Exact),
-        }
-    }
-    fn mse_note(&self) -> String {
-        let ball = "for unit-norm inputs; an input of norm r < 1 adds 1 − r² (it is first \
-                    rounded to the sphere)";
-        match &self.algo {
-            Algo::ProjUnit(m, _) if m.kind == ProjKind::Srht => format!(
-                "approximate (neglects the small bias of the normalised SRHT estimator), {ball}"
-            ),
-            Algo::Nearly(..) => format!("an upper bound, {ball}"),
-            Algo::Scalar(m) => format!(
-                "exact for the input value R = {} (the error depends on the value)",
-                m.r_max
-            ),
-            Algo::Norm(m) => format!(
-                "exact for inputs of norm R = {} (the error depends on the norm)",
-                m.radius()
-            ),
-            _ => format!("exact {ball}"),
-        }
-    }
 }
