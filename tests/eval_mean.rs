@@ -152,8 +152,9 @@ fn over_budget_settings_are_reported_not_dropped() {
             ks: vec![1000],
             cap_k_at_d: true,
             repeat: 1,
-            // gaussian at d = 64, k = 64: 2·3·64·64 ≈ 2.5e4 > 1e4 ≥ 2·3·16·16
-            budget: Some(1e4),
+            // gaussian, 2 users × 2 passes × 30 ns per element: d = k = 64 is 4.9e-4 s, over
+            // the budget; d = k = 16 is 3.1e-5 s, under it
+            budget: Some(1e-4),
         }],
         delta: 1e-6,
         seeds: Seeds::new(Seed::parse_hex("1").unwrap()),

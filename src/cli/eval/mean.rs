@@ -58,8 +58,8 @@ pub struct MeanArgs {
     /// δ of the central Gaussian reference (default 1e-6).
     #[arg(long, allow_negative_numbers = true)]
     delta: Option<f64>,
-    /// Skip (and report as not run) settings whose estimated work n·repeats·cost per user
-    /// exceeds this many operations (default: no limit; the presets set one).
+    /// Skip (and report as not run) settings whose estimated time exceeds this many seconds
+    /// (n · repeats · a rough per-user cost; default: no limit; the presets set one).
     #[arg(long)]
     budget: Option<f64>,
     /// Master seed (hex) of every public map and noise key (default: fresh; always recorded).
@@ -143,7 +143,7 @@ fn preset(name: &str, a: &MeanArgs) -> Result<Vec<Experiment>> {
                     ks: vec![1000],
                     cap_k_at_d: true,
                     repeat: a.repeat.unwrap_or(3),
-                    budget: Some(a.budget.unwrap_or(PRESET_BUDGET) / 8.0),
+                    budget,
                 },
             ])
         }
