@@ -82,9 +82,9 @@ fn projunit_family() -> String {
     m
 }
 
-/// Work budget per setting of the presets (operations, see `MeanSpec::cost_per_user`): keeps
-/// each preset within about ten minutes on two shared cores.
-pub const PRESET_BUDGET: f64 = 4e10;
+/// Budget per setting of the presets, estimated seconds (see `MeanSpec::seconds_per_user`):
+/// keeps each preset within about ten minutes on two shared cores.
+pub const PRESET_BUDGET: f64 = 15.0;
 
 fn preset(name: &str, a: &MeanArgs) -> Result<Vec<Experiment>> {
     let budget = Some(a.budget.unwrap_or(PRESET_BUDGET));
