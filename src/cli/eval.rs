@@ -1,8 +1,10 @@
-//! `dprp eval retrieval|svm`: utility of each mechanism at given ε and k, before publishing.
+//! `dprp eval retrieval|svm|mean`: utility of each mechanism at given ε and k, before publishing.
 
 use std::path::{Path, PathBuf};
 
 use clap::{Args, Subcommand};
+
+mod mean;
 
 use super::ScaleArgs;
 use crate::data::scale::{check_domain, ScaleArg, ScalingRequest};
@@ -27,6 +29,9 @@ enum EvalCommand {
     /// Linear SVM trained on released sketches of the training rows, tested on released sketches
     /// of the test rows (one-vs-rest for several classes): accuracy.
     Svm(SvmArgs),
+    /// Local-DP mean estimation (PrivUnit2, Duchi, PrivUnitG, ProjUnit): squared error against
+    /// the closed form, client and server time; presets mirror the ProjUnit and PrivUnit papers.
+    Mean(mean::MeanArgs),
 }
 
 /// Options shared by every evaluation.
@@ -124,6 +129,7 @@ pub fn run(a: EvalArgs) -> Result<()> {
     match a.what {
         EvalCommand::Retrieval(r) => run_retrieval(r),
         EvalCommand::Svm(s) => run_svm(s),
+        EvalCommand::Mean(m) => mean::run(m),
     }
 }
 

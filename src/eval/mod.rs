@@ -3,6 +3,8 @@
 //!
 //! - [`metrics`]: precision@10, recall@100, accuracy, ground truth by brute force.
 //! - [`report`]: the results table as Markdown, CSV, JSON and plots (SVG and PNG).
+//! - [`mean`], [`mean_report`]: `dprp eval mean`, the local-DP mean-estimation experiments of
+//!   the ProjUnit and PrivUnit papers (their own report: error, closed form, check, runtime).
 //!
 //! Every evaluation produces one [`Report`]: one [`ResultRow`] per (mechanism, ε, k, query mode),
 //! including the combinations a mechanism cannot take (status [`Status::NotApplicable`]), and the
@@ -12,6 +14,8 @@
 //! ([`ResultRow::guarantee`]: DP, iDP, or none for a reference).
 
 pub mod grid;
+pub mod mean;
+pub mod mean_report;
 pub mod metrics;
 pub mod report;
 pub mod retrieval;

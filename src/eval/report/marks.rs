@@ -40,7 +40,15 @@ pub(super) fn shape(style: usize) -> usize {
 }
 
 /// Draw markers (shape and colour by style index) at data points.
-pub(super) fn draw_markers(chart: &mut Chart<'_, '_>, style: usize, pts: &[(f64, f64)]) -> PResult {
+pub(super) fn draw_markers<X, Y>(
+    chart: &mut ChartContext<'_, SVGBackend<'_>, Cartesian2d<X, Y>>,
+    style: usize,
+    pts: &[(f64, f64)],
+) -> PResult
+where
+    X: Ranged<ValueType = f64>,
+    Y: Ranged<ValueType = f64>,
+{
     let c = colour(style);
     let pts = pts.iter().copied();
     let drawn = match shape(style) {

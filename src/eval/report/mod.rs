@@ -19,6 +19,7 @@
 //! Sans at their usual paths, else any font in the system font directories. Without one, the SVGs
 //! are still written; [`plots`] then returns an error and [`plots_with_warnings`] a warning.
 
+mod lines;
 mod markdown;
 mod marks;
 mod plot;
@@ -31,6 +32,7 @@ use super::{Report, ResultRow, Status};
 use crate::atomic::AtomicFile;
 use crate::error::{Error, Result};
 
+pub use lines::{write_line_figures, Line, LineFigure, LinePanel};
 pub use markdown::markdown;
 pub use plot::{plots, plots_with_warnings, PlotOutcome};
 pub use raster::FONT_ENV;
@@ -208,14 +210,14 @@ fn describe_metric(name: &str) -> String {
 // ---------------------------------------------------------------------------------------------
 
 /// Write `bytes` to `path` atomically.
-fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
+pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
     let mut f = AtomicFile::create(path)?;
     f.write_all(bytes)?;
     f.commit()
 }
 
 /// Quote a CSV field when needed (RFC 4180: commas, quotes, line breaks; also surrounding spaces).
-fn csv_field(s: &str) -> String {
+pub(crate) fn csv_field(s: &str) -> String {
     if s.contains([',', '"', '\n', '\r']) || s.starts_with(' ') || s.ends_with(' ') {
         format!("\"{}\"", s.replace('"', "\"\""))
     } else {

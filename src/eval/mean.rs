@@ -1,0 +1,799 @@
+//! Mean-estimation evaluation (`dprp eval mean`): the experiments of Asi et al. 2023 (ProjUnit,
+//! §4.1: error vs k, error vs ε, runtime vs d) and of Bhowmick et al. 2018 (PrivUnit2 against
+//! Duchi et al.'s hemisphere mechanism) on synthetic or given unit-ball data.
+//!
+//! Each setting (mechanism, ε, d, k) is repeated with fresh public maps and fresh secret noise:
+//! every user's device runs [`LocalDecoder::client`], the server a
+//! [`MeanAccumulator`] (`add_rows`, `finish`), and the report gives
+//!
+//! - the empirical squared error `‖μ̂ − μ̄‖²` of the estimate against the true mean of the data
+//!   (mean and spread over the repeats), next to the closed form `E‖μ̂ − μ̄‖² = mse/n` of
+//!   [`MeanEstimate::expected_sq_error`](crate::aggregate::MeanEstimate);
+//! - an **agreement check** of the closed form: each user's own decoded estimate `Ẑᵢ` gives one
+//!   sample `‖Ẑᵢ − vᵢ‖²` of the per-user error, whose expectation is the closed-form per-user MSE
+//!   (users are independent and each `Ẑᵢ` is unbiased, so `E‖μ̂ − μ̄‖² = mse/n` holds exactly when
+//!   the per-user figure does). Over the `n·R` samples, `z = (mean − mse)/(s/√(nR))` is
+//!   approximately standard normal (central limit theorem; `s` the sample standard deviation)
+//!   and the figures disagree when `|z| > `[`Z_MAX`] — one-sided when the closed form is an
+//!   upper bound (inputs inside the ball);
+//! - client time per user and server time (all users), wall clock, one thread per setting.
+//!
+//! The **central Gaussian reference** (`central-gaussian`) is what a *trusted server* holding
+//! the raw vectors would reach at the same ε (and δ): the mean plus `N(0, σ²I)` with σ from the
+//! analytic Gaussian mechanism ([`analytic_sigma`], Balle & Wang 2018, Theorem 8) at ℓ₂
+//! sensitivity `2/n` (replace-one: one user's unit vector replaced by any other moves the mean
+//! by at most `‖v − v'‖/n ≤ 2/n`); its expected squared error is `d·σ²`. It is (ε, δ)-DP on the
+//! mean, not local DP: users must trust the server, so it is a reference, not a competitor.
+//!
+//! Settings that would exceed a work budget (e.g. the dense Gaussian ProjUnit, `O(dk)` per user,
+//! at d = 2^15 and k = 2000) are kept in the report as **not run**, with the estimated cost and
+//! the budget, never dropped silently.
+
+use std::time::Instant;
+
+use rand::SeedableRng;
+use rand_chacha::ChaCha20Rng;
+use rand_distr::{Distribution, StandardNormal};
+use serde::{Deserialize, Serialize};
+
+use super::grid::Seeds;
+use super::{Metric, Status};
+use crate::aggregate::MeanAccumulator;
+use crate::error::{Error, Result};
+use crate::mechanism::local::release::ErrorKind;
+use crate::mechanism::{self, LocalMap, LocalOptions, MechanismKind, MechanismParams};
+use crate::privacy::gaussian::analytic_sigma;
+use crate::privacy::guarantee::{GuaranteeKind, InputDomain, Neighbour};
+use crate::projection::hadamard::next_pow2;
+
+/// Label of the central Gaussian reference.
+pub const CENTRAL: &str = "central-gaussian";
+
+/// Disagreement threshold of the closed-form check: `|z| > 4` has probability about 6·10⁻⁵ for
+/// a standard normal, so a report of a few hundred settings flags a correct closed form with
+/// probability about 1–2 %, while a 20 % error in the closed form is flagged as soon as the
+/// relative standard error of the empirical mean is below 5 %.
+pub const Z_MAX: f64 = 4.0;
+
+/// Fewest samples for the check (below this the normal approximation of `z` is not trusted and
+/// the check is not made).
+pub const MIN_CHECK_SAMPLES: usize = 30;
+
+/// A mechanism of the evaluation: a local mechanism (`privunit2`, `projunit:srht`, …) or the
+/// central Gaussian reference.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MeanSpec {
+    /// Label in reports (lower case, as given).
+    pub label: String,
+    /// The local mechanism; `None` for [`CENTRAL`].
+    pub kind: Option<MechanismKind>,
+    /// ProjUnit's public map (`projunit:rotation|gaussian|srht|srht-nearly-unbiased`).
+    pub map: Option<LocalMap>,
+}
+
+impl MeanSpec {
+    /// Parse `name[:map]`: a local mechanism whose domain is the unit ball, or `central-gaussian`.
+    pub fn parse(s: &str) -> Result<MeanSpec> {
+        let s = s.trim().to_ascii_lowercase();
+        if s == CENTRAL {
+            return Ok(MeanSpec {
+                label: s,
+                kind: None,
+                map: None,
+            });
+        }
+        let (name, map) = match s.split_once(':') {
+            Some((n, m)) => (n, Some(m)),
+            None => (s.as_str(), None),
+        };
+        let kind = MechanismKind::parse(name).map_err(|_| {
+            let names: Vec<&str> = MechanismKind::LOCAL
+                .iter()
+                .filter(|m| !Self::other_domain(**m))
+                .map(|m| m.name())
+                .collect();
+            Error::param(
+                "--mechanisms",
+                format!(
+                    "unknown mechanism '{s}' for eval mean (expected one of: {}, {CENTRAL}; \
+                     projunit takes :rotation, :gaussian, :srht or :srht-nearly-unbiased)",
+                    names.join(", ")
+                ),
+            )
+        })?;
+        if !kind.is_local() {
+            return Err(Error::param(
+                "--mechanisms",
+                format!(
+                    "'{s}' is a sketch mechanism; eval mean compares the local-DP mechanisms \
+                     (use eval retrieval or svm for sketches)"
+                ),
+            ));
+        }
+        if Self::other_domain(kind) {
+            return Err(Error::param(
+                "--mechanisms",
+                format!(
+                    "'{s}' takes another input domain (scalar-dp: a value in [0, R]; \
+                     privunit2-norm: a ball of public radius with a separate norm budget; \
+                     privunit-inf: the cube [-1,1]^d); eval mean compares the mechanisms of \
+                     the unit ball"
+                ),
+            ));
+        }
+        let map = match map {
+            Some(m) if kind == MechanismKind::Projunit => Some(LocalMap::parse(m)?),
+            Some(_) => {
+                return Err(Error::param(
+                    "--mechanisms",
+                    format!("'{s}': only projunit takes a public map (:rotation, :srht, …)"),
+                ))
+            }
+            None => None,
+        };
+        Ok(MeanSpec {
+            label: s.clone(),
+            kind: Some(kind),
+            map,
+        })
+    }
+
+    /// Local mechanisms whose input domain is not the unit ball.
+    fn other_domain(kind: MechanismKind) -> bool {
+        matches!(
+            kind,
+            MechanismKind::ScalarDp | MechanismKind::Privunit2Norm | MechanismKind::PrivunitInf
+        )
+    }
+
+    /// Parse a comma-separated list (duplicates dropped).
+    pub fn parse_list(s: &str) -> Result<Vec<MeanSpec>> {
+        let mut out: Vec<MeanSpec> = Vec::new();
+        for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+            let m = MeanSpec::parse(part)?;
+            if !out.iter().any(|x| x.label == m.label) {
+                out.push(m);
+            }
+        }
+        if out.is_empty() {
+            return Err(Error::param("--mechanisms", "no mechanism given"));
+        }
+        Ok(out)
+    }
+
+    /// Whether the mechanism projects to `k` dimensions (the ProjUnit family).
+    pub fn takes_k(&self) -> bool {
+        self.kind.is_some_and(|k| k.name().starts_with("projunit"))
+    }
+
+    /// The guarantee kind (LDP for the local mechanisms; DP for the central reference).
+    pub fn guarantee(&self) -> GuaranteeKind {
+        match self.kind {
+            Some(k) => k.guarantee_kind(),
+            None => GuaranteeKind::ApproxDp,
+        }
+    }
+
+    /// Estimated seconds per user of one repeat, for the work budget: `passes` passes over the
+    /// data (client, server, and the check's per-user decode) at rough per-element costs
+    /// measured on the development machine (d = 8192, k = 1000): ~30 ns per element of a
+    /// dense `k × d` map (Gaussian or Haar rows, regenerated from the seed), ~2.4 ns per
+    /// `d' log₂ d'` of the SRHT family (`d'` = d padded to a power of two), ~10 ns per
+    /// coordinate for the unprojected mechanisms; 0 for the central reference (one noise
+    /// vector per repeat). Only for scheduling — never part of a result.
+    pub fn seconds_per_user(&self, d: usize, k: usize, passes: usize) -> f64 {
+        let (df, kf, p) = (d as f64, k as f64, passes as f64);
+        match (self.kind, self.map) {
+            (None, _) => 0.0,
+            (Some(MechanismKind::Projunit), Some(LocalMap::Rotation | LocalMap::Gaussian)) => {
+                p * 30e-9 * df * kf
+            }
+            (Some(kind), _) if self.takes_k() && kind.is_local() => {
+                let dp = next_pow2(d).unwrap_or(d) as f64;
+                p * (2.4e-9 * dp * dp.log2().max(1.0) + 10e-9 * kf)
+            }
+            _ => p * 10e-9 * df,
+        }
+    }
+}
+
+/// Which of the papers' experiments an [`Experiment`] mirrors (decides its plot).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Plan {
+    /// Error against k, one panel per (d, ε).
+    ErrorVsK,
+    /// Error against ε, one panel per (d, k).
+    ErrorVsEps,
+    /// Client and server time against d (no closed-form check).
+    RuntimeVsD,
+    /// A user-given grid: error vs k and/or vs ε, whichever has more than one value.
+    Grid,
+}
+
+/// One experiment: a grid of settings on one kind of data.
+#[derive(Debug, Clone)]
+pub struct Experiment {
+    /// Short name (file stems), e.g. `error-vs-k`.
+    pub name: String,
+    /// One-line description for the report.
+    pub title: String,
+    /// Which plot.
+    pub plan: Plan,
+    /// Input dimensions (synthetic data); one, the file's, for file data.
+    pub dims: Vec<usize>,
+    /// Users (synthetic data).
+    pub n: usize,
+    /// Mechanisms.
+    pub mechanisms: Vec<MeanSpec>,
+    /// ε values.
+    pub epsilons: Vec<f64>,
+    /// k values of the projecting mechanisms.
+    pub ks: Vec<usize>,
+    /// Use `min(k, d)` for every k (runtime vs d from d = 16); otherwise k > d is not run.
+    pub cap_k_at_d: bool,
+    /// Repeats per setting.
+    pub repeat: usize,
+    /// Largest estimated seconds per setting (`n · repeats ·`
+    /// [`MeanSpec::seconds_per_user`]); settings above are reported as not run. `None`: no
+    /// limit.
+    pub budget: Option<f64>,
+}
+
+/// The users' vectors.
+#[derive(Debug, Clone)]
+pub enum Data {
+    /// `vᵢ = normalise(μ + N(0, I/d))`, `μ` a random unit vector; data of dimension d is drawn
+    /// from this seed and d (the same data for every mechanism, ε, k and repeat).
+    Synthetic {
+        /// Data seed.
+        seed: u64,
+    },
+    /// Given rows (row-major, `d` columns), each in the unit ball.
+    Rows {
+        /// Where they come from (for the report).
+        source: String,
+        /// Dimension.
+        d: usize,
+        /// Values.
+        values: Vec<f64>,
+    },
+}
+
+/// The whole evaluation.
+#[derive(Debug, Clone)]
+pub struct MeanConfig {
+    /// Experiments, in order.
+    pub experiments: Vec<Experiment>,
+    /// δ of the central Gaussian reference.
+    pub delta: f64,
+    /// Seeds of the public maps and of the noise.
+    pub seeds: Seeds,
+    /// The data.
+    pub data: Data,
+}
+
+/// The closed-form check of one setting.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Check {
+    /// Samples (users × repeats, or repeats for the central reference).
+    pub samples: usize,
+    /// Their mean.
+    pub mean: f64,
+    /// The closed form.
+    pub expected: f64,
+    /// Standard error of `mean`.
+    pub se: f64,
+    /// `(mean − expected)/se`.
+    pub z: f64,
+    /// Only `mean > expected` is a disagreement (the closed form is an upper bound).
+    pub one_sided: bool,
+    /// `|z| ≤ Z_MAX` (or `z ≤ Z_MAX` one-sided).
+    pub agrees: bool,
+}
+
+impl Check {
+    /// Compare `mean` with `expected` at standard error `se`.
+    pub fn new(samples: usize, mean: f64, expected: f64, se: f64, one_sided: bool) -> Check {
+        let z = (mean - expected) / se;
+        let agrees = if one_sided {
+            z <= Z_MAX
+        } else {
+            z.abs() <= Z_MAX
+        };
+        Check {
+            samples,
+            mean,
+            expected,
+            se,
+            z,
+            one_sided,
+            agrees,
+        }
+    }
+
+    /// Compare the sample mean of `values` with `expected`, the standard error from the sample
+    /// standard deviation; `None` with fewer than [`MIN_CHECK_SAMPLES`] values.
+    pub fn from_samples(values: &[f64], expected: f64, one_sided: bool) -> Option<Check> {
+        if values.len() < MIN_CHECK_SAMPLES {
+            return None;
+        }
+        let m = Metric::from_values("", values.to_vec());
+        let se = m.sd / (values.len() as f64).sqrt();
+        Some(Check::new(values.len(), m.mean, expected, se, one_sided))
+    }
+}
+
+/// One setting's outcome.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MeanRow {
+    /// Mechanism label.
+    pub mechanism: String,
+    /// Guarantee kind (`local-dp` for the local mechanisms, `approx-dp` for the central
+    /// reference).
+    pub guarantee: GuaranteeKind,
+    /// ε.
+    pub epsilon: f64,
+    /// Dimension.
+    pub d: usize,
+    /// Users.
+    pub n: usize,
+    /// Projected dimension (ProjUnit family).
+    pub k: Option<usize>,
+    /// Whether it ran.
+    #[serde(flatten)]
+    pub status: Status,
+    /// `‖μ̂ − μ̄‖²` per repeat.
+    pub sq_error: Option<Metric>,
+    /// Closed form `E‖μ̂ − μ̄‖²`.
+    pub expected: Option<f64>,
+    /// How exact the closed form is.
+    pub error_kind: Option<ErrorKind>,
+    /// The agreement check (`None` when not made: runtime experiment or too few samples).
+    pub check: Option<Check>,
+    /// Client seconds per user, per repeat (`None` for the central reference).
+    pub client_s_per_user: Option<Metric>,
+    /// Server seconds for all `n` users (accumulate + finish), per repeat.
+    pub server_s: Option<Metric>,
+    /// Map and noise seeds per repeat (hex).
+    pub seeds: Vec<String>,
+}
+
+/// One experiment's rows.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ExperimentReport {
+    /// Name.
+    pub name: String,
+    /// Description.
+    pub title: String,
+    /// Which plot.
+    pub plan: Plan,
+    /// Repeats per setting.
+    pub repeat: usize,
+    /// Rows in grid order (d, mechanism, ε, k).
+    pub rows: Vec<MeanRow>,
+}
+
+/// The whole evaluation's results.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MeanReport {
+    /// Per experiment.
+    pub experiments: Vec<ExperimentReport>,
+    /// Inputs, seeds, version, command line.
+    pub meta: serde_json::Value,
+}
+
+/// `vᵢ = normalise(μ + N(0, I/d))` for `n` users, `μ` a uniformly random unit vector.
+pub fn synthetic(n: usize, d: usize, seed: u64) -> Vec<f64> {
+    let mut rng = ChaCha20Rng::seed_from_u64(seed ^ (d as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15));
+    let normal = |rng: &mut ChaCha20Rng| -> f64 { StandardNormal.sample(rng) };
+    let mut mu: Vec<f64> = (0..d).map(|_| normal(&mut rng)).collect();
+    normalise(&mut mu);
+    let s = 1.0 / (d as f64).sqrt();
+    let mut out = Vec::with_capacity(n * d);
+    for _ in 0..n {
+        let start = out.len();
+        out.extend(mu.iter().map(|m| m + s * normal(&mut rng)));
+        normalise(&mut out[start..]);
+    }
+    out
+}
+
+fn normalise(v: &mut [f64]) {
+    let norm = v.iter().map(|x| x * x).sum::<f64>().sqrt();
+    if norm > 0.0 {
+        v.iter_mut().for_each(|x| *x /= norm);
+    }
+}
+
+fn sq_dist(a: &[f64], b: &[f64]) -> f64 {
+    a.iter().zip(b).map(|(x, y)| (x - y) * (x - y)).sum()
+}
+
+/// Column means of row-major `rows`.
+fn true_mean(rows: &[f64], d: usize) -> Vec<f64> {
+    let n = (rows.len() / d).max(1) as f64;
+    let mut m = vec![0.0; d];
+    for r in rows.chunks_exact(d) {
+        m.iter_mut().zip(r).for_each(|(a, x)| *a += x);
+    }
+    m.iter_mut().for_each(|a| *a /= n);
+    m
+}
+
+/// The outcome of one repeat.
+struct Repeat {
+    sq_error: f64,
+    expected: f64,
+    error_kind: ErrorKind,
+    per_user: Vec<f64>,
+    client_per_user: Option<f64>,
+    server: f64,
+    seeds: String,
+}
+
+/// One repeat of a local mechanism.
+#[allow(clippy::too_many_arguments)]
+fn run_local(
+    spec: &MeanSpec,
+    kind: MechanismKind,
+    eps: f64,
+    k: Option<usize>,
+    rows: &[f64],
+    d: usize,
+    mean: &[f64],
+    seeds: &Seeds,
+    r: usize,
+    check: bool,
+) -> Result<Repeat> {
+    let map_seed = seeds.derive(&format!("mean map d={d} k={k:?} repeat={r}"));
+    let noise_seed = seeds.derive(&format!(
+        "mean noise {} eps={eps} d={d} k={k:?} repeat={r}",
+        spec.label
+    ));
+    let params = MechanismParams {
+        kind,
+        epsilon: eps,
+        delta: None,
+        beta: 1.0,
+        neighbour: Neighbour::ReplaceOne,
+        p: d,
+        k,
+        projection: None,
+        seed: Some(map_seed),
+        min_norm: None,
+        individual_dp: false,
+        local: LocalOptions {
+            map: spec.map,
+            ..Default::default()
+        },
+    };
+    let mech = mechanism::build(&params)?;
+    if mech.input_domain() != (InputDomain::Ball { radius: 1.0 }) {
+        return Err(Error::param(
+            "--mechanisms",
+            format!(
+                "{} takes inputs in {}, not the unit ball",
+                spec.label,
+                mech.input_domain().describe()
+            ),
+        ));
+    }
+    let dec = mech.local().ok_or_else(|| {
+        Error::param(
+            "--mechanisms",
+            format!("{} has no mean decoder", spec.label),
+        )
+    })?;
+    let n = rows.len() / d;
+    let mut rng = ChaCha20Rng::from_seed(noise_seed.0);
+    let t = Instant::now();
+    let mut msgs: Vec<f32> = Vec::with_capacity(n * dec.message_len());
+    for (i, v) in rows.chunks_exact(d).enumerate() {
+        let m = dec.client(i as u64, v, &mut rng)?;
+        msgs.extend(m.iter().map(|&x| x as f32));
+    }
+    let client = t.elapsed().as_secs_f64() / n as f64;
+    let t = Instant::now();
+    let mut acc = MeanAccumulator::new(mech.as_ref())?;
+    acc.add_rows(0, &msgs)?;
+    let est = acc.finish()?;
+    let server = t.elapsed().as_secs_f64();
+    let per_user = if check {
+        let ml = dec.message_len();
+        rows.chunks_exact(d)
+            .zip(msgs.chunks_exact(ml))
+            .enumerate()
+            .map(|(i, (v, m))| Ok(sq_dist(&dec.decode_row(i as u64, m)?, v)))
+            .collect::<Result<Vec<f64>>>()?
+    } else {
+        Vec::new()
+    };
+    Ok(Repeat {
+        sq_error: sq_dist(&est.mean, mean),
+        expected: est.expected_sq_error,
+        error_kind: est.error_kind,
+        per_user,
+        client_per_user: Some(client),
+        server,
+        seeds: format!("{}:{}", map_seed.to_hex(), noise_seed.to_hex()),
+    })
+}
+
+/// One repeat of the central Gaussian reference: the true mean plus `N(0, σ²I)`.
+fn run_central(
+    eps: f64,
+    delta: f64,
+    n: usize,
+    d: usize,
+    seeds: &Seeds,
+    r: usize,
+) -> Result<Repeat> {
+    let sigma = analytic_sigma(2.0 / n as f64, eps, delta)?;
+    let seed = seeds.derive(&format!("mean central eps={eps} d={d} n={n} repeat={r}"));
+    let mut rng = ChaCha20Rng::from_seed(seed.0);
+    let t = Instant::now();
+    let sq: f64 = (0..d)
+        .map(|_| {
+            let z: f64 = StandardNormal.sample(&mut rng);
+            (sigma * z) * (sigma * z)
+        })
+        .sum();
+    Ok(Repeat {
+        sq_error: sq,
+        expected: d as f64 * sigma * sigma,
+        error_kind: ErrorKind::Exact,
+        per_user: Vec::new(),
+        client_per_user: None,
+        server: t.elapsed().as_secs_f64(),
+        seeds: seed.to_hex(),
+    })
+}
+
+/// The settings of one experiment at dimension `d`: (mechanism, ε, k).
+fn settings(e: &Experiment, d: usize) -> Vec<(usize, f64, Option<usize>)> {
+    let mut out = Vec::new();
+    for (mi, m) in e.mechanisms.iter().enumerate() {
+        for &eps in &e.epsilons {
+            if m.takes_k() {
+                let mut ks: Vec<usize> =
+                    e.ks.iter()
+                        .map(|&k| if e.cap_k_at_d { k.min(d) } else { k })
+                        .collect();
+                ks.dedup();
+                out.extend(ks.into_iter().map(|k| (mi, eps, Some(k))));
+            } else {
+                out.push((mi, eps, None));
+            }
+        }
+    }
+    out
+}
+
+/// Number of settings (for progress).
+pub fn total_settings(cfg: &MeanConfig) -> usize {
+    cfg.experiments
+        .iter()
+        .map(|e| {
+            let dims = match &cfg.data {
+                Data::Rows { d, .. } => vec![*d],
+                Data::Synthetic { .. } => e.dims.clone(),
+            };
+            dims.iter().map(|&d| settings(e, d).len()).sum::<usize>()
+        })
+        .sum()
+}
+
+/// Run every experiment; `tick(done, total)` after each setting.
+pub fn run(cfg: &MeanConfig, tick: &(dyn Fn(usize, usize) + Sync)) -> Result<MeanReport> {
+    let total = total_settings(cfg);
+    let mut done = 0;
+    let mut experiments = Vec::new();
+    for e in &cfg.experiments {
+        let dims = match &cfg.data {
+            Data::Rows { d, .. } => vec![*d],
+            Data::Synthetic { .. } => e.dims.clone(),
+        };
+        let mut rows = Vec::new();
+        for &d in &dims {
+            let data: Vec<f64> = match &cfg.data {
+                Data::Rows { values, .. } => values.clone(),
+                Data::Synthetic { seed } => synthetic(e.n, d, *seed),
+            };
+            let n = data.len() / d;
+            let mean = true_mean(&data, d);
+            for (mi, eps, k) in settings(e, d) {
+                rows.push(run_setting(
+                    cfg,
+                    e,
+                    &e.mechanisms[mi],
+                    eps,
+                    k,
+                    &data,
+                    d,
+                    n,
+                    &mean,
+                )?);
+                done += 1;
+                tick(done, total);
+            }
+        }
+        experiments.push(ExperimentReport {
+            name: e.name.clone(),
+            title: e.title.clone(),
+            plan: e.plan,
+            repeat: e.repeat,
+            rows,
+        });
+    }
+    Ok(MeanReport {
+        experiments,
+        meta: serde_json::json!({
+            "dprp": env!("CARGO_PKG_VERSION"),
+            "master_seed": cfg.seeds.master().to_hex(),
+            "delta": cfg.delta,
+            "data": match &cfg.data {
+                Data::Synthetic { seed } => serde_json::json!({
+                    "synthetic": "v_i = normalise(mu + N(0, I/d)), mu a random unit vector",
+                    "data_seed": seed,
+                }),
+                Data::Rows { source, d, values } => serde_json::json!({
+                    "file": source, "d": d, "n": values.len() / (*d).max(1),
+                }),
+            },
+            "threads": rayon::current_num_threads(),
+        }),
+    })
+}
+
+#[allow(clippy::too_many_arguments)]
+fn run_setting(
+    cfg: &MeanConfig,
+    e: &Experiment,
+    spec: &MeanSpec,
+    eps: f64,
+    k: Option<usize>,
+    data: &[f64],
+    d: usize,
+    n: usize,
+    mean: &[f64],
+) -> Result<MeanRow> {
+    let mut row = MeanRow {
+        mechanism: spec.label.clone(),
+        guarantee: spec.guarantee(),
+        epsilon: eps,
+        d,
+        n,
+        k,
+        status: Status::Ok,
+        sq_error: None,
+        expected: None,
+        error_kind: None,
+        check: None,
+        client_s_per_user: None,
+        server_s: None,
+        seeds: Vec::new(),
+    };
+    if let Some(k) = k.filter(|&k| k > d) {
+        row.status = Status::NotApplicable(format!("k = {k} > d = {d}"));
+        return Ok(row);
+    }
+    let check = e.plan != Plan::RuntimeVsD;
+    let passes = if check { 3 } else { 2 };
+    let work = (n * e.repeat) as f64 * spec.seconds_per_user(d, k.unwrap_or(0), passes);
+    if let Some(b) = e.budget.filter(|&b| work > b) {
+        row.status = Status::NotApplicable(format!(
+            "not run: estimated {work:.0} s (n = {n} users × {} repeats × {passes} passes of \
+             its per-user cost) exceeds this experiment's budget of {b} s per setting",
+            e.repeat
+        ));
+        return Ok(row);
+    }
+    let reps = (0..e.repeat)
+        .map(|r| match spec.kind {
+            Some(kind) => run_local(spec, kind, eps, k, data, d, mean, &cfg.seeds, r, check),
+            None => run_central(eps, cfg.delta, n, d, &cfg.seeds, r),
+        })
+        .collect::<Result<Vec<Repeat>>>()?;
+    let expected = reps[0].expected;
+    let error_kind = reps[0].error_kind;
+    let errors: Vec<f64> = reps.iter().map(|r| r.sq_error).collect();
+    row.check = if !check {
+        None
+    } else if spec.kind.is_some() {
+        let per_user: Vec<f64> = reps
+            .iter()
+            .flat_map(|r| r.per_user.iter().copied())
+            .collect();
+        Check::from_samples(
+            &per_user,
+            expected * n as f64,
+            error_kind == ErrorKind::UpperBound,
+        )
+    } else {
+        // ‖N(0, σ²I_d)‖² = σ²χ²_d: mean dσ², standard deviation σ²√(2d), exactly
+        let m = errors.iter().sum::<f64>() / errors.len() as f64;
+        let se = expected * (2.0 / d as f64).sqrt() / (errors.len() as f64).sqrt();
+        Some(Check::new(errors.len(), m, expected, se, false))
+    };
+    row.sq_error = Some(Metric::from_values("sq_error", errors));
+    row.expected = Some(expected);
+    row.error_kind = Some(error_kind);
+    row.client_s_per_user = reps
+        .iter()
+        .map(|r| r.client_per_user)
+        .collect::<Option<Vec<f64>>>()
+        .map(|v| Metric::from_values("client_s_per_user", v));
+    row.server_s = Some(Metric::from_values(
+        "server_s",
+        reps.iter().map(|r| r.server).collect(),
+    ));
+    row.seeds = reps.into_iter().map(|r| r.seeds).collect();
+    Ok(row)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn synthetic_rows_are_unit_and_clustered() {
+        let (n, d) = (200, 64);
+        let v = synthetic(n, d, 7);
+        assert_eq!(v.len(), n * d);
+        for r in v.chunks(d) {
+            let norm: f64 = r.iter().map(|x| x * x).sum::<f64>().sqrt();
+            assert!((norm - 1.0).abs() < 1e-12);
+        }
+        // μ and the noise both have norm ≈ 1, so ⟨vᵢ, μ⟩ ≈ 1/√2 and ‖μ̄‖² ≈ 1/2 (+ 1/(2n))
+        let m = true_mean(&v, d);
+        let m2: f64 = m.iter().map(|x| x * x).sum();
+        assert!((m2 - 0.5).abs() < 0.08, "{m2}");
+        assert_eq!(synthetic(n, d, 7), v);
+        assert_ne!(synthetic(n, d, 8), v);
+    }
+
+    #[test]
+    fn spec_parsing() {
+        let s = MeanSpec::parse("ProjUnit:SRHT").unwrap();
+        assert_eq!(s.label, "projunit:srht");
+        assert_eq!(s.map, Some(LocalMap::Srht));
+        assert!(s.takes_k());
+        assert!(!MeanSpec::parse("privunitg").unwrap().takes_k());
+        assert!(MeanSpec::parse("projunit-correlated").unwrap().takes_k());
+        assert_eq!(
+            MeanSpec::parse(CENTRAL).unwrap().guarantee(),
+            GuaranteeKind::ApproxDp
+        );
+        for bad in [
+            "nope",
+            "dp-oporp",
+            "privunit2:srht",
+            "projunit:nope",
+            "scalar-dp",
+        ] {
+            assert!(MeanSpec::parse(bad).is_err(), "{bad}");
+        }
+    }
+
+    /// The check passes a correct closed form and flags one 20 % too large, from the same
+    /// samples (power check).
+    #[test]
+    fn check_power() {
+        let mut rng = ChaCha20Rng::seed_from_u64(3);
+        // exponential samples with mean 2: sd 2
+        let v: Vec<f64> = (0..2000)
+            .map(|_| {
+                let u: f64 = rand::RngExt::random(&mut rng);
+                -2.0 * (1.0 - u).ln()
+            })
+            .collect();
+        assert!(Check::from_samples(&v, 2.0, false).unwrap().agrees);
+        assert!(!Check::from_samples(&v, 2.4, false).unwrap().agrees);
+        assert!(!Check::from_samples(&v, 1.6, false).unwrap().agrees);
+        // one-sided: an upper bound above the truth agrees, one below does not
+        assert!(Check::from_samples(&v, 2.4, true).unwrap().agrees);
+        assert!(!Check::from_samples(&v, 1.6, true).unwrap().agrees);
+        assert!(Check::from_samples(&v[..10], 2.0, false).is_none());
+    }
+}
