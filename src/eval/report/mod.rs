@@ -11,6 +11,9 @@
 //!   its own ε = ∞ reference, one panel per k, the unprojected ceiling as a dashed line; written
 //!   as SVG (drawn with `plotters`) and PNG (the same SVG rasterised with `resvg`).
 //!
+//! - [`write_line_figures`]: log–log line figures (error vs k or ε, runtime vs d) for `dprp eval
+//!   mean` ([`crate::eval::mean_report`]), same palette, markers, fonts and SVG + PNG output.
+//!
 //! Every file is written atomically ([`AtomicFile`]): a failure leaves no partial file.
 //!
 //! **Fonts.** The SVG needs no font (its text names the generic `sans-serif` family, which the

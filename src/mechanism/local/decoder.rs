@@ -169,13 +169,16 @@ impl LocalDecoder for LocalSketch {
             Algo::ProjUnit(m, _) => match m.mse(1.0) {
                 Some(e) => (e, ErrorKind::Exact),
                 None => {
-                    // SRHT: ‖Wᵀẑ‖² = (d'/k)‖ẑ‖² exactly, E‖ẑ‖² = scale²(E[α²] + k − 1); the
-                    // error E‖X‖² − 1 neglects the small bias of the normalised SRHT estimator.
-                    let dp = next_pow2(m.d).unwrap_or(m.d) as f64;
+                    // SRHT: ‖Wᵀẑ‖² = (d'/k)‖ẑ‖² before truncation to d, E‖ẑ‖² = scale²(E[α²] +
+                    // k − 1). The decoder keeps the first d of the d' padded coordinates, which
+                    // hold about d/d' of the mass (each row of H spreads ‖·‖² evenly), so
+                    // E‖X‖² ≈ c²·(d/k)·E‖ẑ‖², exact when d = d'. The error E‖X‖² − 1 neglects
+                    // the small bias of the normalised SRHT estimator. (Using d' here overstated
+                    // the error by d'/d, found by `dprp eval mean`'s closed-form check.)
                     let s2 = m.inner.scale * m.inner.scale;
                     let ez2 = s2 * (m.inner.e_alpha2 + (m.k - 1) as f64);
                     (
-                        m.c * m.c * dp / m.k as f64 * ez2 - 1.0,
+                        m.c * m.c * m.d as f64 / m.k as f64 * ez2 - 1.0,
                         ErrorKind::Approximate,
                     )
                 }

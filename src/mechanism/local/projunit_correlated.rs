@@ -372,14 +372,15 @@ impl CorrelatedProjUnit {
         self.lift(public, x, 1.0)
     }
 
-    /// `c²·(d'/k)·E‖ẑ‖² − 1`, with `E‖ẑ‖² = scale²(E[α²] + k − 1)` (PrivUnitG). For `d = d'`,
+    /// `c²·(d/k)·E‖ẑ‖² − 1`, with `E‖ẑ‖² = scale²(E[α²] + k − 1)` (PrivUnitG). For `d = d'`,
     /// `‖W_iᵀẑ‖² = (d'/k)‖ẑ‖²` exactly, so this is `E‖X_i‖² − 1` exactly and equals the per-user
     /// `E‖X_i − v‖²` up to the SRHT bias term `2⟨v − E X_i, v⟩` (small, not in closed form); for
-    /// `d < d'` truncation removes some mass and `E‖X_i‖²` is smaller. The error of the *mean* has
-    /// the extra shared-`D` bias term of the module documentation.
+    /// `d < d'` truncation to `d` keeps about `d/d'` of the mass (each row of `H` spreads evenly),
+    /// hence `d` rather than `d'` (with `d'` the figure overstated the error by `d'/d`). The
+    /// error of the *mean* has the extra shared-`D` bias term of the module documentation.
     pub fn mse_unit(&self) -> f64 {
         let s = self.inner.scale;
         let ez2 = s * s * (self.inner.e_alpha2 + (self.k - 1) as f64);
-        self.c * self.c * (self.d_pad as f64 / self.k as f64) * ez2 - 1.0
+        self.c * self.c * (self.d as f64 / self.k as f64) * ez2 - 1.0
     }
 }
