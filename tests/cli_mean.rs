@@ -212,83 +212,16 @@ fn bad_input_is_refused_cleanly() {
     std::fs::write(d.join("long.csv"), "0.1,0.2\n3,4\n").unwrap();
     std::fs::write(d.join("nan.csv"), "0.1,0.2\n0.3,nan\n").unwrap();
     std::fs::write(d.join("one.csv"), "0.5\n0.25\n").unwrap();
-    ok(
-        d,
-        &[
-            "publish",
-            "u.csv",
-            "-m",
-            "privunit2",
-            "-e",
-            "2",
-            "-o",
-            "a.dprp",
-        ],
-    );
-    ok(
-        d,
-        &[
-            "publish",
-            "u.csv",
-            "-m",
-            "privunit2",
-            "-e",
-            "3",
-            "-o",
-            "b.dprp",
-        ],
-    );
-    ok(
-        d,
-        &[
-            "publish",
-            "u.csv",
-            "-m",
-            "projunit",
-            "-e",
-            "2",
-            "-k",
-            "3",
-            "--projection-seed",
-            "1",
-            "-o",
-            "p1.dprp",
-        ],
-    );
-    ok(
-        d,
-        &[
-            "publish",
-            "u.csv",
-            "-m",
-            "projunit",
-            "-e",
-            "2",
-            "-k",
-            "3",
-            "--projection-seed",
-            "2",
-            "-o",
-            "p2.dprp",
-        ],
-    );
-    ok(
-        d,
-        &[
-            "publish",
-            "u.csv",
-            "-m",
-            "dp-rp-g-opt",
-            "-e",
-            "2",
-            "-d",
-            "1e-6",
-            "-k",
-            "4",
-            "-o",
-            "s.dprp",
-        ],
-    );
+    // the releases the cases below read
+    for cmd in [
+        "publish u.csv -m privunit2 -e 2 -o a.dprp",
+        "publish u.csv -m privunit2 -e 3 -o b.dprp",
+        "publish u.csv -m projunit -e 2 -k 3 --projection-seed 1 -o p1.dprp",
+        "publish u.csv -m projunit -e 2 -k 3 --projection-seed 2 -o p2.dprp",
+        "publish u.csv -m dp-rp-g-opt -e 2 -d 1e-6 -k 4 -o s.dprp",
+    ] {
+        ok(d, &cmd.split(' ').collect::<Vec<_>>());
+    }
     let publish = |extra: &[&'static str]| {
         let mut v = vec!["publish", "-o", "out.dprp"];
         v.extend_from_slice(extra);
