@@ -311,6 +311,25 @@ pub fn privatise_dataset(
     data: &Dataset,
     noise: &NoiseSource,
 ) -> Result<Sketches> {
+    privatise_dataset_at(mech, data, noise, 0)
+}
+
+/// [`privatise_dataset`] for rows whose global ids start at `first_row`, a multiple of
+/// [`BLOCK_ROWS`] (rows draw noise by block and a local mechanism derives each row's public map
+/// from its id, so rows of another batch of users — e.g. the queries of a retrieval evaluation —
+/// get maps of their own). Use [`first_row_after`] for the first id after `n` rows.
+pub fn privatise_dataset_at(
+    mech: &dyn Mechanism,
+    data: &Dataset,
+    noise: &NoiseSource,
+    first_row: u64,
+) -> Result<Sketches> {
+    if first_row % BLOCK_ROWS as u64 != 0 {
+        return Err(Error::param(
+            "first row",
+            format!("row ids must start on a noise-block boundary (a multiple of {BLOCK_ROWS}), got {first_row}"),
+        ));
+    }
     if data.p != mech.input_dim() {
         return Err(Error::param(
             "input",
@@ -332,7 +351,7 @@ pub fn privatise_dataset(
         mech,
         None,
         &mut values,
-        0,
+        first_row,
         noise,
         &mut out,
         &mut perturbed,
@@ -342,6 +361,12 @@ pub fn privatise_dataset(
         OutBuf::F32(v) => Sketches::Real(v),
         OutBuf::Bits(v) => Sketches::Bits(v),
     })
+}
+
+/// The first noise-block boundary at or after `n` rows: where a second batch of rows may start
+/// (see [`privatise_dataset_at`]).
+pub fn first_row_after(n: usize) -> u64 {
+    n.div_ceil(BLOCK_ROWS) as u64 * BLOCK_ROWS as u64
 }
 
 type Chunk = (Vec<f32>, Vec<f32>);

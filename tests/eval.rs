@@ -600,3 +600,124 @@ fn svm_references_per_family_and_guarantees() {
         .iter()
         .any(|r| r.mechanism == "noiseless:rademacher"));
 }
+
+/// Local-DP mechanisms in `eval retrieval`: each row privatised as its own user and decoded to its
+/// unbiased estimate, ranked by cosine, every row labelled LDP. With (almost) no noise PrivUnit2's
+/// decoded rows are the unit vectors themselves (precision of the ceiling). ProjUnit with a
+/// rotation at k = p is PrivUnitG up to an isometry, so it must match PrivUnitG's precision — a
+/// row decoded with another row's map (e.g. a private query given a database row's id) would fall
+/// to chance (10/1900). At k < p each user's own random subspace costs accuracy even without
+/// noise, so only its presence and k are checked there. Small ε loses utility.
+#[test]
+fn local_mechanisms_in_retrieval() {
+    let (db, q) = split(&sample::generate(), 1900);
+    let mut cfg = config(
+        "privunit2,privunitg,projunit:rotation,privunit-inf",
+        &[0.5, 400.0],
+        &[32, db.p],
+    );
+    cfg.repeat = 1;
+    let rep = retrieval::run(&db, &q, &cfg, &|_, _| {}).unwrap();
+    let find = |m: &str, e: Option<f64>, k: usize, mode: &str| {
+        rep.rows
+            .iter()
+            .find(|r| {
+                r.mechanism == m
+                    && r.epsilon == e
+                    && r.k == k
+                    && r.query_mode.as_deref() == Some(mode)
+            })
+            .unwrap_or_else(|| panic!("no row {m} {e:?} {k} {mode}"))
+    };
+    let prec = |m: &str, e: Option<f64>, k: usize, mode: &str| {
+        let r = find(m, e, k, mode);
+        assert_eq!(r.status, Status::Ok, "{m} {e:?} {mode}");
+        r.metric("precision@10").unwrap().mean
+    };
+    let p = db.p;
+    let ceiling = prec("unprojected", None, p, "private");
+    assert!(ceiling > 0.95, "ceiling {ceiling}");
+    for mode in ["private", "raw"] {
+        for (m, k) in [
+            ("privunit2", p),
+            ("privunitg", p),
+            ("projunit:rotation", 32),
+            ("projunit:rotation", p),
+            ("privunit-inf", p),
+        ] {
+            let r = find(m, Some(400.0), k, mode);
+            assert_eq!(
+                r.guarantee,
+                Some(dprp::privacy::guarantee::GuaranteeKind::LocalDp),
+                "{m}"
+            );
+            assert_eq!(r.reference.as_deref(), Some("unprojected"), "{m}");
+        }
+        let hi = prec("privunit2", Some(400.0), p, mode);
+        assert!(hi > 0.9 * ceiling, "privunit2 at ε = 400, {mode}: {hi}");
+        let lo = prec("privunit2", Some(0.5), p, mode);
+        assert!(
+            lo < hi - 0.2,
+            "privunit2 {mode}: ε = 0.5 gives {lo}, ε = 400 {hi}"
+        );
+        let g = prec("privunitg", Some(400.0), p, mode);
+        let pu = prec("projunit:rotation", Some(400.0), p, mode);
+        assert!(g > 0.2, "privunitg at ε = 400, {mode}: {g}");
+        assert!(
+            pu > 0.8 * g,
+            "projunit:rotation at k = p, ε = 400, {mode}: {pu} against privunitg's {g}"
+        );
+    }
+    // the report states the guarantee kind and how LDP rows were made
+    let md = dprp::eval::report::markdown(&rep);
+    assert!(md.contains("**LDP**"), "{md}");
+    assert!(
+        md.lines()
+            .any(|l| l.starts_with("| privunit2 ") && l.contains("| LDP ")),
+        "{md}"
+    );
+    // reproducible from the master seed
+    let again = retrieval::run(&db, &q, &cfg, &|_, _| {}).unwrap();
+    for (a, b) in rep.rows.iter().zip(&again.rows) {
+        assert_eq!(a.metrics, b.metrics, "{} {:?}", a.mechanism, a.epsilon);
+    }
+}
+
+/// Which local mechanisms retrieval takes, and the SVM refusing them.
+#[test]
+fn local_mechanism_specs() {
+    assert_eq!(MechanismSpec::parse_list("local").unwrap().len(), 6);
+    let s = MechanismSpec::parse("projunit:rotation").unwrap();
+    assert_eq!(s.local_map, Some(dprp::mechanism::LocalMap::Rotation));
+    for bad in [
+        "scalar-dp",
+        "privunit2-norm",
+        "privunit2:srht",
+        "projunit:nope",
+    ] {
+        assert!(MechanismSpec::parse(bad).is_err(), "{bad}");
+    }
+    let (tr, te) = split(&sample::generate(), 1800);
+    let cfg = svm::SvmConfig {
+        mechanisms: MechanismSpec::parse_list("dp-oporp,privunit2").unwrap(),
+        epsilons: vec![1.0],
+        ks: vec![32],
+        privacy: Privacy {
+            delta: 1e-6,
+            beta: 1.0,
+            min_norm: None,
+        },
+        cs: vec![1.0],
+        pick_c: false,
+        svm: SvmParams::default(),
+        repeat: 1,
+        seeds: Seeds::new(Seed([3; 32])),
+    };
+    let e = svm::run(&tr, &te, &cfg, &|_, _| {})
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("privunit2") && e.contains("eval retrieval"),
+        "{e}"
+    );
+}

@@ -58,7 +58,9 @@ pub struct CommonArgs {
     #[arg(long)]
     format: Option<String>,
     /// Mechanisms: a comma-separated list of names, `name:projection` for a dense kind (e.g.
-    /// dp-rp-g-opt:gaussian), or `all`.
+    /// dp-rp-g-opt:gaussian), `all` (the sketch mechanisms); retrieval also takes the local-DP
+    /// ones (privunit2, duchi, privunitg, projunit[:rotation|gaussian|srht], projunit-correlated,
+    /// privunit-inf; `local` for all six), whose guarantee is LDP (replace-one).
     #[arg(long)]
     mechanisms: Option<String>,
     /// ε values, comma-separated.
@@ -422,6 +424,7 @@ fn run_svm(a: SvmArgs) -> Result<()> {
             common.scale.clip = true;
         }
         let r = resolve(&common, PAPER_SVM_KS)?;
+        crate::eval::grid::refuse_local(&r.mechanisms, "eval svm")?;
         let (train, test) = load_pair(&r, format)?;
         let cfg = crate::eval::svm::SvmConfig {
             mechanisms: r.mechanisms.clone(),

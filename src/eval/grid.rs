@@ -13,14 +13,14 @@ use rayon::prelude::*;
 use crate::data::Dataset;
 use crate::error::{Error, Result};
 use crate::mechanism::sign_sketch::pack_signs;
-use crate::mechanism::{build, Mechanism, MechanismKind, MechanismParams};
+use crate::mechanism::{build, LocalMap, LocalOptions, Mechanism, MechanismKind, MechanismParams};
 use crate::privacy::guarantee::{GuaranteeKind, Neighbour};
 use crate::privacy::noise::NoiseSource;
 use crate::projection::{DenseKind, DenseProjection, Oporp, Seed};
 use crate::publish::Sketches;
 
-/// A mechanism as named on the command line: `name` or `name:projection` (dense kinds only, e.g.
-/// `dp-rp-g-opt:gaussian`).
+/// A mechanism as named on the command line: `name` or `name:projection` (dense kinds, e.g.
+/// `dp-rp-g-opt:gaussian`, and ProjUnit's public map, e.g. `projunit:rotation`).
 #[derive(Debug, Clone, PartialEq)]
 pub struct MechanismSpec {
     /// The label used in reports.
@@ -29,7 +29,21 @@ pub struct MechanismSpec {
     pub kind: MechanismKind,
     /// The dense projection kind, when not the default (Rademacher).
     pub projection: Option<DenseKind>,
+    /// ProjUnit's public map, when not the default (SRHT).
+    pub local_map: Option<LocalMap>,
 }
+
+/// The local-DP mechanisms `eval retrieval` compares (`local` in `--mechanisms`): those whose
+/// decoded rows estimate the row's direction. `scalar-dp` (one number per row) and
+/// `privunit2-norm` (whose norm part carries nothing once rows are unit vectors) are refused.
+pub const LOCAL_RETRIEVAL: [MechanismKind; 6] = [
+    MechanismKind::Privunit2,
+    MechanismKind::Duchi,
+    MechanismKind::Privunitg,
+    MechanismKind::Projunit,
+    MechanismKind::ProjunitCorrelated,
+    MechanismKind::PrivunitInf,
+];
 
 impl MechanismSpec {
     /// Parse `name[:projection]`.
@@ -41,13 +55,35 @@ impl MechanismSpec {
         };
         let kind = MechanismKind::parse(name)?;
         if kind.is_local() {
-            return Err(Error::param(
-                "--mechanisms",
-                format!(
-                    "'{s}' is a local-DP mechanism for mean estimation; eval retrieval and svm \
-                     compare the sketch mechanisms"
-                ),
-            ));
+            if !LOCAL_RETRIEVAL.contains(&kind) {
+                return Err(Error::param(
+                    "--mechanisms",
+                    format!(
+                        "'{s}' does not estimate a row's direction (scalar-dp releases one \
+                         number; privunit2-norm's norm part carries nothing once rows are unit \
+                         vectors: use privunit2)"
+                    ),
+                ));
+            }
+            let local_map = match proj {
+                Some(p) if kind == MechanismKind::Projunit => Some(LocalMap::parse(p)?),
+                Some(_) => {
+                    return Err(Error::param(
+                        "--mechanisms",
+                        format!(
+                            "'{s}': among the local mechanisms only projunit takes a map \
+                             (rotation, gaussian, srht, srht-nearly-unbiased)"
+                        ),
+                    ))
+                }
+                None => None,
+            };
+            return Ok(MechanismSpec {
+                label: s.to_ascii_lowercase(),
+                kind,
+                projection: None,
+                local_map,
+            });
         }
         let projection = proj.map(DenseKind::parse).transpose()?;
         if projection.is_some() && !kind.dense() {
@@ -60,15 +96,21 @@ impl MechanismSpec {
             label: s.to_ascii_lowercase(),
             kind,
             projection,
+            local_map: None,
         })
     }
 
-    /// Parse a comma-separated list; `all` stands for every mechanism (default projections).
+    /// Parse a comma-separated list; `all` stands for every sketch mechanism (default
+    /// projections), `local` for every local-DP mechanism of [`LOCAL_RETRIEVAL`].
     pub fn parse_list(s: &str) -> Result<Vec<MechanismSpec>> {
         let mut out: Vec<MechanismSpec> = Vec::new();
         for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
             if part.eq_ignore_ascii_case("all") {
                 for kind in MechanismKind::SKETCH {
+                    out.push(MechanismSpec::parse(kind.name())?);
+                }
+            } else if part.eq_ignore_ascii_case("local") {
+                for kind in LOCAL_RETRIEVAL {
                     out.push(MechanismSpec::parse(kind.name())?);
                 }
             } else {
@@ -80,6 +122,22 @@ impl MechanismSpec {
             return Err(Error::param("--mechanisms", "no mechanism given"));
         }
         Ok(out)
+    }
+}
+
+/// Refuse local-DP mechanisms where an evaluation has no meaning for them (`eval svm`: a user's
+/// privatised vector is an estimate for a mean, not a training row; `dprp eval mean` is theirs).
+pub fn refuse_local(specs: &[MechanismSpec], evaluation: &str) -> Result<()> {
+    match specs.iter().find(|s| s.kind.is_local()) {
+        Some(s) => Err(Error::param(
+            "--mechanisms",
+            format!(
+                "'{}' is a local-DP mechanism for mean estimation; {evaluation} compares the \
+                 sketch mechanisms (local ones run in eval retrieval and eval mean)",
+                s.label
+            ),
+        )),
+        None => Ok(()),
     }
 }
 
@@ -173,7 +231,7 @@ impl Seeds {
 }
 
 /// Build the mechanism of one setting; an error means the setting is not applicable (its message
-/// says why, e.g. OPORP needs k ≤ p).
+/// says why, e.g. OPORP needs k ≤ p). A local mechanism takes `k` only if it projects (ProjUnit).
 pub fn mechanism(
     spec: &MechanismSpec,
     epsilon: f64,
@@ -182,6 +240,7 @@ pub fn mechanism(
     privacy: &Privacy,
     seed: Seed,
 ) -> Result<Box<dyn Mechanism>> {
+    let local = spec.kind.is_local();
     build(&MechanismParams {
         kind: spec.kind,
         epsilon,
@@ -189,12 +248,15 @@ pub fn mechanism(
         beta: privacy.beta,
         neighbour: Neighbour::Coordinate,
         p,
-        k: (spec.kind != MechanismKind::RawGOpt).then_some(k),
+        k: spec.kind.projects().then_some(k),
         projection: spec.projection,
         seed: Some(seed),
-        min_norm: privacy.min_norm,
-        individual_dp: true,
-        local: Default::default(),
+        min_norm: if local { None } else { privacy.min_norm },
+        individual_dp: !local,
+        local: LocalOptions {
+            map: spec.local_map,
+            ..Default::default()
+        },
     })
 }
 
@@ -258,8 +320,12 @@ impl ReferenceKind {
     /// The reference of a mechanism, from the mechanism's own properties (whether it projects,
     /// with OPORP or a dense map of the given kind, and whether it releases signs). That this is
     /// the map the built mechanism applies is tested against [`Mechanism::project`].
+    ///
+    /// A local mechanism's row is drawn against the unprojected ceiling: its decoded rows live in
+    /// the input space. For ProjUnit that is not its ε = ∞ limit (each row's own random map loses
+    /// accuracy even without noise), which the report's guarantee paragraph says.
     pub fn of(spec: &MechanismSpec) -> ReferenceKind {
-        let map = if !spec.kind.projects() {
+        let map = if !spec.kind.projects() || spec.kind.is_local() {
             MapFamily::Unprojected
         } else if spec.kind.oporp() {
             MapFamily::Oporp

@@ -77,6 +77,7 @@ pub fn run(
     if cfg.repeat == 0 {
         return Err(Error::param("--repeat", "must be at least 1"));
     }
+    grid::refuse_local(&cfg.mechanisms, "eval svm")?;
     cfg.svm.validate()?;
     let start = Instant::now();
     let jobs = grid::jobs(&cfg.mechanisms, &cfg.epsilons, &cfg.ks, cfg.repeat);

@@ -79,6 +79,15 @@ pub(super) fn guarantee_paragraph(report: &Report) -> String {
     } else {
         "."
     });
+    if kinds.contains(&GuaranteeKind::LocalDp) {
+        out.push_str(
+            " An LDP row privatises each row as its own user (unit vectors first for the ball \
+             mechanisms), decodes it to its unbiased estimate in the input space and ranks by \
+             cosine; its reference is the `unprojected` ceiling. ProjUnit's own ε = ∞ limit lies \
+             below that ceiling (each user's random map loses accuracy even without noise), so \
+             at k < p its ∞ cell is left empty.",
+        );
+    }
     out
 }
 
