@@ -721,3 +721,85 @@ fn local_mechanism_specs() {
         "{e}"
     );
 }
+
+/// The command line with local-DP mechanisms: every format names the LDP guarantee; the SVM
+/// evaluation and the mechanisms that do not estimate a direction are refused with no output.
+#[test]
+fn eval_retrieval_command_with_local_mechanisms() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    native::write(&d.join("sample.bin"), &sample::generate()).unwrap();
+    let common = [
+        "--train",
+        "sample.bin",
+        "--test",
+        "sample.bin",
+        "--queries",
+        "50",
+        "--epsilon",
+        "5,500",
+        "--k",
+        "32",
+        "--seed",
+        "abc",
+    ];
+    let mut args = vec![
+        "eval",
+        "retrieval",
+        "--mechanisms",
+        "privunit2,projunit:srht,dp-oporp",
+        "--out",
+        "ret",
+    ];
+    args.extend(common);
+    let out = dprp(d, &args);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        stdout
+            .lines()
+            .any(|l| l.starts_with("| privunit2 ") && l.contains("| LDP ")),
+        "{stdout}"
+    );
+    assert_eq!(stdout.matches("**LDP**").count(), 1, "{stdout}");
+    let json: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(d.join("ret/report.json")).unwrap()).unwrap();
+    for row in json["rows"].as_array().unwrap() {
+        let want = match row["mechanism"].as_str().unwrap() {
+            "privunit2" | "projunit:srht" => "local-dp",
+            "dp-oporp" => "approx-dp",
+            _ => "none",
+        };
+        assert_eq!(row["guarantee"], want, "{row}");
+    }
+    let csv = std::fs::read_to_string(d.join("ret/report.csv")).unwrap();
+    assert!(
+        csv.lines().any(|l| l.starts_with("privunit2,LDP,")),
+        "{csv}"
+    );
+    let svg = std::fs::read_to_string(d.join("ret/precision-at-10-private.svg")).unwrap();
+    assert!(svg.contains("privunit2 (LDP)"), "legend");
+
+    for (eval, mech, needle) in [
+        ("svm", "dp-oporp,privunit2", "eval retrieval"),
+        ("retrieval", "scalar-dp", "scalar-dp"),
+        ("retrieval", "privunit2-norm", "privunit2"),
+        ("retrieval", "privunit2:srht", "projunit"),
+    ] {
+        let mut args = vec!["eval", eval, "--mechanisms", mech, "--out", "bad"];
+        args.extend(
+            common
+                .iter()
+                .filter(|a| eval == "retrieval" || **a != "--queries" && **a != "50"),
+        );
+        let out = dprp(d, &args);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{eval} {mech}");
+        assert!(stderr.contains(needle), "{eval} {mech}: {stderr}");
+        assert!(!d.join("bad").exists(), "{eval} {mech}: output left behind");
+    }
+}
