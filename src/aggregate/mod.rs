@@ -51,6 +51,8 @@
 //! # }
 //! ```
 
+pub mod secagg;
+
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
