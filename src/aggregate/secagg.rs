@@ -15,8 +15,9 @@
 //! secret-shares it against dropouts. Here one run of `dprp aggregate` plays every client, so the
 //! pair keys are derived from a round secret drawn from the operating system
 //! (`k_ij = BLAKE3-keyed(secret, "pair", min(i,j), max(i,j))`), held in memory only and never
-//! written; no client drops out. The pads are ChaCha20 keystreams of the pair keys; with
-//! `M = 2^b` the low `b` bits of each keystream word are exactly uniform on `Z_M` (no modulo bias).
+//! written; no client drops out. The pads are ChaCha20 keystreams of the pair keys, read in words
+//! of the fewest whole bytes holding `b` bits (1, 2, 4 or 8); with `M = 2^b` the low `b` bits of
+//! each word are exactly uniform on `Z_M` (no modulo bias).
 //!
 //! **The graph.** Clients sit on a ring in id order; client `i`'s neighbours are the `h` clients
 //! on each side (`2h` neighbours, all `n − 1` when `2h ≥ n − 1`): a Harary graph, connected and
@@ -222,21 +223,24 @@ impl SecAggRound {
             ));
         }
         let m = self.modulus;
-        let narrow = m.bits() <= 32;
+        // bytes of keystream per pad word: the fewest whole bytes holding b bits (1, 2, 4 or 8)
+        let per = match m.bits() {
+            0..=8 => 1,
+            9..=16 => 2,
+            17..=32 => 4,
+            _ => 8,
+        };
         let mut buf = vec![0u8; 8 * 1024];
         for j in self.neighbours(client) {
             let add = j > client;
             let mut rng = self.pad(client, j);
-            let per = if narrow { 4 } else { 8 };
             for chunk in message.chunks_mut(buf.len() / per) {
                 let bytes = &mut buf[..chunk.len() * per];
                 rng.fill_bytes(bytes);
                 for (x, w) in chunk.iter_mut().zip(bytes.chunks_exact(per)) {
-                    let pad = if narrow {
-                        u32::from_le_bytes([w[0], w[1], w[2], w[3]]) as u64
-                    } else {
-                        u64::from_le_bytes([w[0], w[1], w[2], w[3], w[4], w[5], w[6], w[7]])
-                    };
+                    let mut word = [0u8; 8];
+                    word[..per].copy_from_slice(w);
+                    let pad = u64::from_le_bytes(word);
                     *x = if add { m.add(*x, pad) } else { m.sub(*x, pad) };
                 }
             }

@@ -17,6 +17,7 @@ pub mod npy;
 pub mod sample;
 pub mod scale;
 pub mod source;
+pub mod synthetic;
 pub mod vecs;
 
 pub use scale::{Scaling, ScalingStep};

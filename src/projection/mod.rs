@@ -20,10 +20,13 @@
 //!   `i` inner), Box–Muller pairs as above but in f64. Rotation kind
 //!   ([`crate::mechanism::local::rotation`]): `k` Householder vectors, vector `j` (length `d − j`,
 //!   Box–Muller pairs in f64) starting at 32-bit word `j·4·⌈d/2⌉` of the stream.
+//! * The flattening rotation `U = (H/√d')·D` of the distributed mechanisms ([`flatten`]): stream 9
+//!   gives `D` (one bit per padded coordinate, as above).
 //! * Per-row public maps (ProjUnit releases, one `W_i` per user): row `i`'s seed is
 //!   [`Seed::for_row`]`(i)` of the release seed, and the map is generated from it as above.
 
 pub mod dense;
+pub mod flatten;
 pub mod hadamard;
 pub mod oporp;
 pub mod srht;
