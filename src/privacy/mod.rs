@@ -1,6 +1,8 @@
 //! Privacy accounting: calibration of noise to a guarantee, the guarantee itself, and the noise
 //! source.
 //!
+//! - [`exact`]: exact integer samplers (discrete Gaussian and Laplace, Bernoulli(exp(−γ)),
+//!   binomials) with rational parameters and no floating point, for distributed DP.
 //! - [`gaussian`]: the normal CDF in log space, the classical (Theorem 3.1) and analytic
 //!   (Theorem 3.2, Balle & Wang 2018) Gaussian mechanisms.
 //! - [`guarantee`]: the privacy model (neighbour relation, guarantee kinds) and its plain-language
@@ -12,6 +14,7 @@
 //! - [`special`]: log-space special functions (normal tail and quantile, incomplete beta) for the
 //!   local-DP mechanisms.
 
+pub mod exact;
 pub mod gaussian;
 pub mod guarantee;
 pub mod noise;
