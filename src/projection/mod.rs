@@ -20,9 +20,14 @@
 //!   `i` inner), Box–Muller pairs as above but in f64. Rotation kind
 //!   ([`crate::mechanism::local::rotation`]): `k` Householder vectors, vector `j` (length `d − j`,
 //!   Box–Muller pairs in f64) starting at 32-bit word `j·4·⌈d/2⌉` of the stream.
+//! * Count sketch ([`count_sketch`]): stream 6 gives the hashes `h_b(i)` (one
+//!   `uniform_below(w)` (in `oporp`) draw per entry, Lemire's multiply-and-reject), stream 7 the signs
+//!   (one bit per entry, as above); entries in the order `q = i·t + b` (input coordinate `i`
+//!   outer, block `b` inner).
 //! * Per-row public maps (ProjUnit releases, one `W_i` per user): row `i`'s seed is
 //!   [`Seed::for_row`]`(i)` of the release seed, and the map is generated from it as above.
 
+pub mod count_sketch;
 pub mod dense;
 pub mod hadamard;
 pub mod oporp;
@@ -32,6 +37,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
 
+pub use count_sketch::CountSketch;
 pub use dense::DenseProjection;
 pub use oporp::Oporp;
 pub use srht::Srht;
