@@ -219,7 +219,8 @@ mod tests {
         for i in 1..=n {
             // α from 1 + 1e-6 to 1 + 1e8, log-spaced in α − 1 ... via α itself on a power grid.
             let alpha = 1.0 + 1e-6 * (1e14f64).powf(i as f64 / n as f64);
-            let v = alpha * rho + (1.0 - 1.0 / alpha).ln() - (delta.ln() + alpha.ln()) / (alpha - 1.0);
+            let v =
+                alpha * rho + (1.0 - 1.0 / alpha).ln() - (delta.ln() + alpha.ln()) / (alpha - 1.0);
             best = best.min(v);
         }
         best.max(0.0)
@@ -298,7 +299,10 @@ mod tests {
         // And it is a real improvement where it matters (ρ = 0.5, δ = 1e-5: 4.728 vs 5.299).
         let t = epsilon(0.5, 1e-5).unwrap();
         let s = standard_epsilon(0.5, 1e-5).unwrap();
-        assert!((t - 4.728_387).abs() < 1e-5 && (s - 5.298_526).abs() < 1e-5, "{t} {s}");
+        assert!(
+            (t - 4.728_387).abs() < 1e-5 && (s - 5.298_526).abs() < 1e-5,
+            "{t} {s}"
+        );
     }
 
     #[test]

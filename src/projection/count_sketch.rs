@@ -137,9 +137,7 @@ impl CountSketch {
     fn from_parts(d: usize, w: usize, t: usize, hashes: &[usize], signs: &[bool]) -> CountSketch {
         let n = d * t;
         assert_eq!(hashes.len(), n);
-        let rows = (0..n)
-            .map(|q| ((q % t) * w + hashes[q]) as u32)
-            .collect();
+        let rows = (0..n).map(|q| ((q % t) * w + hashes[q]) as u32).collect();
         let mut sign_bits = vec![0u64; n.div_ceil(64)];
         for (q, &s) in signs.iter().enumerate() {
             if s {
@@ -356,7 +354,9 @@ mod tests {
         let d = 32;
         let g = test_vector(d);
         for &(m, t) in &[(8usize, 1usize), (8, 2), (12, 3)] {
-            let st = run(TRIALS, &g, |r| CountSketch::generate(d, m, t, seed_of(r)).unwrap());
+            let st = run(TRIALS, &g, |r| {
+                CountSketch::generate(d, m, t, seed_of(r)).unwrap()
+            });
             let zm = max_mean_z(&st, &g, m);
             assert!(zm < Z_MAX, "m={m} t={t}: mean error z = {zm}");
             let zv = variance_z(&st, &g, m);
@@ -385,7 +385,14 @@ mod tests {
         let g = test_vector(d);
         // P(σ = +1) = 0.75 instead of ½.
         let st = run(TRIALS, &g, |r| {
-            wrong_sketch(r, d, w, t, |g| g.random_range(0..w), |g| g.random_bool(0.75))
+            wrong_sketch(
+                r,
+                d,
+                w,
+                t,
+                |g| g.random_range(0..w),
+                |g| g.random_bool(0.75),
+            )
         });
         let zm = max_mean_z(&st, &g, w * t);
         assert!(zm > Z_MAX, "biased signs not caught: z = {zm}");
@@ -397,7 +404,14 @@ mod tests {
         let g = test_vector(d);
         // Hash never lands in the last bucket: collision probability 1/(w−1) instead of 1/w.
         let st = run(TRIALS, &g, |r| {
-            wrong_sketch(r, d, w, t, |g| g.random_range(0..w - 1), |g| g.random_bool(0.5))
+            wrong_sketch(
+                r,
+                d,
+                w,
+                t,
+                |g| g.random_range(0..w - 1),
+                |g| g.random_bool(0.5),
+            )
         });
         let zv = variance_z(&st, &g, w * t);
         assert!(zv > Z_MAX, "biased hashes not caught: z = {zv}");
@@ -446,8 +460,18 @@ mod tests {
         // Decode is the exact transpose: ⟨Sx, y⟩ = ⟨x, Sᵀy⟩.
         let x: Vec<f64> = (0..50).map(|i| (i as f64 * 0.37).sin()).collect();
         let y: Vec<f64> = (0..12).map(|i| (i as f64 * 1.3).cos()).collect();
-        let lhs: f64 = s.encode(&x).unwrap().iter().zip(&y).map(|(a, b)| a * b).sum();
-        let rhs: f64 = x.iter().zip(s.decode(&y).unwrap()).map(|(a, b)| a * b).sum();
+        let lhs: f64 = s
+            .encode(&x)
+            .unwrap()
+            .iter()
+            .zip(&y)
+            .map(|(a, b)| a * b)
+            .sum();
+        let rhs: f64 = x
+            .iter()
+            .zip(s.decode(&y).unwrap())
+            .map(|(a, b)| a * b)
+            .sum();
         assert!((lhs - rhs).abs() < 1e-12);
     }
 
@@ -457,7 +481,10 @@ mod tests {
         let a = CountSketch::generate(10, 10, 2, seed).unwrap();
         let b = CountSketch::generate(10, 10, 2, seed).unwrap();
         assert_eq!(a, b);
-        assert_ne!(a, CountSketch::generate(10, 10, 2, Seed::parse_hex("c0ffef").unwrap()).unwrap());
+        assert_ne!(
+            a,
+            CountSketch::generate(10, 10, 2, Seed::parse_hex("c0ffef").unwrap()).unwrap()
+        );
         // Golden values: changing the layout (streams, draw order, sampler) changes them.
         let hashes: Vec<usize> = (0..10)
             .flat_map(|i| (0..2).map(move |b| (i, b)))
@@ -469,7 +496,9 @@ mod tests {
             .collect();
         assert_eq!(hashes, GOLDEN_HASHES);
         assert_eq!(signs, GOLDEN_SIGNS);
-        let y = a.encode(&[1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0, 10.0]).unwrap();
+        let y = a
+            .encode(&[1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0, 10.0])
+            .unwrap();
         let y_bits: Vec<u64> = y.iter().map(|v| v.to_bits()).collect();
         assert_eq!(y_bits, GOLDEN_Y_BITS);
     }

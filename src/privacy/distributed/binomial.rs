@@ -237,7 +237,10 @@ mod tests {
             l2: 3.0,
             linf: 1.0,
         };
-        assert_eq!(smallest_n(1.0, &setting(0.5, 1e-5, 1000, sens)).unwrap(), 2355);
+        assert_eq!(
+            smallest_n(1.0, &setting(0.5, 1e-5, 1000, sens)).unwrap(),
+            2355
+        );
     }
 
     #[test]
