@@ -3,6 +3,8 @@
 //!
 //! - [`exact`]: exact integer samplers (discrete Gaussian and Laplace, Bernoulli(exp(−γ)),
 //!   binomials) with rational parameters and no floating point, for distributed DP.
+//! - [`distributed`]: accountants for distributed DP under secure aggregation (the Binomial
+//!   mechanism of cpSGD, the distributed discrete Gaussian of Chen et al.).
 //! - [`gaussian`]: the normal CDF in log space, the classical (Theorem 3.1) and analytic
 //!   (Theorem 3.2, Balle & Wang 2018) Gaussian mechanisms.
 //! - [`guarantee`]: the privacy model (neighbour relation, guarantee kinds) and its plain-language
@@ -13,7 +15,9 @@
 //! - [`rr`]: randomised response and smooth flipping on signs.
 //! - [`special`]: log-space special functions (normal tail and quantile, incomplete beta) for the
 //!   local-DP mechanisms.
+//! - [`zcdp`]: ρ-zCDP → (ε, δ)-DP, the tight conversion of Canonne, Kamath & Steinke 2020.
 
+pub mod distributed;
 pub mod exact;
 pub mod gaussian;
 pub mod guarantee;
@@ -21,3 +25,4 @@ pub mod noise;
 pub mod nplus;
 pub mod rr;
 pub mod special;
+pub mod zcdp;

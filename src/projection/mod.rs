@@ -22,9 +22,14 @@
 //!   Box–Muller pairs in f64) starting at 32-bit word `j·4·⌈d/2⌉` of the stream.
 //! * The flattening rotation `U = (H/√d')·D` of the distributed mechanisms ([`flatten`]): stream 9
 //!   gives `D` (one bit per padded coordinate, as above).
+//! * Count sketch ([`count_sketch`]): stream 6 gives the hashes `h_b(i)` (one
+//!   `uniform_below(w)` (in `oporp`) draw per entry, Lemire's multiply-and-reject), stream 7 the signs
+//!   (one bit per entry, as above); entries in the order `q = i·t + b` (input coordinate `i`
+//!   outer, block `b` inner).
 //! * Per-row public maps (ProjUnit releases, one `W_i` per user): row `i`'s seed is
 //!   [`Seed::for_row`]`(i)` of the release seed, and the map is generated from it as above.
 
+pub mod count_sketch;
 pub mod dense;
 pub mod flatten;
 pub mod hadamard;
@@ -35,6 +40,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
 
+pub use count_sketch::CountSketch;
 pub use dense::DenseProjection;
 pub use oporp::Oporp;
 pub use srht::Srht;
