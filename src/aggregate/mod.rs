@@ -51,6 +51,7 @@
 //! # }
 //! ```
 
+pub mod round;
 pub mod secagg;
 
 use rayon::prelude::*;

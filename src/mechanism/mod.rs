@@ -36,6 +36,7 @@
 //! The sign mechanisms share [`sign_sketch`]: projection, packing of signs (64 per `u64`) and the
 //! flip rules.
 
+pub mod distributed;
 pub mod dp_oporp;
 pub mod dp_rp;
 pub mod gaussian_sketch;

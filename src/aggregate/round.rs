@@ -1,0 +1,197 @@
+//! One secure-aggregation round you can run: every client encodes its vector
+//! ([`ClientEncoder`]), masks the message with its pairwise pads ([`SecAggRound`]), the server adds
+//! the masked messages mod `M` and decodes the mean. Clients run in parallel; memory is a few
+//! client vectors and messages per thread plus the running sums, whatever the number of clients.
+//!
+//! Each client's secret randomness is ChaCha20 stream `i` of one key from the operating system
+//! ([`NoiseSource::block_rng`]`(i)`), never written anywhere; the pads' pair keys come from a
+//! separate round secret ([`SecAggRound::with_os_secret`]).
+//!
+//! With `check` the round also keeps what only a simulation can see — the exact non-private
+//! mean and the exact integer sum before the reduction mod `M` — to report the error of the
+//! private mean and how many coordinates of the sum wrapped around `[−M/2, M/2)`.
+
+use rayon::prelude::*;
+
+use super::secagg::{ModularSum, SecAggRound};
+use crate::data::RowReader;
+use crate::error::{Error, Result};
+use crate::mechanism::distributed::ClientEncoder;
+use crate::privacy::noise::NoiseSource;
+
+/// Clients read and encoded per batch (per thread, several).
+const CLIENTS_PER_TASK: usize = 4;
+
+/// What a round produced.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RoundReport {
+    /// The private mean estimate (`d` values).
+    pub mean: Vec<f64>,
+    /// Clients that took part.
+    pub clients: u64,
+    /// Clients whose vector was longer than the clip norm.
+    pub clipped: u64,
+    /// Conditional-rounding draws over all clients, and the most any client needed.
+    pub rounding_tries: (u64, u32),
+    /// Bits each client sent (`message_len · b`).
+    pub bits_per_client: u64,
+    /// With `check`: the exact non-private mean.
+    pub exact_mean: Option<Vec<f64>>,
+    /// With `check`: coordinates whose exact integer sum lies outside `[−M/2, M/2)`.
+    pub wrapped: Option<u64>,
+}
+
+/// Run a round over every row of `reader` (one client per row, `clients` of them — the graph of
+/// pads needs the number up front).
+pub fn run_round(
+    encoder: &dyn ClientEncoder,
+    reader: &mut dyn RowReader,
+    secagg: &SecAggRound,
+    noise: &NoiseSource,
+    check: bool,
+) -> Result<RoundReport> {
+    let d = encoder.input_dim();
+    if reader.dim() != d {
+        return Err(Error::param(
+            "input",
+            format!(
+                "clients have {} values per vector, the encoder expects {d}",
+                reader.dim()
+            ),
+        ));
+    }
+    let len = encoder.message_len();
+    if secagg.dim() != len || secagg.modulus() != encoder.modulus() {
+        return Err(Error::param(
+            "round",
+            "the secure-aggregation round and the encoder disagree on the message shape",
+        ));
+    }
+    let n = secagg.clients();
+    let threads = rayon::current_num_threads().max(1);
+    let batch = threads * CLIENTS_PER_TASK;
+    let mut total = Partial::new(len, encoder, check, d);
+    let mut values: Vec<f32> = Vec::with_capacity(batch * d);
+    let mut labels = Vec::new();
+    let mut next: u64 = 0;
+    loop {
+        values.clear();
+        labels.clear();
+        let got = reader.read_chunk(batch, &mut values, &mut labels)?;
+        if got == 0 {
+            break;
+        }
+        if next + got as u64 > n {
+            return Err(Error::param(
+                "input",
+                format!("more than the {n} clients the round was set up for"),
+            ));
+        }
+        let first = next;
+        let parts: Vec<Result<Partial>> = values
+            .par_chunks(CLIENTS_PER_TASK * d)
+            .enumerate()
+            .map(|(t, rows)| {
+                let mut part = Partial::new(len, encoder, check, d);
+                let mut msg = vec![0u64; len];
+                let mut x = vec![0f64; d];
+                for (r, row) in rows.chunks_exact(d).enumerate() {
+                    let client = first + (t * CLIENTS_PER_TASK + r) as u64;
+                    for (a, &b) in x.iter_mut().zip(row) {
+                        *a = b as f64;
+                    }
+                    part.add_client(encoder, secagg, noise, client, &x, &mut msg)?;
+                }
+                Ok(part)
+            })
+            .collect();
+        for p in parts {
+            total.merge(p?)?;
+        }
+        next += got as u64;
+    }
+    if next != n {
+        return Err(Error::param(
+            "input",
+            format!("the round was set up for {n} clients but the input has {next}"),
+        ));
+    }
+    let mean = encoder.decode(&total.sum)?;
+    let m = encoder.modulus();
+    let wrapped = total.exact.as_ref().map(|e| {
+        let half = 1i128 << (m.bits() - 1);
+        e.iter().filter(|&&v| v < -half || v >= half).count() as u64
+    });
+    Ok(RoundReport {
+        mean,
+        clients: n,
+        clipped: total.clipped,
+        rounding_tries: (total.tries, total.max_tries),
+        bits_per_client: len as u64 * m.bits() as u64,
+        exact_mean: total
+            .raw
+            .map(|s| s.iter().map(|v| v / n as f64).collect()),
+        wrapped,
+    })
+}
+
+/// One thread's share of the round.
+struct Partial {
+    sum: ModularSum,
+    clipped: u64,
+    tries: u64,
+    max_tries: u32,
+    exact: Option<Vec<i128>>,
+    raw: Option<Vec<f64>>,
+}
+
+impl Partial {
+    fn new(len: usize, encoder: &dyn ClientEncoder, check: bool, d: usize) -> Partial {
+        Partial {
+            sum: ModularSum::new(len, encoder.modulus()),
+            clipped: 0,
+            tries: 0,
+            max_tries: 0,
+            exact: check.then(|| vec![0i128; len]),
+            raw: check.then(|| vec![0f64; d]),
+        }
+    }
+
+    fn add_client(
+        &mut self,
+        encoder: &dyn ClientEncoder,
+        secagg: &SecAggRound,
+        noise: &NoiseSource,
+        client: u64,
+        x: &[f64],
+        msg: &mut [u64],
+    ) -> Result<()> {
+        let mut rng = noise.block_rng(client);
+        let stats = encoder
+            .encode(x, msg, &mut rng, self.exact.as_deref_mut())
+            .map_err(|e| Error::param("input", format!("client {client} (counted from 0): {}", e.detail())))?;
+        secagg.mask(client, msg)?;
+        self.sum.add(msg)?;
+        self.clipped += stats.clipped as u64;
+        self.tries += stats.rounding_tries as u64;
+        self.max_tries = self.max_tries.max(stats.rounding_tries);
+        if let Some(r) = self.raw.as_mut() {
+            r.iter_mut().zip(x).for_each(|(a, b)| *a += b);
+        }
+        Ok(())
+    }
+
+    fn merge(&mut self, other: Partial) -> Result<()> {
+        self.sum.merge(&other.sum)?;
+        self.clipped += other.clipped;
+        self.tries += other.tries;
+        self.max_tries = self.max_tries.max(other.max_tries);
+        if let (Some(a), Some(b)) = (self.exact.as_mut(), other.exact) {
+            a.iter_mut().zip(b).for_each(|(x, y)| *x += y);
+        }
+        if let (Some(a), Some(b)) = (self.raw.as_mut(), other.raw) {
+            a.iter_mut().zip(b).for_each(|(x, y)| *x += y);
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,46 @@
+//! Distributed DP under secure aggregation (issue 12): each client encodes its vector into
+//! integers mod `M` with a small share of noise, a secure-aggregation round
+//! ([`crate::aggregate::secagg`]) reveals only the sum mod `M`, and the server decodes the mean.
+//! The guarantee is central DP of the *sum* (one client's vector added or removed), which no
+//! single message carries on its own.
+//!
+//! **Why not the [`Mechanism`](crate::mechanism::Mechanism) trait.** A `Mechanism` privatises
+//! rows into a release that may be published row by row. A distributed encoder's single message
+//! is *not* private — its noise share is far too small — so it must never be written as a
+//! release; only the secure sum is. The encoders therefore implement [`ClientEncoder`], which
+//! only the aggregation round ([`crate::aggregate::round`]) drives, and publish refuses them.
+//!
+//! | encoder | file | paper | privacy |
+//! |---|---|---|---|
+//! | [`ddg::Ddg`] | `ddg.rs` | Kairouz et al. 2021 Alg. 1; Chen et al. 2022 Alg. 6 | Thm E.1 (zCDP) |
+
+pub mod ddg;
+
+use rand_chacha::ChaCha20Rng;
+
+use crate::aggregate::secagg::{ModularSum, Modulus};
+use crate::error::Result;
+
+pub use ddg::{Ddg, DdgParams, EncodeStats};
+
+/// A client-side encoder into `Z_M` and its server-side decoder.
+pub trait ClientEncoder: Send + Sync {
+    /// Input dimension `d`.
+    fn input_dim(&self) -> usize;
+    /// Residues per client message.
+    fn message_len(&self) -> usize;
+    /// The modulus of the secure sum.
+    fn modulus(&self) -> Modulus;
+    /// Encode one client's vector (`d` values) into `out` (`message_len` residues), noise from
+    /// the client's own CSPRNG stream; when `exact` is given, also add the message's integers
+    /// before the reduction mod `M` to it (a simulation diagnostic: whether the sum wrapped).
+    fn encode(
+        &self,
+        x: &[f64],
+        out: &mut [u64],
+        rng: &mut ChaCha20Rng,
+        exact: Option<&mut [i128]>,
+    ) -> Result<EncodeStats>;
+    /// The mean from the secure sum.
+    fn decode(&self, sum: &ModularSum) -> Result<Vec<f64>>;
+}
