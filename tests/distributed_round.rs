@@ -59,10 +59,18 @@ fn without_noise_the_round_decodes_the_exact_quantised_sum() {
     // rounding error only: E‖μ̂ − μ‖² ≤ d'γ²/(4n(1−β)) + bias; allow 4× (a wrong γ scale in
     // the decoder, e.g. forgetting ×γ, would be off by orders of magnitude)
     let exact = rep.exact_mean.as_ref().unwrap();
-    let err: f64 = rep.mean.iter().zip(exact).map(|(a, b)| (a - b).powi(2)).sum();
+    let err: f64 = rep
+        .mean
+        .iter()
+        .zip(exact)
+        .map(|(a, b)| (a - b).powi(2))
+        .sum();
     let beta = (-0.5f64).exp();
     let bound = 512.0 * 1e-6 / (4.0 * n as f64 * (1.0 - beta));
-    assert!(err < 4.0 * bound, "error {err} against the rounding bound {bound}");
+    assert!(
+        err < 4.0 * bound,
+        "error {err} against the rounding bound {bound}"
+    );
     assert!(err > 0.0);
 }
 
@@ -102,7 +110,10 @@ fn the_sum_carries_the_noise_the_accountant_assumed() {
         / (d - 1) as f64;
     let want = n as f64 * 9.0;
     let se = want * (2.0 / (d - 1) as f64).sqrt();
-    assert!((var - want).abs() < 5.0 * se, "variance {var}, want {want} ± {se}");
+    assert!(
+        (var - want).abs() < 5.0 * se,
+        "variance {var}, want {want} ± {se}"
+    );
     assert!(mean.abs() < 5.0 * (want / d as f64).sqrt(), "mean {mean}");
     let off = n as f64 * (3.3f64).powi(2);
     assert!((off - want).abs() > 5.0 * se, "power");
@@ -132,7 +143,10 @@ fn bad_input_is_refused() {
     let mut rng = noise.block_rng(0);
     let mut x = vec![0.1; 10];
     x[3] = f64::NAN;
-    let e = ddg.encode(&x, &mut msg, &mut rng, None).unwrap_err().to_string();
+    let e = ddg
+        .encode(&x, &mut msg, &mut rng, None)
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("coordinate 3"), "{e}");
     assert!(ddg.encode(&[0.1; 9], &mut msg, &mut rng, None).is_err());
     // the round: clients of another dimension, fewer or more clients than set up
@@ -144,10 +158,22 @@ fn bad_input_is_refused() {
     assert!(run_round(&ddg, &mut rows, &round_for(&ddg, 6), &noise, false).is_err());
     // parameters
     for p in [
-        DdgParams { clip: 0.0, ..params(1.0, 16) },
-        DdgParams { gamma: -1.0, ..params(1.0, 16) },
-        DdgParams { beta: 1.0, ..params(1.0, 16) },
-        DdgParams { sigma: f64::NAN, ..params(1.0, 16) },
+        DdgParams {
+            clip: 0.0,
+            ..params(1.0, 16)
+        },
+        DdgParams {
+            gamma: -1.0,
+            ..params(1.0, 16)
+        },
+        DdgParams {
+            beta: 1.0,
+            ..params(1.0, 16)
+        },
+        DdgParams {
+            sigma: f64::NAN,
+            ..params(1.0, 16)
+        },
         params(1.0, 1),
         params(1.0, 65),
     ] {

@@ -128,9 +128,7 @@ pub fn run_round(
         clipped: total.clipped,
         rounding_tries: (total.tries, total.max_tries),
         bits_per_client: len as u64 * m.bits() as u64,
-        exact_mean: total
-            .raw
-            .map(|s| s.iter().map(|v| v / n as f64).collect()),
+        exact_mean: total.raw.map(|s| s.iter().map(|v| v / n as f64).collect()),
         wrapped,
     })
 }
@@ -169,7 +167,12 @@ impl Partial {
         let mut rng = noise.block_rng(client);
         let stats = encoder
             .encode(x, msg, &mut rng, self.exact.as_deref_mut())
-            .map_err(|e| Error::param("input", format!("client {client} (counted from 0): {}", e.detail())))?;
+            .map_err(|e| {
+                Error::param(
+                    "input",
+                    format!("client {client} (counted from 0): {}", e.detail()),
+                )
+            })?;
         secagg.mask(client, msg)?;
         self.sum.add(msg)?;
         self.clipped += stats.clipped as u64;

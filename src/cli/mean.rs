@@ -27,12 +27,12 @@ pub struct MeanArgs {
 /// Coordinates shown in the text summary.
 const SHOWN: usize = 8;
 
-enum OutKind {
+pub(super) enum OutKind {
     Npy,
     Csv,
 }
 
-fn out_kind(path: &Path) -> Result<OutKind> {
+pub(super) fn out_kind(path: &Path) -> Result<OutKind> {
     match path
         .extension()
         .and_then(|e| e.to_str())
@@ -120,7 +120,7 @@ fn in_file(path: &Path, msg: String) -> Error {
     Error::format(path, msg)
 }
 
-fn write_mean(path: &Path, kind: OutKind, mean: &[f64]) -> Result<()> {
+pub(super) fn write_mean(path: &Path, kind: OutKind, mean: &[f64]) -> Result<()> {
     let bytes = match kind {
         OutKind::Npy => crate::data::npy::f64_vector_bytes(mean),
         OutKind::Csv => {

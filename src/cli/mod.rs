@@ -11,6 +11,7 @@ use crate::error::{Error, Result};
 #[macro_use]
 pub mod output;
 
+mod aggregate;
 mod calibrate;
 mod convert;
 mod demo;
@@ -47,6 +48,9 @@ enum Command {
     Query(query::QueryArgs),
     /// The mean of the users' vectors from local-DP releases, with its expected error.
     Mean(mean::MeanArgs),
+    /// Run a secure-aggregation round (distributed discrete Gaussian, pairwise masks mod M) over
+    /// client vectors and write the private mean.
+    Aggregate(aggregate::AggregateArgs),
     /// Build an HNSW index over a release for fast approximate queries.
     Index(index::IndexArgs),
     /// How much utility each mechanism keeps at given ε and k (retrieval or a linear SVM), before
@@ -152,6 +156,7 @@ fn run(cli: Cli) -> Result<()> {
         Command::Query(a) => query::run(a),
         Command::Index(a) => index::run(a),
         Command::Mean(a) => mean::run(a),
+        Command::Aggregate(a) => aggregate::run(a),
         Command::Eval(a) => eval::run(a),
 
         Command::Sample { output } => {

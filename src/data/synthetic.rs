@@ -108,7 +108,9 @@ mod tests {
         for r in v.chunks(64) {
             let n: f64 = r.iter().map(|&x| (x as f64).powi(2)).sum();
             assert!((n - 1.0).abs() < 1e-5);
-            mean.iter_mut().zip(r).for_each(|(m, &x)| *m += x as f64 / 300.0);
+            mean.iter_mut()
+                .zip(r)
+                .for_each(|(m, &x)| *m += x as f64 / 300.0);
         }
         // E⟨v, μ⟩ ≈ 1/√2 (‖μ‖ = 1 against noise of norm ≈ 1)
         let dot: f64 = mean.iter().zip(a.mu()).map(|(m, u)| m * u).sum();

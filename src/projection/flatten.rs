@@ -65,7 +65,11 @@ impl Flatten {
         if x.len() != self.d {
             return Err(Error::param(
                 "vector",
-                format!("a vector of {} values given to a rotation of R^{}", x.len(), self.d),
+                format!(
+                    "a vector of {} values given to a rotation of R^{}",
+                    x.len(),
+                    self.d
+                ),
             ));
         }
         let mut v = vec![0.0; self.d_pad];
@@ -121,7 +125,10 @@ mod tests {
         }
         // the signs come from the seed: another seed gives another rotation
         let g = Flatten::new(100, Seed([5; 32])).unwrap();
-        assert_ne!(g.rotate_scaled(&x, 1.0).unwrap(), f.rotate_scaled(&x, 1.0).unwrap());
+        assert_ne!(
+            g.rotate_scaled(&x, 1.0).unwrap(),
+            f.rotate_scaled(&x, 1.0).unwrap()
+        );
         assert!(f.rotate_scaled(&x[..99], 1.0).is_err());
         assert!(Flatten::new(0, Seed([4; 32])).is_err());
     }

@@ -27,7 +27,7 @@
 use rand::Rng;
 use rand_chacha::ChaCha20Rng;
 
-use crate::aggregate::secagg::{Modulus, ModularSum};
+use crate::aggregate::secagg::{ModularSum, Modulus};
 use crate::error::{Error, Result};
 use crate::privacy::distributed::ddg::DdgSetting;
 use crate::privacy::exact::{DiscreteGaussian, Rational};
@@ -185,12 +185,19 @@ impl Ddg {
         if let Some(j) = x.iter().position(|v| !v.is_finite()) {
             return Err(Error::param(
                 "client vector",
-                format!("value {} at coordinate {j} (counted from 0) is not finite", x[j]),
+                format!(
+                    "value {} at coordinate {j} (counted from 0) is not finite",
+                    x[j]
+                ),
             ));
         }
         let norm = x.iter().map(|v| v * v).sum::<f64>().sqrt();
         let clipped = norm > self.params.clip;
-        let s = if clipped { self.params.clip / norm } else { 1.0 } / self.params.gamma;
+        let s = if clipped {
+            self.params.clip / norm
+        } else {
+            1.0
+        } / self.params.gamma;
         let v = self.flatten.rotate_scaled(x, s)?;
         // the integers must fit i64 with room for the noise (the sum itself is taken mod M)
         if v.iter().any(|a| a.abs() >= 2f64.powi(61)) {

@@ -1,0 +1,314 @@
+//! `dprp aggregate`: run one secure-aggregation round over client vectors — each client encodes
+//! its vector with the distributed discrete Gaussian, masks it with pairwise one-time pads in
+//! `Z_M`, the server sums mod `M`, unmasks by cancellation and decodes the private mean.
+
+use std::path::PathBuf;
+
+use clap::Args;
+
+use super::mean::{out_kind, write_mean};
+use super::InputArgs;
+use crate::aggregate::round::{run_round, RoundReport};
+use crate::aggregate::secagg::SecAggRound;
+use crate::atomic::check_not_input;
+use crate::data::synthetic::SyntheticRows;
+use crate::data::{open_reader, RowReader};
+use crate::error::{Error, Result};
+use crate::mechanism::distributed::{Ddg, DdgParams};
+use crate::privacy::distributed::params::{plan_ddg, DdgPlan, DistributedRequest};
+use crate::privacy::noise::NoiseSource;
+use crate::projection::Seed;
+
+#[derive(Debug, Args)]
+pub struct AggregateArgs {
+    /// Client vectors, one row per client, in any supported input format.
+    input: Option<PathBuf>,
+    #[command(flatten)]
+    input_args: InputArgs,
+    /// Synthetic clients instead of a file: `N,D` (v_i = normalise(μ + N(0, I/D)), μ random).
+    #[arg(long, value_name = "N,D")]
+    synthetic: Option<String>,
+    /// The encoder: ddg (the distributed discrete Gaussian).
+    #[arg(long, short = 'm', default_value = "ddg")]
+    mechanism: String,
+    /// ε of the (ε, δ)-DP guarantee of the sum.
+    #[arg(long, short = 'e', allow_negative_numbers = true)]
+    epsilon: f64,
+    /// δ of the guarantee.
+    #[arg(long, allow_negative_numbers = true)]
+    delta: f64,
+    /// ℓ₂ clip norm c of each client's vector.
+    #[arg(long, allow_negative_numbers = true)]
+    clip: f64,
+    /// Bits per transmitted coordinate b (the sum is taken mod M = 2^b).
+    #[arg(long, default_value_t = 16)]
+    bits: u32,
+    /// Largest acceptable bound on the probability that the modular sum wraps.
+    #[arg(long, default_value_t = 1e-6)]
+    max_wrap: f64,
+    /// Public seed (hex) of the rotation (default: fresh from the OS; printed).
+    #[arg(long)]
+    seed: Option<String>,
+    /// Write the private mean: .npy (float64) or .csv.
+    #[arg(short, long)]
+    output: Option<PathBuf>,
+    /// Also compute, from the raw vectors (not private), the error of the private mean and
+    /// whether the modular sum wrapped.
+    #[arg(long)]
+    check: bool,
+    /// Print the result as JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+/// `(n, d)` of `--synthetic N,D`.
+fn parse_synthetic(s: &str) -> Result<(u64, usize)> {
+    let bad = || {
+        Error::param(
+            "--synthetic",
+            format!("'{s}' is not N,D (the number of clients and the dimension, e.g. 1000,100000)"),
+        )
+    };
+    let (a, b) = s.split_once(',').ok_or_else(bad)?;
+    let n: u64 = a.trim().parse().map_err(|_| bad())?;
+    let d: usize = b.trim().parse().map_err(|_| bad())?;
+    if n == 0 || d == 0 {
+        return Err(Error::param(
+            "--synthetic",
+            format!("needs at least one client and one dimension, got {s}"),
+        ));
+    }
+    Ok((n, d))
+}
+
+/// Clients of a file: the reader and their number (counted in a first pass when the format does
+/// not say).
+fn open_clients(path: &std::path::Path, args: &InputArgs) -> Result<(Box<dyn RowReader>, u64)> {
+    let opts = args.options()?;
+    let mut r = open_reader(path, &opts)?;
+    let n = match r.rows_hint() {
+        Some(n) => n,
+        None => {
+            let (mut v, mut l) = (Vec::new(), Vec::new());
+            let mut n = 0u64;
+            loop {
+                v.clear();
+                l.clear();
+                let got = r.read_chunk(4096, &mut v, &mut l)?;
+                if got == 0 {
+                    break;
+                }
+                n += got as u64;
+            }
+            r = open_reader(path, &opts)?;
+            n
+        }
+    };
+    if n == 0 {
+        return Err(Error::format(path, "no client vectors (0 rows)"));
+    }
+    Ok((r, n))
+}
+
+pub fn run(a: AggregateArgs) -> Result<()> {
+    if !a.mechanism.eq_ignore_ascii_case("ddg") {
+        return Err(Error::param(
+            "--mechanism",
+            format!(
+                "'{}' is not available in aggregate yet (ddg is; sketch-ddg and binomial are in \
+                 dprp calibrate)",
+                a.mechanism
+            ),
+        ));
+    }
+    let kind = a.output.as_deref().map(out_kind).transpose()?;
+    let (mut reader, n): (Box<dyn RowReader>, u64) = match (&a.input, &a.synthetic) {
+        (Some(_), Some(_)) => {
+            return Err(Error::param(
+                "--synthetic",
+                "give either an input file or --synthetic N,D, not both",
+            ))
+        }
+        (None, None) => {
+            return Err(Error::missing(
+                "input",
+                "give the client vectors (a file, one row per client) or --synthetic N,D",
+            ))
+        }
+        (None, Some(s)) => {
+            let (n, d) = parse_synthetic(s)?;
+            let data_seed = Seed::random()?;
+            (Box::new(SyntheticRows::new(n, d, data_seed)?), n)
+        }
+        (Some(p), None) => {
+            if let Some(out) = &a.output {
+                check_not_input(p, out)?;
+            }
+            open_clients(p, &a.input_args)?
+        }
+    };
+    let d = reader.dim();
+    let plan = plan_ddg(&DistributedRequest {
+        n,
+        d: d as u64,
+        epsilon: a.epsilon,
+        delta: a.delta,
+        clip: a.clip,
+        bits: a.bits,
+        max_wrap_probability: a.max_wrap,
+    })?;
+    let seed = match &a.seed {
+        Some(s) => Seed::parse_hex(s)?,
+        None => Seed::random()?,
+    };
+    let ddg = Ddg::new(
+        d,
+        DdgParams {
+            clip: a.clip,
+            gamma: plan.gamma,
+            sigma: plan.sigma,
+            beta: plan.beta,
+            bits: a.bits,
+        },
+        seed,
+    )?;
+    let secagg = SecAggRound::with_os_secret(n, ddg.message_len(), ddg.modulus())?;
+    let noise = NoiseSource::from_os()?;
+    let started = std::time::Instant::now();
+    let rep = run_round(&ddg, reader.as_mut(), &secagg, &noise, a.check)?;
+    let seconds = started.elapsed().as_secs_f64();
+    if let (Some(path), Some(kind)) = (&a.output, kind) {
+        write_mean(path, kind, &rep.mean)?;
+    }
+    if a.json {
+        print_json(&a, &plan, &rep, seed, seconds)
+    } else {
+        print_text(&a, &plan, &rep, seed, seconds, d)
+    }
+}
+
+/// The guarantee in words.
+fn statement(plan: &DdgPlan, n: u64) -> String {
+    format!(
+        "({:.4}, {:e})-DP for the sum of the {n} clients' vectors — neighbours differ by one \
+         client's vector added or removed (Chen et al. 2022, Theorem E.1: {:.4e}-zCDP, converted \
+         with the tight bound of Canonne, Kamath & Steinke 2020). The server sees only the sum \
+         mod M; a single client's message is uniform to it.",
+        plan.epsilon, plan.delta, plan.rho
+    )
+}
+
+fn print_text(
+    a: &AggregateArgs,
+    plan: &DdgPlan,
+    rep: &RoundReport,
+    seed: Seed,
+    seconds: f64,
+    d: usize,
+) -> Result<()> {
+    outln!(
+        "secure aggregation round: {} clients, d = {d} (rotated to d' = {}), ddg, M = 2^{}",
+        rep.clients,
+        plan.d_rot,
+        a.bits
+    )?;
+    outln!("guarantee: {}", statement(plan, rep.clients))?;
+    outln!(
+        "parameters: γ = {:.6e}, σ = {:.6e} per client (integer noise N_Z(0, {:.4})), β = {:.4e}, \
+         rotation seed {}",
+        plan.gamma,
+        plan.sigma,
+        (plan.sigma / plan.gamma).powi(2),
+        plan.beta,
+        seed.to_hex()
+    )?;
+    outln!(
+        "communication: {} bits per client ({:.3} bits per parameter)",
+        rep.bits_per_client,
+        plan.bits_per_parameter
+    )?;
+    outln!(
+        "expected squared error E‖μ̂ − μ‖² ≈ {:.6e} (noise {:.3e}, rounding {:.3e}, rounding bias \
+         ≤ {:.3e}; clipping error not included); P(the modular sum wraps) ≤ {:.3e}",
+        plan.mse.total(),
+        plan.mse.noise,
+        plan.mse.rounding,
+        plan.mse.rounding_bias,
+        plan.wrap_probability
+    )?;
+    outln!(
+        "clients clipped to c = {}: {}; rounding draws: {} in all, at most {} for one client; \
+         {:.2} s",
+        a.clip,
+        rep.clipped,
+        rep.rounding_tries.0,
+        rep.rounding_tries.1,
+        seconds
+    )?;
+    if let (Some(exact), Some(w)) = (&rep.exact_mean, rep.wrapped) {
+        let err: f64 = rep
+            .mean
+            .iter()
+            .zip(exact)
+            .map(|(x, y)| (x - y) * (x - y))
+            .sum();
+        outln!(
+            "check (from the raw vectors, not private): ‖μ̂ − μ‖² = {err:.6e}; coordinates of \
+             the sum that wrapped: {w}"
+        )?;
+        if w > 0 {
+            super::output::warn(format_args!(
+                "{w} coordinates of the sum wrapped around M = 2^{}: raise --bits",
+                a.bits
+            ));
+        }
+    }
+    match &a.output {
+        Some(p) => outln!("wrote {} ({} values)", p.display(), rep.mean.len()),
+        None => Ok(()),
+    }
+}
+
+fn print_json(
+    a: &AggregateArgs,
+    plan: &DdgPlan,
+    rep: &RoundReport,
+    seed: Seed,
+    seconds: f64,
+) -> Result<()> {
+    let check = rep.exact_mean.as_ref().map(|exact| {
+        let err: f64 = rep
+            .mean
+            .iter()
+            .zip(exact)
+            .map(|(x, y)| (x - y) * (x - y))
+            .sum();
+        serde_json::json!({ "squared_error": err, "wrapped_coordinates": rep.wrapped })
+    });
+    let v = serde_json::json!({
+        "mechanism": "ddg",
+        "clients": rep.clients,
+        "d": rep.mean.len(),
+        "d_rotated": plan.d_rot,
+        "bits": a.bits,
+        "epsilon": plan.epsilon,
+        "delta": plan.delta,
+        "rho": plan.rho,
+        "guarantee": statement(plan, rep.clients),
+        "gamma": plan.gamma,
+        "sigma": plan.sigma,
+        "beta": plan.beta,
+        "rotation_seed": seed.to_hex(),
+        "bits_per_client": rep.bits_per_client,
+        "bits_per_parameter": plan.bits_per_parameter,
+        "expected_squared_error": plan.mse.total(),
+        "wrap_probability_bound": plan.wrap_probability,
+        "clipped_clients": rep.clipped,
+        "rounding_draws": rep.rounding_tries.0,
+        "seconds": seconds,
+        "check": check,
+        "output": a.output.as_ref().map(|p| p.display().to_string()),
+        "mean": rep.mean,
+    });
+    super::output::print_str(&format!("{v}\n"))
+}
