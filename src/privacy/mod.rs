@@ -12,6 +12,7 @@
 //! - [`special`]: log-space special functions (normal tail and quantile, incomplete beta) for the
 //!   local-DP mechanisms.
 
+pub mod chacha;
 pub mod gaussian;
 pub mod guarantee;
 pub mod noise;
