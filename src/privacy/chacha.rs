@@ -86,25 +86,39 @@ pub fn key_words(key: &[u8; 32]) -> [u32; 8] {
     k
 }
 
-/// Whole blocks `counter, counter + 1, …` into `out` (`out.len()` a multiple of 16).
-fn blocks(key: &[u32; 8], stream: u64, mut counter: u64, out: &mut [u32]) {
-    debug_assert_eq!(out.len() % BLOCK_WORDS, 0);
-    let mut out = out;
+/// Whether the eight-way AVX2 path can run here.
+#[inline]
+fn have_avx2() -> bool {
     #[cfg(target_arch = "x86_64")]
-    if out.len() >= 8 * BLOCK_WORDS && std::arch::is_x86_feature_detected!("avx2") {
-        let n8 = out.len() / (8 * BLOCK_WORDS) * (8 * BLOCK_WORDS);
-        let (head, tail) = out.split_at_mut(n8);
-        for chunk in head.chunks_exact_mut(8 * BLOCK_WORDS) {
-            // SAFETY: AVX2 was detected just above; the chunk has exactly 128 words.
-            unsafe { avx2::eight_blocks(key, stream, counter, chunk) };
-            counter = counter.wrapping_add(8);
-        }
-        out = tail;
+    {
+        std::arch::is_x86_feature_detected!("avx2")
     }
-    for chunk in out.chunks_exact_mut(BLOCK_WORDS) {
-        chunk.copy_from_slice(&block(key, stream, counter));
-        counter = counter.wrapping_add(1);
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
     }
+}
+
+/// Eight blocks `counter … counter + 7` into `out` (128 words), AVX2 or portable.
+fn eight(key: &[u32; 8], stream: u64, counter: u64, out: &mut [u32], avx2: bool) {
+    debug_assert_eq!(out.len(), 8 * BLOCK_WORDS);
+    #[cfg(target_arch = "x86_64")]
+    if avx2 {
+        // SAFETY: the caller checked AVX2 (`have_avx2`); `out` has exactly 128 words.
+        unsafe { avx2::eight_blocks(key, stream, counter, out) };
+        return;
+    }
+    let _ = avx2;
+    for (b, chunk) in out.chunks_exact_mut(BLOCK_WORDS).enumerate() {
+        chunk.copy_from_slice(&block(key, stream, counter.wrapping_add(b as u64)));
+    }
+}
+
+/// Whole blocks `counter, counter + 1, …` into `out` (`out.len()` a multiple of 16).
+#[cfg(test)]
+fn blocks(key: &[u32; 8], stream: u64, counter: u64, out: &mut [u32]) {
+    debug_assert_eq!(out.len() % BLOCK_WORDS, 0);
+    fill(key, stream, counter as u128 * BLOCK_WORDS as u128, out);
 }
 
 /// The portable path only (tests compare the two).
@@ -118,25 +132,44 @@ fn blocks_portable(key: &[u32; 8], stream: u64, mut counter: u64, out: &mut [u32
 
 /// Words `word_pos, word_pos + 1, …` of the keystream of `(key, stream)` into `out`. The word
 /// position is taken modulo 2⁶⁸ (the 64-bit block counter wraps, as in `rand_chacha`).
+///
+/// Aligned runs of eight blocks are written in place; a run that starts inside a block or ends
+/// before eight blocks is computed eight blocks at a time into a scratch buffer (with AVX2 that
+/// costs about as much as two single blocks) and the words needed are copied.
 pub fn fill(key: &[u32; 8], stream: u64, word_pos: u128, out: &mut [u32]) {
+    fill_with(key, stream, word_pos, out, have_avx2());
+}
+
+/// [`fill`] with the AVX2 path on or off (`avx2` only if the CPU has it).
+fn fill_with(key: &[u32; 8], stream: u64, word_pos: u128, out: &mut [u32], avx2: bool) {
     let mut counter = (word_pos / BLOCK_WORDS as u128) as u64;
-    let skip = (word_pos % BLOCK_WORDS as u128) as usize;
+    let mut skip = (word_pos % BLOCK_WORDS as u128) as usize;
     let mut out = out;
-    if skip != 0 && !out.is_empty() {
-        let b = block(key, stream, counter);
-        let n = (BLOCK_WORDS - skip).min(out.len());
-        out[..n].copy_from_slice(&b[skip..skip + n]);
-        out = &mut out[n..];
-        counter = counter.wrapping_add(1);
-    }
-    let whole = out.len() / BLOCK_WORDS * BLOCK_WORDS;
-    let (head, tail) = out.split_at_mut(whole);
-    blocks(key, stream, counter, head);
-    counter = counter.wrapping_add((whole / BLOCK_WORDS) as u64);
-    if !tail.is_empty() {
-        let b = block(key, stream, counter);
-        let n = tail.len();
-        tail.copy_from_slice(&b[..n]);
+    let mut scratch = [0u32; 8 * BLOCK_WORDS];
+    while !out.is_empty() {
+        if skip == 0 && out.len() >= 8 * BLOCK_WORDS {
+            let (head, tail) = out.split_at_mut(8 * BLOCK_WORDS);
+            eight(key, stream, counter, head, avx2);
+            counter = counter.wrapping_add(8);
+            out = tail;
+            continue;
+        }
+        let need = (skip + out.len()).div_ceil(BLOCK_WORDS).min(8);
+        if avx2 && need >= 2 {
+            eight(key, stream, counter, &mut scratch, true);
+        } else {
+            for b in 0..need {
+                let c = counter.wrapping_add(b as u64);
+                scratch[b * BLOCK_WORDS..(b + 1) * BLOCK_WORDS]
+                    .copy_from_slice(&block(key, stream, c));
+            }
+        }
+        let n = (need * BLOCK_WORDS - skip).min(out.len());
+        let (head, tail) = out.split_at_mut(n);
+        head.copy_from_slice(&scratch[skip..skip + n]);
+        counter = counter.wrapping_add(need as u64);
+        skip = 0;
+        out = tail;
     }
 }
 
@@ -350,6 +383,25 @@ mod tests {
                         assert_eq!(w32, &p[..], "portable, pos {pos}, len {len}");
                     }
                 }
+            }
+        }
+    }
+
+    #[test]
+    fn avx2_and_portable_paths_agree() {
+        let key = key_words(&core::array::from_fn(|i| (200 - i) as u8));
+        for pos in [0u128, 1, 15, 16, 17, 16 * 8 - 1, 16 * 9 + 5] {
+            for len in [1usize, 15, 16, 31, 100, 128, 129, 255, 256, 1000] {
+                let mut a = vec![0u32; len];
+                let mut b = vec![0u32; len];
+                fill_with(&key, 7, pos, &mut a, false);
+                fill_with(&key, 7, pos, &mut b, have_avx2());
+                assert_eq!(a, b, "pos {pos}, len {len}");
+                let c = (pos / 16) as u64;
+                let skip = (pos % 16) as usize;
+                let mut whole = vec![0u32; (len + skip).div_ceil(16) * 16];
+                blocks_portable(&key, 7, c, &mut whole);
+                assert_eq!(a, whole[skip..skip + len], "pos {pos}, len {len}");
             }
         }
     }
