@@ -31,7 +31,9 @@
 //!   per draw on average over `2³²` draws, and its expected use is under 1.02 words per draw.
 //!   The sampler uses only integer arithmetic, IEEE multiplications and comparisons, and the
 //!   `libm` crate's software `exp`/`log` (no platform or run-time-dispatched float code), so the
-//!   vectors are the same bits on every machine. About 6× cheaper than the Box–Muller layout.
+//!   vectors are the same bits on every machine. Box–Muller (`log`, `sin`, `cos` and the
+//!   pairing) took 80% of a rotation user's time; the README ("Local DP: client cost") has the
+//!   measured gain.
 //! * [`ReflectionDraw::BoxMuller`] (layout 1, releases written before): `x_j` starts at 32-bit
 //!   word `j·4·⌈d/2⌉` of stream 5 (the slot of a length-`d` vector, Box–Muller pairs on two
 //!   64-bit words as in the Gaussian kinds, `libm` `log`/`sin`/`cos`) and uses its first `d − j`
