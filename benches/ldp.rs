@@ -6,6 +6,7 @@
 //! cargo bench --bench ldp -- client/       # one user's privatisation, per mechanism and d
 //! cargo bench --bench ldp -- fwht          # the in-place fast Walsh–Hadamard transform, 2^20
 //! cargo bench --bench ldp -- normals       # 10^6 standard normals from ChaCha20
+//! cargo bench --bench ldp -- keystream     # ChaCha keystream throughput, one core
 //! DPRP_BENCH_CPU=1 cargo bench --bench ldp   # also cpu-client/…, cpu-fwht/… in thread CPU time
 //! ```
 //!
@@ -20,9 +21,14 @@
 //!   regenerate its public SRHT from its row seed ([`Seed::for_row`]), project, normalise, and
 //!   run PrivUnitG in `R^k` (target: under 10 ms).
 //! * `fwht/normalized-f64/1048576`: [`fwht_normalized`] in place.
+//! * `client/projunit-rotation/d8192-k1000`: one user of ProjUnit with the rotation as in the peer
+//!   benchmark: regenerate `W`, encode and decode.
 //! * `normals/*`: 10^6 N(0,1) from a ChaCha20 stream, `rand_distr::StandardNormal` one at a time
-//!   (the previous sampler of the mechanisms) against the bulk ziggurat [`fill_standard_normal`];
-//!   and the bulk ziggurat on ChaCha12 and ChaCha8 (what the generator costs).
+//!   (the previous sampler of the mechanisms) against the bulk ziggurat [`fill_standard_normal`]
+//!   (on dprp's eight-way ChaCha20, and on rand_chacha's own ChaCha20 keystream); and the bulk
+//!   ziggurat on rand_chacha's ChaCha12 and ChaCha8.
+//! * `keystream/*`: 1 MiB of keystream per call from rand_chacha's ChaCha20/12/8 and from dprp's
+//!   eight-way ChaCha20 (same words as rand_chacha's ChaCha20).
 //!
 //! All noise comes from ChaCha20 (here seeded with a fixed key so that runs are comparable).
 
@@ -31,12 +37,13 @@ use std::time::Duration;
 
 use criterion::measurement::{Measurement, ValueFormatter, WallTime};
 use criterion::{BenchmarkGroup, BenchmarkId, Criterion, SamplingMode, Throughput};
-use rand::{RngExt, SeedableRng};
+use rand::{Rng, RngExt, SeedableRng};
 use rand_chacha::{ChaCha12Rng, ChaCha20Rng, ChaCha8Rng};
 use rand_distr::StandardNormal;
 
-use dprp::mechanism::local::normal::fill_standard_normal;
+use dprp::mechanism::local::normal::{fill_standard_normal, WordRng};
 use dprp::mechanism::local::{PrivUnit2, PrivUnitG, ProjKind, ProjUnit};
+use dprp::privacy::chacha::fill_from_rng;
 use dprp::projection::hadamard::fwht_normalized;
 use dprp::projection::Seed;
 
@@ -137,6 +144,23 @@ fn bench_clients<M: Measurement>(c: &mut Criterion<M>, name: &str) {
             })
         },
     );
+    // ProjUnit with the rotation, d = 2^13, k = 1000: what one user costs in the peer benchmark
+    // (regenerate W from the row seed, encode, and decode c·Wᵀẑ: 2k reflections of length ≤ d).
+    let (d, k) = (1 << 13, 1000);
+    let pr = ProjUnit::new(EPSILON, d, k, ProjKind::Rotation).expect("ProjUnit");
+    let v = unit_vector(d);
+    g.bench_with_input(
+        BenchmarkId::new("projunit-rotation", format!("d{d}-k{k}")),
+        &v,
+        |b, v| {
+            b.iter(|| {
+                row += 1;
+                let w = pr.matrix(release.for_row(row)).expect("matrix");
+                let z = pr.encode(&w, black_box(v), &mut rng).expect("encode");
+                pr.decode(&w, &z).expect("decode")
+            })
+        },
+    );
     g.finish();
 }
 
@@ -189,6 +213,61 @@ fn bench_normals(c: &mut Criterion) {
             black_box(&buf);
         })
     });
+    // The same sampler on rand_chacha's own ChaCha20 keystream (`fill_bytes`), i.e. without
+    // dprp's eight-way ChaCha20: what the keystream implementation is worth.
+    let mut plain = Plain(ChaCha20Rng::seed_from_u64(5));
+    g.bench_function(BenchmarkId::new("bulk-ziggurat-rand_chacha20", n), |b| {
+        b.iter(|| {
+            fill_standard_normal(&mut plain, &mut buf);
+            black_box(&buf);
+        })
+    });
+    g.finish();
+}
+
+/// rand_chacha's ChaCha20 through `fill_bytes` only (the default [`WordRng`] path).
+struct Plain(ChaCha20Rng);
+
+impl rand::TryRng for Plain {
+    type Error = core::convert::Infallible;
+    fn try_next_u32(&mut self) -> Result<u32, Self::Error> {
+        Ok(self.0.next_u32())
+    }
+    fn try_next_u64(&mut self) -> Result<u64, Self::Error> {
+        Ok(self.0.next_u64())
+    }
+    fn try_fill_bytes(&mut self, dst: &mut [u8]) -> Result<(), Self::Error> {
+        self.0.fill_bytes(dst);
+        Ok(())
+    }
+}
+
+impl WordRng for Plain {}
+
+/// Keystream throughput (bytes per second, 1 MiB per call, one core): rand_chacha's ChaCha20,
+/// ChaCha12 and ChaCha8 (`fill_bytes`) against dprp's eight-way ChaCha20
+/// ([`dprp::privacy::chacha::fill_from_rng`], the same words as rand_chacha's ChaCha20).
+fn bench_keystream(c: &mut Criterion) {
+    let mut g = c.benchmark_group("keystream");
+    group_settings(&mut g);
+    let mut buf = vec![0u64; 1 << 17];
+    g.throughput(Throughput::Bytes((buf.len() * 8) as u64));
+    let mut r20 = ChaCha20Rng::seed_from_u64(6);
+    g.bench_function("rand_chacha-chacha20", |b| {
+        b.iter(|| r20.fill_bytes(black_box(bytemuck::cast_slice_mut(&mut buf))))
+    });
+    let mut r12 = ChaCha12Rng::seed_from_u64(6);
+    g.bench_function("rand_chacha-chacha12", |b| {
+        b.iter(|| r12.fill_bytes(black_box(bytemuck::cast_slice_mut(&mut buf))))
+    });
+    let mut r8 = ChaCha8Rng::seed_from_u64(6);
+    g.bench_function("rand_chacha-chacha8", |b| {
+        b.iter(|| r8.fill_bytes(black_box(bytemuck::cast_slice_mut(&mut buf))))
+    });
+    let mut d20 = ChaCha20Rng::seed_from_u64(6);
+    g.bench_function("dprp-chacha20-8way", |b| {
+        b.iter(|| fill_from_rng(&mut d20, black_box(&mut buf)))
+    });
     g.finish();
 }
 
@@ -197,6 +276,7 @@ fn main() {
     bench_clients(&mut c, "client");
     bench_fwht(&mut c, "fwht");
     bench_normals(&mut c);
+    bench_keystream(&mut c);
     c.final_summary();
     if std::env::var_os("DPRP_BENCH_CPU").is_some_and(|v| v == "1") {
         let mut cpu = Criterion::default()

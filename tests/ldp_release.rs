@@ -628,3 +628,71 @@ fn bad_local_parameters_are_refused_with_the_option_named() {
         assert!(e.contains(what), "expected {what} in: {e}");
     }
 }
+
+/// Per-row layout 2 (rotation reflections from the ziggurat) is what dprp writes; a layout-1
+/// release (Box–Muller reflections) is still decoded with its own maps, and any other layout is
+/// refused with a message naming it.
+#[test]
+fn rotation_layouts_are_recorded_decoded_and_checked() {
+    use dprp::mechanism::local::rotation::ReflectionDraw;
+    use dprp::mechanism::local::{ProjKind, ProjUnit};
+    use dprp::mechanism::ProjectionRecord;
+    let (p, _) = configs()
+        .into_iter()
+        .find(|(p, _)| p.kind == MechanismKind::Projunit && p.local.map == Some(LocalMap::Rotation))
+        .unwrap();
+    let m = mechanism::build(&p).unwrap();
+    let rec = m.record();
+    let with_layout = |l: u32| {
+        let mut r = rec.clone();
+        match &mut r.projection {
+            ProjectionRecord::PerRow { layout, .. } => *layout = l,
+            other => panic!("not a per-row record: {other:?}"),
+        }
+        r
+    };
+    assert_eq!(rec, with_layout(2), "dprp writes layout 2");
+    let (rows, _) = data(&p, 3, 9);
+    let seed = p.seed.unwrap();
+    for (layout, draw) in [
+        (1, ReflectionDraw::BoxMuller),
+        (2, ReflectionDraw::Ziggurat),
+    ] {
+        let again = mechanism::from_record(&with_layout(layout), &m.guarantee()).unwrap();
+        assert_eq!(
+            again.record(),
+            with_layout(layout),
+            "layout {layout} is kept"
+        );
+        // Row i's message is ProjUnit's with W regenerated in that layout, bit for bit (the
+        // same secret-noise words on both sides).
+        let got = messages(again.as_ref(), &rows, 5);
+        let pu = ProjUnit::new(p.epsilon, p.p, 5, ProjKind::Rotation)
+            .unwrap()
+            .with_rotation_draw(draw);
+        let mut rng = ChaCha20Rng::seed_from_u64(5);
+        let mut want = Vec::new();
+        for (i, v) in rows.chunks(p.p).enumerate() {
+            let w = pu.matrix(seed.for_row(i as u64)).unwrap();
+            want.extend(
+                pu.encode(&w, v, &mut rng)
+                    .unwrap()
+                    .into_iter()
+                    .map(|x| x as f32),
+            );
+        }
+        assert_eq!(got, want, "layout {layout}");
+    }
+    // The two layouts are different maps (so the comparison above tells them apart).
+    let one = mechanism::from_record(&with_layout(1), &m.guarantee()).unwrap();
+    assert_ne!(
+        messages(one.as_ref(), &rows, 5),
+        messages(m.as_ref(), &rows, 5)
+    );
+    for bad in [0, 3] {
+        let e = mechanism::from_record(&with_layout(bad), &m.guarantee())
+            .err()
+            .unwrap();
+        assert!(e.to_string().contains(&format!("layout {bad}")), "{e}");
+    }
+}

@@ -17,6 +17,7 @@
 //!   local-DP mechanisms.
 //! - [`zcdp`]: ρ-zCDP → (ε, δ)-DP, the tight conversion of Canonne, Kamath & Steinke 2020.
 
+pub mod chacha;
 pub mod distributed;
 pub mod exact;
 pub mod gaussian;

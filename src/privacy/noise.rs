@@ -6,6 +6,11 @@
 //! that key, so parallel blocks use disjoint keystreams and the output does not depend on the
 //! number of threads.
 //!
+//! The local mechanisms take their noise words in bulk through
+//! [`crate::mechanism::local::WordRng`], which for this generator computes the keystream with
+//! dprp's eight-way ChaCha20 ([`crate::privacy::chacha`]): the same cipher, key, stream and word
+//! positions, the same words (tested against `rand_chacha`), only faster.
+//!
 //! For reproducible experiments a user-supplied `--noise-seed` replaces the OS key (hashed with
 //! BLAKE3 into a key). Anyone who knows that seed can subtract the noise, so such a release is
 //! marked as **not private** and the seed itself is not stored.

@@ -18,8 +18,11 @@
 //! * ProjUnit matrices ([`crate::mechanism::local::projunit`]): stream 5. Gaussian kind: the
 //!   i.i.d. standard normal entries of a `k×d` matrix in row-major order (output `j` outer, input
 //!   `i` inner), Box–Muller pairs as above but in f64. Rotation kind
-//!   ([`crate::mechanism::local::rotation`]): `k` Householder vectors, vector `j` (length `d − j`,
-//!   Box–Muller pairs in f64) starting at 32-bit word `j·4·⌈d/2⌉` of the stream.
+//!   ([`crate::mechanism::local::rotation`]): `k` Householder vectors, vector `j` of length
+//!   `d − j`. Per-row layout 2 (what dprp writes): the bulk ziggurat
+//!   ([`crate::mechanism::local::normal`], integer thresholds and `libm`, the same bits
+//!   everywhere) from 32-bit word `j·2³⁶` of the stream. Per-row layout 1 (still read):
+//!   Box–Muller pairs in f64 from 32-bit word `j·4·⌈d/2⌉`.
 //! * The flattening rotation `U = (H/√d')·D` of the distributed mechanisms ([`flatten`]): stream 9
 //!   gives `D` (one bit per padded coordinate, as above).
 //! * Count sketch ([`count_sketch`]): stream 6 gives the hashes `h_b(i)` (one

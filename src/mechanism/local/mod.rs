@@ -46,6 +46,8 @@ pub mod scalar_dp;
 
 use rand::Rng;
 
+pub use normal::WordRng;
+
 use crate::error::{Error, Result};
 
 pub use privunit2::PrivUnit2;
@@ -155,7 +157,7 @@ pub fn unit_closed0<R: Rng + ?Sized>(rng: &mut R) -> f64 {
 }
 
 /// A uniform random unit vector in `R^d` (a normalised standard normal vector).
-pub fn uniform_unit<R: Rng + ?Sized>(d: usize, rng: &mut R) -> Vec<f64> {
+pub fn uniform_unit<R: WordRng + ?Sized>(d: usize, rng: &mut R) -> Vec<f64> {
     loop {
         let mut g = vec![0f64; d];
         normal::fill_standard_normal(rng, &mut g);
@@ -168,7 +170,7 @@ pub fn uniform_unit<R: Rng + ?Sized>(d: usize, rng: &mut R) -> Vec<f64> {
 
 /// A uniform random unit vector orthogonal to the unit vector `u`: `g − ⟨g,u⟩u`, normalised, for
 /// `g ~ N(0, I_d)` (the projection of an isotropic normal onto `u^⊥` is isotropic in `u^⊥`).
-pub fn uniform_orthogonal<R: Rng + ?Sized>(u: &[f64], rng: &mut R) -> Vec<f64> {
+pub fn uniform_orthogonal<R: WordRng + ?Sized>(u: &[f64], rng: &mut R) -> Vec<f64> {
     loop {
         let mut g = vec![0f64; u.len()];
         let (c, _) = normal::fill_standard_normal_dot(rng, &mut g, u);
@@ -186,7 +188,7 @@ pub fn uniform_orthogonal<R: Rng + ?Sized>(u: &[f64], rng: &mut R) -> Vec<f64> {
 /// The sphere point a ball input `v` (with `‖v‖ = norm ≤ 1`) is privatised through: `v/‖v‖` when
 /// `‖v‖` is 1 within [`UNIT_NORM_TOL`], otherwise the randomised rounding `±v/‖v‖` with
 /// `P(+) = (1 + ‖v‖)/2` (a uniform direction if `v = 0`), so that `E[u] = v`.
-pub fn round_to_sphere<R: Rng + ?Sized>(v: &[f64], norm: f64, rng: &mut R) -> Vec<f64> {
+pub fn round_to_sphere<R: WordRng + ?Sized>(v: &[f64], norm: f64, rng: &mut R) -> Vec<f64> {
     if norm >= 1.0 - UNIT_NORM_TOL {
         return v.iter().map(|x| x / norm).collect();
     }

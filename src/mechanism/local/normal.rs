@@ -4,12 +4,17 @@
 //! Random Samples") on 64-bit words drawn in blocks from the caller's generator.
 //!
 //! **Why.** The mechanisms draw one normal per coordinate (PrivUnitG's `g⊥`, PrivUnit2's
-//! orthogonal direction), so at d = 10⁶–10⁷ the client's cost is the normal sampler's. Drawing
-//! the words with one `fill_bytes` per block (ChaCha20's bulk path) instead of one `next_u64`
-//! per sample, and deciding most samples with one multiply and one compare, makes this several
-//! times faster than `rand_distr::StandardNormal` through the same ChaCha20 generator
-//! (`cargo bench --bench ldp -- normals`). The randomness is unchanged: every bit still comes from
-//! the caller's generator (ChaCha20 seeded from the OS in the mechanisms).
+//! orthogonal direction, the rotation's Householder vectors), so at d = 10⁶–10⁷ the client's cost
+//! is the normal sampler's. The words come a block at a time ([`WordRng::fill_words`]: for
+//! ChaCha20, dprp's eight-way keystream [`crate::privacy::chacha`], the same words as
+//! `fill_bytes`), one 64-bit word per sample, and most samples are decided in a tight loop over
+//! the block with one integer compare, one conversion and one multiply (tables of threshold and
+//! pre-scaled width side by side). This is several times faster than `rand_distr::StandardNormal`
+//! through the same ChaCha20 generator (`cargo bench --bench ldp -- normals`). The randomness is
+//! unchanged: every bit still comes from the caller's generator (ChaCha20 seeded from the OS in
+//! the mechanisms), and a test checks the block loop against the one-word-at-a-time statement
+//! below bit for bit. Tables and slow path use the `libm` crate only, so the draws are a
+//! function of the words alone, on every machine.
 //!
 //! **The method (exact).** With `f(x) = e^{−x²/2}` and `N = 256` layers of equal area `V`, the
 //! region under `f` on `x ≥ 0` is covered by a base strip `[0, x₀]×[0, f(r)]` (`x₀ = V/f(r)`; the
@@ -29,13 +34,28 @@ use std::sync::OnceLock;
 
 use rand::Rng;
 
-use crate::privacy::special::ln_norm_sf;
+use crate::privacy::chacha;
 
 /// Number of ziggurat layers (8 bits of each word pick one).
 pub const LAYERS: usize = 256;
 
 /// Words drawn from the generator per block.
 const BLOCK: usize = 128;
+
+/// `2⁻⁵³`: a 53-bit integer `m` stands for `U = m·2⁻⁵³ ∈ [0, 1)`.
+const TWO_M53: f64 = 1.0 / (1u64 << 53) as f64;
+
+/// The fast-path data of one layer, side by side so that one cache line serves both: the
+/// acceptance threshold on the 53-bit integer `m` and the layer width pre-scaled by `2⁻⁵³`.
+#[derive(Debug, Clone, Copy, Default)]
+struct Layer {
+    /// `⌈(x_{i+1}/x_i)·2⁵³⌉`: `m < k ⟺ m·2⁻⁵³ < x_{i+1}/x_i` exactly (multiplying by `2⁵³` is
+    /// exact, and for an integer `m`, `m < y ⟺ m < ⌈y⌉`).
+    k: u64,
+    /// `x_i·2⁻⁵³` (exact): `m as f64 · xs = (m·2⁻⁵³)·x_i` bit for bit (scaling by a power of two
+    /// commutes with rounding).
+    xs: f64,
+}
 
 /// The ziggurat of `f(x) = e^{−x²/2}` with [`LAYERS`] layers.
 #[derive(Debug)]
@@ -50,19 +70,26 @@ pub struct Ziggurat {
     pub f: [f64; LAYERS + 1],
     /// `x_{i+1}/x_i`: the fast-path threshold on `U`.
     ratio: [f64; LAYERS],
+    /// The fast path's view of `ratio` and `x`.
+    fast: [Layer; LAYERS],
 }
 
+// Every transcendental function below is the `libm` crate's (a software implementation, the same
+// bits on every machine), not the platform's: the tables and the samples are then a function of
+// the random words alone, which the public Householder vectors of the rotation need
+// ([`super::rotation`], regenerated bit for bit from a seed on any machine).
+
 fn f(x: f64) -> f64 {
-    (-0.5 * x * x).exp()
+    libm::exp(-0.5 * x * x)
 }
 
 fn f_inv(y: f64) -> f64 {
-    (-2.0 * y.ln()).max(0.0).sqrt()
+    libm::sqrt((-2.0 * libm::log(y)).max(0.0))
 }
 
-/// `∫_r^∞ e^{−x²/2} dx = √(2π)·Φ̄(r)`.
+/// `∫_r^∞ e^{−x²/2} dx = √(π/2)·erfc(r/√2)`.
 fn tail_area(r: f64) -> f64 {
-    (2.0 * std::f64::consts::PI).sqrt() * ln_norm_sf(r).exp()
+    libm::sqrt(0.5 * std::f64::consts::PI) * libm::erfc(r * std::f64::consts::FRAC_1_SQRT_2)
 }
 
 /// Build the layers from `r`; returns the top reached by the last layer, `f(x_{N−1}) + V/x_{N−1}`
@@ -109,8 +136,12 @@ impl Ziggurat {
         }
         fx[0] = 0.0;
         let mut ratio = [0.0; LAYERS];
-        for (i, q) in ratio.iter_mut().enumerate() {
+        let mut fast = [Layer::default(); LAYERS];
+        for (i, (q, l)) in ratio.iter_mut().zip(fast.iter_mut()).enumerate() {
             *q = xs[i + 1] / xs[i];
+            // q < 1, so q·2⁵³ < 2⁵³ is exact and its ceiling fits the 53-bit range.
+            l.k = (*q * (1u64 << 53) as f64).ceil() as u64;
+            l.xs = xs[i] * TWO_M53;
         }
         Ziggurat {
             r,
@@ -118,6 +149,7 @@ impl Ziggurat {
             x: xs,
             f: fx,
             ratio,
+            fast,
         }
     }
 
@@ -128,14 +160,42 @@ impl Ziggurat {
     }
 }
 
+/// A generator the bulk samplers take their 64-bit words from, a block at a time. The default
+/// is `fill_bytes`; `rand_chacha::ChaCha20Rng` (the noise and public-map generator of every
+/// mechanism) uses dprp's eight-way ChaCha20 ([`crate::privacy::chacha`]), which returns the
+/// same words and leaves the generator in the same state, only faster.
+pub trait WordRng: Rng {
+    /// Fill `out` with the next words (word `i` from bytes `8i..8i+8`, little-endian), exactly
+    /// as `fill_bytes` on the bytes of `out` would.
+    fn fill_words(&mut self, out: &mut [u64]) {
+        self.fill_bytes(bytemuck::cast_slice_mut(out));
+        if cfg!(target_endian = "big") {
+            out.iter_mut().for_each(|w| *w = u64::from_le(*w));
+        }
+    }
+}
+
+impl WordRng for rand_chacha::ChaCha20Rng {
+    fn fill_words(&mut self, out: &mut [u64]) {
+        chacha::fill_from_rng(self, out);
+    }
+}
+impl WordRng for rand_chacha::ChaCha12Rng {}
+impl WordRng for rand_chacha::ChaCha8Rng {}
+impl<R: WordRng + ?Sized> WordRng for &mut R {
+    fn fill_words(&mut self, out: &mut [u64]) {
+        (**self).fill_words(out);
+    }
+}
+
 /// A block of random words from the caller's generator.
-struct Words<'a, R: Rng + ?Sized> {
+struct Words<'a, R: WordRng + ?Sized> {
     rng: &'a mut R,
     buf: [u64; BLOCK],
     pos: usize,
 }
 
-impl<'a, R: Rng + ?Sized> Words<'a, R> {
+impl<'a, R: WordRng + ?Sized> Words<'a, R> {
     fn new(rng: &'a mut R) -> Self {
         Words {
             rng,
@@ -144,11 +204,15 @@ impl<'a, R: Rng + ?Sized> Words<'a, R> {
         }
     }
 
-    #[inline(always)]
+    fn refill(&mut self) {
+        self.rng.fill_words(&mut self.buf);
+        self.pos = 0;
+    }
+
+    #[inline]
     fn next(&mut self) -> u64 {
         if self.pos == BLOCK {
-            self.rng.fill_bytes(bytemuck::cast_slice_mut(&mut self.buf));
-            self.pos = 0;
+            self.refill();
         }
         let w = self.buf[self.pos];
         self.pos += 1;
@@ -158,19 +222,23 @@ impl<'a, R: Rng + ?Sized> Words<'a, R> {
     /// Uniform on `(0, 1]` (53 bits; never 0, so its log is finite).
     #[inline]
     fn open0(&mut self) -> f64 {
-        ((self.next() >> 11) + 1) as f64 * (1.0 / (1u64 << 53) as f64)
+        ((self.next() >> 11) + 1) as f64 * TWO_M53
     }
 }
 
 /// The fast path (≈99% of words): `Some(±U·x_i)` when the point lies inside the rectangle of
-/// layer `i`. The sign is bit 8, applied by XOR on the sign bit (no branch).
+/// layer `i` (bits 0–7), sign from bit 8 (XOR on the sign bit, no branch), `U = m·2⁻⁵³` with
+/// `m` bits 11–63. The comparison is on integers ([`Layer::k`]) and the product uses the
+/// pre-scaled width ([`Layer::xs`]); both are exact rewrites, so the value is bit for bit
+/// `±U·x_i` as in the module documentation.
 #[inline(always)]
-fn fast(z: &Ziggurat, word: u64) -> Option<f64> {
-    let i = (word & 0xff) as usize;
-    let u = (word >> 11) as f64 * (1.0 / (1u64 << 53) as f64);
-    if u < z.ratio[i] {
-        let sign = ((word >> 8) & 1) << 63;
-        Some(f64::from_bits((u * z.x[i]).to_bits() ^ sign))
+fn fast(t: &[Layer; LAYERS], word: u64) -> Option<f64> {
+    let l = t[(word & 0xff) as usize];
+    let m = word >> 11;
+    if m < l.k {
+        // m < 2⁵³: the signed conversion is exact and a single instruction.
+        let x = (m as i64 as f64) * l.xs;
+        Some(f64::from_bits(x.to_bits() ^ ((word & 0x100) << 55)))
     } else {
         None
     }
@@ -180,11 +248,11 @@ fn fast(z: &Ziggurat, word: u64) -> Option<f64> {
 /// layer, then fresh words until one is accepted.
 #[cold]
 #[inline(never)]
-fn slow<R: Rng + ?Sized>(z: &Ziggurat, w: &mut Words<'_, R>, mut word: u64) -> f64 {
+fn slow<R: WordRng + ?Sized>(z: &Ziggurat, w: &mut Words<'_, R>, mut word: u64) -> f64 {
     loop {
         let i = (word & 0xff) as usize;
         let sign = if (word >> 8) & 1 == 1 { -1.0 } else { 1.0 };
-        let u = (word >> 11) as f64 * (1.0 / (1u64 << 53) as f64);
+        let u = (word >> 11) as f64 * TWO_M53;
         let x = u * z.x[i];
         if u < z.ratio[i] {
             return sign * x;
@@ -192,8 +260,8 @@ fn slow<R: Rng + ?Sized>(z: &Ziggurat, w: &mut Words<'_, R>, mut word: u64) -> f
         if i == 0 {
             // Beyond r in the base strip: the exact tail sampler.
             loop {
-                let a = -w.open0().ln() / z.r;
-                let b = -w.open0().ln();
+                let a = -libm::log(w.open0()) / z.r;
+                let b = -libm::log(w.open0());
                 if 2.0 * b > a * a {
                     return sign * (z.r + a);
                 }
@@ -208,43 +276,74 @@ fn slow<R: Rng + ?Sized>(z: &Ziggurat, w: &mut Words<'_, R>, mut word: u64) -> f
     }
 }
 
-/// One `N(0,1)` draw.
+/// Draw `out.len()` normals into `out`, calling `each(i, x)` for every `out[i] = x`. The words
+/// of a block are taken in one tight loop while they hit the fast path; a miss leaves the loop
+/// for [`slow`] (which may take further words) and the loop resumes after it. The words are
+/// consumed in order, one per fast-path sample, as in the module documentation.
 #[inline(always)]
-fn sample<R: Rng + ?Sized>(z: &Ziggurat, w: &mut Words<'_, R>) -> f64 {
-    let word = w.next();
-    match fast(z, word) {
-        Some(x) => x,
-        None => slow(z, w, word),
+fn fill_each<R: WordRng + ?Sized>(rng: &mut R, out: &mut [f64], mut each: impl FnMut(usize, f64)) {
+    let z = Ziggurat::get();
+    let t = &z.fast;
+    let mut w = Words::new(rng);
+    let n = out.len();
+    let mut i = 0;
+    while i < n {
+        if w.pos == BLOCK {
+            w.refill();
+        }
+        let take = (BLOCK - w.pos).min(n - i);
+        let mut done = take;
+        for (j, (o, &word)) in out[i..i + take]
+            .iter_mut()
+            .zip(&w.buf[w.pos..w.pos + take])
+            .enumerate()
+        {
+            match fast(t, word) {
+                Some(x) => {
+                    *o = x;
+                    each(i + j, x);
+                }
+                None => {
+                    done = j;
+                    break;
+                }
+            }
+        }
+        w.pos += done;
+        i += done;
+        if done < take {
+            let word = w.buf[w.pos];
+            w.pos += 1;
+            let x = slow(z, &mut w, word);
+            out[i] = x;
+            each(i, x);
+            i += 1;
+        }
     }
 }
 
 /// Fill `out` with i.i.d. `N(0, 1)` draws (see the module documentation), taking the random
 /// words from `rng` in blocks.
-pub fn fill_standard_normal<R: Rng + ?Sized>(rng: &mut R, out: &mut [f64]) {
-    let z = Ziggurat::get();
-    let mut w = Words::new(rng);
-    for o in out.iter_mut() {
-        *o = sample(z, &mut w);
-    }
+pub fn fill_standard_normal<R: WordRng + ?Sized>(rng: &mut R, out: &mut [f64]) {
+    fill_each(rng, out, |_, _| {});
 }
 
 /// Fill `out` with i.i.d. `N(0, 1)` draws and return `(Σ out_i·u_i, Σ out_i²)`, computed while
-/// the values are in cache (`u.len()` must equal `out.len()`).
-pub fn fill_standard_normal_dot<R: Rng + ?Sized>(
+/// the values are in registers (`u.len()` must equal `out.len()`; extra entries of either are
+/// ignored).
+pub fn fill_standard_normal_dot<R: WordRng + ?Sized>(
     rng: &mut R,
     out: &mut [f64],
     u: &[f64],
 ) -> (f64, f64) {
     debug_assert_eq!(out.len(), u.len());
-    let z = Ziggurat::get();
-    let mut w = Words::new(rng);
+    let n = out.len().min(u.len());
+    let u = &u[..n];
     let (mut dot, mut sq) = (0.0, 0.0);
-    for (o, ui) in out.iter_mut().zip(u) {
-        let g = sample(z, &mut w);
-        *o = g;
-        dot += g * ui;
+    fill_each(rng, &mut out[..n], |i, g| {
+        dot += g * u[i];
         sq += g * g;
-    }
+    });
     (dot, sq)
 }
 
@@ -267,5 +366,110 @@ mod tests {
         assert!(z.x.windows(2).all(|p| p[0] > p[1]));
         // Power: r from the 128-layer ziggurat (3.442619855899) does not close 256 layers.
         assert!((layers(3.442_619_855_899).0 - 1.0).abs() > 1e-3);
+    }
+
+    /// The sampler as the module documentation states it, one word at a time with the float
+    /// comparison `U < x_{i+1}/x_i` and the product `U·x_i` (the code before the integer
+    /// thresholds and the block loop).
+    fn reference(words: &[u64]) -> Vec<f64> {
+        let z = Ziggurat::get();
+        let mut it = words.iter().copied();
+        let mut next = || it.next().expect("enough words");
+        let open0 = |w: u64| ((w >> 11) + 1) as f64 * TWO_M53;
+        let mut out = Vec::new();
+        'draws: while out.len() < 3000 {
+            let mut word = next();
+            loop {
+                let i = (word & 0xff) as usize;
+                let sign = if (word >> 8) & 1 == 1 { -1.0 } else { 1.0 };
+                let u = (word >> 11) as f64 * TWO_M53;
+                let x = u * z.x[i];
+                if u < z.ratio[i] {
+                    out.push(sign * x);
+                    continue 'draws;
+                }
+                if i == 0 {
+                    loop {
+                        let a = -libm::log(open0(next())) / z.r;
+                        let b = -libm::log(open0(next()));
+                        if 2.0 * b > a * a {
+                            out.push(sign * (z.r + a));
+                            continue 'draws;
+                        }
+                    }
+                }
+                let y = z.f[i] + open0(next()) * (z.f[i + 1] - z.f[i]);
+                if y < f(x) {
+                    out.push(sign * x);
+                    continue 'draws;
+                }
+                word = next();
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn block_loop_equals_the_reference_bit_for_bit() {
+        use rand::SeedableRng;
+        use rand_chacha::ChaCha20Rng;
+        // Words from a fixed stream, plus hand-made words at the edges of the fast path: every
+        // layer with m = k − 1 (last accepted) and m = k (first rejected) and both signs.
+        let z = Ziggurat::get();
+        let mut rng = ChaCha20Rng::seed_from_u64(11);
+        let mut words = vec![0u64; 20_000];
+        rng.fill_words(&mut words);
+        for (i, l) in z.fast.iter().enumerate() {
+            for m in [l.k - 1, l.k] {
+                for s in [0u64, 0x100] {
+                    words.insert(3 * i, (m << 11) | s | i as u64);
+                }
+            }
+        }
+        let want = reference(&words);
+        // The same words through the block loop, fed by a generator that replays them.
+        struct Replay(Vec<u64>, usize);
+        impl rand::TryRng for Replay {
+            type Error = core::convert::Infallible;
+            fn try_next_u32(&mut self) -> Result<u32, Self::Error> {
+                unreachable!("the sampler takes whole words")
+            }
+            fn try_next_u64(&mut self) -> Result<u64, Self::Error> {
+                self.1 += 1;
+                Ok(self.0[self.1 - 1])
+            }
+            fn try_fill_bytes(&mut self, dst: &mut [u8]) -> Result<(), Self::Error> {
+                for c in dst.chunks_mut(8) {
+                    self.1 += 1;
+                    c.copy_from_slice(&self.0[self.1 - 1].to_le_bytes()[..c.len()]);
+                }
+                Ok(())
+            }
+        }
+        impl WordRng for Replay {}
+        let mut got = vec![0f64; want.len()];
+        fill_standard_normal(&mut Replay(words.clone(), 0), &mut got);
+        let (a, b): (Vec<u64>, Vec<u64>) = got
+            .iter()
+            .zip(&want)
+            .map(|(g, w)| (g.to_bits(), w.to_bits()))
+            .unzip();
+        assert_eq!(a, b);
+        // The integer thresholds are exactly the float comparison: for every layer the last
+        // accepted m is below x_{i+1}/x_i and the first rejected one is not (m·2⁻⁵³ is exact;
+        // the top layer, x_N = 0, accepts none: k = 0).
+        let edge_ok = |k: u64, q: f64| {
+            k.checked_sub(1).is_none_or(|a| (a as f64 * TWO_M53) < q) && (k as f64 * TWO_M53) >= q
+        };
+        assert!(z.fast.iter().zip(&z.ratio).all(|(l, &q)| edge_ok(l.k, q)));
+        assert_eq!(z.fast[LAYERS - 1].k, 0);
+        // Power: thresholds one lower (⌊·⌋ instead of ⌈·⌉) or one higher fail the same check.
+        let ok_lower = |l: &Layer, q: f64| l.k.checked_sub(1).is_some_and(|k| edge_ok(k, q));
+        assert!(z.fast.iter().zip(&z.ratio).all(|(l, &q)| !ok_lower(l, q)));
+        assert!(z
+            .fast
+            .iter()
+            .zip(&z.ratio)
+            .all(|(l, &q)| !edge_ok(l.k + 1, q)));
     }
 }

@@ -52,6 +52,7 @@ use rand_distr::Gamma;
 
 use super::normal::fill_standard_normal_dot;
 use super::privunitg::golden_min;
+use super::WordRng;
 use super::{check_dim, check_epsilon, check_in_ball, dot, effective_norm2, round_to_sphere};
 use super::{unit_closed0, unit_open0, UNIT_NORM_TOL};
 use crate::error::{Error, Result};
@@ -240,7 +241,7 @@ impl PrivUnit2 {
     }
 
     /// Privatise a unit vector `u` (`|‖u‖ − 1| ≤` [`UNIT_NORM_TOL`]).
-    pub fn privatize_unit<R: Rng + ?Sized>(&self, u: &[f64], rng: &mut R) -> Result<Vec<f64>> {
+    pub fn privatize_unit<R: WordRng + ?Sized>(&self, u: &[f64], rng: &mut R) -> Result<Vec<f64>> {
         let norm = check_in_ball(u, self.d, 1.0)?;
         if norm < 1.0 - UNIT_NORM_TOL {
             return Err(Error::param(
@@ -252,7 +253,7 @@ impl PrivUnit2 {
     }
 
     /// Privatise a vector of the unit ball (rounded to the sphere first, see [`super`]).
-    pub fn privatize<R: Rng + ?Sized>(&self, v: &[f64], rng: &mut R) -> Result<Vec<f64>> {
+    pub fn privatize<R: WordRng + ?Sized>(&self, v: &[f64], rng: &mut R) -> Result<Vec<f64>> {
         let norm = check_in_ball(v, self.d, 1.0)?;
         let u = round_to_sphere(v, norm, rng);
         self.sample_on_sphere(&u, rng)
@@ -284,7 +285,7 @@ impl PrivUnit2 {
     }
 
     /// Steps 1–2 for an exact unit vector `u`.
-    pub(crate) fn sample_on_sphere<R: Rng + ?Sized>(
+    pub(crate) fn sample_on_sphere<R: WordRng + ?Sized>(
         &self,
         u: &[f64],
         rng: &mut R,
@@ -300,7 +301,7 @@ impl PrivUnit2 {
     /// is used when it keeps at least a thousandth of `‖g‖²` (relative rounding error below
     /// ~1e-13); otherwise `r` is formed and its norm summed exactly. `r = 0` (probability zero)
     /// redraws `g`. Returns `Z = V/m`.
-    fn sample_scaled<R: Rng + ?Sized>(
+    fn sample_scaled<R: WordRng + ?Sized>(
         &self,
         u: &[f64],
         inv_norm: f64,

@@ -15,10 +15,9 @@
 //! cost) rather than eq. (22)'s `p = ½` or eq. (23)'s 0.99/0.01 split; any other PrivUnit2 can be
 //! passed to [`PrivUnit2Norm::from_parts`].
 
-use rand::Rng;
-
 use super::privunit2::PrivUnit2;
 use super::scalar_dp::ScalarDp;
+use super::WordRng;
 use super::{check_epsilon, check_in_ball, uniform_unit};
 use crate::error::{Error, Result};
 
@@ -73,7 +72,7 @@ impl PrivUnit2Norm {
     }
 
     /// Privatise `w` (`‖w‖ ≤ R`, finite coordinates).
-    pub fn privatize<R: Rng + ?Sized>(&self, w: &[f64], rng: &mut R) -> Result<Vec<f64>> {
+    pub fn privatize<R: WordRng + ?Sized>(&self, w: &[f64], rng: &mut R) -> Result<Vec<f64>> {
         let d = self.direction.d;
         let norm = check_in_ball(w, d, self.radius())?;
         let u = if norm > 0.0 {

@@ -48,6 +48,7 @@ use rand::Rng;
 use rand::RngExt;
 use rand_distr::Binomial;
 
+use super::WordRng;
 use super::{check_dim, check_epsilon, unit_closed0, unit_open0, UNIT_NORM_TOL};
 use crate::error::{Error, Result};
 use crate::privacy::special::{ln_1m_exp, ln_gamma, log1p_exp};
@@ -324,7 +325,7 @@ impl PrivUnitInf {
     }
 
     /// Privatise `u ∈ [-1,1]^d` (coordinates within [`UNIT_NORM_TOL`] of ±1 are clamped).
-    pub fn privatize<R: Rng + ?Sized>(&self, u: &[f64], rng: &mut R) -> Result<Vec<f64>> {
+    pub fn privatize<R: WordRng + ?Sized>(&self, u: &[f64], rng: &mut R) -> Result<Vec<f64>> {
         if u.len() != self.d {
             return Err(Error::param(
                 "input vector",

@@ -33,6 +33,7 @@
 use rand::Rng;
 
 use super::normal::fill_standard_normal_dot;
+use super::WordRng;
 use super::{check_dim, check_epsilon, check_in_ball, dot, round_to_sphere, unit_closed0};
 use super::{effective_norm2, unit_open0, UNIT_NORM_TOL};
 use crate::error::{Error, Result};
@@ -144,7 +145,7 @@ impl PrivUnitG {
     }
 
     /// Privatise a unit vector `u` (`|‖u‖ − 1| ≤` [`UNIT_NORM_TOL`]).
-    pub fn privatize_unit<R: Rng + ?Sized>(&self, u: &[f64], rng: &mut R) -> Result<Vec<f64>> {
+    pub fn privatize_unit<R: WordRng + ?Sized>(&self, u: &[f64], rng: &mut R) -> Result<Vec<f64>> {
         let norm = check_in_ball(u, self.d, 1.0)?;
         if norm < 1.0 - UNIT_NORM_TOL {
             return Err(Error::param(
@@ -156,7 +157,7 @@ impl PrivUnitG {
     }
 
     /// Privatise a vector of the unit ball (rounded to the sphere first, see [`super`]).
-    pub fn privatize<R: Rng + ?Sized>(&self, v: &[f64], rng: &mut R) -> Result<Vec<f64>> {
+    pub fn privatize<R: WordRng + ?Sized>(&self, v: &[f64], rng: &mut R) -> Result<Vec<f64>> {
         let norm = check_in_ball(v, self.d, 1.0)?;
         let u = round_to_sphere(v, norm, rng);
         Ok(self.sample_scaled(&u, 1.0, rng))
@@ -166,7 +167,12 @@ impl PrivUnitG {
     /// arithmetic, no copy): with `g ~ N(0, I_d)` drawn in bulk ([`fill_standard_normal_dot`],
     /// which also returns `⟨g, u⟩`), `Z = scale·(g + (α − ⟨g,û⟩)·û)` — `g` with its component
     /// along `û` replaced by `α`, i.e. `α·û + g⊥` with `g⊥ ~ N(0, I − ûûᵀ)`.
-    fn sample_scaled<R: Rng + ?Sized>(&self, u: &[f64], inv_norm: f64, rng: &mut R) -> Vec<f64> {
+    fn sample_scaled<R: WordRng + ?Sized>(
+        &self,
+        u: &[f64],
+        inv_norm: f64,
+        rng: &mut R,
+    ) -> Vec<f64> {
         let alpha = self.sample_alpha(rng);
         let mut z = vec![0f64; u.len()];
         let (gu, _) = fill_standard_normal_dot(rng, &mut z, u);

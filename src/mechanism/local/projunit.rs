@@ -44,10 +44,11 @@
 //! * Gaussian: `⟨v, Wᵀẑ⟩ = ‖g‖·scale·α` and `(I − vvᵀ)Wᵀẑ` is, given `ẑ`, Gaussian with
 //!   covariance `‖ẑ‖²/k·(I − vvᵀ)`, so `E‖Wᵀẑ‖² = scale²E[α²] + ((d−1)/k)·scale²(E[α²] + k − 1)`.
 
-use rand::{Rng, SeedableRng};
+use rand::SeedableRng;
 use rand_chacha::ChaCha20Rng;
 
-use super::rotation::HaarRows;
+use super::rotation::{HaarRows, ReflectionDraw};
+use super::WordRng;
 use super::{check_in_ball, effective_norm2, norm2, round_to_sphere, PrivUnitG};
 use crate::error::{Error, Result};
 use crate::privacy::special::ln_gamma_half_ratio;
@@ -137,12 +138,26 @@ pub enum ProjMatrix {
 }
 
 impl ProjMatrix {
-    /// Regenerate `W` for `(kind, d, k)` from the public seed.
+    /// Regenerate `W` for `(kind, d, k)` from the public seed (current layout).
     pub fn generate(kind: ProjKind, d: usize, k: usize, seed: Seed) -> Result<ProjMatrix> {
+        ProjMatrix::generate_with(kind, d, k, seed, ReflectionDraw::Ziggurat)
+    }
+
+    /// [`ProjMatrix::generate`] with the rotation's reflection vectors drawn as `draw` says (the
+    /// other kinds do not depend on it).
+    pub fn generate_with(
+        kind: ProjKind,
+        d: usize,
+        k: usize,
+        seed: Seed,
+        draw: ReflectionDraw,
+    ) -> Result<ProjMatrix> {
         check_dims(kind, d, k)?;
         match kind {
             ProjKind::Srht => return Ok(ProjMatrix::Srht(Srht::generate(d, k, seed)?)),
-            ProjKind::Rotation => return Ok(ProjMatrix::Rotation(HaarRows::new(d, k, seed)?)),
+            ProjKind::Rotation => {
+                return Ok(ProjMatrix::Rotation(HaarRows::with_draw(d, k, seed, draw)?))
+            }
             ProjKind::Gaussian => {}
         }
         if k.checked_mul(d).is_none_or(|t| t > MAX_DENSE_ENTRIES) {
@@ -233,6 +248,9 @@ pub struct ProjUnit {
     pub inner: PrivUnitG,
     /// Server-side unbiasing constant `c` ([`unbiasing_constant`]).
     pub c: f64,
+    /// How a rotation's reflection vectors are drawn (the release layout; ignored by the other
+    /// kinds): [`ReflectionDraw::Ziggurat`] unless decoding an older release.
+    pub rotation_draw: ReflectionDraw,
 }
 
 impl ProjUnit {
@@ -247,12 +265,21 @@ impl ProjUnit {
             epsilon,
             inner,
             c,
+            rotation_draw: ReflectionDraw::Ziggurat,
         })
+    }
+
+    /// The same mechanism with the rotation's reflection vectors drawn as `draw` says.
+    pub fn with_rotation_draw(self, draw: ReflectionDraw) -> ProjUnit {
+        ProjUnit {
+            rotation_draw: draw,
+            ..self
+        }
     }
 
     /// Regenerate the public projection of one client from its seed.
     pub fn matrix(&self, seed: Seed) -> Result<ProjMatrix> {
-        ProjMatrix::generate(self.kind, self.d, self.k, seed)
+        ProjMatrix::generate_with(self.kind, self.d, self.k, seed, self.rotation_draw)
     }
 
     fn check_matrix(&self, w: &ProjMatrix) -> Result<()> {
@@ -275,7 +302,7 @@ impl ProjUnit {
 
     /// Client (Algorithm 1): privatise `v` (unit ball of `R^d`) under the public `W`; returns
     /// `ẑ ∈ R^k`, a PrivUnitG_k output.
-    pub fn encode<R: Rng + ?Sized>(
+    pub fn encode<R: WordRng + ?Sized>(
         &self,
         w: &ProjMatrix,
         v: &[f64],
@@ -321,7 +348,7 @@ impl ProjUnit {
     }
 
     /// Encode with the matrix of `seed` and decode: one user's contribution `X`.
-    pub fn privatize<R: Rng + ?Sized>(
+    pub fn privatize<R: WordRng + ?Sized>(
         &self,
         v: &[f64],
         seed: Seed,
@@ -446,7 +473,12 @@ impl NearlyUnbiasedSrht {
     }
 
     /// Client (Algorithm 6) for `v` in the unit ball (rounded to the sphere first).
-    pub fn encode<R: Rng + ?Sized>(&self, w: &Srht, v: &[f64], rng: &mut R) -> Result<Vec<f64>> {
+    pub fn encode<R: WordRng + ?Sized>(
+        &self,
+        w: &Srht,
+        v: &[f64],
+        rng: &mut R,
+    ) -> Result<Vec<f64>> {
         self.check_matrix(w)?;
         let norm = check_in_ball(v, self.d, 1.0)?;
         let u = round_to_sphere(v, norm, rng);
@@ -474,7 +506,7 @@ impl NearlyUnbiasedSrht {
     }
 
     /// Encode with the SRHT of `seed` and decode: one user's contribution.
-    pub fn privatize<R: Rng + ?Sized>(
+    pub fn privatize<R: WordRng + ?Sized>(
         &self,
         v: &[f64],
         seed: Seed,

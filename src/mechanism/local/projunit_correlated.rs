@@ -32,11 +32,12 @@
 
 use std::collections::HashMap;
 
-use rand::{Rng, SeedableRng};
+use rand::SeedableRng;
 use rand_chacha::ChaCha20Rng;
 use rayon::prelude::*;
 
 use super::projunit::{unbiasing_constant, ProjKind};
+use super::WordRng;
 use super::{check_in_ball, round_to_sphere, PrivUnitG};
 use crate::error::{Error, Result};
 use crate::projection::hadamard::{fwht_normalized, next_pow2};
@@ -236,7 +237,7 @@ impl CorrelatedProjUnit {
 
     /// Client (Algorithm 3): privatise `v` (unit ball of `R^d`); returns `ẑ ∈ R^k`, a PrivUnitG_k
     /// output.
-    pub fn encode<R: Rng + ?Sized>(
+    pub fn encode<R: WordRng + ?Sized>(
         &self,
         public: &CorrelatedPublic,
         row: u64,

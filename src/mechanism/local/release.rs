@@ -23,6 +23,7 @@ use serde::{Deserialize, Serialize};
 
 pub use super::decoder::{ErrorKind, LocalDecoder};
 use super::projunit_correlated::{CorrelatedProjUnit, CorrelatedPublic};
+use super::rotation::ReflectionDraw;
 use super::{
     privunit2, privunit2_norm, privunit_inf, privunitg, projunit, projunit_correlated, scalar_dp,
     NearlyUnbiasedSrht, PrivUnit2, PrivUnit2Norm, PrivUnitG, PrivUnitInf, ProjKind, ProjUnit,
@@ -37,8 +38,39 @@ use crate::mechanism::{
 use crate::privacy::guarantee::{Guarantee, InputDomain};
 use crate::projection::Seed;
 
-/// Randomness layout version of per-row maps (see [`crate::projection`]).
-pub const LAYOUT: u32 = 1;
+/// Randomness layout version of per-row maps (see [`crate::projection`]). Version 2 draws a
+/// rotation's Householder vectors with the bulk ziggurat ([`ReflectionDraw::Ziggurat`]);
+/// version 1 (still decoded) drew them by Box–Muller. The Gaussian and SRHT maps are the same in
+/// both.
+pub const LAYOUT: u32 = 2;
+
+/// Layout versions of per-row maps this dprp decodes.
+pub const PER_ROW_LAYOUTS: [u32; 2] = [1, 2];
+
+/// Randomness layout version of the correlated map (unchanged by per-row version 2).
+pub const CORRELATED_LAYOUT: u32 = 1;
+
+/// How a rotation's reflection vectors are drawn in per-row layout `layout`.
+pub fn rotation_draw(layout: u32) -> Result<ReflectionDraw> {
+    match layout {
+        1 => Ok(ReflectionDraw::BoxMuller),
+        2 => Ok(ReflectionDraw::Ziggurat),
+        _ => Err(Error::param(
+            "release",
+            format!(
+                "per-row map layout {layout} is not supported (this dprp reads {PER_ROW_LAYOUTS:?})"
+            ),
+        )),
+    }
+}
+
+/// The per-row layout that records `draw`.
+fn layout_of(draw: ReflectionDraw) -> u32 {
+    match draw {
+        ReflectionDraw::BoxMuller => 1,
+        ReflectionDraw::Ziggurat => 2,
+    }
+}
 
 /// The public map family of a ProjUnit release (`--projection`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -358,19 +390,17 @@ impl LocalSketch {
             Some((e1, e2)) => (e1, Some(e2)),
             None => (guarantee.epsilon, None),
         };
+        let mut draw = None;
         let (map, seed) = match &record.projection {
             ProjectionRecord::PerRow { map, seed, layout } => {
-                if *layout != LAYOUT {
-                    return Err(bad(format!(
-                        "per-row map layout {layout} is not supported (this dprp has {LAYOUT})"
-                    )));
-                }
+                draw = Some(rotation_draw(*layout)?);
                 (Some(*map), Some(*seed))
             }
             ProjectionRecord::Correlated { seed, layout } => {
-                if *layout != LAYOUT {
+                if *layout != CORRELATED_LAYOUT {
                     return Err(bad(format!(
-                        "correlated map layout {layout} is not supported (this dprp has {LAYOUT})"
+                        "correlated map layout {layout} is not supported (this dprp has \
+                         {CORRELATED_LAYOUT})"
                     )));
                 }
                 (None, Some(*seed))
@@ -410,7 +440,10 @@ impl LocalSketch {
                 first_row: rec.first_row,
             },
         };
-        let m = build(&params)?;
+        let mut m = build(&params)?;
+        if let (Algo::ProjUnit(p, _), Some(draw)) = (&mut m.algo, draw) {
+            *p = p.with_rotation_draw(draw);
+        }
         let again = m.local_record();
         if again.constants.len() != rec.constants.len() {
             return Err(bad(
@@ -616,7 +649,7 @@ impl Mechanism for LocalSketch {
                     ProjKind::Srht => LocalMap::Srht,
                 },
                 seed: *seed,
-                layout: LAYOUT,
+                layout: layout_of(m.rotation_draw),
             },
             Algo::Nearly(_, seed) => ProjectionRecord::PerRow {
                 map: LocalMap::SrhtNearlyUnbiased,
@@ -625,7 +658,7 @@ impl Mechanism for LocalSketch {
             },
             Algo::Correlated(_, public) => ProjectionRecord::Correlated {
                 seed: public.seed(),
-                layout: LAYOUT,
+                layout: CORRELATED_LAYOUT,
             },
             _ => ProjectionRecord::Identity,
         };

@@ -21,20 +21,51 @@
 //! be `−|q₁|` — the columns would not be Haar (the tests reject that variant). The product is
 //! orthogonal by construction, so `W Wᵀ = (d/k)·I_k` up to rounding.
 //!
-//! **Randomness layout** (stream 5 of the public seed, see [`crate::projection`]): `x_j`
-//! (0-based `j`) starts at 32-bit word `j·4·⌈d/2⌉` of stream 5 (the slot of a length-`d` vector,
-//! Box–Muller pairs on two 64-bit words as in the Gaussian kinds) and uses its first `d − j`
-//! entries. `ChaCha20Rng::set_word_pos` seeks there directly, so `Wᵀz` applies the reflections in
+//! **Randomness layouts** (stream 5 of the public seed, see [`crate::projection`]; the release
+//! records which one in its per-row `layout`, [`super::release::LAYOUT`]):
+//! * [`ReflectionDraw::Ziggurat`] (layout 2, what dprp writes): `x_j` (0-based `j`) is the first
+//!   `d − j` draws of the bulk ziggurat [`fill_standard_normal`] on the keystream of stream 5
+//!   from 32-bit word `j·2³⁶` (block `j·2³²`). The ziggurat consumes a variable number of words
+//!   (one per draw, more on its ≈1% slow path), so every reflection gets its own `2³⁶`-word slot:
+//!   with `d ≤ 2³²` (checked) a slot would overflow only if the ziggurat needed more than 8 words
+//!   per draw on average over `2³²` draws, and its expected use is under 1.02 words per draw.
+//!   The sampler uses only integer arithmetic, IEEE multiplications and comparisons, and the
+//!   `libm` crate's software `exp`/`log` (no platform or run-time-dispatched float code), so the
+//!   vectors are the same bits on every machine. Box–Muller (`log`, `sin`, `cos` and the
+//!   pairing) took 80% of a rotation user's time; the README ("Local DP: client cost") has the
+//!   measured gain.
+//! * [`ReflectionDraw::BoxMuller`] (layout 1, releases written before): `x_j` starts at 32-bit
+//!   word `j·4·⌈d/2⌉` of stream 5 (the slot of a length-`d` vector, Box–Muller pairs on two
+//!   64-bit words as in the Gaussian kinds, `libm` `log`/`sin`/`cos`) and uses its first `d − j`
+//!   entries. Still decoded.
+//!
+//! `ChaCha20Rng::set_word_pos` seeks to a slot directly, so `Wᵀz` applies the reflections in
 //! reverse order without storing them.
 
 use rand::SeedableRng;
 use rand_chacha::ChaCha20Rng;
 
+use super::normal::{fill_standard_normal, fill_standard_normal_dot};
 use crate::error::{Error, Result};
 use crate::projection::{gaussian_fill_f64, Seed};
 
 /// The ChaCha20 stream of the reflection vectors.
 pub const ROTATION_STREAM: u64 = 5;
+
+/// `log₂` of the 32-bit-word slot of one reflection in the ziggurat layout.
+const ZIGGURAT_SLOT_LOG2: u32 = 36;
+
+/// Largest `d` of the ziggurat layout (see the module documentation).
+pub const MAX_ZIGGURAT_D: usize = 1 << 32;
+
+/// How the reflection vectors are drawn from the public stream (module documentation).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReflectionDraw {
+    /// Box–Muller, slot `j·4·⌈d/2⌉` (release layout 1).
+    BoxMuller,
+    /// The bulk ziggurat, slot `j·2³⁶` (release layout 2).
+    Ziggurat,
+}
 
 /// `√(d/k)·Q_kᵀ` for `Q` Haar on `O(d)`, regenerated from the public seed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -42,6 +73,7 @@ pub struct HaarRows {
     d: usize,
     k: usize,
     seed: Seed,
+    draw: ReflectionDraw,
 }
 
 /// One regenerated reflection: `u` in the caller's buffer (length `d − j`), `1/β` and the sign.
@@ -51,15 +83,32 @@ struct Reflection {
 }
 
 impl HaarRows {
-    /// The `k×d` map of `seed`; needs `1 ≤ k ≤ d`.
+    /// The `k×d` map of `seed` in the current layout ([`ReflectionDraw::Ziggurat`]); needs
+    /// `1 ≤ k ≤ d ≤ 2³²`.
     pub fn new(d: usize, k: usize, seed: Seed) -> Result<HaarRows> {
+        HaarRows::with_draw(d, k, seed, ReflectionDraw::Ziggurat)
+    }
+
+    /// The `k×d` map of `seed` with the reflection vectors drawn as `draw` says.
+    pub fn with_draw(d: usize, k: usize, seed: Seed, draw: ReflectionDraw) -> Result<HaarRows> {
         if k == 0 || k > d {
             return Err(Error::param(
                 "--k",
                 format!("a rotation needs 1 ≤ k ≤ d = {d}, got k = {k}"),
             ));
         }
-        Ok(HaarRows { d, k, seed })
+        if draw == ReflectionDraw::Ziggurat && d > MAX_ZIGGURAT_D {
+            return Err(Error::param(
+                "dimension",
+                format!("a rotation needs d ≤ 2^32, got d = {d}"),
+            ));
+        }
+        Ok(HaarRows { d, k, seed, draw })
+    }
+
+    /// How the reflection vectors are drawn.
+    pub fn draw(&self) -> ReflectionDraw {
+        self.draw
     }
 
     /// Input dimension.
@@ -81,13 +130,24 @@ impl HaarRows {
         rng
     }
 
-    /// Regenerate `u_j` into `buf[..d − j]`.
-    fn reflection(&self, rng: &mut ChaCha20Rng, j: usize, buf: &mut [f64]) -> Result<Reflection> {
-        let slot = 4 * self.d.div_ceil(2) as u128;
-        rng.set_word_pos(j as u128 * slot);
-        let u = &mut buf[..self.d - j];
-        gaussian_fill_f64(rng, u);
-        let norm = u.iter().map(|x| x * x).sum::<f64>().sqrt();
+    /// Draw `x_j` into `u` (length `d − j`) from its slot of the stream.
+    fn draw_x(&self, rng: &mut ChaCha20Rng, j: usize, u: &mut [f64]) {
+        match self.draw {
+            ReflectionDraw::BoxMuller => {
+                let slot = 4 * self.d.div_ceil(2) as u128;
+                rng.set_word_pos(j as u128 * slot);
+                gaussian_fill_f64(rng, u);
+            }
+            ReflectionDraw::Ziggurat => {
+                rng.set_word_pos((j as u128) << ZIGGURAT_SLOT_LOG2);
+                fill_standard_normal(rng, u);
+            }
+        }
+    }
+
+    /// `u_j = x_j + s_j‖x_j‖e₁` in place from `x_j` and `‖x_j‖²`.
+    fn finish(j: usize, u: &mut [f64], sq: f64) -> Result<Reflection> {
+        let norm = sq.sqrt();
         if !(norm > 0.0 && norm.is_finite()) {
             return Err(Error::param(
                 "projection seed",
@@ -101,6 +161,50 @@ impl HaarRows {
             inv_beta: 1.0 / beta,
             sign,
         })
+    }
+
+    /// Regenerate `u_j` into `buf[..d − j]`.
+    fn reflection(&self, rng: &mut ChaCha20Rng, j: usize, buf: &mut [f64]) -> Result<Reflection> {
+        let u = &mut buf[..self.d - j];
+        self.draw_x(rng, j, u);
+        let sq = u.iter().map(|x| x * x).sum::<f64>();
+        Self::finish(j, u, sq)
+    }
+
+    /// Regenerate reflection `j` and apply it to `y` (coordinates `j..d`); with `first =
+    /// Some(t)`, `y[0]` (zero on entry) is first set to `−s_j·t`. Returns `s_j`. In the ziggurat
+    /// layout `‖x_j‖²` and `⟨x_j, y⟩` are summed while the draws are made (one pass over `y`
+    /// fewer, two over `u`); the Box–Muller layout keeps its original order of operations.
+    fn reflect_next(
+        &self,
+        rng: &mut ChaCha20Rng,
+        j: usize,
+        buf: &mut [f64],
+        y: &mut [f64],
+        first: Option<f64>,
+    ) -> Result<f64> {
+        if self.draw == ReflectionDraw::BoxMuller {
+            let r = self.reflection(rng, j, buf)?;
+            if let Some(t) = first {
+                y[0] = -r.sign * t;
+            }
+            Self::reflect(&buf[..self.d - j], r.inv_beta, y);
+            return Ok(r.sign);
+        }
+        let u = &mut buf[..self.d - j];
+        rng.set_word_pos((j as u128) << ZIGGURAT_SLOT_LOG2);
+        // ⟨x, y⟩ over coordinates ≥ 1 of y when y[0] is still to be set (it is 0 until then).
+        let (mut xy, sq) = fill_standard_normal_dot(rng, u, y);
+        let x0 = u[0];
+        let r = Self::finish(j, u, sq)?;
+        if let Some(t) = first {
+            y[0] = -r.sign * t;
+            xy += x0 * y[0];
+        }
+        // ⟨u, y⟩ = ⟨x, y⟩ + s‖x‖·y₀, with s‖x‖ = u₀ − x₀.
+        let c = (xy + (u[0] - x0) * y[0]) * r.inv_beta;
+        y.iter_mut().zip(u.iter()).for_each(|(b, a)| *b -= c * a);
+        Ok(r.sign)
     }
 
     /// `y ← H y` for `y` the coordinates `j..d`.
@@ -127,10 +231,9 @@ impl HaarRows {
         let s = self.scale();
         let mut out = Vec::with_capacity(self.k);
         for j in 0..self.k {
-            let r = self.reflection(&mut rng, j, &mut buf)?;
-            Self::reflect(&buf[..self.d - j], r.inv_beta, &mut y[j..]);
+            let sign = self.reflect_next(&mut rng, j, &mut buf, &mut y[j..], None)?;
             // Later reflections act on coordinates > j: (Q_kᵀv)_j = −s_j·(H_j⋯H₁v)_j.
-            out.push(-r.sign * y[j] * s);
+            out.push(-sign * y[j] * s);
         }
         Ok(out)
     }
@@ -154,10 +257,8 @@ impl HaarRows {
         let mut rng = self.rng();
         let s = self.scale() * scale;
         for j in (0..self.k).rev() {
-            let r = self.reflection(&mut rng, j, &mut buf)?;
-            // Coordinate j is untouched by H_{j+1}, …: set it, then reflect.
-            y[j] = -r.sign * z[j] * s;
-            Self::reflect(&buf[..self.d - j], r.inv_beta, &mut y[j..]);
+            // Coordinate j is untouched by H_{j+1}, … (still 0): set it, then reflect.
+            self.reflect_next(&mut rng, j, &mut buf, &mut y[j..], Some(z[j] * s))?;
         }
         acc.iter_mut().zip(&y).for_each(|(a, b)| *a += b);
         Ok(())
@@ -269,10 +370,15 @@ mod tests {
         })
     }
 
+    const DRAWS: [ReflectionDraw; 2] = [ReflectionDraw::Ziggurat, ReflectionDraw::BoxMuller];
+
     #[test]
     fn rows_are_orthonormal_and_match_apply() {
-        for &(d, k) in &[(2, 1), (2, 2), (7, 3), (16, 16), (33, 10)] {
-            let h = HaarRows::new(d, k, seed(d as u64)).unwrap();
+        for (&(d, k), draw) in [(2, 1), (2, 2), (7, 3), (16, 16), (33, 10), (300, 40)]
+            .iter()
+            .flat_map(|dk| DRAWS.iter().map(move |&w| (dk, w)))
+        {
+            let h = HaarRows::with_draw(d, k, seed(d as u64), draw).unwrap();
             let r = rows(&h);
             for a in 0..k {
                 for b in 0..k {
@@ -298,6 +404,10 @@ mod tests {
         let y = h.apply(&v).unwrap();
         assert!((dot(&y, &y) - dot(&v, &v)).abs() < 1e-10);
         assert!(HaarRows::new(4, 0, seed(1)).is_err());
+        assert!(HaarRows::new(MAX_ZIGGURAT_D + 1, 1, seed(1)).is_err());
+        assert!(
+            HaarRows::with_draw(MAX_ZIGGURAT_D + 1, 1, seed(1), ReflectionDraw::BoxMuller).is_ok()
+        );
         assert!(HaarRows::new(4, 5, seed(1)).is_err());
         assert!(h.apply(&[1.0; 8]).is_err());
         assert!(h.apply_transpose(&[1.0; 8]).is_err());
@@ -306,22 +416,64 @@ mod tests {
 
     #[test]
     fn regenerable_and_pinned() {
-        let a = HaarRows::new(40, 7, seed(3)).unwrap();
-        let v: Vec<f64> = (0..40).map(|i| (i as f64).cos()).collect();
-        let x = a.apply(&v).unwrap();
-        let y = HaarRows::new(40, 7, seed(3)).unwrap().apply(&v).unwrap();
-        assert!(x.iter().zip(&y).all(|(p, q)| p.to_bits() == q.to_bits()));
-        let z = HaarRows::new(40, 7, seed(4)).unwrap().apply(&v).unwrap();
-        assert_ne!(x, z);
-        // Golden value of the layout (stream 5, slot j·4·⌈d/2⌉ words): a change of layout changes
-        // every rotation ProjUnit release.
-        let g = HaarRows::new(5, 2, Seed([0; 32])).unwrap();
+        for draw in DRAWS {
+            let h = |d, k, s| HaarRows::with_draw(d, k, seed(s), draw).unwrap();
+            let v: Vec<f64> = (0..40).map(|i| (i as f64).cos()).collect();
+            let x = h(40, 7, 3).apply(&v).unwrap();
+            let y = h(40, 7, 3).apply(&v).unwrap();
+            assert!(x.iter().zip(&y).all(|(p, q)| p.to_bits() == q.to_bits()));
+            let z = h(40, 7, 4).apply(&v).unwrap();
+            assert_ne!(x, z);
+        }
+        // Golden values of the layouts: a change of either changes every rotation ProjUnit
+        // release written with it. Layout 1 (Box–Muller, slot j·4·⌈d/2⌉ words):
+        let g = HaarRows::with_draw(5, 2, Seed([0; 32]), ReflectionDraw::BoxMuller).unwrap();
         let w = g.apply(&[1.0, 0.0, 0.0, 0.0, 0.0]).unwrap();
         assert_eq!(format!("{:.12} {:.12}", w[0], w[1]), GOLDEN);
+        // Layout 2 (ziggurat, slot j·2³⁶ words), bit for bit: the reflection vectors themselves
+        // (raw draws, 400 of them so that the ziggurat's wedge and its tail are likely to be
+        // visited) and a product.
+        let g = HaarRows::new(400, 3, Seed([0; 32])).unwrap();
+        let mut rng = g.rng();
+        let mut buf = vec![0.0; 400];
+        let mut pinned = Vec::new();
+        for j in 0..3 {
+            g.draw_x(&mut rng, j, &mut buf[..400 - j]);
+            pinned.extend([buf[0], buf[1], buf[397 - j], buf[398 - j]].map(f64::to_bits));
+            let sum: f64 = buf[..400 - j].iter().sum();
+            pinned.push(sum.to_bits());
+        }
+        let e: Vec<f64> = (0..400).map(|i| if i == 7 { 1.0 } else { 0.0 }).collect();
+        pinned.extend(g.apply(&e).unwrap().into_iter().map(f64::to_bits));
+        let hex: Vec<String> = pinned.iter().map(|b| format!("{b:016x}")).collect();
+        assert_eq!(hex, GOLDEN_V2);
     }
 
-    /// Recorded from the first run of this layout.
+    /// Recorded from the first run of layout 1.
     const GOLDEN: &str = "0.712647494455 -0.485097295077";
+
+    /// Recorded from the first run of layout 2 (f64 bits: for each reflection j = 0, 1, 2 the
+    /// draws 0, 1, 397 − j, 398 − j and their sum; then W·e₇).
+    const GOLDEN_V2: [&str; 18] = [
+        "bffcb560922c617f",
+        "3fc657f54fda03ca",
+        "bfe6413369630dbe",
+        "bffb26fb79f231e2",
+        "c04c5ff36861fa71",
+        "3ff06aa6679e74c1",
+        "bfd6baa2469e9efd",
+        "3fec51698d4c7e26",
+        "3fe5fe6de9185d47",
+        "402e002947e8e8e9",
+        "3ffb1793adcd24b0",
+        "bff80d8082ce43a1",
+        "bfc39d0c053f37a4",
+        "bff511ccb17b21f9",
+        "402e743fedef7e48",
+        "bfe03833abfa425c",
+        "bfc7194ac7ab76bb",
+        "bfe767dfc3c8147b",
+    ];
 
     #[test]
     fn haar_law_of_single_rows_and_of_the_projection() {
@@ -334,10 +486,10 @@ mod tests {
         let half = 0.5 * (d as f64 - 1.0);
         let signed = beta_cdf(half, half); // (1 + ⟨q, x⟩)/2 for q uniform on the sphere
         let proj = beta_cdf(k as f64 / 2.0, (d - k) as f64 / 2.0); // ‖Q_kᵀx‖²
-        let run = |variant: Variant| {
+        let run = |variant: Variant, draw: ReflectionDraw| {
             let mut stats: [Vec<f64>; 4] = Default::default();
             for i in 0..n {
-                let h = HaarRows::new(d, k, seed(1000 + i)).unwrap();
+                let h = HaarRows::with_draw(d, k, seed(1000 + i), draw).unwrap();
                 let c = columns(&h, variant);
                 stats[0].push(0.5 * (1.0 + c[0][0])); // first row, x = e₁
                 stats[1].push(0.5 * (1.0 + c[k - 1][0])); // last row, x = e₁
@@ -351,15 +503,22 @@ mod tests {
                 ks(&stats[3], &proj),
             ]
         };
-        let good = run(Variant::Correct);
-        assert!(good.iter().all(|&s| s < crit), "Haar: {good:?} vs {crit}");
-        // The direct formula is what apply/apply_transpose compute (checked above); power:
-        let no_sign = run(Variant::NoSign);
+        for draw in DRAWS {
+            let good = run(Variant::Correct, draw);
+            assert!(
+                good.iter().all(|&s| s < crit),
+                "Haar, {draw:?}: {good:?} vs {crit}"
+            );
+        }
+        // The direct formula is what apply/apply_transpose compute (checked above); power (in
+        // the current layout):
+        let z = ReflectionDraw::Ziggurat;
+        let no_sign = run(Variant::NoSign, z);
         assert!(
             no_sign[0] > crit && no_sign[2] > crit,
             "no sign: {no_sign:?}"
         );
-        let one = run(Variant::OneReflection);
+        let one = run(Variant::OneReflection, z);
         assert!(one[3] > crit, "one reflection: {one:?}");
     }
 }
