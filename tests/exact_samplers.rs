@@ -193,6 +193,8 @@ fn bernoulli_exp_neg_matches() {
         (Rational::ONE, 45),
         (rat(5, 2), 47),
         (Rational::integer(2), 49),
+        // γ ≈ 2.5 with 121-bit numbers: the overflow-free long division near 2^128.
+        (rat((5 << 120) + 1, 1 << 121), 52),
     ] {
         let p = (-gamma.to_f64()).exp();
         let gof = Gof::new(

@@ -10,8 +10,8 @@ use crate::error::{Error, Result};
 /// `Bernoulli(p)` for a rational `p = n/d ∈ [0, 1]`: `true` with probability exactly `n/d`.
 ///
 /// [`Bernoulli::sample`] draws a uniform integer `D ∈ [0, d)` without modulo bias (Lemire's
-/// multiply-and-reject for `d ≤ 2^64`, masked rejection above) and returns `D < n`, as CKS 2020
-/// §5.1 prescribe. (Inside the other samplers the same law is drawn by comparing the binary
+/// multiply-and-reject for `d ≤ 2^64`, masked rejection above) and returns `D < n`, the reduction
+/// Canonne, Kamath, Steinke 2020 give for rational probabilities. (Inside the other samplers the same law is drawn by comparing the binary
 /// expansions of a uniform `u` and of `n/d`, which needs two random bits on average.)
 ///
 /// ```

@@ -17,9 +17,9 @@ use crate::error::{Error, Result};
 /// `t` and accept it with probability `exp(−(|Y| − σ²/t)²/(2σ²))`, else draw again. The accepted
 /// `Y` has `P(Y = y) ∝ e^{−|y|/t − (|y| − σ²/t)²/(2σ²)} = e^{−y²/(2σ²)}·e^{−σ²/(2t²)}`, i.e. the
 /// discrete Gaussian. A round succeeds with probability
-/// `e^{−σ²/(2t²)}·Σ_y e^{−y²/(2σ²)} / Σ_y e^{−|y|/t}` (about 0.6–0.7 for `σ ≥ 1`), and a
+/// `e^{−σ²/(2t²)}·Σ_y e^{−y²/(2σ²)} / Σ_y e^{−|y|/t}` (0.54 at `σ = 1`, rising to `e^{−½}·√(π/2) ≈ 0.76` as `σ` grows), and a
 /// round costs a bounded expected number of random bits, so a sample costs `O(1)` expected
-/// work whatever `σ` (CKS §5.3).
+/// work whatever `σ` (measured: about 120 ns per sample from σ = 10 to 10⁴, see the README).
 ///
 /// **Integers only.** With `σ² = a/b` and `c = b·t` the acceptance exponent is
 /// `(|Y|·c − a)² / (2·a·c·t)`: the numerator `z²` (`z = | |Y|·c − a |`) is formed as a 256-bit

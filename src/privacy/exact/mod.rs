@@ -32,7 +32,7 @@
 //! results are exact given independent uniform bits; they are as good as the generator.
 //!
 //! **Parameters and errors.** Constructors (`new`) validate once and return
-//! [`Error::Param`](crate::Error::Param) naming the parameter and the supported range; sampling
+//! [`Error::Param`] naming the parameter and the supported range; sampling
 //! itself cannot fail. Sampler structs hold the precomputed constants; their `fill` methods draw
 //! a whole slice with one bit buffer (the fastest way to draw many samples). Integer widths:
 //! parameters are `u128` rationals, which cover `σ²` from about `2^-12` to `2^62` converted

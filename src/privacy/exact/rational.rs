@@ -113,9 +113,8 @@ impl Rational {
 
     /// The exact value of a finite, non-negative `f64` (every such float is a dyadic rational
     /// `m·2^e`). Errors for NaN, ±∞, negative values, and values whose exact fraction does not fit
-    /// 128 bits: `x ≥ 2^128`, or a denominator above `2^127` (non-zero values below about
-    /// `2^-74`, whose 53-bit significand then needs more than 127 fractional bits; exactly,
-    /// `x = m·2^e` with `m` odd needs `e ≥ −127`).
+    /// 128 bits: `x ≥ 2^128`, or a denominator above `2^127` (`x = m·2^e` with `m` odd needs
+    /// `e ≥ −127`, which every value from `2^-74` up meets).
     pub fn from_f64(x: f64) -> Result<Rational> {
         let (m, e) = decompose(x, "rational from f64")?;
         if m == 0 {
