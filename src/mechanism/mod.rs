@@ -33,6 +33,16 @@
 //! [`crate::aggregate`], the closed-form error). Each capability a mechanism lacks is a clear
 //! error, not a silent default.
 //!
+//! **Distributed DP under secure aggregation** (`dprp aggregate`) — a third family, deliberately
+//! *not* behind this trait: a client's single message carries only a small share of the noise
+//! and is not private on its own, so it must never become a release; only the secure sum is
+//! private. Its encoders implement [`distributed::ClientEncoder`], driven only by the round of
+//! [`crate::aggregate::round`]:
+//!
+//! | name | file | algorithm |
+//! |---|---|---|
+//! | `ddg` | [`distributed::ddg`] | Kairouz et al. 2021 Algorithm 1 / Chen et al. 2022 Algorithm 6; privacy Theorem E.1 |
+//!
 //! The sign mechanisms share [`sign_sketch`]: projection, packing of signs (64 per `u64`) and the
 //! flip rules.
 
