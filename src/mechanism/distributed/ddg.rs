@@ -61,7 +61,7 @@ pub struct DdgParams {
 /// What encoding one client did (for the round's report).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct EncodeStats {
-    /// The vector was longer than `c` and scaled down.
+    /// The vector was longer than `c` (by more than one part in 10⁶) and scaled down.
     pub clipped: bool,
     /// Draws of the conditional rounding (1 = accepted at once).
     pub rounding_tries: u32,
@@ -192,12 +192,13 @@ impl Ddg {
             ));
         }
         let norm = x.iter().map(|v| v * v).sum::<f64>().sqrt();
-        let clipped = norm > self.params.clip;
-        let s = if clipped {
+        let s = if norm > self.params.clip {
             self.params.clip / norm
         } else {
             1.0
         } / self.params.gamma;
+        // reported as clipped when scaled down by more than float rounding of a unit vector
+        let clipped = norm > self.params.clip * (1.0 + 1e-6);
         let v = self.flatten.rotate_scaled(x, s)?;
         // the integers must fit i64 with room for the noise (the sum itself is taken mod M)
         if v.iter().any(|a| a.abs() >= 2f64.powi(61)) {
