@@ -87,6 +87,69 @@ fn synthetic_round_with_check() {
     assert_eq!(v["check"]["wrapped_coordinates"], 0);
 }
 
+/// Count sketch + DDG: m chosen within the bit cap, the message is m residues, the measured error
+/// lies between the noise term and the planned total (whose sketch term is the worst case
+/// ‖μ‖ = c); the cap without sketch-ddg, or a non-positive cap, is refused.
+#[test]
+fn sketch_ddg_round() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let v = json(
+        d,
+        &[
+            "aggregate",
+            "-m",
+            "sketch-ddg",
+            "--bits-per-parameter",
+            "1.2",
+            "--synthetic",
+            "300,20000",
+            "--epsilon",
+            "1",
+            "--delta",
+            "1e-5",
+            "--clip",
+            "1",
+            "--bits",
+            "16",
+            "--check",
+            "--json",
+        ],
+    );
+    assert_eq!(v["mechanism"], "sketch-ddg");
+    let m = v["sketch_m"].as_u64().unwrap();
+    assert_eq!(
+        m, 1024,
+        "the largest power of two within 1.2 bits per parameter"
+    );
+    assert_eq!(v["bits_per_client"], m * 16);
+    assert!(v["bits_per_parameter"].as_f64().unwrap() <= 1.2);
+    assert_eq!(v["mean"].as_array().unwrap().len(), 20000);
+    let got = v["check"]["squared_error"].as_f64().unwrap();
+    let planned = v["expected_squared_error"].as_f64().unwrap();
+    assert!(got < 1.1 * planned, "measured {got}, planned {planned}");
+    assert_eq!(v["check"]["wrapped_coordinates"], 0);
+    for (args, needle) in [
+        (
+            vec!["-m", "ddg", "--bits-per-parameter", "1"],
+            "--bits-per-parameter",
+        ),
+        (
+            vec!["-m", "sketch-ddg", "--bits-per-parameter", "0"],
+            "bits per parameter",
+        ),
+        (vec!["-m", "nope"], "nope"),
+    ] {
+        let mut full = vec!["aggregate", "--synthetic", "10,64", "--epsilon", "1"];
+        full.extend(["--delta", "1e-5", "--clip", "1", "-o", "x.npy"]);
+        full.extend(&args);
+        let o = dprp(d, &full);
+        assert!(!o.status.success(), "{full:?}");
+        assert!(stderr(&o).contains(needle), "{full:?}: {}", stderr(&o));
+        assert!(!d.join("x.npy").exists());
+    }
+}
+
 /// Client vectors from a file (CSV, counted in a first pass), the same statement.
 #[test]
 fn round_over_a_file() {

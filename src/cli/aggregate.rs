@@ -14,8 +14,8 @@ use crate::atomic::check_not_input;
 use crate::data::synthetic::SyntheticRows;
 use crate::data::{open_reader, RowReader};
 use crate::error::{Error, Result};
-use crate::mechanism::distributed::{Ddg, DdgParams};
-use crate::privacy::distributed::params::{plan_ddg, DdgPlan, DistributedRequest};
+use crate::mechanism::distributed::{ClientEncoder, Ddg, DdgParams, SketchDdg};
+use crate::privacy::distributed::params::{plan_ddg, plan_sketch_ddg, DdgPlan, DistributedRequest};
 use crate::privacy::noise::NoiseSource;
 use crate::projection::Seed;
 
@@ -28,9 +28,14 @@ pub struct AggregateArgs {
     /// Synthetic clients instead of a file: `N,D` (v_i = normalise(μ + N(0, I/D)), μ random).
     #[arg(long, value_name = "N,D")]
     synthetic: Option<String>,
-    /// The encoder: ddg (the distributed discrete Gaussian).
+    /// The encoder: ddg (the distributed discrete Gaussian) or sketch-ddg (a count sketch to m
+    /// dimensions, then ddg).
     #[arg(long, short = 'm', default_value = "ddg")]
     mechanism: String,
+    /// sketch-ddg: the most bits per input parameter a client may send (chooses the sketch size
+    /// m; default: the m with the least expected error).
+    #[arg(long)]
+    bits_per_parameter: Option<f64>,
     /// ε of the (ε, δ)-DP guarantee of the sum.
     #[arg(long, short = 'e', allow_negative_numbers = true)]
     epsilon: f64,
@@ -111,14 +116,20 @@ fn open_clients(path: &std::path::Path, args: &InputArgs) -> Result<(Box<dyn Row
 }
 
 pub fn run(a: AggregateArgs) -> Result<()> {
-    if !a.mechanism.eq_ignore_ascii_case("ddg") {
+    let sketch = match a.mechanism.to_ascii_lowercase().as_str() {
+        "ddg" => false,
+        "sketch-ddg" => true,
+        o => {
+            return Err(Error::param(
+                "--mechanism",
+                format!("'{o}' is not an aggregation encoder (expected ddg or sketch-ddg)"),
+            ))
+        }
+    };
+    if a.bits_per_parameter.is_some() && !sketch {
         return Err(Error::param(
-            "--mechanism",
-            format!(
-                "'{}' is not available in aggregate yet (ddg is; sketch-ddg and binomial are in \
-                 dprp calibrate)",
-                a.mechanism
-            ),
+            "--bits-per-parameter",
+            "applies to sketch-ddg only (ddg sends b bits per rotated coordinate)",
         ));
     }
     let kind = a.output.as_deref().map(out_kind).transpose()?;
@@ -148,7 +159,7 @@ pub fn run(a: AggregateArgs) -> Result<()> {
         }
     };
     let d = reader.dim();
-    let plan = plan_ddg(&DistributedRequest {
+    let req = DistributedRequest {
         n,
         d: d as u64,
         epsilon: a.epsilon,
@@ -156,34 +167,38 @@ pub fn run(a: AggregateArgs) -> Result<()> {
         clip: a.clip,
         bits: a.bits,
         max_wrap_probability: a.max_wrap,
-    })?;
+    };
     let seed = match &a.seed {
         Some(s) => Seed::parse_hex(s)?,
         None => Seed::random()?,
     };
-    let ddg = Ddg::new(
-        d,
-        DdgParams {
-            clip: a.clip,
-            gamma: plan.gamma,
-            sigma: plan.sigma,
-            beta: plan.beta,
-            bits: a.bits,
-        },
-        seed,
-    )?;
-    let secagg = SecAggRound::with_os_secret(n, ddg.message_len(), ddg.modulus())?;
+    let params = |p: &DdgPlan| DdgParams {
+        clip: a.clip,
+        gamma: p.gamma,
+        sigma: p.sigma,
+        beta: p.beta,
+        bits: a.bits,
+    };
+    let (encoder, plan, sketch_m): (Box<dyn ClientEncoder>, DdgPlan, Option<u64>) = if sketch {
+        let sp = plan_sketch_ddg(&req, a.bits_per_parameter)?;
+        let enc = SketchDdg::new(d, sp.m as usize, sp.t as usize, params(&sp.ddg), seed)?;
+        (Box::new(enc), sp.ddg, Some(sp.m))
+    } else {
+        let p = plan_ddg(&req)?;
+        (Box::new(Ddg::new(d, params(&p), seed)?), p, None)
+    };
+    let secagg = SecAggRound::with_os_secret(n, encoder.message_len(), encoder.modulus())?;
     let noise = NoiseSource::from_os()?;
     let started = std::time::Instant::now();
-    let rep = run_round(&ddg, reader.as_mut(), &secagg, &noise, a.check)?;
+    let rep = run_round(encoder.as_ref(), reader.as_mut(), &secagg, &noise, a.check)?;
     let seconds = started.elapsed().as_secs_f64();
     if let (Some(path), Some(kind)) = (&a.output, kind) {
         write_mean(path, kind, &rep.mean)?;
     }
     if a.json {
-        print_json(&a, &plan, &rep, seed, seconds)
+        print_json(&a, &plan, sketch_m, &rep, seed, seconds)
     } else {
-        print_text(&a, &plan, &rep, seed, seconds, d)
+        print_text(&a, &plan, sketch_m, &rep, seed, seconds, d)
     }
 }
 
@@ -201,21 +216,30 @@ fn statement(plan: &DdgPlan, n: u64) -> String {
 fn print_text(
     a: &AggregateArgs,
     plan: &DdgPlan,
+    sketch_m: Option<u64>,
     rep: &RoundReport,
     seed: Seed,
     seconds: f64,
     d: usize,
 ) -> Result<()> {
-    outln!(
-        "secure aggregation round: {} clients, d = {d} (rotated to d' = {}), ddg, M = 2^{}",
-        rep.clients,
-        plan.d_rot,
-        a.bits
-    )?;
+    match sketch_m {
+        None => outln!(
+            "secure aggregation round: {} clients, d = {d} (rotated to d' = {}), ddg, M = 2^{}",
+            rep.clients,
+            plan.d_rot,
+            a.bits
+        )?,
+        Some(m) => outln!(
+            "secure aggregation round: {} clients, d = {d} sketched to m = {m} (count sketch, \
+             t = 1), sketch-ddg, M = 2^{}",
+            rep.clients,
+            a.bits
+        )?,
+    }
     outln!("guarantee: {}", statement(plan, rep.clients))?;
     outln!(
         "parameters: γ = {:.6e}, σ = {:.6e} per client (integer noise N_Z(0, {:.4})), β = {:.4e}, \
-         rotation seed {}",
+         public seed {} (rotation, sketch)",
         plan.gamma,
         plan.sigma,
         (plan.sigma / plan.gamma).powi(2),
@@ -229,11 +253,16 @@ fn print_text(
     )?;
     outln!(
         "expected squared error E‖μ̂ − μ‖² ≈ {:.6e} (noise {:.3e}, rounding {:.3e}, rounding bias \
-         ≤ {:.3e}; clipping error not included); P(the modular sum wraps) ≤ {:.3e}",
+         ≤ {:.3e}{}; clipping error not included); P(the modular sum wraps) ≤ {:.3e}",
         plan.mse.total(),
         plan.mse.noise,
         plan.mse.rounding,
         plan.mse.rounding_bias,
+        if sketch_m.is_some() {
+            format!(", sketch ≤ {:.3e} (at ‖μ‖ = c)", plan.mse.sketch)
+        } else {
+            String::new()
+        },
         plan.wrap_probability
     )?;
     outln!(
@@ -272,6 +301,7 @@ fn print_text(
 fn print_json(
     a: &AggregateArgs,
     plan: &DdgPlan,
+    sketch_m: Option<u64>,
     rep: &RoundReport,
     seed: Seed,
     seconds: f64,
@@ -286,7 +316,8 @@ fn print_json(
         serde_json::json!({ "squared_error": err, "wrapped_coordinates": rep.wrapped })
     });
     let v = serde_json::json!({
-        "mechanism": "ddg",
+        "mechanism": if sketch_m.is_some() { "sketch-ddg" } else { "ddg" },
+        "sketch_m": sketch_m,
         "clients": rep.clients,
         "d": rep.mean.len(),
         "d_rotated": plan.d_rot,
@@ -298,7 +329,7 @@ fn print_json(
         "gamma": plan.gamma,
         "sigma": plan.sigma,
         "beta": plan.beta,
-        "rotation_seed": seed.to_hex(),
+        "public_seed": seed.to_hex(),
         "bits_per_client": rep.bits_per_client,
         "bits_per_parameter": plan.bits_per_parameter,
         "expected_squared_error": plan.mse.total(),

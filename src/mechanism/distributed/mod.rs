@@ -13,8 +13,10 @@
 //! | encoder | file | paper | privacy |
 //! |---|---|---|---|
 //! | [`ddg::Ddg`] | `ddg.rs` | Kairouz et al. 2021 Alg. 1; Chen et al. 2022 Alg. 6 | Thm E.1 (zCDP) |
+//! | [`sketch_ddg::SketchDdg`] | `sketch_ddg.rs` | Chen et al. 2022 Alg. 2 (count sketch, then DDG) | Thm E.1 in `m` dims |
 
 pub mod ddg;
+pub mod sketch_ddg;
 
 use rand_chacha::ChaCha20Rng;
 
@@ -22,6 +24,7 @@ use crate::aggregate::secagg::{ModularSum, Modulus};
 use crate::error::Result;
 
 pub use ddg::{Ddg, DdgParams, EncodeStats};
+pub use sketch_ddg::SketchDdg;
 
 /// A client-side encoder into `Z_M` and its server-side decoder.
 pub trait ClientEncoder: Send + Sync {
