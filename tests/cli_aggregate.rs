@@ -286,3 +286,172 @@ fn bad_input_is_refused_without_output() {
         stderr(&o)
     );
 }
+
+/// `calibrate --mechanism ddg|sketch-ddg|binomial` prints the plan and its guarantee; missing or
+/// bad parameters are refused; the distributed options are refused for other mechanisms.
+#[test]
+fn calibrate_distributed() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let base = [
+        "calibrate",
+        "--dim",
+        "1000",
+        "--users",
+        "1000",
+        "-e",
+        "1",
+        "-d",
+        "1e-5",
+        "--clip",
+        "1",
+        "--bits",
+        "20",
+    ];
+    for (m, needles) in [
+        (
+            "ddg",
+            vec!["Theorem E.1", "d' = 1024", "P(the modular sum wraps)"],
+        ),
+        (
+            "sketch-ddg",
+            vec!["Theorem E.1", "count sketch to m = ", "sketch ≤"],
+        ),
+        ("binomial", vec!["cpSGD Theorem 1", "k = ", "never wraps"]),
+    ] {
+        let mut args = base.to_vec();
+        args.extend(["-m", m]);
+        let o = dprp(d, &args);
+        let out = String::from_utf8_lossy(&o.stdout);
+        assert!(o.status.success(), "{m}: {}", stderr(&o));
+        for n in needles {
+            assert!(out.contains(n), "{m}: {n} not in {out}");
+        }
+    }
+    for (args, needle) in [
+        (
+            vec![
+                "calibrate",
+                "-m",
+                "ddg",
+                "--dim",
+                "10",
+                "-e",
+                "1",
+                "-d",
+                "1e-5",
+                "--clip",
+                "1",
+            ],
+            "--users",
+        ),
+        (
+            vec![
+                "calibrate",
+                "-m",
+                "ddg",
+                "--dim",
+                "10",
+                "--users",
+                "5",
+                "-e",
+                "1",
+                "--clip",
+                "1",
+            ],
+            "--delta",
+        ),
+        (
+            vec![
+                "calibrate",
+                "-m",
+                "ddg",
+                "--dim",
+                "10",
+                "--users",
+                "5",
+                "-e",
+                "1",
+                "-d",
+                "1e-5",
+            ],
+            "--clip",
+        ),
+        (
+            vec![
+                "calibrate",
+                "-m",
+                "ddg",
+                "--dim",
+                "10",
+                "--users",
+                "5",
+                "-e",
+                "1",
+                "-d",
+                "1e-5",
+                "--clip",
+                "0",
+            ],
+            "--clip",
+        ),
+        (
+            vec![
+                "calibrate",
+                "-m",
+                "ddg",
+                "--dim",
+                "10",
+                "--users",
+                "5",
+                "-e",
+                "0",
+                "-d",
+                "1e-5",
+                "--clip",
+                "1",
+            ],
+            "--epsilon",
+        ),
+        (
+            vec![
+                "calibrate",
+                "-m",
+                "ddg",
+                "--dim",
+                "10",
+                "--users",
+                "5",
+                "-e",
+                "1",
+                "-d",
+                "1e-5",
+                "--clip",
+                "1",
+                "--bits",
+                "70",
+            ],
+            "--bits",
+        ),
+        (
+            vec![
+                "calibrate",
+                "-m",
+                "dp-oporp",
+                "--dim",
+                "10",
+                "-e",
+                "1",
+                "-d",
+                "1e-5",
+                "--clip",
+                "1",
+            ],
+            "--clip",
+        ),
+    ] {
+        let o = dprp(d, &args);
+        assert!(!o.status.success(), "{args:?}");
+        assert!(stderr(&o).contains(needle), "{args:?}: {}", stderr(&o));
+    }
+}

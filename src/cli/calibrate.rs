@@ -57,6 +57,18 @@ pub struct CalibrateArgs {
     /// privunit2-norm: radius R of the input ball; scalar-dp: upper bound R of the values.
     #[arg(long, allow_negative_numbers = true)]
     radius: Option<f64>,
+    /// Distributed mechanisms (ddg, sketch-ddg, binomial): ℓ₂ clip norm c of each client's vector.
+    #[arg(long, allow_negative_numbers = true)]
+    clip: Option<f64>,
+    /// Distributed mechanisms: bits b per transmitted coordinate (M = 2^b).
+    #[arg(long)]
+    bits: Option<u32>,
+    /// Distributed mechanisms: the largest acceptable bound on P(the modular sum wraps).
+    #[arg(long, default_value_t = 1e-6)]
+    max_wrap: f64,
+    /// sketch-ddg: the most bits per input parameter (chooses the sketch size).
+    #[arg(long)]
+    bits_per_parameter: Option<f64>,
 }
 
 pub fn run(a: CalibrateArgs) -> Result<()> {
@@ -89,6 +101,24 @@ pub fn run(a: CalibrateArgs) -> Result<()> {
         )?;
         return Ok(());
     };
+    if matches!(
+        name.to_ascii_lowercase().as_str(),
+        "ddg" | "sketch-ddg" | "binomial"
+    ) {
+        return distributed(&a, &name.to_ascii_lowercase());
+    }
+    for (given, opt) in [
+        (a.clip.is_some(), "--clip"),
+        (a.bits.is_some(), "--bits"),
+        (a.bits_per_parameter.is_some(), "--bits-per-parameter"),
+    ] {
+        if given {
+            return Err(Error::param(
+                opt,
+                "applies to the distributed mechanisms (ddg, sketch-ddg, binomial) only",
+            ));
+        }
+    }
     let kind = MechanismKind::parse(name)?;
     let p = a
         .dim
@@ -403,4 +433,123 @@ fn sign_table(
         )?;
     }
     Ok(())
+}
+
+/// `calibrate --mechanism ddg|sketch-ddg|binomial`: the parameters dprp would use for `n`
+/// clients (`--users`) of dimension `--dim`, with the expected error, the bits per parameter and
+/// the wrap probability ([`crate::privacy::distributed::params`]).
+fn distributed(a: &CalibrateArgs, name: &str) -> Result<()> {
+    use crate::privacy::distributed::params::{
+        plan_binomial, plan_ddg, plan_sketch_ddg, DdgPlan, DistributedRequest,
+    };
+    let n = a
+        .users
+        .ok_or_else(|| Error::missing("--users", "give the number of clients n"))?;
+    let d = a
+        .dim
+        .filter(|&d| d > 0)
+        .ok_or_else(|| Error::param("--dim", "give the dimension d ≥ 1"))?;
+    let delta = a
+        .delta
+        .ok_or_else(|| Error::missing("--delta", format!("{name} gives (ε, δ)-DP and needs δ")))?;
+    let clip = a
+        .clip
+        .ok_or_else(|| Error::missing("--clip", "give the clip norm c of each client's vector"))?;
+    if a.bits_per_parameter.is_some() && name != "sketch-ddg" {
+        return Err(Error::param(
+            "--bits-per-parameter",
+            "applies to sketch-ddg only",
+        ));
+    }
+    let req = DistributedRequest {
+        n,
+        d: d as u64,
+        epsilon: a.epsilon,
+        delta,
+        clip,
+        bits: a.bits.unwrap_or(16),
+        max_wrap_probability: a.max_wrap,
+    };
+    let ddg_lines = |p: &DdgPlan, dims: &str| -> Result<()> {
+        outln!(
+            "guarantee: ({:.4}, {:e})-DP for the sum, one client's vector added or removed \
+             (Chen et al. 2022 Theorem E.1: {:.4e}-zCDP, tight conversion of Canonne, Kamath & \
+             Steinke 2020)",
+            p.epsilon,
+            p.delta,
+            p.rho
+        )?;
+        outln!(
+            "{dims}; γ = {:.6e}, σ = {:.6e} per client (integer noise N_Z(0, {:.4})), β = {:.4e}",
+            p.gamma,
+            p.sigma,
+            (p.sigma / p.gamma).powi(2),
+            p.beta
+        )?;
+        outln!(
+            "expected squared error of the mean: {:.6e} (noise {:.3e}, rounding {:.3e}, rounding \
+             bias ≤ {:.3e}, sketch ≤ {:.3e})",
+            p.mse.total(),
+            p.mse.noise,
+            p.mse.rounding,
+            p.mse.rounding_bias,
+            p.mse.sketch
+        )?;
+        outln!(
+            "bits per parameter: {:.4} (M = 2^{}); P(the modular sum wraps) ≤ {:.3e}",
+            p.bits_per_parameter,
+            req.bits,
+            p.wrap_probability
+        )
+    };
+    outln!(
+        "{name}: n = {n} clients, d = {d}, ε = {}, δ = {delta:e}, c = {clip}",
+        a.epsilon
+    )?;
+    match name {
+        "ddg" => {
+            let p = plan_ddg(&req)?;
+            ddg_lines(&p, &format!("rotated dimension d' = {}", p.d_rot))
+        }
+        "sketch-ddg" => {
+            let sp = plan_sketch_ddg(&req, a.bits_per_parameter)?;
+            ddg_lines(
+                &sp.ddg,
+                &format!("count sketch to m = {} rows (t = {})", sp.m, sp.t),
+            )
+        }
+        _ => {
+            let p = plan_binomial(&req)?;
+            outln!(
+                "guarantee: ({:.4}, {:e})-DP for the sum (cpSGD Theorem 1 with Lemma 7's \
+                 sensitivities; δ split three ways)",
+                p.epsilon,
+                p.delta
+            )?;
+            outln!(
+                "rotated dimension d' = {}; clamp X = {:.6e}, k = {} levels ({:.6e} apart), \
+                 Bin(m = {}, ½) per client and coordinate (N = {} in the sum)",
+                p.d_rot,
+                p.x_max,
+                p.k,
+                p.s,
+                p.m,
+                p.n_trials
+            )?;
+            outln!(
+                "expected squared error of the mean: {:.6e} (noise {:.3e}, quantisation {:.3e})",
+                p.mse.total(),
+                p.mse.noise,
+                p.mse.rounding
+            )?;
+            outln!(
+                "bits per coordinate: log₂(k + m) = {:.3} (cpSGD's count; {} under SecAgg with \
+                 M = 2^{}); the sum never wraps (it needs M ≥ {})",
+                p.bits_per_coordinate,
+                req.bits,
+                req.bits,
+                p.modulus_needed
+            )
+        }
+    }
 }
