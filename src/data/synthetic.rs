@@ -5,7 +5,9 @@
 
 use rand::SeedableRng;
 use rand_chacha::ChaCha20Rng;
-use rand_distr::{Distribution, StandardNormal};
+use rayon::prelude::*;
+
+use crate::mechanism::local::normal::fill_standard_normal;
 
 use super::{RowReader, Scaling};
 use crate::error::{Error, Result};
@@ -16,12 +18,14 @@ pub struct SyntheticRows {
     n: u64,
     d: usize,
     mu: Vec<f64>,
-    rng: ChaCha20Rng,
+    seed: Seed,
     emitted: u64,
 }
 
 impl SyntheticRows {
-    /// `n` rows of dimension `d` from `seed` (stream 0 draws `μ`, stream 1 the rows).
+    /// `n` rows of dimension `d` from `seed`: stream 0 draws `μ`, stream `1 + i` row `i` (so rows
+    /// are drawn in parallel and do not depend on how they are read), normals from the bulk
+    /// ziggurat.
     pub fn new(n: u64, d: usize, seed: Seed) -> Result<SyntheticRows> {
         if n == 0 || d == 0 {
             return Err(Error::param(
@@ -30,15 +34,14 @@ impl SyntheticRows {
             ));
         }
         let mut rng = ChaCha20Rng::from_seed(seed.0);
-        let mut mu: Vec<f64> = (0..d).map(|_| StandardNormal.sample(&mut rng)).collect();
+        let mut mu = vec![0.0; d];
+        fill_standard_normal(&mut rng, &mut mu);
         normalise(&mut mu);
-        let mut rows = ChaCha20Rng::from_seed(seed.0);
-        rows.set_stream(1);
         Ok(SyntheticRows {
             n,
             d,
             mu,
-            rng: rows,
+            seed,
             emitted: 0,
         })
     }
@@ -76,16 +79,26 @@ impl RowReader for SyntheticRows {
         _labels: &mut Vec<f32>,
     ) -> Result<usize> {
         let rows = (self.n - self.emitted).min(max_rows as u64) as usize;
-        let s = 1.0 / (self.d as f64).sqrt();
-        let mut row = vec![0.0f64; self.d];
-        for _ in 0..rows {
-            for (r, m) in row.iter_mut().zip(&self.mu) {
-                let z: f64 = StandardNormal.sample(&mut self.rng);
-                *r = m + s * z;
-            }
-            normalise(&mut row);
-            values.extend(row.iter().map(|&v| v as f32));
-        }
+        let (d, first) = (self.d, self.emitted);
+        let s = 1.0 / (d as f64).sqrt();
+        let start = values.len();
+        values.resize(start + rows * d, 0.0);
+        values[start..]
+            .par_chunks_mut(d)
+            .enumerate()
+            .for_each(|(r, out)| {
+                let mut rng = ChaCha20Rng::from_seed(self.seed.0);
+                rng.set_stream(1 + first + r as u64);
+                let mut row = vec![0.0f64; d];
+                fill_standard_normal(&mut rng, &mut row);
+                for (v, m) in row.iter_mut().zip(&self.mu) {
+                    *v = m + s * *v;
+                }
+                normalise(&mut row);
+                for (o, v) in out.iter_mut().zip(&row) {
+                    *o = *v as f32;
+                }
+            });
         self.emitted += rows as u64;
         Ok(rows)
     }
@@ -115,8 +128,10 @@ mod tests {
         // E⟨v, μ⟩ ≈ 1/√2 (‖μ‖ = 1 against noise of norm ≈ 1)
         let dot: f64 = mean.iter().zip(a.mu()).map(|(m, u)| m * u).sum();
         assert!((dot - 0.5f64.sqrt()).abs() < 0.05, "{dot}");
+        // the same rows whatever the chunking
         let mut b = SyntheticRows::new(300, 64, Seed([1; 32])).unwrap();
         let mut w = Vec::new();
+        b.read_chunk(7, &mut w, &mut l).unwrap();
         b.read_chunk(300, &mut w, &mut l).unwrap();
         assert_eq!(v, w);
         assert!(SyntheticRows::new(0, 3, Seed([1; 32])).is_err());
