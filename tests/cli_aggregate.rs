@@ -328,128 +328,39 @@ fn calibrate_distributed() {
             assert!(out.contains(n), "{m}: {n} not in {out}");
         }
     }
-    for (args, needle) in [
-        (
-            vec![
-                "calibrate",
-                "-m",
-                "ddg",
-                "--dim",
-                "10",
-                "-e",
-                "1",
-                "-d",
-                "1e-5",
-                "--clip",
-                "1",
-            ],
-            "--users",
-        ),
-        (
-            vec![
-                "calibrate",
-                "-m",
-                "ddg",
-                "--dim",
-                "10",
-                "--users",
-                "5",
-                "-e",
-                "1",
-                "--clip",
-                "1",
-            ],
-            "--delta",
-        ),
-        (
-            vec![
-                "calibrate",
-                "-m",
-                "ddg",
-                "--dim",
-                "10",
-                "--users",
-                "5",
-                "-e",
-                "1",
-                "-d",
-                "1e-5",
-            ],
-            "--clip",
-        ),
-        (
-            vec![
-                "calibrate",
-                "-m",
-                "ddg",
-                "--dim",
-                "10",
-                "--users",
-                "5",
-                "-e",
-                "1",
-                "-d",
-                "1e-5",
-                "--clip",
-                "0",
-            ],
-            "--clip",
-        ),
-        (
-            vec![
-                "calibrate",
-                "-m",
-                "ddg",
-                "--dim",
-                "10",
-                "--users",
-                "5",
-                "-e",
-                "0",
-                "-d",
-                "1e-5",
-                "--clip",
-                "1",
-            ],
-            "--epsilon",
-        ),
-        (
-            vec![
-                "calibrate",
-                "-m",
-                "ddg",
-                "--dim",
-                "10",
-                "--users",
-                "5",
-                "-e",
-                "1",
-                "-d",
-                "1e-5",
-                "--clip",
-                "1",
-                "--bits",
-                "70",
-            ],
-            "--bits",
-        ),
-        (
-            vec![
-                "calibrate",
-                "-m",
-                "dp-oporp",
-                "--dim",
-                "10",
-                "-e",
-                "1",
-                "-d",
-                "1e-5",
-                "--clip",
-                "1",
-            ],
-            "--clip",
-        ),
+    // each case changes (or drops, with None) one option of a complete ddg request
+    let full = [
+        ("-m", "ddg"),
+        ("--dim", "10"),
+        ("--users", "5"),
+        ("-e", "1"),
+        ("-d", "1e-5"),
+        ("--clip", "1"),
+    ];
+    for (key, value, needle) in [
+        ("--users", None, "--users"),
+        ("-d", None, "--delta"),
+        ("--clip", None, "--clip"),
+        ("--clip", Some("0"), "--clip"),
+        ("-e", Some("0"), "--epsilon"),
+        ("--bits", Some("70"), "--bits"),
+        ("-m", Some("dp-oporp"), "--clip"),
     ] {
+        let mut args = vec!["calibrate"];
+        let mut seen = false;
+        for (k, v) in full {
+            if k == key {
+                seen = true;
+                if let Some(v) = value {
+                    args.extend([k, v]);
+                }
+            } else {
+                args.extend([k, v]);
+            }
+        }
+        if !seen {
+            args.extend([key, value.unwrap()]);
+        }
         let o = dprp(d, &args);
         assert!(!o.status.success(), "{args:?}");
         assert!(stderr(&o).contains(needle), "{args:?}: {}", stderr(&o));
