@@ -42,6 +42,7 @@
 //! | name | file | algorithm |
 //! |---|---|---|
 //! | `ddg` | [`distributed::ddg`] | Kairouz et al. 2021 Algorithm 1 / Chen et al. 2022 Algorithm 6; privacy Theorem E.1 |
+//! | `binomial` | [`distributed::binomial`] | Agarwal et al. 2018 (cpSGD) protocol π_sk; privacy Theorem 1 with Lemma 7 |
 //!
 //! The sign mechanisms share [`sign_sketch`]: projection, packing of signs (64 per `u64`) and the
 //! flip rules.

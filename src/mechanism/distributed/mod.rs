@@ -13,7 +13,9 @@
 //! | encoder | file | paper | privacy |
 //! |---|---|---|---|
 //! | [`ddg::Ddg`] | `ddg.rs` | Kairouz et al. 2021 Alg. 1; Chen et al. 2022 Alg. 6 | Thm E.1 (zCDP) |
+//! | [`binomial::BinomialEncoder`] | `binomial.rs` | Agarwal et al. 2018 (cpSGD), protocol π_sk | cpSGD Thm 1, Lemma 7 |
 
+pub mod binomial;
 pub mod ddg;
 
 use rand_chacha::ChaCha20Rng;
@@ -21,6 +23,7 @@ use rand_chacha::ChaCha20Rng;
 use crate::aggregate::secagg::{ModularSum, Modulus};
 use crate::error::Result;
 
+pub use binomial::{BinomialEncoder, BinomialParams};
 pub use ddg::{Ddg, DdgParams, EncodeStats};
 
 /// A client-side encoder into `Z_M` and its server-side decoder.
@@ -43,4 +46,11 @@ pub trait ClientEncoder: Send + Sync {
     ) -> Result<EncodeStats>;
     /// The mean from the secure sum.
     fn decode(&self, sum: &ModularSum) -> Result<Vec<f64>>;
+    /// Whether a coordinate whose exact integer sum (before the reduction mod `M`) is `v` is
+    /// read back exactly from its residue — the `--check` diagnostic of a wrap. Default: the
+    /// decoder lifts residues to `[−M/2, M/2)`.
+    fn decodes_exactly(&self, v: i128) -> bool {
+        let half = 1i128 << (self.modulus().bits() - 1);
+        (-half..half).contains(&v)
+    }
 }
