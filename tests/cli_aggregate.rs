@@ -259,8 +259,8 @@ fn bad_input_is_refused_without_output() {
         ([&["empty.csv"][..], &base].concat(), "empty"),
         ([&["missing.csv"][..], &base].concat(), "missing.csv"),
         (
-            [&["ok.csv", "-m", "binomial"][..], &base].concat(),
-            "binomial",
+            [&["ok.csv", "-m", "nonesuch"][..], &base].concat(),
+            "nonesuch",
         ),
     ];
     for (args, needle) in cases {

@@ -37,7 +37,8 @@ pub struct RoundReport {
     pub bits_per_client: u64,
     /// With `check`: the exact non-private mean.
     pub exact_mean: Option<Vec<f64>>,
-    /// With `check`: coordinates whose exact integer sum lies outside `[−M/2, M/2)`.
+    /// With `check`: coordinates whose exact integer sum the decoder cannot read back from its
+    /// residue ([`ClientEncoder::decodes_exactly`]; for DDG, outside `[−M/2, M/2)`).
     pub wrapped: Option<u64>,
 }
 
@@ -118,10 +119,10 @@ pub fn run_round(
     }
     let mean = encoder.decode(&total.sum)?;
     let m = encoder.modulus();
-    let wrapped = total.exact.as_ref().map(|e| {
-        let half = 1i128 << (m.bits() - 1);
-        e.iter().filter(|&&v| v < -half || v >= half).count() as u64
-    });
+    let wrapped = total
+        .exact
+        .as_ref()
+        .map(|e| e.iter().filter(|&&v| !encoder.decodes_exactly(v)).count() as u64);
     Ok(RoundReport {
         mean,
         clients: n,

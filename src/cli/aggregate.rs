@@ -14,8 +14,12 @@ use crate::atomic::check_not_input;
 use crate::data::synthetic::SyntheticRows;
 use crate::data::{open_reader, RowReader};
 use crate::error::{Error, Result};
-use crate::mechanism::distributed::{ClientEncoder, Ddg, DdgParams, SketchDdg};
-use crate::privacy::distributed::params::{plan_ddg, plan_sketch_ddg, DdgPlan, DistributedRequest};
+use crate::mechanism::distributed::{
+    BinomialEncoder, BinomialParams, ClientEncoder, Ddg, DdgParams, SketchDdg,
+};
+use crate::privacy::distributed::params::{
+    plan_binomial, plan_ddg, plan_sketch_ddg, DdgPlan, DistributedRequest,
+};
 use crate::privacy::noise::NoiseSource;
 use crate::projection::Seed;
 
@@ -28,8 +32,8 @@ pub struct AggregateArgs {
     /// Synthetic clients instead of a file: `N,D` (v_i = normalise(μ + N(0, I/D)), μ random).
     #[arg(long, value_name = "N,D")]
     synthetic: Option<String>,
-    /// The encoder: ddg (the distributed discrete Gaussian) or sketch-ddg (a count sketch to m
-    /// dimensions, then ddg).
+    /// The encoder: ddg (the distributed discrete Gaussian), sketch-ddg (a count sketch to m
+    /// dimensions, then ddg) or binomial (cpSGD's π_sk).
     #[arg(long, short = 'm', default_value = "ddg")]
     mechanism: String,
     /// sketch-ddg: the most bits per input parameter a client may send (chooses the sketch size
@@ -116,20 +120,23 @@ fn open_clients(path: &std::path::Path, args: &InputArgs) -> Result<(Box<dyn Row
 }
 
 pub fn run(a: AggregateArgs) -> Result<()> {
-    let sketch = match a.mechanism.to_ascii_lowercase().as_str() {
-        "ddg" => false,
-        "sketch-ddg" => true,
+    let (sketch, binomial) = match a.mechanism.to_ascii_lowercase().as_str() {
+        "ddg" => (false, false),
+        "sketch-ddg" => (true, false),
+        "binomial" => (false, true),
         o => {
             return Err(Error::param(
                 "--mechanism",
-                format!("'{o}' is not an aggregation encoder (expected ddg or sketch-ddg)"),
+                format!(
+                    "'{o}' is not an aggregation encoder (expected ddg, sketch-ddg or binomial)"
+                ),
             ))
         }
     };
     if a.bits_per_parameter.is_some() && !sketch {
         return Err(Error::param(
             "--bits-per-parameter",
-            "applies to sketch-ddg only (ddg sends b bits per rotated coordinate)",
+            "applies to sketch-ddg only (ddg and binomial send b bits per rotated coordinate)",
         ));
     }
     let kind = a.output.as_deref().map(out_kind).transpose()?;
@@ -159,6 +166,9 @@ pub fn run(a: AggregateArgs) -> Result<()> {
         }
     };
     let d = reader.dim();
+    if binomial {
+        return run_binomial(&a, reader.as_mut(), n, kind);
+    }
     let req = DistributedRequest {
         n,
         d: d as u64,
@@ -342,4 +352,146 @@ fn print_json(
         "mean": rep.mean,
     });
     super::output::print_str(&format!("{v}\n"))
+}
+
+/// `-m binomial`: the round with cpSGD's π_sk ([`BinomialEncoder`]), `k`, `m` and `X` from
+/// [`plan_binomial`]; no wrap by construction (`n(k−1+m) < M`).
+fn run_binomial(
+    a: &AggregateArgs,
+    reader: &mut dyn RowReader,
+    n: u64,
+    kind: Option<super::mean::OutKind>,
+) -> Result<()> {
+    let d = reader.dim();
+    let plan = plan_binomial(&DistributedRequest {
+        n,
+        d: d as u64,
+        epsilon: a.epsilon,
+        delta: a.delta,
+        clip: a.clip,
+        bits: a.bits,
+        max_wrap_probability: a.max_wrap,
+    })?;
+    let seed = match &a.seed {
+        Some(s) => Seed::parse_hex(s)?,
+        None => Seed::random()?,
+    };
+    let enc = BinomialEncoder::new(
+        d,
+        BinomialParams {
+            clip: a.clip,
+            x_max: plan.x_max,
+            k: plan.k,
+            m: plan.m,
+            bits: a.bits,
+        },
+        seed,
+    )?;
+    let secagg = SecAggRound::with_os_secret(n, enc.message_len(), enc.modulus())?;
+    let noise = NoiseSource::from_os()?;
+    let started = std::time::Instant::now();
+    let rep = run_round(&enc, reader, &secagg, &noise, a.check)?;
+    let seconds = started.elapsed().as_secs_f64();
+    if let (Some(path), Some(kind)) = (&a.output, kind) {
+        write_mean(path, kind, &rep.mean)?;
+    }
+    let guarantee = format!(
+        "({:.4}, {:e})-DP for the sum of the {} clients' vectors — neighbours differ by one \
+         client's vector added or removed (Agarwal et al. 2018, cpSGD Theorem 1 with N = n·m = {} \
+         trials and the sensitivities of Lemma 7, δ split in three: binomial tail, sensitivity \
+         bounds, rotation clamp). The server sees only the sum mod M; a single client's message \
+         is uniform to it.",
+        plan.epsilon, plan.delta, rep.clients, plan.n_trials
+    );
+    let err = rep.exact_mean.as_ref().map(|exact| {
+        rep.mean
+            .iter()
+            .zip(exact)
+            .map(|(x, y)| (x - y) * (x - y))
+            .sum::<f64>()
+    });
+    if a.json {
+        let check = err
+            .map(|e| serde_json::json!({ "squared_error": e, "wrapped_coordinates": rep.wrapped }));
+        let v = serde_json::json!({
+            "mechanism": "binomial",
+            "clients": rep.clients,
+            "d": rep.mean.len(),
+            "d_rotated": plan.d_rot,
+            "bits": a.bits,
+            "epsilon": plan.epsilon,
+            "delta": plan.delta,
+            "guarantee": guarantee,
+            "k": plan.k,
+            "m": plan.m,
+            "n_trials": plan.n_trials,
+            "x_max": plan.x_max,
+            "level_spacing": plan.s,
+            "rotation_seed": seed.to_hex(),
+            "bits_per_coordinate": plan.bits_per_coordinate,
+            "bits_per_client": rep.bits_per_client,
+            "expected_squared_error": plan.mse.total(),
+            "expected_noise_error": plan.mse.noise,
+            "expected_quantisation_error_bound": plan.mse.rounding,
+            "clipped_clients": rep.clipped,
+            "seconds": seconds,
+            "check": check,
+            "output": a.output.as_ref().map(|p| p.display().to_string()),
+            "mean": rep.mean,
+        });
+        return super::output::print_str(&format!("{v}\n"));
+    }
+    outln!(
+        "secure aggregation round: {} clients, d = {d} (rotated to d' = {}), binomial (π_sk), \
+         M = 2^{}",
+        rep.clients,
+        plan.d_rot,
+        a.bits
+    )?;
+    outln!("guarantee: {guarantee}")?;
+    outln!(
+        "parameters: k = {} levels {:.6e} apart on [−X, X], X = {:.6e}; m = {} trials of \
+         Bin(m, ½) per client and coordinate; rotation seed {}",
+        plan.k,
+        plan.s,
+        plan.x_max,
+        plan.m,
+        seed.to_hex()
+    )?;
+    outln!(
+        "communication: log₂(k+m) = {:.3} bits per coordinate of information, sent as b = {} \
+         bits under secure aggregation ({} bits per client)",
+        plan.bits_per_coordinate,
+        a.bits,
+        rep.bits_per_client
+    )?;
+    outln!(
+        "expected squared error E‖μ̂ − μ‖² ≤ {:.6e} (noise {:.3e}, quantisation ≤ {:.3e}; \
+         clipping error not included); the sum cannot wrap: n·(k−1+m) = {} < M",
+        plan.mse.total(),
+        plan.mse.noise,
+        plan.mse.rounding,
+        plan.modulus_needed - 1
+    )?;
+    outln!(
+        "clients clipped to c = {}: {}; {seconds:.2} s",
+        a.clip,
+        rep.clipped
+    )?;
+    if let (Some(err), Some(w)) = (err, rep.wrapped) {
+        outln!(
+            "check (from the raw vectors, not private): ‖μ̂ − μ‖² = {err:.6e}; coordinates of \
+             the sum that wrapped: {w}"
+        )?;
+        if w > 0 {
+            super::output::warn(format_args!(
+                "{w} coordinates of the sum wrapped around M = 2^{}: raise --bits",
+                a.bits
+            ));
+        }
+    }
+    match &a.output {
+        Some(p) => outln!("wrote {} ({} values)", p.display(), rep.mean.len()),
+        None => Ok(()),
+    }
 }

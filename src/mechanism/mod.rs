@@ -43,6 +43,7 @@
 //! |---|---|---|
 //! | `ddg` | [`distributed::ddg`] | Kairouz et al. 2021 Algorithm 1 / Chen et al. 2022 Algorithm 6; privacy Theorem E.1 |
 //! | `sketch-ddg` | [`distributed::sketch_ddg`] | Chen et al. 2022 Algorithm 2: count sketch, then DDG in m dimensions |
+//! | `binomial` | [`distributed::binomial`] | Agarwal et al. 2018 (cpSGD) protocol π_sk; privacy Theorem 1 with Lemma 7 |
 //!
 //! The sign mechanisms share [`sign_sketch`]: projection, packing of signs (64 per `u64`) and the
 //! flip rules.

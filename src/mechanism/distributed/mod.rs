@@ -14,7 +14,9 @@
 //! |---|---|---|---|
 //! | [`ddg::Ddg`] | `ddg.rs` | Kairouz et al. 2021 Alg. 1; Chen et al. 2022 Alg. 6 | Thm E.1 (zCDP) |
 //! | [`sketch_ddg::SketchDdg`] | `sketch_ddg.rs` | Chen et al. 2022 Alg. 2 (count sketch, then DDG) | Thm E.1 in `m` dims |
+//! | [`binomial::BinomialEncoder`] | `binomial.rs` | Agarwal et al. 2018 (cpSGD), protocol π_sk | cpSGD Thm 1, Lemma 7 |
 
+pub mod binomial;
 pub mod ddg;
 pub mod sketch_ddg;
 
@@ -23,6 +25,7 @@ use rand_chacha::ChaCha20Rng;
 use crate::aggregate::secagg::{ModularSum, Modulus};
 use crate::error::Result;
 
+pub use binomial::{BinomialEncoder, BinomialParams};
 pub use ddg::{Ddg, DdgParams, EncodeStats};
 pub use sketch_ddg::SketchDdg;
 
@@ -46,4 +49,11 @@ pub trait ClientEncoder: Send + Sync {
     ) -> Result<EncodeStats>;
     /// The mean from the secure sum.
     fn decode(&self, sum: &ModularSum) -> Result<Vec<f64>>;
+    /// Whether a coordinate whose exact integer sum (before the reduction mod `M`) is `v` is
+    /// read back exactly from its residue — the `--check` diagnostic of a wrap. Default: the
+    /// decoder lifts residues to `[−M/2, M/2)`.
+    fn decodes_exactly(&self, v: i128) -> bool {
+        let half = 1i128 << (self.modulus().bits() - 1);
+        (-half..half).contains(&v)
+    }
 }
