@@ -42,6 +42,19 @@ pub struct RoundReport {
     pub wrapped: Option<u64>,
 }
 
+impl RoundReport {
+    /// With `check`: `‖μ̂ − μ‖²` of the private mean against the exact one.
+    pub fn check_error(&self) -> Option<f64> {
+        self.exact_mean.as_ref().map(|exact| {
+            self.mean
+                .iter()
+                .zip(exact)
+                .map(|(x, y)| (x - y) * (x - y))
+                .sum()
+        })
+    }
+}
+
 /// Run a round over every row of `reader` (one client per row, `clients` of them — the graph of
 /// pads needs the number up front).
 pub fn run_round(

@@ -284,28 +284,7 @@ fn print_text(
         rep.rounding_tries.1,
         seconds
     )?;
-    if let (Some(exact), Some(w)) = (&rep.exact_mean, rep.wrapped) {
-        let err: f64 = rep
-            .mean
-            .iter()
-            .zip(exact)
-            .map(|(x, y)| (x - y) * (x - y))
-            .sum();
-        outln!(
-            "check (from the raw vectors, not private): ‖μ̂ − μ‖² = {err:.6e}; coordinates of \
-             the sum that wrapped: {w}"
-        )?;
-        if w > 0 {
-            super::output::warn(format_args!(
-                "{w} coordinates of the sum wrapped around M = 2^{}: raise --bits",
-                a.bits
-            ));
-        }
-    }
-    match &a.output {
-        Some(p) => outln!("wrote {} ({} values)", p.display(), rep.mean.len()),
-        None => Ok(()),
-    }
+    print_check_and_output(a, rep)
 }
 
 fn print_json(
@@ -316,15 +295,7 @@ fn print_json(
     seed: Seed,
     seconds: f64,
 ) -> Result<()> {
-    let check = rep.exact_mean.as_ref().map(|exact| {
-        let err: f64 = rep
-            .mean
-            .iter()
-            .zip(exact)
-            .map(|(x, y)| (x - y) * (x - y))
-            .sum();
-        serde_json::json!({ "squared_error": err, "wrapped_coordinates": rep.wrapped })
-    });
+    let check = check_json(rep);
     let v = serde_json::json!({
         "mechanism": if sketch_m.is_some() { "sketch-ddg" } else { "ddg" },
         "sketch_m": sketch_m,
@@ -403,16 +374,8 @@ fn run_binomial(
          is uniform to it.",
         plan.epsilon, plan.delta, rep.clients, plan.n_trials
     );
-    let err = rep.exact_mean.as_ref().map(|exact| {
-        rep.mean
-            .iter()
-            .zip(exact)
-            .map(|(x, y)| (x - y) * (x - y))
-            .sum::<f64>()
-    });
     if a.json {
-        let check = err
-            .map(|e| serde_json::json!({ "squared_error": e, "wrapped_coordinates": rep.wrapped }));
+        let check = check_json(&rep);
         let v = serde_json::json!({
             "mechanism": "binomial",
             "clients": rep.clients,
@@ -478,7 +441,18 @@ fn run_binomial(
         a.clip,
         rep.clipped
     )?;
-    if let (Some(err), Some(w)) = (err, rep.wrapped) {
+    print_check_and_output(a, &rep)
+}
+
+/// The `--check` results as JSON (`null` without `--check`).
+fn check_json(rep: &RoundReport) -> Option<serde_json::Value> {
+    rep.check_error()
+        .map(|e| serde_json::json!({ "squared_error": e, "wrapped_coordinates": rep.wrapped }))
+}
+
+/// The `--check` line (and a warning when the sum wrapped), then where the mean went.
+fn print_check_and_output(a: &AggregateArgs, rep: &RoundReport) -> Result<()> {
+    if let (Some(err), Some(w)) = (rep.check_error(), rep.wrapped) {
         outln!(
             "check (from the raw vectors, not private): ‖μ̂ − μ‖² = {err:.6e}; coordinates of \
              the sum that wrapped: {w}"
