@@ -91,7 +91,10 @@ fn empirical_error_matches_the_closed_form_and_a_wrong_one_is_flagged() {
             // dimension d' and overstate the error by about d'/d when d is padded (e.g. 0.77×
             // at d = 24, found by this check and reported)
             dims: vec![32],
-            n: 40,
+            ns: vec![40],
+            bits: vec![],
+            bpp_caps: vec![],
+            data: None,
             mechanisms: MeanSpec::parse_list(MECHS).unwrap(),
             epsilons: vec![1.0, 6.0],
             ks: vec![6],
@@ -149,7 +152,10 @@ fn over_budget_settings_are_reported_not_dropped() {
             title: "r".into(),
             plan: Plan::RuntimeVsD,
             dims: vec![16, 64],
-            n: 2,
+            ns: vec![2],
+            bits: vec![],
+            bpp_caps: vec![],
+            data: None,
             mechanisms: MeanSpec::parse_list("privunitg,projunit:gaussian").unwrap(),
             epsilons: vec![4.0],
             ks: vec![1000],

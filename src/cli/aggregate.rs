@@ -14,12 +14,8 @@ use crate::atomic::check_not_input;
 use crate::data::synthetic::SyntheticRows;
 use crate::data::{open_reader, RowReader};
 use crate::error::{Error, Result};
-use crate::mechanism::distributed::{
-    BinomialEncoder, BinomialParams, ClientEncoder, Ddg, DdgParams, SketchDdg,
-};
-use crate::privacy::distributed::params::{
-    plan_binomial, plan_ddg, plan_sketch_ddg, DdgPlan, DistributedRequest,
-};
+use crate::mechanism::distributed::{plan_encoder, DistributedKind, PlanDetail};
+use crate::privacy::distributed::params::{DdgPlan, DistributedRequest};
 use crate::privacy::noise::NoiseSource;
 use crate::projection::Seed;
 
@@ -182,21 +178,20 @@ pub fn run(a: AggregateArgs) -> Result<()> {
         Some(s) => Seed::parse_hex(s)?,
         None => Seed::random()?,
     };
-    let params = |p: &DdgPlan| DdgParams {
-        clip: a.clip,
-        gamma: p.gamma,
-        sigma: p.sigma,
-        beta: p.beta,
-        bits: a.bits,
-    };
-    let (encoder, plan, sketch_m): (Box<dyn ClientEncoder>, DdgPlan, Option<u64>) = if sketch {
-        let sp = plan_sketch_ddg(&req, a.bits_per_parameter)?;
-        let enc = SketchDdg::new(d, sp.m as usize, sp.t as usize, params(&sp.ddg), seed)?;
-        (Box::new(enc), sp.ddg, Some(sp.m))
+    let dk = if sketch {
+        DistributedKind::SketchDdg
     } else {
-        let p = plan_ddg(&req)?;
-        (Box::new(Ddg::new(d, params(&p), seed)?), p, None)
+        DistributedKind::Ddg
     };
+    let planned = plan_encoder(dk, &req, a.bits_per_parameter, seed)?;
+    let (plan, sketch_m) = match planned.plan {
+        PlanDetail::SketchDdg(sp) => (sp.ddg, Some(sp.m)),
+        PlanDetail::Ddg(p) => (p, None),
+        PlanDetail::Binomial(_) => {
+            return Err(Error::param("--mechanism", "a DDG plan was expected"))
+        }
+    };
+    let encoder = planned.encoder;
     let secagg = SecAggRound::with_os_secret(n, encoder.message_len(), encoder.modulus())?;
     let noise = NoiseSource::from_os()?;
     let started = std::time::Instant::now();
@@ -334,7 +329,7 @@ fn run_binomial(
     kind: Option<super::mean::OutKind>,
 ) -> Result<()> {
     let d = reader.dim();
-    let plan = plan_binomial(&DistributedRequest {
+    let req = DistributedRequest {
         n,
         d: d as u64,
         epsilon: a.epsilon,
@@ -342,26 +337,20 @@ fn run_binomial(
         clip: a.clip,
         bits: a.bits,
         max_wrap_probability: a.max_wrap,
-    })?;
+    };
     let seed = match &a.seed {
         Some(s) => Seed::parse_hex(s)?,
         None => Seed::random()?,
     };
-    let enc = BinomialEncoder::new(
-        d,
-        BinomialParams {
-            clip: a.clip,
-            x_max: plan.x_max,
-            k: plan.k,
-            m: plan.m,
-            bits: a.bits,
-        },
-        seed,
-    )?;
+    let planned = plan_encoder(DistributedKind::Binomial, &req, None, seed)?;
+    let PlanDetail::Binomial(plan) = planned.plan else {
+        return Err(Error::param("--mechanism", "a binomial plan was expected"));
+    };
+    let enc = planned.encoder;
     let secagg = SecAggRound::with_os_secret(n, enc.message_len(), enc.modulus())?;
     let noise = NoiseSource::from_os()?;
     let started = std::time::Instant::now();
-    let rep = run_round(&enc, reader, &secagg, &noise, a.check)?;
+    let rep = run_round(enc.as_ref(), reader, &secagg, &noise, a.check)?;
     let seconds = started.elapsed().as_secs_f64();
     if let (Some(path), Some(kind)) = (&a.output, kind) {
         write_mean(path, kind, &rep.mean)?;

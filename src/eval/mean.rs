@@ -40,14 +40,27 @@ use super::grid::Seeds;
 use super::{Metric, Status};
 use crate::aggregate::MeanAccumulator;
 use crate::error::{Error, Result};
+use crate::mechanism::distributed::DistributedKind;
 use crate::mechanism::local::release::ErrorKind;
 use crate::mechanism::{self, LocalMap, LocalOptions, MechanismKind, MechanismParams};
+use crate::privacy::distributed::params::DistributedRequest;
 use crate::privacy::gaussian::analytic_sigma;
 use crate::privacy::guarantee::{GuaranteeKind, InputDomain, Neighbour};
 use crate::projection::hadamard::next_pow2;
 
-/// Label of the central Gaussian reference.
+/// Label of the central Gaussian reference of the local mechanisms (replace-one: any unit vector
+/// replaced by any other, ℓ₂ sensitivity `2/n` of the mean).
 pub const CENTRAL: &str = "central-gaussian";
+
+/// Label of the central Gaussian reference of the distributed mechanisms (one client's vector
+/// of norm ≤ c added or removed, ℓ₂ sensitivity `c/n` of the mean — their neighbour relation).
+pub const CENTRAL_ADD_REMOVE: &str = "central-gaussian:add-remove";
+
+/// Clip norm of the distributed mechanisms in the evaluation: the data lie in the unit ball.
+pub const CLIP: f64 = 1.0;
+
+/// Largest acceptable bound on the probability that a DDG sum wraps (as `dprp aggregate`).
+pub const MAX_WRAP: f64 = 1e-6;
 
 /// Disagreement threshold of the closed-form check: `|z| > 4` has probability about 6·10⁻⁵ for
 /// a standard normal, so a report of a few hundred settings flags a correct closed form with
@@ -59,27 +72,58 @@ pub const Z_MAX: f64 = 4.0;
 /// the check is not made).
 pub const MIN_CHECK_SAMPLES: usize = 30;
 
-/// A mechanism of the evaluation: a local mechanism (`privunit2`, `projunit:srht`, …) or the
-/// central Gaussian reference.
+/// A mechanism of the evaluation: a local mechanism (`privunit2`, `projunit:srht`, …), a
+/// distributed one (`ddg`, `sketch-ddg`, `binomial`) or a central Gaussian reference.
 #[derive(Debug, Clone, PartialEq)]
 pub struct MeanSpec {
     /// Label in reports (lower case, as given).
     pub label: String,
-    /// The local mechanism; `None` for [`CENTRAL`].
+    /// The local mechanism; `None` for the others.
     pub kind: Option<MechanismKind>,
     /// ProjUnit's public map (`projunit:rotation|gaussian|srht|srht-nearly-unbiased`).
     pub map: Option<LocalMap>,
+    /// The distributed mechanism; `None` for the others.
+    pub distributed: Option<DistributedKind>,
 }
 
 impl MeanSpec {
-    /// Parse `name[:map]`: a local mechanism whose domain is the unit ball, or `central-gaussian`.
+    fn central(label: &str) -> MeanSpec {
+        MeanSpec {
+            label: label.into(),
+            kind: None,
+            map: None,
+            distributed: None,
+        }
+    }
+
+    /// Parse `name[:map]`: a local mechanism whose domain is the unit ball, a distributed
+    /// mechanism, or a central reference (`central-gaussian`, alias `gaussian-central`, with
+    /// `:replace-one` (the default) or `:add-remove`).
     pub fn parse(s: &str) -> Result<MeanSpec> {
         let s = s.trim().to_ascii_lowercase();
-        if s == CENTRAL {
+        let (head, tail) = match s.split_once(':') {
+            Some((h, t)) => (h, Some(t)),
+            None => (s.as_str(), None),
+        };
+        if head == CENTRAL || head == "gaussian-central" {
+            return match tail {
+                None | Some("replace-one") => Ok(Self::central(CENTRAL)),
+                Some("add-remove") => Ok(Self::central(CENTRAL_ADD_REMOVE)),
+                Some(t) => Err(Error::param(
+                    "--mechanisms",
+                    format!(
+                        "'{s}': the central reference takes :replace-one (the local mechanisms' \
+                         neighbours) or :add-remove (the distributed mechanisms'), not '{t}'"
+                    ),
+                )),
+            };
+        }
+        if let Some(dk) = DistributedKind::parse(&s) {
             return Ok(MeanSpec {
-                label: s,
+                label: dk.name().into(),
                 kind: None,
                 map: None,
+                distributed: Some(dk),
             });
         }
         let (name, map) = match s.split_once(':') {
@@ -95,8 +139,9 @@ impl MeanSpec {
             Error::param(
                 "--mechanisms",
                 format!(
-                    "unknown mechanism '{s}' for eval mean (expected one of: {}, {CENTRAL}; \
-                     projunit takes :rotation, :gaussian, :srht or :srht-nearly-unbiased)",
+                    "unknown mechanism '{s}' for eval mean (expected one of: {}, ddg, \
+                     sketch-ddg, binomial, {CENTRAL}; projunit takes :rotation, :gaussian, :srht \
+                     or :srht-nearly-unbiased)",
                     names.join(", ")
                 ),
             )
@@ -135,7 +180,18 @@ impl MeanSpec {
             label: s.clone(),
             kind: Some(kind),
             map,
+            distributed: None,
         })
+    }
+
+    /// Whether this is a central reference.
+    pub fn is_central(&self) -> bool {
+        self.kind.is_none() && self.distributed.is_none()
+    }
+
+    /// Whether the label is a central reference (of either neighbour relation).
+    pub fn is_central_label(label: &str) -> bool {
+        label == CENTRAL || label == CENTRAL_ADD_REMOVE
     }
 
     /// Local mechanisms whose input domain is not the unit ball.
@@ -146,13 +202,38 @@ impl MeanSpec {
         )
     }
 
-    /// Parse a comma-separated list (duplicates dropped).
+    /// Parse a comma-separated list (duplicates dropped). A central reference named without its
+    /// neighbour relation becomes the reference of each family listed: `:replace-one` for the
+    /// local mechanisms, `:add-remove` for the distributed ones (both when both are listed;
+    /// replace-one when it is alone).
     pub fn parse_list(s: &str) -> Result<Vec<MeanSpec>> {
+        let parts: Vec<&str> = s
+            .split(',')
+            .map(str::trim)
+            .filter(|p| !p.is_empty())
+            .collect();
+        let specs = parts
+            .iter()
+            .map(|p| MeanSpec::parse(p))
+            .collect::<Result<Vec<MeanSpec>>>()?;
+        let any_local = specs.iter().any(|m| m.kind.is_some());
+        let any_dist = specs.iter().any(|m| m.distributed.is_some());
         let mut out: Vec<MeanSpec> = Vec::new();
-        for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
-            let m = MeanSpec::parse(part)?;
+        let mut push = |m: MeanSpec| {
             if !out.iter().any(|x| x.label == m.label) {
                 out.push(m);
+            }
+        };
+        for (part, m) in parts.iter().zip(specs) {
+            if m.is_central() && !part.contains(':') {
+                if any_local || !any_dist {
+                    push(Self::central(CENTRAL));
+                }
+                if any_dist {
+                    push(Self::central(CENTRAL_ADD_REMOVE));
+                }
+            } else {
+                push(m);
             }
         }
         if out.is_empty() {
@@ -174,15 +255,26 @@ impl MeanSpec {
         }
     }
 
+    /// Whether the mechanism has a bit budget `b` per coordinate (the distributed ones).
+    pub fn takes_bits(&self) -> bool {
+        self.distributed.is_some()
+    }
+
     /// Estimated seconds per user of one repeat, for the work budget: `passes` passes over the
     /// data (client, server, and the check's per-user decode) at rough per-element costs
     /// measured on the development machine (d = 8192, k = 1000): ~30 ns per element of a
     /// dense `k × d` map (Gaussian or Haar rows, regenerated from the seed), ~2.4 ns per
     /// `d' log₂ d'` of the SRHT family (`d'` = d padded to a power of two), ~10 ns per
     /// coordinate for the unprojected mechanisms; 0 for the central reference (one noise
-    /// vector per repeat). Only for scheduling — never part of a result.
+    /// vector per repeat); distributed: ~40 ns per rotated coordinate (exact discrete Gaussian,
+    /// rounding, rotation) plus ~3 ns per input value. Only for scheduling — never part of a
+    /// result.
     pub fn seconds_per_user(&self, d: usize, k: usize, passes: usize) -> f64 {
         let (df, kf, p) = (d as f64, k as f64, passes as f64);
+        if self.distributed.is_some() {
+            let dp = next_pow2(d).unwrap_or(d) as f64;
+            return 40e-9 * dp + 3e-9 * df;
+        }
         match (self.kind, self.map) {
             (None, _) => 0.0,
             (Some(MechanismKind::Projunit), Some(LocalMap::Rotation | LocalMap::Gaussian)) => {
@@ -205,6 +297,10 @@ pub enum Plan {
     ErrorVsK,
     /// Error against ε, one panel per (d, k).
     ErrorVsEps,
+    /// Error against the number of users n, one panel per (d, ε).
+    ErrorVsN,
+    /// Error against the bits each client sends per parameter, one panel per (d, n, ε).
+    ErrorVsBits,
     /// Client and server time against d (no closed-form check).
     RuntimeVsD,
     /// A user-given grid: error vs k and/or vs ε, whichever has more than one value.
@@ -222,18 +318,25 @@ pub struct Experiment {
     pub plan: Plan,
     /// Input dimensions (synthetic data); one, the file's, for file data.
     pub dims: Vec<usize>,
-    /// Users (synthetic data).
-    pub n: usize,
+    /// Numbers of users: synthetic users, or the first `n` rows of the file (empty: all rows).
+    pub ns: Vec<usize>,
     /// Mechanisms.
     pub mechanisms: Vec<MeanSpec>,
     /// ε values.
     pub epsilons: Vec<f64>,
     /// k values of the projecting mechanisms.
     pub ks: Vec<usize>,
+    /// Bits per transmitted coordinate `b` of the distributed mechanisms (SecAgg modulus 2^b).
+    pub bits: Vec<u32>,
+    /// sketch-DDG's caps on the bits per parameter (each chooses a sketch size; empty: the
+    /// planner's least-error sketch without a cap).
+    pub bpp_caps: Vec<f64>,
     /// Use `min(k, d)` for every k (runtime vs d from d = 16); otherwise k > d is not run.
     pub cap_k_at_d: bool,
     /// Repeats per setting.
     pub repeat: usize,
+    /// This experiment's own data, instead of the configuration's (a preset with two datasets).
+    pub data: Option<Data>,
     /// Largest estimated seconds per setting (`n · repeats ·`
     /// [`MeanSpec::seconds_per_user`]); settings above are reported as not run. `None`: no
     /// limit.
@@ -340,6 +443,23 @@ pub struct MeanRow {
     pub n: usize,
     /// Projected dimension (ProjUnit family).
     pub k: Option<usize>,
+    /// Bits per transmitted coordinate (distributed mechanisms).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bits: Option<u32>,
+    /// sketch-DDG's cap on the bits per parameter, when one was set.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bpp_cap: Option<f64>,
+    /// Bits each client sent per input parameter (distributed mechanisms: `b ·` message length
+    /// `/ d`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bits_per_parameter: Option<f64>,
+    /// Count-sketch rows chosen (sketch-DDG).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sketch_m: Option<u64>,
+    /// Coordinates of the secure sum that wrapped around the modulus, over all repeats
+    /// (distributed mechanisms; the evaluation can see the exact integer sum).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wrapped: Option<u64>,
     /// Whether it ran.
     #[serde(flatten)]
     pub status: Status,
@@ -370,8 +490,11 @@ pub struct ExperimentReport {
     pub plan: Plan,
     /// Repeats per setting.
     pub repeat: usize,
-    /// Rows in grid order (d, mechanism, ε, k).
+    /// Rows in grid order (d, n, mechanism, ε, k or b).
     pub rows: Vec<MeanRow>,
+    /// This experiment's own data, when it is not the configuration's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data: Option<serde_json::Value>,
 }
 
 /// The whole evaluation's results.
@@ -422,14 +545,23 @@ fn true_mean(rows: &[f64], d: usize) -> Vec<f64> {
 }
 
 /// The outcome of one repeat.
-struct Repeat {
-    sq_error: f64,
-    expected: f64,
-    error_kind: ErrorKind,
-    per_user: Vec<f64>,
-    client_per_user: Option<f64>,
-    server: f64,
-    seeds: String,
+pub(super) struct Repeat {
+    pub(super) sq_error: f64,
+    pub(super) expected: f64,
+    pub(super) error_kind: ErrorKind,
+    pub(super) per_user: Vec<f64>,
+    pub(super) client_per_user: Option<f64>,
+    pub(super) server: f64,
+    pub(super) seeds: String,
+    /// Distributed mechanisms: what the plan chose and whether the sum wrapped.
+    pub(super) distributed: Option<DistributedOutcome>,
+}
+
+/// What a distributed repeat adds to a [`Repeat`].
+pub(super) struct DistributedOutcome {
+    pub(super) bits_per_parameter: f64,
+    pub(super) sketch_m: Option<u64>,
+    pub(super) wrapped: u64,
 }
 
 /// One repeat of a local mechanism.
@@ -517,11 +649,15 @@ fn run_local(
         client_per_user: Some(client),
         server,
         seeds: format!("{}:{}", map_seed.to_hex(), noise_seed.to_hex()),
+        distributed: None,
     })
 }
 
-/// One repeat of the central Gaussian reference: the true mean plus `N(0, σ²I)`.
+/// One repeat of a central Gaussian reference: the true mean plus `N(0, σ²I)`, σ from the
+/// analytic Gaussian mechanism at the mean's ℓ₂ sensitivity (`2/n` replace-one, `c/n`
+/// add/remove).
 fn run_central(
+    label: &str,
     eps: f64,
     delta: f64,
     n: usize,
@@ -529,8 +665,19 @@ fn run_central(
     seeds: &Seeds,
     r: usize,
 ) -> Result<Repeat> {
-    let sigma = analytic_sigma(2.0 / n as f64, eps, delta)?;
-    let seed = seeds.derive(&format!("mean central eps={eps} d={d} n={n} repeat={r}"));
+    let sensitivity = if label == CENTRAL_ADD_REMOVE {
+        CLIP / n as f64
+    } else {
+        2.0 / n as f64
+    };
+    let sigma = analytic_sigma(sensitivity, eps, delta)?;
+    // the replace-one reference keeps its historical seed label (reports stay reproducible)
+    let tag = if label == CENTRAL {
+        "mean central".to_string()
+    } else {
+        format!("mean {label}")
+    };
+    let seed = seeds.derive(&format!("{tag} eps={eps} d={d} n={n} repeat={r}"));
     let mut rng = ChaCha20Rng::from_seed(seed.0);
     let t = Instant::now();
     let sq: f64 = (0..d)
@@ -547,23 +694,72 @@ fn run_central(
         client_per_user: None,
         server: t.elapsed().as_secs_f64(),
         seeds: seed.to_hex(),
+        distributed: None,
     })
 }
 
-/// The settings of one experiment at dimension `d`: (mechanism, ε, k).
-fn settings(e: &Experiment, d: usize) -> Vec<(usize, f64, Option<usize>)> {
+/// One point of an experiment's grid at a given dimension.
+#[derive(Debug, Clone, Copy)]
+struct Setting {
+    mechanism: usize,
+    eps: f64,
+    k: Option<usize>,
+    n: usize,
+    bits: Option<u32>,
+    cap: Option<f64>,
+}
+
+/// The settings of one experiment at dimension `d` with `rows` users available (file data) —
+/// order: n, mechanism, ε, then k or (b, cap).
+fn settings(e: &Experiment, d: usize, rows: Option<usize>) -> Vec<Setting> {
+    let ns: Vec<usize> = if e.ns.is_empty() {
+        vec![rows.unwrap_or(1)]
+    } else {
+        e.ns.clone()
+    };
+    let bits: Vec<Option<u32>> = if e.bits.is_empty() {
+        vec![Some(16)]
+    } else {
+        e.bits.iter().map(|&b| Some(b)).collect()
+    };
+    let caps: Vec<Option<f64>> = if e.bpp_caps.is_empty() {
+        vec![None]
+    } else {
+        e.bpp_caps.iter().map(|&c| Some(c)).collect()
+    };
     let mut out = Vec::new();
-    for (mi, m) in e.mechanisms.iter().enumerate() {
-        for &eps in &e.epsilons {
-            if m.takes_k() {
-                let mut ks: Vec<usize> =
-                    e.ks.iter()
-                        .map(|&k| if e.cap_k_at_d { k.min(d) } else { k })
-                        .collect();
-                ks.dedup();
-                out.extend(ks.into_iter().map(|k| (mi, eps, Some(k))));
-            } else {
-                out.push((mi, eps, None));
+    for &n in &ns {
+        for (mi, m) in e.mechanisms.iter().enumerate() {
+            for &eps in &e.epsilons {
+                let base = Setting {
+                    mechanism: mi,
+                    eps,
+                    k: None,
+                    n,
+                    bits: None,
+                    cap: None,
+                };
+                if m.takes_k() {
+                    let mut ks: Vec<usize> =
+                        e.ks.iter()
+                            .map(|&k| if e.cap_k_at_d { k.min(d) } else { k })
+                            .collect();
+                    ks.dedup();
+                    out.extend(ks.into_iter().map(|k| Setting { k: Some(k), ..base }));
+                } else if m.takes_bits() {
+                    let sketch = m.distributed == Some(DistributedKind::SketchDdg);
+                    for &b in &bits {
+                        for &cap in if sketch { &caps[..] } else { &[None][..] } {
+                            out.push(Setting {
+                                bits: b,
+                                cap,
+                                ..base
+                            });
+                        }
+                    }
+                } else {
+                    out.push(base);
+                }
             }
         }
     }
@@ -574,12 +770,9 @@ fn settings(e: &Experiment, d: usize) -> Vec<(usize, f64, Option<usize>)> {
 pub fn total_settings(cfg: &MeanConfig) -> usize {
     cfg.experiments
         .iter()
-        .map(|e| {
-            let dims = match &cfg.data {
-                Data::Rows { d, .. } => vec![*d],
-                Data::Synthetic { .. } => e.dims.clone(),
-            };
-            dims.iter().map(|&d| settings(e, d).len()).sum::<usize>()
+        .map(|e| match e.data.as_ref().unwrap_or(&cfg.data) {
+            Data::Rows { d, values, .. } => settings(e, *d, Some(values.len() / d)).len(),
+            Data::Synthetic { .. } => e.dims.iter().map(|&d| settings(e, d, None).len()).sum(),
         })
         .sum()
 }
@@ -590,30 +783,48 @@ pub fn run(cfg: &MeanConfig, tick: &(dyn Fn(usize, usize) + Sync)) -> Result<Mea
     let mut done = 0;
     let mut experiments = Vec::new();
     for e in &cfg.experiments {
-        let dims = match &cfg.data {
+        let source = e.data.as_ref().unwrap_or(&cfg.data);
+        let dims = match source {
             Data::Rows { d, .. } => vec![*d],
             Data::Synthetic { .. } => e.dims.clone(),
         };
         let mut rows = Vec::new();
         for &d in &dims {
-            let data: Vec<f64> = match &cfg.data {
-                Data::Rows { values, .. } => values.clone(),
-                Data::Synthetic { seed } => synthetic(e.n, d, *seed),
+            let available = match source {
+                Data::Rows { values, .. } => Some(values.len() / d),
+                Data::Synthetic { .. } => None,
             };
-            let n = data.len() / d;
-            let mean = true_mean(&data, d);
-            for (mi, eps, k) in settings(e, d) {
-                rows.push(run_setting(
-                    cfg,
-                    e,
-                    &e.mechanisms[mi],
-                    eps,
-                    k,
-                    &data,
-                    d,
-                    n,
-                    &mean,
-                )?);
+            let grid = settings(e, d, available);
+            // synthetic users: the first n of the largest n (the generator draws user after user)
+            let data: Vec<f64> = match source {
+                Data::Rows { values, .. } => values.clone(),
+                Data::Synthetic { seed } => {
+                    let most = grid.iter().map(|s| s.n).max().unwrap_or(1);
+                    synthetic(most, d, *seed)
+                }
+            };
+            let mut means: Vec<(usize, Vec<f64>)> = Vec::new();
+            for s in grid {
+                let n = s.n;
+                let row = if n == 0 || n * d > data.len() {
+                    not_run_row(
+                        e,
+                        &s,
+                        d,
+                        format!(
+                            "n = {n} users: the data has {} (and at least one is needed)",
+                            data.len() / d
+                        ),
+                    )
+                } else {
+                    let users = &data[..n * d];
+                    if !means.iter().any(|(m, _)| *m == n) {
+                        means.push((n, true_mean(users, d)));
+                    }
+                    let mean = &means.iter().find(|(m, _)| *m == n).expect("pushed").1;
+                    run_setting(cfg, e, &s, users, d, mean)?
+                };
+                rows.push(row);
                 done += 1;
                 tick(done, total);
             }
@@ -624,6 +835,7 @@ pub fn run(cfg: &MeanConfig, tick: &(dyn Fn(usize, usize) + Sync)) -> Result<Mea
             plan: e.plan,
             repeat: e.repeat,
             rows,
+            data: e.data.as_ref().map(describe),
         });
     }
     Ok(MeanReport {
@@ -632,39 +844,48 @@ pub fn run(cfg: &MeanConfig, tick: &(dyn Fn(usize, usize) + Sync)) -> Result<Mea
             "dprp": env!("CARGO_PKG_VERSION"),
             "master_seed": cfg.seeds.master().to_hex(),
             "delta": cfg.delta,
-            "data": match &cfg.data {
-                Data::Synthetic { seed } => serde_json::json!({
-                    "synthetic": "v_i = normalise(mu + N(0, I/d)), mu a random unit vector",
-                    "data_seed": seed,
-                }),
-                Data::Rows { source, d, values } => serde_json::json!({
-                    "file": source, "d": d, "n": values.len() / (*d).max(1),
-                }),
-            },
+            "clip": CLIP,
+            "max_wrap_probability": MAX_WRAP,
+            "data": describe(&cfg.data),
             "threads": rayon::current_num_threads(),
         }),
     })
 }
 
-#[allow(clippy::too_many_arguments)]
-fn run_setting(
-    cfg: &MeanConfig,
-    e: &Experiment,
-    spec: &MeanSpec,
-    eps: f64,
-    k: Option<usize>,
-    data: &[f64],
-    d: usize,
-    n: usize,
-    mean: &[f64],
-) -> Result<MeanRow> {
-    let mut row = MeanRow {
+/// The data, for the report.
+fn describe(data: &Data) -> serde_json::Value {
+    match data {
+        Data::Synthetic { seed } => serde_json::json!({
+            "synthetic": "v_i = normalise(mu + N(0, I/d)), mu a random unit vector",
+            "data_seed": seed,
+        }),
+        Data::Rows { source, d, values } => serde_json::json!({
+            "file": source, "d": d, "n": values.len() / (*d).max(1),
+        }),
+    }
+}
+
+/// A row for a setting that does not run, with the reason.
+fn not_run_row(e: &Experiment, s: &Setting, d: usize, reason: String) -> MeanRow {
+    let mut row = empty_row(e, s, d);
+    row.status = Status::NotApplicable(reason);
+    row
+}
+
+fn empty_row(e: &Experiment, s: &Setting, d: usize) -> MeanRow {
+    let spec = &e.mechanisms[s.mechanism];
+    MeanRow {
         mechanism: spec.label.clone(),
         guarantee: spec.guarantee(),
-        epsilon: eps,
+        epsilon: s.eps,
         d,
-        n,
-        k,
+        n: s.n,
+        k: s.k,
+        bits: s.bits,
+        bpp_cap: s.cap,
+        bits_per_parameter: None,
+        sketch_m: None,
+        wrapped: None,
         status: Status::Ok,
         sq_error: None,
         expected: None,
@@ -673,7 +894,20 @@ fn run_setting(
         client_s_per_user: None,
         server_s: None,
         seeds: Vec::new(),
-    };
+    }
+}
+
+fn run_setting(
+    cfg: &MeanConfig,
+    e: &Experiment,
+    s: &Setting,
+    data: &[f64],
+    d: usize,
+    mean: &[f64],
+) -> Result<MeanRow> {
+    let spec = &e.mechanisms[s.mechanism];
+    let (eps, k, n) = (s.eps, s.k, s.n);
+    let mut row = empty_row(e, s, d);
     if let Some(k) = k.filter(|&k| k > d) {
         row.status = Status::NotApplicable(format!("k = {k} > d = {d}"));
         return Ok(row);
@@ -689,12 +923,40 @@ fn run_setting(
         ));
         return Ok(row);
     }
-    let reps = (0..e.repeat)
-        .map(|r| match spec.kind {
-            Some(kind) => run_local(spec, kind, eps, k, data, d, mean, &cfg.seeds, r, check),
-            None => run_central(eps, cfg.delta, n, d, &cfg.seeds, r),
-        })
-        .collect::<Result<Vec<Repeat>>>()?;
+    let mut reps = Vec::with_capacity(e.repeat);
+    for r in 0..e.repeat {
+        let rep = match (spec.kind, spec.distributed) {
+            (Some(kind), _) => run_local(spec, kind, eps, k, data, d, mean, &cfg.seeds, r, check)?,
+            (None, Some(dk)) => {
+                let bits = s.bits.unwrap_or(16);
+                let req = DistributedRequest {
+                    n: n as u64,
+                    d: d as u64,
+                    epsilon: eps,
+                    delta: cfg.delta,
+                    clip: CLIP,
+                    bits,
+                    max_wrap_probability: MAX_WRAP,
+                };
+                if r == 0 {
+                    // the planner finds no parameters for this (n, d, ε, b): report, go on
+                    if let Err(err) = super::mean_distributed::plan(dk, &req, s.cap) {
+                        row.status = Status::NotApplicable(format!(
+                            "no {} parameters: {}",
+                            dk.name(),
+                            err.detail()
+                        ));
+                        return Ok(row);
+                    }
+                }
+                super::mean_distributed::run_distributed(
+                    dk, &req, s.cap, data, mean, &cfg.seeds, r,
+                )?
+            }
+            (None, None) => run_central(&spec.label, eps, cfg.delta, n, d, &cfg.seeds, r)?,
+        };
+        reps.push(rep);
+    }
     let expected = reps[0].expected;
     let error_kind = reps[0].error_kind;
     let errors: Vec<f64> = reps.iter().map(|r| r.sq_error).collect();
@@ -710,6 +972,9 @@ fn run_setting(
             expected * n as f64,
             error_kind == ErrorKind::UpperBound,
         )
+    } else if spec.distributed.is_some() {
+        // only the sum is seen: one sample per repeat
+        Check::from_samples(&errors, expected, error_kind == ErrorKind::UpperBound)
     } else {
         // ‖N(0, σ²I_d)‖² = σ²χ²_d: mean dσ², standard deviation σ²√(2d), exactly
         let m = errors.iter().sum::<f64>() / errors.len() as f64;
@@ -728,6 +993,15 @@ fn run_setting(
         "server_s",
         reps.iter().map(|r| r.server).collect(),
     ));
+    if let Some(o) = reps[0].distributed.as_ref() {
+        row.bits_per_parameter = Some(o.bits_per_parameter);
+        row.sketch_m = o.sketch_m;
+        row.wrapped = Some(
+            reps.iter()
+                .filter_map(|r| r.distributed.as_ref().map(|o| o.wrapped))
+                .sum(),
+        );
+    }
     row.seeds = reps.into_iter().map(|r| r.seeds).collect();
     Ok(row)
 }

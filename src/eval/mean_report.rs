@@ -5,7 +5,9 @@
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
-use super::mean::{ExperimentReport, MeanReport, MeanRow, Plan, CENTRAL, Z_MAX};
+use super::mean::{
+    ExperimentReport, MeanReport, MeanRow, MeanSpec, Plan, CENTRAL, CENTRAL_ADD_REMOVE, Z_MAX,
+};
 use super::report::{csv_field, write_atomic, write_line_figures, Line, LineFigure, LinePanel};
 use super::{Metric, Status};
 use crate::error::{Error, Result};
@@ -36,13 +38,25 @@ fn secs(x: f64) -> String {
     }
 }
 
-/// `label (LDP)`; the central reference names its trusted server.
+/// `label (LDP)`; a central reference names its trusted server, a distributed mechanism its
+/// secure aggregation.
 pub fn legend_label(r: &MeanRow) -> String {
-    if r.mechanism == CENTRAL {
-        format!("{CENTRAL} ({}, trusted server)", r.guarantee.short())
+    legend_for(&r.mechanism, r)
+}
+
+pub(super) fn legend_for(series: &str, r: &MeanRow) -> String {
+    if MeanSpec::is_central_label(&r.mechanism) {
+        format!("{series} ({}, trusted server)", r.guarantee.short())
+    } else if r.bits.is_some() {
+        format!("{series} ({}, SecAgg)", r.guarantee.short())
     } else {
-        format!("{} ({})", r.mechanism, r.guarantee.short())
+        format!("{series} ({})", r.guarantee.short())
     }
+}
+
+/// Whether a row is a distributed mechanism's.
+fn distributed(r: &MeanRow) -> bool {
+    r.bits.is_some()
 }
 
 fn error_kind_name(k: ErrorKind) -> &'static str {
@@ -66,6 +80,31 @@ fn guarantee_paragraph(rep: &MeanReport) -> String {
     let mut s = String::new();
     if rows.clone().any(|r| r.guarantee == GuaranteeKind::LocalDp) {
         let _ = writeln!(s, "{}\n", GuaranteeKind::LocalDp.explain());
+    }
+    if rows.clone().any(distributed) {
+        let _ = writeln!(
+            s,
+            "**Distributed** mechanisms (guarantee DP, marked SecAgg: (ε, δ)-DP *of the sum*, \
+             δ = {}, neighbours differ by one user's vector added or removed, clip norm c = 1): \
+             each user sends integers mod 2^b carrying a small share of the noise, and secure \
+             aggregation reveals only their sum, so no single message is private on its own but \
+             the server learns nothing else (the evaluation adds the messages without the pads, \
+             which cancel exactly). *b* is the bits per transmitted coordinate, *bits/param* \
+             what a user sends per input value (b × message length / d; sketch-ddg's sketch rows \
+             m in brackets); their closed form is the planner's expected error with the count \
+             sketch's term at the data's own mean, an upper bound (checked one-sided, from the \
+             repeats: needs 30).\n",
+            rep.meta["delta"]
+        );
+    }
+    if rows.clone().any(|r| r.mechanism == CENTRAL_ADD_REMOVE) {
+        let _ = writeln!(
+            s,
+            "**{CENTRAL_ADD_REMOVE}** is the distributed mechanisms' reference: a *trusted \
+             server* adds N(0, σ²I) to the mean, σ from the analytic Gaussian mechanism at ℓ₂ \
+             sensitivity c/n (one user's vector of norm ≤ c = 1 added or removed), at the same \
+             (ε, δ). Its expected squared error is d·σ².\n"
+        );
     }
     if rows.clone().any(|r| r.mechanism == CENTRAL) {
         let _ = writeln!(
@@ -149,18 +188,27 @@ fn experiment_markdown(e: &ExperimentReport) -> String {
     }
     s.push('\n');
     s.push_str(
-        "| mechanism | guarantee | d | n | ε | k | ‖μ̂ − μ̄‖² | closed form | ratio | check | \
-         client / user | server (n users) |\n",
+        "| mechanism | guarantee | d | n | ε | k | b | bits/param | ‖μ̂ − μ̄‖² | closed form | \
+         ratio | check | client / user | server (n users) |\n",
     );
-    s.push_str("|---|---|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|\n");
+    s.push_str("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|\n");
     let mut reasons: Vec<String> = Vec::new();
     for r in &e.rows {
         let k = r.k.map(|k| k.to_string()).unwrap_or_else(|| "—".into());
+        let b = r.bits.map(|b| b.to_string()).unwrap_or_else(|| "—".into());
+        let bpp = match (r.bits_per_parameter, r.sketch_m, r.bpp_cap) {
+            (Some(x), Some(m), _) => format!("{x:.3} (m = {m})"),
+            (Some(x), None, _) => format!("{x:.3}"),
+            (None, _, Some(c)) => format!("≤ {c}"),
+            (None, _, None) => "—".into(),
+        };
         let head = format!(
-            "| {} | {} | {} | {} | {} | {k} |",
+            "| {} | {} | {} | {} | {} | {k} | {b} | {bpp} |",
             r.mechanism.replace('|', "\\|"),
-            if r.mechanism == CENTRAL {
+            if MeanSpec::is_central_label(&r.mechanism) {
                 format!("{} (trusted server)", r.guarantee.short())
+            } else if distributed(r) {
+                format!("{} (SecAgg)", r.guarantee.short())
             } else {
                 r.guarantee.short().to_string()
             },
@@ -214,13 +262,39 @@ fn experiment_markdown(e: &ExperimentReport) -> String {
             let _ = writeln!(s, "[{}] {}", i + 1, r);
         }
     }
+    let wrapped: Vec<&MeanRow> = e
+        .rows
+        .iter()
+        .filter(|r| r.wrapped.is_some_and(|w| w > 0))
+        .collect();
+    if !wrapped.is_empty() {
+        let _ = writeln!(
+            s,
+            "\n**Wrapped sums** (coordinates of the secure sum outside [−M/2, M/2), over all \
+             repeats): {}.",
+            wrapped
+                .iter()
+                .map(|r| format!(
+                    "{} b = {} n = {} ε = {}: {}",
+                    r.mechanism,
+                    r.bits.unwrap_or(0),
+                    r.n,
+                    r.epsilon,
+                    r.wrapped.unwrap_or(0)
+                ))
+                .collect::<Vec<_>>()
+                .join("; ")
+        );
+    }
+    s.push_str(&super::mean_summary::summary(e));
     s
 }
 
 /// The CSV header of [`write_csv`].
 pub const CSV_HEADER: &str = "experiment,mechanism,guarantee,epsilon,d,n,k,status,reason,\
 sq_error_mean,sq_error_sd,repeats,sq_error_values,expected,error_kind,check_samples,check_mean,\
-check_expected,check_z,check_agrees,client_s_per_user,server_s,seeds";
+check_expected,check_z,check_agrees,client_s_per_user,server_s,seeds,bits,bpp_cap,\
+bits_per_parameter,sketch_m,wrapped";
 
 fn csv_text(rep: &MeanReport) -> String {
     let mut out = String::from(CSV_HEADER);
@@ -268,6 +342,11 @@ fn csv_text(rep: &MeanReport) -> String {
                 num(r.client_s_per_user.as_ref().map(|m| m.mean)),
                 num(r.server_s.as_ref().map(|m| m.mean)),
                 csv_field(&r.seeds.join(";")),
+                r.bits.map(|b| b.to_string()).unwrap_or_default(),
+                num(r.bpp_cap),
+                num(r.bits_per_parameter),
+                r.sketch_m.map(|m| m.to_string()).unwrap_or_default(),
+                r.wrapped.map(|w| w.to_string()).unwrap_or_default(),
             ];
             out.push_str(&fields.join(","));
             out.push('\n');
@@ -291,7 +370,7 @@ pub fn write_json(rep: &MeanReport, path: &Path) -> Result<()> {
 }
 
 /// Distinct values in order of first appearance.
-fn distinct<T: PartialEq + Copy>(it: impl Iterator<Item = T>) -> Vec<T> {
+pub(super) fn distinct<T: PartialEq + Copy>(it: impl Iterator<Item = T>) -> Vec<T> {
     let mut out: Vec<T> = Vec::new();
     for x in it {
         if !out.contains(&x) {
@@ -302,7 +381,7 @@ fn distinct<T: PartialEq + Copy>(it: impl Iterator<Item = T>) -> Vec<T> {
 }
 
 /// Settings not run, as small print under a legend (at most 8 lines).
-fn not_run_notes(rows: &[&MeanRow]) -> Vec<String> {
+pub(super) fn not_run_notes(rows: &[&MeanRow]) -> Vec<String> {
     let skipped: Vec<String> = rows
         .iter()
         .filter(|r| r.status != Status::Ok)
@@ -344,7 +423,7 @@ fn styles(rows: &[&MeanRow], flat_if_no_k: bool) -> Vec<(String, usize, bool, St
     out
 }
 
-fn point(r: &MeanRow, x: f64, y: &Option<Metric>) -> Option<(f64, f64, f64)> {
+pub(super) fn point(r: &MeanRow, x: f64, y: &Option<Metric>) -> Option<(f64, f64, f64)> {
     (r.status == Status::Ok)
         .then_some(())
         .and(y.as_ref())
@@ -490,12 +569,21 @@ pub fn figures(e: &ExperimentReport) -> Vec<LineFigure> {
         Plan::ErrorVsK => vec![error_vs_k(&e.name, &e.title, &rows)],
         Plan::ErrorVsEps => vec![error_vs_eps(&e.name, &e.title, &rows)],
         Plan::RuntimeVsD => vec![runtime_vs_d(&e.name, &e.title, &rows)],
+        Plan::ErrorVsN => vec![super::mean_summary::error_vs_n(&e.name, &e.title, &rows)],
+        Plan::ErrorVsBits => vec![super::mean_summary::error_vs_bits(&e.name, &e.title, &rows)],
         Plan::Grid => {
             let mut out = Vec::new();
             if distinct(rows.iter().filter_map(|r| r.k)).len() > 1 {
                 out.push(error_vs_k(
                     &format!("{}-error-vs-k", e.name),
                     &format!("{}: error vs k", e.title),
+                    &rows,
+                ));
+            }
+            if distinct(rows.iter().map(|r| r.n)).len() > 1 {
+                out.push(super::mean_summary::error_vs_n(
+                    &format!("{}-error-vs-n", e.name),
+                    &format!("{}: error vs n", e.title),
                     &rows,
                 ));
             }

@@ -13,9 +13,12 @@
 //! [`grid::ReferenceKind`]) and the unprojected ceiling. Every row names its guarantee kind
 //! ([`ResultRow::guarantee`]: DP, iDP, or none for a reference).
 
+pub mod gradients;
 pub mod grid;
 pub mod mean;
+mod mean_distributed;
 pub mod mean_report;
+mod mean_summary;
 pub mod metrics;
 pub mod report;
 pub mod retrieval;

@@ -10,8 +10,10 @@ use crate::data::{Format, InputOptions};
 use crate::error::{Error, Result};
 use crate::eval::grid::{parse_f64_list, parse_usize_list, Seeds};
 use crate::eval::mean::{self, Data, Experiment, MeanConfig, MeanSpec, Plan};
-use crate::eval::mean_report;
+use crate::eval::{gradients, mean_report};
+use crate::mechanism::distributed::DistributedKind;
 use crate::mechanism::MechanismKind;
+use crate::privacy::distributed::params::MAX_BITS;
 use crate::privacy::guarantee::InputDomain;
 use crate::projection::Seed;
 use crate::publish::load_scaled;
@@ -20,14 +22,16 @@ use crate::publish::load_scaled;
 pub struct MeanArgs {
     /// A preset mirroring a paper: projunit (Asi et al. 2023 §4.1: error vs k at d = 2^13 and
     /// 2^15, error vs ε, runtime vs d) or privunit (Bhowmick et al. 2018: PrivUnit2, Duchi,
-    /// PrivUnitG over ε at d = 1000 and 10^5). Explicit --repeat, --seed, --data-seed, --delta
+    /// PrivUnitG over ε at d = 1000 and 10^5) or distributed (Chen et al. 2022 on MNIST: binomial,
+    /// ddg, sketch-ddg against the central Gaussian over bits per parameter, n and ε). Explicit
+    /// --repeat, --seed, --data-seed, --delta
     /// and --budget override the preset's values.
     #[arg(long)]
     preset: Option<String>,
-    /// Synthetic data: number of users n (v_i = normalise(μ + N(0, I/d)), μ a random unit
-    /// vector).
+    /// Numbers of users n, comma-separated: synthetic users (v_i = normalise(μ + N(0, I/d)), μ a
+    /// random unit vector), or with --input the first n rows of the file (default: all rows).
     #[arg(long)]
-    users: Option<usize>,
+    users: Option<String>,
     /// Synthetic data: dimension d.
     #[arg(long)]
     dim: Option<usize>,
@@ -41,9 +45,12 @@ pub struct MeanArgs {
     /// Input format when the file name does not tell.
     #[arg(long)]
     format: Option<String>,
-    /// Mechanisms, comma-separated: privunit2, duchi, privunitg, projunit[:rotation|gaussian|
-    /// srht|srht-nearly-unbiased] (default map srht), and central-gaussian (the trusted-server
-    /// reference).
+    /// Mechanisms, comma-separated: the local privunit2, duchi, privunitg,
+    /// projunit[:rotation|gaussian|srht|srht-nearly-unbiased] (default map srht); the
+    /// distributed binomial, ddg, sketch-ddg (clip norm 1, under secure aggregation); and
+    /// central-gaussian (alias gaussian-central; the trusted-server reference, with the
+    /// neighbour relation of the mechanisms listed: :replace-one for local, :add-remove for
+    /// distributed).
     #[arg(long)]
     mechanisms: Option<String>,
     /// ε values, comma-separated.
@@ -52,10 +59,18 @@ pub struct MeanArgs {
     /// Projected dimensions k of ProjUnit, comma-separated (default min(100, d)).
     #[arg(long, alias = "k")]
     ks: Option<String>,
+    /// Distributed mechanisms: bits per transmitted coordinate b, comma-separated (SecAgg modulus
+    /// 2^b; default 16).
+    #[arg(long)]
+    bits: Option<String>,
+    /// sketch-ddg: caps on the bits per parameter, comma-separated (each chooses a sketch size;
+    /// default: the least-error sketch).
+    #[arg(long)]
+    bits_per_parameter: Option<String>,
     /// Repeats per setting (fresh public maps and noise each; default 5).
     #[arg(long)]
     repeat: Option<usize>,
-    /// δ of the central Gaussian reference (default 1e-6).
+    /// δ of the central Gaussian reference and of the distributed mechanisms (default 1e-6).
     #[arg(long, allow_negative_numbers = true)]
     delta: Option<f64>,
     /// Skip (and report as not run) settings whose estimated time exceeds this many seconds
@@ -99,12 +114,15 @@ fn preset(name: &str, a: &MeanArgs) -> Result<Vec<Experiment>> {
                     title: "Error vs k (Asi et al. 2023, Figure 1): n = 50".into(),
                     plan: Plan::ErrorVsK,
                     dims: vec![1 << 13, 1 << 15],
-                    n: 50,
+                    ns: vec![50],
+                    bits: vec![],
+                    bpp_caps: vec![],
                     mechanisms: list(&with_ref)?,
                     epsilons: vec![4.0, 10.0, 16.0],
                     ks: vec![10, 50, 100, 500, 1000, 2000],
                     cap_k_at_d: false,
                     repeat: a.repeat.unwrap_or(3),
+                    data: None,
                     budget,
                 },
                 Experiment {
@@ -113,12 +131,15 @@ fn preset(name: &str, a: &MeanArgs) -> Result<Vec<Experiment>> {
                         .into(),
                     plan: Plan::ErrorVsEps,
                     dims: vec![1 << 13],
-                    n: 50,
+                    ns: vec![50],
+                    bits: vec![],
+                    bpp_caps: vec![],
                     mechanisms: list(&with_ref)?,
                     epsilons: (1..=15).map(f64::from).collect(),
                     ks: vec![1000],
                     cap_k_at_d: false,
                     repeat: a.repeat.unwrap_or(3),
+                    data: None,
                     budget,
                 },
                 Experiment {
@@ -137,12 +158,15 @@ fn preset(name: &str, a: &MeanArgs) -> Result<Vec<Experiment>> {
                         1 << 22,
                         10_000_000,
                     ],
-                    n: 1,
+                    ns: vec![1],
+                    bits: vec![],
+                    bpp_caps: vec![],
                     mechanisms: list(&fam)?,
                     epsilons: vec![10.0],
                     ks: vec![1000],
                     cap_k_at_d: true,
                     repeat: a.repeat.unwrap_or(3),
+                    data: None,
                     budget,
                 },
             ])
@@ -156,20 +180,131 @@ fn preset(name: &str, a: &MeanArgs) -> Result<Vec<Experiment>> {
                     .into(),
                 plan: Plan::ErrorVsEps,
                 dims: vec![1000, 100_000],
-                n: 100,
+                ns: vec![100],
+                bits: vec![],
+                bpp_caps: vec![],
                 mechanisms: list(&mechs)?,
                 epsilons: vec![0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0],
                 ks: vec![],
                 cap_k_at_d: false,
                 repeat: a.repeat.unwrap_or(5),
+                data: None,
                 budget,
             }])
         }
+        "distributed" => distributed_preset(a, budget),
         o => Err(Error::param(
             "--preset",
-            format!("unknown preset '{o}' for eval mean (expected projunit or privunit)"),
+            format!(
+                "unknown preset '{o}' for eval mean (expected projunit, privunit or distributed)"
+            ),
         )),
     }
+}
+
+/// Clients and images per client of the distributed preset's gradients (all 60000 images).
+pub const GRADIENT_CLIENTS: (usize, usize) = (6000, 10);
+
+/// The distributed preset (Chen et al. 2022 on MNIST; see the README): error against the bits
+/// per parameter on MNIST gradients and rows, and the scaling in n and ε.
+fn distributed_preset(a: &MeanArgs, budget: Option<f64>) -> Result<Vec<Experiment>> {
+    let dir = super::shared_data().ok_or_else(|| {
+        Error::param(
+            "--preset",
+            "distributed needs the MNIST files: set DPRP_SHARED_DATA to the shared data \
+             directory",
+        )
+    })?;
+    let images = dir.join("mnist/train-images-idx3-ubyte.gz");
+    let labels = dir.join("mnist/train-labels-idx1-ubyte.gz");
+    for f in [&images, &labels] {
+        if !f.is_file() {
+            return Err(Error::param(
+                "--preset",
+                format!(
+                    "distributed needs {} (not found); set DPRP_SHARED_DATA",
+                    f.display()
+                ),
+            ));
+        }
+    }
+    crate::cli::output::note(format_args!(
+        "distributed preset: reading MNIST and training the logistic regression"
+    ));
+    let mnist = gradients::load_mnist(&images, &labels)?;
+    let (w, accuracy) = gradients::train_model(&mnist);
+    let (clients, per) = GRADIENT_CLIENTS;
+    let (grads, median) = gradients::client_gradients(&mnist, &w, clients, per)?;
+    let grad_data = Data::Rows {
+        source: format!(
+            "MNIST train: gradients of {clients} clients × {per} images, multinomial logistic \
+             regression after one epoch of SGD (training accuracy {:.3}), scaled by the median \
+             norm {median:.4} and clipped to the unit ball",
+            accuracy
+        ),
+        d: gradients::GRADIENT_DIM,
+        values: grads,
+    };
+    let row_data = Data::Rows {
+        source: "MNIST train: the first 1000 images scaled to unit ℓ₂ norm".into(),
+        d: 784,
+        values: gradients::unit_rows(&mnist, 1000),
+    };
+    let list = |s: &str| MeanSpec::parse_list(s);
+    let dist = "binomial,ddg,sketch-ddg,central-gaussian";
+    let caps = vec![0.3, 0.6, 1.2, 2.4, 4.8, 9.6];
+    let repeat = a.repeat.unwrap_or(5);
+    let vs_bits = |name: &str, title: &str, data: Data, bits: Vec<u32>| -> Result<Experiment> {
+        Ok(Experiment {
+            name: name.into(),
+            title: title.into(),
+            plan: Plan::ErrorVsBits,
+            dims: vec![],
+            ns: vec![100, 1000],
+            mechanisms: list(dist)?,
+            epsilons: vec![1.0, 4.0],
+            ks: vec![],
+            bits,
+            bpp_caps: caps.clone(),
+            cap_k_at_d: false,
+            repeat,
+            data: Some(data),
+            budget,
+        })
+    };
+    Ok(vec![
+        vs_bits(
+            "gradients-vs-bits",
+            "MNIST logistic-regression gradients (d = 7850): error vs bits per parameter \
+             (Chen et al. 2022, Figure 3 / Table 1)",
+            grad_data.clone(),
+            vec![12, 16, 20],
+        )?,
+        vs_bits(
+            "rows-vs-bits",
+            "MNIST rows (d = 784): error vs bits per parameter",
+            row_data,
+            vec![16],
+        )?,
+        Experiment {
+            name: "gradients-scaling".into(),
+            title: "MNIST gradients: error vs n and ε (the O(c²d/(n²ε²)) scaling; PrivUnitG for \
+                    local DP)"
+                .into(),
+            plan: Plan::ErrorVsN,
+            dims: vec![],
+            ns: vec![100, 200, 500, 1000],
+            mechanisms: list("ddg,sketch-ddg,privunitg,central-gaussian")?,
+            epsilons: vec![0.5, 1.0, 2.0, 4.0, 8.0],
+            ks: vec![],
+            bits: vec![16],
+            bpp_caps: vec![1.2],
+            cap_k_at_d: false,
+            repeat,
+            data: Some(grad_data),
+            budget,
+        },
+    ])
 }
 
 /// Load `--input`: scaled as asked, every row in the unit ball (else an error naming the row).
@@ -205,13 +340,25 @@ fn load_input(a: &MeanArgs, path: &std::path::Path) -> Result<Data> {
 }
 
 fn custom(a: &MeanArgs, data: &Data) -> Result<Experiment> {
-    let (n, d) = match data {
-        Data::Rows { d, values, .. } => (values.len() / d, *d),
-        Data::Synthetic { .. } => {
-            let n = a.users.unwrap_or(50);
-            if n == 0 {
-                return Err(Error::param("--users", "must be at least 1"));
+    let users = a
+        .users
+        .as_deref()
+        .map(|u| parse_usize_list("--users", u))
+        .transpose()?;
+    let (ns, d) = match data {
+        Data::Rows { d, values, .. } => {
+            let rows = values.len() / d;
+            let ns = users.unwrap_or_default();
+            if let Some(&n) = ns.iter().find(|&&n| n > rows) {
+                return Err(Error::param(
+                    "--users",
+                    format!("n = {n} users, but the input has only {rows} rows"),
+                ));
             }
+            (ns, *d)
+        }
+        Data::Synthetic { .. } => {
+            let ns = users.unwrap_or_else(|| vec![50]);
             let d = a.dim.unwrap_or(1000);
             if d < 2 {
                 return Err(Error::param(
@@ -219,7 +366,7 @@ fn custom(a: &MeanArgs, data: &Data) -> Result<Experiment> {
                     format!("d = {d}: the mechanisms need d ≥ 2 (a unit vector in one dimension is ±1, a sign)"),
                 ));
             }
-            (n, d)
+            (ns, d)
         }
     };
     let mechanisms = MeanSpec::parse_list(
@@ -240,18 +387,68 @@ fn custom(a: &MeanArgs, data: &Data) -> Result<Experiment> {
             ));
         }
     }
+    let any_dist = mechanisms.iter().any(MeanSpec::takes_bits);
+    let bits = match &a.bits {
+        Some(s) => {
+            let b = parse_usize_list("--bits", s)?;
+            if let Some(&x) = b.iter().find(|&&x| !(2..=MAX_BITS as usize).contains(&x)) {
+                return Err(Error::param(
+                    "--bits",
+                    format!("b = {x}: bits per coordinate must be between 2 and {MAX_BITS}"),
+                ));
+            }
+            b.into_iter().map(|x| x as u32).collect()
+        }
+        None => vec![16],
+    };
+    let bpp_caps = match &a.bits_per_parameter {
+        Some(s) => parse_f64_list("--bits-per-parameter", s)?,
+        None => vec![],
+    };
+    if !any_dist && (a.bits.is_some() || a.bits_per_parameter.is_some()) {
+        return Err(Error::param(
+            "--bits",
+            "--bits and --bits-per-parameter apply to the distributed mechanisms (binomial, ddg, \
+             sketch-ddg), and none is listed",
+        ));
+    }
+    if !bpp_caps.is_empty()
+        && !mechanisms
+            .iter()
+            .any(|m| m.distributed == Some(DistributedKind::SketchDdg))
+    {
+        return Err(Error::param(
+            "--bits-per-parameter",
+            "applies to sketch-ddg only (ddg and binomial send b bits per rotated coordinate)",
+        ));
+    }
     let repeat = a.repeat.unwrap_or(5);
+    let title = match (data, ns.as_slice()) {
+        (Data::Rows { values, .. }, []) => {
+            format!("Mean estimation: d = {d}, n = {}", values.len() / d)
+        }
+        (_, [n]) => format!("Mean estimation: d = {d}, n = {n}"),
+        _ => format!("Mean estimation: d = {d}"),
+    };
+    let plan = if ns.len() > 1 {
+        Plan::ErrorVsN
+    } else {
+        Plan::Grid
+    };
     Ok(Experiment {
         name: "mean".into(),
-        title: format!("Mean estimation: d = {d}, n = {n}"),
-        plan: Plan::Grid,
+        title,
+        plan,
         dims: vec![d],
-        n,
+        ns,
         mechanisms,
         epsilons,
         ks,
+        bits,
+        bpp_caps,
         cap_k_at_d: false,
         repeat,
+        data: None,
         budget: a.budget,
     })
 }
@@ -269,10 +466,10 @@ pub fn run(a: MeanArgs) -> Result<()> {
     if !(delta > 0.0 && delta < 1.0) {
         return Err(Error::param("--delta", format!("{delta} is not in (0, 1)")));
     }
-    if a.input.is_some() && (a.users.is_some() || a.dim.is_some()) {
+    if a.input.is_some() && (a.dim.is_some() || a.data_seed.is_some()) {
         return Err(Error::param(
             "--input",
-            "give either --input or synthetic data (--users, --dim), not both",
+            "give either --input or synthetic data (--dim, --data-seed), not both",
         ));
     }
     let master = match &a.seed {
@@ -295,11 +492,13 @@ pub fn run(a: MeanArgs) -> Result<()> {
                 || a.mechanisms.is_some()
                 || a.epsilons.is_some()
                 || a.ks.is_some()
+                || a.bits.is_some()
+                || a.bits_per_parameter.is_some()
             {
                 return Err(Error::param(
                     "--preset",
                     "a preset fixes its data and grid: --input, --users, --dim, --mechanisms, \
-                     --epsilons and --ks cannot be combined with it",
+                     --epsilons, --ks, --bits and --bits-per-parameter cannot be combined with it",
                 ));
             }
             preset(p, &a)?

@@ -18,6 +18,7 @@
 
 pub mod binomial;
 pub mod ddg;
+pub mod planned;
 pub mod sketch_ddg;
 
 use rand_chacha::ChaCha20Rng;
@@ -27,6 +28,7 @@ use crate::error::Result;
 
 pub use binomial::{BinomialEncoder, BinomialParams};
 pub use ddg::{Ddg, DdgParams, EncodeStats};
+pub use planned::{plan_encoder, DistributedKind, PlanDetail, Planned};
 pub use sketch_ddg::SketchDdg;
 
 /// A client-side encoder into `Z_M` and its server-side decoder.
