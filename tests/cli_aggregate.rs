@@ -4,13 +4,7 @@
 
 mod cli_common;
 
-use cli_common::{dprp, stderr, temp_files};
-
-fn json(dir: &std::path::Path, args: &[&str]) -> serde_json::Value {
-    let o = dprp(dir, args);
-    assert!(o.status.success(), "{args:?}: {}", stderr(&o));
-    serde_json::from_slice(&o.stdout).unwrap()
-}
+use cli_common::{dprp, dprp_json as json, stderr, temp_files};
 
 /// Synthetic clients: the guarantee and parameters are printed, the mean is written, nothing
 /// wraps, and the measured squared error matches the planned E‖μ̂ − μ‖² (noise-dominated: at

@@ -5,7 +5,7 @@
 
 mod cli_common;
 
-use cli_common::{dprp, stderr, temp_files};
+use cli_common::{dprp, dprp_json as json, stderr, temp_files};
 use dprp::aggregate::round::run_round;
 use dprp::aggregate::secagg::{ModularSum, SecAggRound};
 use dprp::data::synthetic::SyntheticRows;
@@ -230,12 +230,6 @@ fn bad_input_is_refused() {
     let e = enc.decode(&sum).unwrap_err().to_string();
     assert!(e.contains("wrapped"), "{e}");
     assert!(enc.decode(&ModularSum::new(8, enc.modulus())).is_err());
-}
-
-fn json(dir: &std::path::Path, args: &[&str]) -> serde_json::Value {
-    let o = dprp(dir, args);
-    assert!(o.status.success(), "{args:?}: {}", stderr(&o));
-    serde_json::from_slice(&o.stdout).unwrap()
 }
 
 /// `dprp aggregate -m binomial` on 100 synthetic clients, d = 256: the guarantee (cpSGD

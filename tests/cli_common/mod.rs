@@ -23,6 +23,13 @@ pub fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
+/// Run `dprp args…` in `dir`, expect success, and parse its standard output as JSON.
+pub fn dprp_json(dir: &Path, args: &[&str]) -> serde_json::Value {
+    let o = dprp(dir, args);
+    assert!(o.status.success(), "{args:?}: {}", stderr(&o));
+    serde_json::from_slice(&o.stdout).unwrap()
+}
+
 /// The `.dprp-tmp-*` temporary outputs left in `dir`.
 pub fn temp_files(dir: &Path) -> Vec<PathBuf> {
     std::fs::read_dir(dir)
