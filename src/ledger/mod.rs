@@ -185,13 +185,9 @@ impl Ledger {
             .write(true)
             .open(&path)
             .map_err(io_err(&path))?;
-        match file.try_lock() {
-            Ok(()) => {}
-            Err(std::fs::TryLockError::WouldBlock) => {
-                on_wait();
-                file.lock().map_err(io_err(&path))?;
-            }
-            Err(std::fs::TryLockError::Error(e)) => return Err(Error::io(&path, e)),
+        if !flock_exclusive(&file, true).map_err(io_err(&path))? {
+            on_wait();
+            flock_exclusive(&file, false).map_err(io_err(&path))?;
         }
         Ok(LedgerLock { _file: file })
     }
@@ -394,6 +390,35 @@ impl Ledger {
         }
         Ok(inv)
     }
+}
+
+/// Take an exclusive `flock` on `file` (released when the file is closed, also when the process
+/// dies). Non-blocking: `Ok(false)` when another holder has it. (`File::lock` would do, but needs
+/// Rust 1.89, above the crate's MSRV.)
+#[cfg(unix)]
+fn flock_exclusive(file: &File, nonblocking: bool) -> std::io::Result<bool> {
+    use std::os::unix::io::AsRawFd;
+    let op = libc::LOCK_EX | if nonblocking { libc::LOCK_NB } else { 0 };
+    loop {
+        // SAFETY: flock on a file descriptor owned by `file`, which outlives the call.
+        if unsafe { libc::flock(file.as_raw_fd(), op) } == 0 {
+            return Ok(true);
+        }
+        let e = std::io::Error::last_os_error();
+        match e.raw_os_error() {
+            Some(libc::EWOULDBLOCK) if nonblocking => return Ok(false),
+            Some(libc::EINTR) => continue,
+            _ => return Err(e),
+        }
+    }
+}
+
+#[cfg(not(unix))]
+fn flock_exclusive(_file: &File, _nonblocking: bool) -> std::io::Result<bool> {
+    Err(std::io::Error::new(
+        std::io::ErrorKind::Unsupported,
+        "the ledger's lock (flock) needs a Unix system",
+    ))
 }
 
 /// The checksum recorded in a release's header, without verifying it (cheap: 112 bytes).
