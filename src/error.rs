@@ -78,6 +78,14 @@ pub enum Error {
         /// What check failed.
         msg: String,
     },
+    /// The privacy budget ledger refused a release, or cannot account for one.
+    #[error("ledger {path}: {msg}")]
+    Ledger {
+        /// The ledger directory.
+        path: PathBuf,
+        /// What was refused and why (the budget and the total, or the file that could not be read).
+        msg: String,
+    },
 }
 
 impl Error {
@@ -115,6 +123,13 @@ impl Error {
     pub fn missing(name: impl Into<String>, msg: impl Into<String>) -> Self {
         Error::Missing {
             name: name.into(),
+            msg: msg.into(),
+        }
+    }
+    /// A refusal of the privacy budget ledger in `dir`.
+    pub fn ledger(dir: impl Into<PathBuf>, msg: impl Into<String>) -> Self {
+        Error::Ledger {
+            path: dir.into(),
             msg: msg.into(),
         }
     }

@@ -77,6 +77,7 @@ pub mod error;
 pub mod estimate;
 pub mod eval;
 pub mod learn;
+pub mod ledger;
 pub mod mechanism;
 pub mod privacy;
 pub mod projection;

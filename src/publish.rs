@@ -382,6 +382,20 @@ pub fn publish_with(
     noise: &NoiseSource,
     opts: &PublishOptions,
 ) -> Result<PublishOutcome> {
+    publish_gated(req, noise, opts, None)
+}
+
+/// [`publish_with`] under a privacy budget ledger ([`crate::ledger`]): the rows are fingerprinted
+/// as they are read (before scaling) with the ledger's key, the fingerprint is recorded in the
+/// release, and `gate` checks the budget before any data is read (the release alone) and again,
+/// with the dataset's earlier releases, before the finished release is moved into place — a
+/// refusal leaves no output file.
+pub fn publish_gated(
+    req: &PublishRequest,
+    noise: &NoiseSource,
+    opts: &PublishOptions,
+    gate: Option<&mut crate::ledger::Gate>,
+) -> Result<PublishOutcome> {
     let mut warnings = Warnings {
         sink: opts.on_warning,
         list: Vec::new(),
@@ -467,6 +481,14 @@ pub fn publish_with(
         }
     }
     let mech = mechanism::build(&params)?;
+    if let Some(g) = gate.as_deref() {
+        g.precheck(&crate::ledger::Entry::provisional(
+            &mech.record(),
+            &mech.guarantee(),
+            !noise.is_seeded(),
+        ))?;
+    }
+    let mut fingerprint = gate.as_deref().map(|g| g.key().fingerprinter(p));
     let payload = mech.payload();
     let k = mech.output_dim();
     let has_labels = reader.has_labels();
@@ -501,30 +523,42 @@ pub fn publish_with(
     let input_path = req.input.clone();
     let mech_ref: &dyn Mechanism = mech.as_ref();
     let scaler_opt = (!scaler.steps.is_empty()).then_some(&scaler);
-    let result: Result<ReleaseWriter> = std::thread::scope(|s| {
+    let result: Result<(ReleaseWriter, _)> = std::thread::scope(|s| {
         // Buffers travel reader → main → writer and back, so steady state allocates nothing.
         let (tx, rx) = sync_channel::<Result<Chunk>>(2);
         let (in_pool_tx, in_pool_rx) = std::sync::mpsc::channel::<Vec<f32>>();
         let (out_pool_tx, out_pool_rx) = std::sync::mpsc::channel::<OutBuf>();
         let mut reader = reader;
-        s.spawn(move || loop {
-            let mut v = in_pool_rx
-                .try_recv()
-                .unwrap_or_else(|_| Vec::with_capacity(chunk * p));
-            v.clear();
-            let mut l = Vec::new();
-            match reader.read_chunk(chunk, &mut v, &mut l) {
-                Ok(0) => break,
-                Ok(_) => {
-                    if tx.send(Ok((v, l))).is_err() {
+        let mut fp = fingerprint.take();
+        let rh = s.spawn(move || {
+            loop {
+                let mut v = in_pool_rx
+                    .try_recv()
+                    .unwrap_or_else(|_| Vec::with_capacity(chunk * p));
+                v.clear();
+                let mut l = Vec::new();
+                // The fingerprint hashes the rows as read, before any scaling.
+                let read =
+                    reader
+                        .read_chunk(chunk, &mut v, &mut l)
+                        .and_then(|got| match fp.as_mut() {
+                            Some(f) if got > 0 => f.update(&v).map(|()| got),
+                            _ => Ok(got),
+                        });
+                match read {
+                    Ok(0) => break,
+                    Ok(_) => {
+                        if tx.send(Ok((v, l))).is_err() {
+                            break;
+                        }
+                    }
+                    Err(e) => {
+                        let _ = tx.send(Err(e));
                         break;
                     }
                 }
-                Err(e) => {
-                    let _ = tx.send(Err(e));
-                    break;
-                }
             }
+            fp.map(|f| f.finish())
         });
         let (wtx, wrx) = sync_channel::<(OutBuf, Vec<f32>)>(2);
         let wh = s.spawn(move || -> Result<ReleaseWriter> {
@@ -582,12 +616,15 @@ pub fn publish_with(
         let w = wh
             .join()
             .map_err(|_| Error::param("output", "the writer thread panicked"))?;
+        let dataset = rh
+            .join()
+            .map_err(|_| Error::param("input", "the reader thread panicked"))?;
         match failure {
             Some(e) => Err(e),
-            None => w,
+            None => w.map(|w| (w, dataset)),
         }
     });
-    let writer = result?;
+    let (writer, dataset) = result?;
     if writer.rows() == 0 {
         return Err(Error::format(
             &req.input,
@@ -664,8 +701,12 @@ pub fn publish_with(
         scaling,
         labels: has_labels,
         ids: false,
+        dataset,
     };
-    let meta = writer.finish(meta)?;
+    let meta = match gate {
+        Some(g) => writer.finish_gated(meta, |m, sum| g.admit(&req.output, m, sum))?,
+        None => writer.finish(meta)?,
+    };
     Ok(PublishOutcome {
         meta,
         warnings: warnings.list,

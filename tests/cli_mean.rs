@@ -427,6 +427,7 @@ fn the_mean_of_an_empty_release_is_refused() {
         scaling: Default::default(),
         labels: false,
         ids: false,
+        dataset: None,
     };
     w.finish(meta).unwrap();
     let o = dprp(dir.path(), &["mean", "empty.dprp", "-o", "m.npy"]);

@@ -187,6 +187,18 @@ pub fn describe(r: &Release) -> String {
         );
     }
     line("scaling", m.scaling.describe());
+    line(
+        "dataset",
+        match &m.dataset {
+            Some(d) => format!(
+                "fingerprint {} (keyed: made with the secret key of ledger key id {}; the key is \
+                 not in the release)",
+                &d.fingerprint[..16.min(d.fingerprint.len())],
+                d.key_id
+            ),
+            None => "no fingerprint (published without --ledger)".into(),
+        },
+    );
     line("guarantee", m.statement.clone());
     s
 }

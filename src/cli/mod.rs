@@ -19,6 +19,7 @@ mod estimate;
 mod eval;
 mod index;
 mod info;
+mod ledger;
 mod mean;
 mod publish;
 mod query;
@@ -51,6 +52,9 @@ enum Command {
     /// Run a secure-aggregation round (distributed discrete Gaussian, pairwise masks mod M) over
     /// client vectors and write the private mean.
     Aggregate(aggregate::AggregateArgs),
+    /// The releases of each dataset in a privacy budget ledger directory and their total
+    /// guarantee (basic composition; zCDP where every release is Gaussian).
+    Ledger(ledger::LedgerArgs),
     /// Build an HNSW index over a release for fast approximate queries.
     Index(index::IndexArgs),
     /// How much utility each mechanism keeps at given ε and k (retrieval or a linear SVM), before
@@ -155,6 +159,7 @@ fn run(cli: Cli) -> Result<()> {
         Command::Estimate(a) => estimate::run(a),
         Command::Query(a) => query::run(a),
         Command::Index(a) => index::run(a),
+        Command::Ledger(a) => ledger::run(a),
         Command::Mean(a) => mean::run(a),
         Command::Aggregate(a) => aggregate::run(a),
         Command::Eval(a) => eval::run(a),

@@ -4,11 +4,12 @@ use clap::Args;
 
 use super::{InputArgs, ScaleArgs};
 use crate::error::{Error, Result};
+use crate::ledger::{Budget, Gate};
 use crate::mechanism::{LocalMap, LocalOptions, MechanismKind, MechanismParams};
 use crate::privacy::guarantee::Neighbour;
 use crate::privacy::noise::NoiseSource;
 use crate::projection::{DenseKind, Seed};
-use crate::publish::{publish_with, PublishOptions, PublishRequest};
+use crate::publish::{publish_gated, PublishOptions, PublishRequest};
 
 #[derive(Debug, Args)]
 pub struct PublishArgs {
@@ -71,6 +72,15 @@ pub struct PublishArgs {
     /// public projection matrix, p·k·4 bytes for dense maps, comes on top).
     #[arg(long, value_name = "MiB", default_value_t = 256)]
     memory: usize,
+    /// Privacy budget ledger directory: fingerprint the dataset with the ledger's secret key
+    /// (created in DIR/.dprp-ledger on first use), record the release there, and with --budget
+    /// refuse to publish past the budget.
+    #[arg(long, value_name = "DIR")]
+    ledger: Option<PathBuf>,
+    /// Total budget `ε` or `ε,δ` for all releases of this dataset in the --ledger (basic
+    /// composition, or zCDP where every release is Gaussian or pure ε); needs --ledger.
+    #[arg(long, value_name = "ε[,δ]", allow_negative_numbers = true)]
+    budget: Option<String>,
     #[command(flatten)]
     input_args: InputArgs,
     #[command(flatten)]
@@ -149,7 +159,23 @@ pub fn run(a: PublishArgs) -> Result<()> {
         memory_budget: a.memory.saturating_mul(1 << 20),
         on_warning: Some(|w| super::output::warn(w)),
     };
-    let out = publish_with(&req, &noise, &opts)?;
+    let budget = a.budget.as_deref().map(Budget::parse).transpose()?;
+    let mut gate = match (&a.ledger, budget) {
+        (None, Some(_)) => {
+            return Err(Error::missing(
+                "--ledger",
+                "--budget needs the ledger directory whose releases it counts (--ledger DIR)",
+            ))
+        }
+        (None, None) => None,
+        (Some(dir), budget) => Some(Gate::new(dir, budget, || {
+            super::output::note(format_args!(
+                "waiting for another publish on the ledger {} to finish…",
+                dir.display()
+            ))
+        })?),
+    };
+    let out = publish_gated(&req, &noise, &opts, gate.as_mut())?;
     let m = &out.meta;
     outln!(
         "published {}: {} rows, {} → {} {} per row with {}",
@@ -186,5 +212,21 @@ pub fn run(a: PublishArgs) -> Result<()> {
         )?;
     }
     outln!("guarantee: {}", m.statement)?;
+    if let (Some(g), Some(dir)) = (gate.as_ref(), &a.ledger) {
+        if let Some(ad) = &g.admitted {
+            let short = &ad.dataset.fingerprint[..16.min(ad.dataset.fingerprint.len())];
+            outln!(
+                "ledger: recorded in {} as a release of dataset {short}",
+                dir.display()
+            )?;
+            if let (Some(t), Some(met), Some(b)) = (&ad.totals, &ad.met_by, budget) {
+                outln!(
+                    "budget: {} release(s) of this dataset, within {} by {met}",
+                    t.releases,
+                    b.label()
+                )?;
+            }
+        }
+    }
     Ok(())
 }

@@ -55,6 +55,26 @@ pub struct ReleaseMeta {
     pub labels: bool,
     /// Whether explicit row ids are stored (otherwise row i has id i).
     pub ids: bool,
+    /// The dataset fingerprint, when the release was published with `--ledger`
+    /// (see [`crate::ledger`]); absent otherwise, and in releases written before it existed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dataset: Option<DatasetRecord>,
+}
+
+/// Which dataset a release was made from, as a *keyed* hash (see [`crate::ledger::fingerprint`]).
+///
+/// The fingerprint is public (it is in the release), the key is not: it stays in the ledger
+/// directory of the data holder. A plain hash would let anyone who knows every row but one test a
+/// candidate for the last row against it — a keyed hash cannot be computed without the key.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DatasetRecord {
+    /// Keyed BLAKE3 multiset hash of the rows, 64 hex digits.
+    pub fingerprint: String,
+    /// Identifies the ledger key that made the fingerprint (a hash of the key, never the key):
+    /// fingerprints made under different keys cannot be compared.
+    pub key_id: String,
+    /// What was hashed, in words.
+    pub hashed: String,
 }
 
 /// Payload kind code in the fixed header.

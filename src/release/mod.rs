@@ -19,8 +19,9 @@
 //! ```
 //!
 //! The metadata ([`ReleaseMeta`]) records the mechanism, guarantee, ε, δ, β, neighbour relation, p,
-//! k, n, projection kind and public seed, σ, data scaling, tool version and creation time. It never
-//! contains the secret noise key or a `--noise-seed`.
+//! k, n, projection kind and public seed, σ, data scaling, tool version and creation time, and — for
+//! releases published with `--ledger` — a keyed dataset fingerprint ([`DatasetRecord`]). It never
+//! contains the secret noise key, a `--noise-seed`, or the ledger's key.
 
 mod format;
 mod reader;

@@ -109,7 +109,19 @@ impl ReleaseWriter {
 
     /// Write ids, labels and metadata, the header and checksum, and move the file into place.
     /// `meta.n`, `meta.labels` and `meta.ids` are filled in here.
-    pub fn finish(mut self, mut meta: ReleaseMeta) -> Result<ReleaseMeta> {
+    pub fn finish(self, meta: ReleaseMeta) -> Result<ReleaseMeta> {
+        self.finish_gated(meta, |_, _| Ok(()))
+    }
+
+    /// [`finish`](Self::finish), with `gate` called on the final metadata and checksum after
+    /// everything is written and synced to the temporary file but *before* the file is moved into
+    /// place: when `gate` fails, the release never appears (the temporary file is removed) and its
+    /// error is returned. The privacy budget ledger refuses and records releases here.
+    pub fn finish_gated(
+        mut self,
+        mut meta: ReleaseMeta,
+        gate: impl FnOnce(&ReleaseMeta, &[u8; 32]) -> Result<()>,
+    ) -> Result<ReleaseMeta> {
         meta.n = self.n;
         meta.k = self.k;
         meta.payload = self.payload;
@@ -150,6 +162,7 @@ impl ReleaseWriter {
         let sum = self.hasher.finalize();
         h[80..112].copy_from_slice(sum.as_bytes());
         self.out.patch(0, &h)?;
+        gate(&meta, sum.as_bytes())?;
         self.out.commit()?;
         Ok(meta)
     }

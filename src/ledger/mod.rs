@@ -1,0 +1,570 @@
+//! The privacy budget ledger (issue 13): which releases were made of which dataset, what they
+//! spend together, and a budget that `publish` refuses to exceed.
+//!
+//! **The ledger directory** `DIR` holds releases (`*.dprp`, read directly in `DIR`, not in
+//! subdirectories) and a hidden `DIR/.dprp-ledger/` (mode 0700) with
+//!
+//! * `key` — the 32-byte secret ledger key, drawn from the OS CSPRNG on first use and written with
+//!   mode 0600 (dprp refuses a key file that others can read). It fingerprints datasets
+//!   ([`fingerprint`]) and is **never written into a release**: share the `.dprp` files, never
+//!   this directory. Losing it only means new releases of old data get new fingerprints.
+//! * `journal.jsonl` — one JSON line per release published with `--ledger DIR` (file, checksum,
+//!   mechanism, guarantee, calibration, fingerprint, date), appended and synced *before* the
+//!   release is moved into place. A release once written may have been shared, so deleting or
+//!   overwriting its file never refunds its budget: the journal still counts it (a crash between
+//!   the journal line and the rename can only over-count).
+//! * `lock` — `publish --ledger` holds an exclusive lock on it (`flock`) from before it reads the
+//!   ledger until the release is recorded and in place, so two publishes racing on one ledger are
+//!   serialised and cannot both pass a budget that only one fits.
+//!
+//! **Which releases belong to a dataset.** A release published with `--ledger DIR` carries a
+//! fingerprint of its rows under the ledger key ([`crate::release::DatasetRecord`]). `dprp ledger
+//! DIR` reads the journal and every release in `DIR` (header, checksum and metadata), merges them
+//! by checksum and groups them by fingerprint; releases without one (published without
+//! `--ledger`) are listed as *unattributed* and counted toward no dataset, and releases
+//! fingerprinted under another ledger's key are listed under their own fingerprint and marked so
+//! (their fingerprints cannot be compared with this ledger's). A `.dprp` file in `DIR` that cannot
+//! be read is reported by name: `dprp ledger` lists the rest and exits non-zero, and `publish
+//! --budget` refuses (that file might be a release of the same dataset).
+//!
+//! **What the fingerprint tells the public.** Nothing about the rows (it is a PRF value), but two
+//! releases with equal fingerprints are visibly of the same dataset, and a different fingerprint
+//! says the data changed; publish without `--ledger` if that link must stay hidden.
+
+pub mod compose;
+pub mod fingerprint;
+
+use std::fs::{File, OpenOptions};
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+use crate::error::{Error, Result};
+use crate::release::{DatasetRecord, Release, ReleaseMeta};
+pub use compose::{Budget, Entry, Totals};
+pub use fingerprint::DatasetKey;
+
+/// The hidden directory inside a ledger directory.
+pub const LEDGER_SUBDIR: &str = ".dprp-ledger";
+const KEY_FILE: &str = "key";
+const LOCK_FILE: &str = "lock";
+const JOURNAL_FILE: &str = "journal.jsonl";
+
+/// A ledger directory.
+#[derive(Debug, Clone)]
+pub struct Ledger {
+    dir: PathBuf,
+}
+
+/// An exclusive hold on a ledger, released when dropped (or when the process ends).
+#[derive(Debug)]
+pub struct LedgerLock {
+    _file: File,
+}
+
+/// A release file in the ledger directory that could not be read.
+#[derive(Debug, Clone, Serialize)]
+pub struct Unreadable {
+    /// The file.
+    pub file: String,
+    /// Why.
+    pub error: String,
+}
+
+/// Where a release's file stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum FileStatus {
+    /// The file is there and holds this release.
+    Present,
+    /// The journal records it; the file is gone (still counted).
+    Missing,
+    /// The journal records it; the path now holds another release (still counted).
+    Replaced,
+}
+
+/// A release the ledger knows of.
+#[derive(Debug, Clone, Serialize)]
+pub struct Listed {
+    /// The release.
+    #[serde(flatten)]
+    pub entry: Entry,
+    /// Its file.
+    pub status: FileStatus,
+    /// Whether the journal records it (otherwise it was only found in the directory).
+    pub in_journal: bool,
+}
+
+/// Everything the ledger knows: journal and directory, merged by checksum.
+#[derive(Debug, Clone, Default)]
+pub struct Inventory {
+    /// Every release, journal order first, then files found only in the directory (by name).
+    pub releases: Vec<Listed>,
+    /// `.dprp` files in the directory that could not be read.
+    pub unreadable: Vec<Unreadable>,
+}
+
+impl Inventory {
+    /// The releases of the dataset `rec` (same fingerprint under the same key).
+    pub fn of_dataset(&self, rec: &DatasetRecord) -> Vec<&Entry> {
+        self.releases
+            .iter()
+            .map(|l| &l.entry)
+            .filter(|e| {
+                e.dataset
+                    .as_ref()
+                    .is_some_and(|d| d.fingerprint == rec.fingerprint && d.key_id == rec.key_id)
+            })
+            .collect()
+    }
+}
+
+fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> Error + '_ {
+    move |e| Error::io(path, e)
+}
+
+impl Ledger {
+    /// An existing ledger directory (it need not hold a ledger yet: then it has no key and no
+    /// journal, only whatever releases are in it).
+    pub fn open(dir: &Path) -> Result<Ledger> {
+        match std::fs::metadata(dir) {
+            Ok(m) if m.is_dir() => Ok(Ledger {
+                dir: dir.to_path_buf(),
+            }),
+            Ok(_) => Err(Error::ledger(dir, "not a directory")),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Err(Error::ledger(
+                dir,
+                "the ledger directory does not exist (publish --ledger DIR creates it)",
+            )),
+            Err(e) => Err(Error::io(dir, e)),
+        }
+    }
+
+    /// The ledger directory, created if missing (its parent must exist, as for every output).
+    pub fn create(dir: &Path) -> Result<Ledger> {
+        if !dir.exists() {
+            std::fs::create_dir(dir).map_err(io_err(dir))?;
+        }
+        Ledger::open(dir)
+    }
+
+    /// The directory.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    fn sub(&self) -> PathBuf {
+        self.dir.join(LEDGER_SUBDIR)
+    }
+
+    fn ensure_sub(&self) -> Result<PathBuf> {
+        let sub = self.sub();
+        if !sub.is_dir() {
+            let mut b = std::fs::DirBuilder::new();
+            #[cfg(unix)]
+            {
+                use std::os::unix::fs::DirBuilderExt;
+                b.mode(0o700);
+            }
+            match b.create(&sub) {
+                Ok(()) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+                Err(e) => return Err(Error::io(&sub, e)),
+            }
+        }
+        Ok(sub)
+    }
+
+    /// Take the ledger's exclusive lock, waiting for another holder (after calling `on_wait`).
+    pub fn lock(&self, on_wait: impl FnOnce()) -> Result<LedgerLock> {
+        let path = self.ensure_sub()?.join(LOCK_FILE);
+        let file = OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&path)
+            .map_err(io_err(&path))?;
+        if !flock_exclusive(&file, true).map_err(io_err(&path))? {
+            on_wait();
+            flock_exclusive(&file, false).map_err(io_err(&path))?;
+        }
+        Ok(LedgerLock { _file: file })
+    }
+
+    fn read_key(&self) -> Result<Option<DatasetKey>> {
+        let path = self.sub().join(KEY_FILE);
+        let mut f = match File::open(&path) {
+            Ok(f) => f,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(Error::io(&path, e)),
+        };
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = f.metadata().map_err(io_err(&path))?.permissions().mode();
+            if mode & 0o077 != 0 {
+                return Err(Error::ledger(
+                    &self.dir,
+                    format!(
+                        "{}: the ledger key is readable by others (mode {:o}); it must stay \
+                         secret to the data holder: chmod 600 it",
+                        path.display(),
+                        mode & 0o777
+                    ),
+                ));
+            }
+        }
+        let mut key = Vec::new();
+        f.read_to_end(&mut key).map_err(io_err(&path))?;
+        let key: [u8; 32] = key.as_slice().try_into().map_err(|_| {
+            Error::ledger(
+                &self.dir,
+                format!(
+                    "{}: the ledger key is {} bytes, not 32: damaged",
+                    path.display(),
+                    key.len()
+                ),
+            )
+        })?;
+        Ok(Some(DatasetKey::from_bytes(&key)))
+    }
+
+    /// The key id of the ledger's key, if it has one yet.
+    pub fn key_id(&self) -> Result<Option<String>> {
+        Ok(self.read_key()?.map(|k| k.key_id()))
+    }
+
+    /// The ledger key, created on first use (from the OS CSPRNG, mode 0600, written to a
+    /// temporary file and renamed, so a reader never sees half a key). Needs the lock.
+    pub fn key(&self, _lock: &LedgerLock) -> Result<DatasetKey> {
+        if let Some(k) = self.read_key()? {
+            return Ok(k);
+        }
+        let sub = self.ensure_sub()?;
+        let (bytes, key) = DatasetKey::generate()?;
+        let tmp = sub.join("key.tmp");
+        let _ = std::fs::remove_file(&tmp);
+        let mut o = OpenOptions::new();
+        o.write(true).create_new(true);
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::OpenOptionsExt;
+            o.mode(0o600);
+        }
+        let mut f = o.open(&tmp).map_err(io_err(&tmp))?;
+        f.write_all(&bytes).map_err(io_err(&tmp))?;
+        f.sync_all().map_err(io_err(&tmp))?;
+        let dest = sub.join(KEY_FILE);
+        std::fs::rename(&tmp, &dest).map_err(io_err(&dest))?;
+        Ok(key)
+    }
+
+    /// The journal's entries, in order.
+    pub fn journal(&self) -> Result<Vec<Entry>> {
+        let path = self.sub().join(JOURNAL_FILE);
+        let text = match std::fs::read_to_string(&path) {
+            Ok(t) => t,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(e) => return Err(Error::io(&path, e)),
+        };
+        text.lines()
+            .enumerate()
+            .filter(|(_, l)| !l.trim().is_empty())
+            .map(|(i, l)| {
+                serde_json::from_str(l).map_err(|e| {
+                    Error::format(
+                        &path,
+                        format!("line {} of the file is not a ledger entry: {e}", i + 1),
+                    )
+                })
+            })
+            .collect()
+    }
+
+    /// Append `entry` to the journal and sync it. Needs the lock.
+    pub fn record(&self, _lock: &LedgerLock, entry: &Entry) -> Result<()> {
+        let path = self.ensure_sub()?.join(JOURNAL_FILE);
+        let mut line = serde_json::to_string(entry)
+            .map_err(|e| Error::param("ledger entry", format!("cannot encode: {e}")))?;
+        line.push('\n');
+        let mut f = OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&path)
+            .map_err(io_err(&path))?;
+        f.write_all(line.as_bytes()).map_err(io_err(&path))?;
+        f.sync_all().map_err(io_err(&path))
+    }
+
+    /// How a release at `path` is named in the ledger: relative to the directory when it lies
+    /// directly in it, else as an absolute path (the file itself need not exist yet).
+    pub fn name_of(&self, path: &Path) -> String {
+        let file = path.file_name().map(|f| f.to_os_string());
+        let parent = match path.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+            _ => PathBuf::from("."),
+        };
+        let (Ok(parent), Some(file)) = (parent.canonicalize(), file) else {
+            return path.display().to_string();
+        };
+        match self.dir.canonicalize() {
+            Ok(d) if d == parent => PathBuf::from(file).display().to_string(),
+            _ => parent.join(file).display().to_string(),
+        }
+    }
+
+    fn resolve(&self, name: &str) -> PathBuf {
+        let p = Path::new(name);
+        if p.is_absolute() {
+            p.to_path_buf()
+        } else {
+            self.dir.join(p)
+        }
+    }
+
+    /// Every release in the journal or in the directory, merged by checksum.
+    pub fn inventory(&self) -> Result<Inventory> {
+        let mut inv = Inventory::default();
+        let mut scanned: Vec<Entry> = Vec::new();
+        let rd = std::fs::read_dir(&self.dir).map_err(io_err(&self.dir))?;
+        let mut files: Vec<PathBuf> = Vec::new();
+        for e in rd {
+            let e = e.map_err(io_err(&self.dir))?;
+            let name = e.file_name();
+            let name = name.to_string_lossy();
+            if name.ends_with(".dprp") && !name.starts_with(".dprp-tmp-") {
+                files.push(e.path());
+            }
+        }
+        files.sort();
+        for path in files {
+            let name = path
+                .file_name()
+                .map(|f| f.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            match Release::open(&path) {
+                Ok(r) => scanned.push(Entry::from_meta(name, r.meta(), &r.checksum())),
+                Err(e) => inv.unreadable.push(Unreadable {
+                    file: name,
+                    error: e.to_string(),
+                }),
+            }
+        }
+        for entry in self.journal()? {
+            if inv
+                .releases
+                .iter()
+                .any(|l| l.entry.checksum == entry.checksum)
+            {
+                continue;
+            }
+            let status = if scanned.iter().any(|s| s.checksum == entry.checksum) {
+                FileStatus::Present
+            } else {
+                match header_checksum(&self.resolve(&entry.file)) {
+                    None => FileStatus::Missing,
+                    Some(c) if fingerprint::hex(&c) == entry.checksum => FileStatus::Present,
+                    Some(_) => FileStatus::Replaced,
+                }
+            };
+            inv.releases.push(Listed {
+                entry,
+                status,
+                in_journal: true,
+            });
+        }
+        for entry in scanned {
+            if inv
+                .releases
+                .iter()
+                .any(|l| l.entry.checksum == entry.checksum)
+            {
+                continue;
+            }
+            inv.releases.push(Listed {
+                entry,
+                status: FileStatus::Present,
+                in_journal: false,
+            });
+        }
+        Ok(inv)
+    }
+}
+
+/// Take an exclusive `flock` on `file` (released when the file is closed, also when the process
+/// dies). Non-blocking: `Ok(false)` when another holder has it. (`File::lock` would do, but needs
+/// Rust 1.89, above the crate's MSRV.)
+#[cfg(unix)]
+fn flock_exclusive(file: &File, nonblocking: bool) -> std::io::Result<bool> {
+    use std::os::unix::io::AsRawFd;
+    let op = libc::LOCK_EX | if nonblocking { libc::LOCK_NB } else { 0 };
+    loop {
+        // SAFETY: flock on a file descriptor owned by `file`, which outlives the call.
+        if unsafe { libc::flock(file.as_raw_fd(), op) } == 0 {
+            return Ok(true);
+        }
+        let e = std::io::Error::last_os_error();
+        match e.raw_os_error() {
+            Some(libc::EWOULDBLOCK) if nonblocking => return Ok(false),
+            Some(libc::EINTR) => continue,
+            _ => return Err(e),
+        }
+    }
+}
+
+#[cfg(not(unix))]
+fn flock_exclusive(_file: &File, _nonblocking: bool) -> std::io::Result<bool> {
+    Err(std::io::Error::new(
+        std::io::ErrorKind::Unsupported,
+        "the ledger's lock (flock) needs a Unix system",
+    ))
+}
+
+/// The checksum recorded in a release's header, without verifying it (cheap: 112 bytes).
+fn header_checksum(path: &Path) -> Option<[u8; 32]> {
+    let mut f = File::open(path).ok()?;
+    let mut h = [0u8; 112];
+    f.read_exact(&mut h).ok()?;
+    (&h[..8] == crate::release::MAGIC).then(|| {
+        let mut c = [0u8; 32];
+        c.copy_from_slice(&h[80..112]);
+        c
+    })
+}
+
+/// What a gated publish ended with.
+#[derive(Debug, Clone)]
+pub struct Admitted {
+    /// The release's dataset fingerprint.
+    pub dataset: DatasetRecord,
+    /// The dataset's totals including the new release, when a budget was checked.
+    pub totals: Option<Totals>,
+    /// Which composition met the budget.
+    pub met_by: Option<String>,
+}
+
+/// `publish --ledger DIR [--budget ε[,δ]]`: holds the ledger's lock for the whole run,
+/// fingerprints the rows, refuses a release that would exceed the budget and records the others.
+#[derive(Debug)]
+pub struct Gate {
+    ledger: Ledger,
+    lock: LedgerLock,
+    key: DatasetKey,
+    budget: Option<Budget>,
+    inventory: Inventory,
+    /// Set when the release was admitted.
+    pub admitted: Option<Admitted>,
+}
+
+impl Gate {
+    /// Open (or create) the ledger in `dir` and take its lock (calling `on_wait` first if another
+    /// publish holds it). With a budget, the ledger's releases are read now; an unreadable
+    /// release file in the directory refuses the run.
+    pub fn new(dir: &Path, budget: Option<Budget>, on_wait: impl FnOnce()) -> Result<Gate> {
+        let ledger = Ledger::create(dir)?;
+        let lock = ledger.lock(on_wait)?;
+        let key = ledger.key(&lock)?;
+        let inventory = if budget.is_some() {
+            let inv = ledger.inventory()?;
+            if let Some(u) = inv.unreadable.first() {
+                return Err(Error::ledger(
+                    dir,
+                    format!(
+                        "cannot check the budget: {} could not be read ({}); it may be a release \
+                         of this dataset — repair it or move it out of the ledger directory",
+                        u.file, u.error
+                    ),
+                ));
+            }
+            inv
+        } else {
+            Inventory::default()
+        };
+        Ok(Gate {
+            ledger,
+            lock,
+            key,
+            budget,
+            inventory,
+            admitted: None,
+        })
+    }
+
+    /// The key rows are fingerprinted with.
+    pub fn key(&self) -> &DatasetKey {
+        &self.key
+    }
+
+    /// Before any data is read: refuse a release that alone exceeds the budget.
+    pub fn precheck(&self, alone: &Entry) -> Result<()> {
+        let Some(budget) = self.budget else {
+            return Ok(());
+        };
+        let totals = compose::compose(&[alone]).map_err(|e| Error::ledger(&self.ledger.dir, e))?;
+        compose::check(&totals, &budget).map(|_| ()).map_err(|why| {
+            Error::ledger(
+                &self.ledger.dir,
+                format!(
+                    "the privacy budget {} is exceeded by this release alone ({why}); nothing \
+                     was written",
+                    budget.label()
+                ),
+            )
+        })
+    }
+
+    /// With the release finished but not yet in place: check the budget with it, and record it.
+    pub fn admit(&mut self, output: &Path, meta: &ReleaseMeta, checksum: &[u8; 32]) -> Result<()> {
+        let dir = self.ledger.dir.clone();
+        let Some(dataset) = meta.dataset.clone() else {
+            return Err(Error::ledger(
+                &dir,
+                "the release has no dataset fingerprint",
+            ));
+        };
+        let entry = Entry::from_meta(self.ledger.name_of(output), meta, checksum);
+        let short = &dataset.fingerprint[..16.min(dataset.fingerprint.len())];
+        let (totals, met_by) = match self.budget {
+            None => (None, None),
+            Some(budget) => {
+                let mut set = self.inventory.of_dataset(&dataset);
+                let before = set.len();
+                set.push(&entry);
+                let totals = compose::compose(&set).map_err(|why| {
+                    Error::ledger(
+                        &dir,
+                        format!(
+                            "cannot check the budget for dataset {short}: {why}; {} not written",
+                            output.display()
+                        ),
+                    )
+                })?;
+                let met = compose::check(&totals, &budget).map_err(|why| {
+                    Error::ledger(
+                        &dir,
+                        format!(
+                            "publishing would exceed the privacy budget {}: dataset {short} has \
+                             {before} earlier release(s) in the ledger, and with this one its \
+                             total is {why}; {} not written",
+                            budget.label(),
+                            output.display()
+                        ),
+                    )
+                })?;
+                (Some(totals), Some(met))
+            }
+        };
+        self.ledger.record(&self.lock, &entry)?;
+        self.admitted = Some(Admitted {
+            dataset,
+            totals,
+            met_by,
+        });
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+#[path = "ledger_tests.rs"]
+mod tests;
