@@ -11,9 +11,11 @@ use cli_common::{dprp, stderr, temp_files};
 use dprp::eval::grid::Seeds;
 use dprp::eval::mean::{
     self, Check, Data, Experiment, MeanConfig, MeanSpec, Plan, CENTRAL, CENTRAL_ADD_REMOVE,
+    CENTRAL_ZCDP,
 };
 use dprp::eval::Status;
 use dprp::privacy::gaussian::analytic_sigma;
+use dprp::privacy::zcdp::rho_for_epsilon;
 use dprp::projection::Seed;
 
 fn experiment(mechs: &str, ns: Vec<usize>, bits: Vec<u32>, repeat: usize) -> Experiment {
@@ -57,14 +59,14 @@ fn empirical_error_agrees_with_the_planned_error() {
     ));
     let rep = mean::run(&cfg, &|_, _| {}).unwrap();
     let rows = &rep.experiments[0].rows;
-    assert_eq!(rows.len(), 4);
+    assert_eq!(rows.len(), 5);
     for r in rows {
         let what = &r.mechanism;
         assert_eq!(r.status, Status::Ok, "{what}");
         let c = r.check.as_ref().expect("checked");
         assert!(c.agrees, "{what}: {c:?}");
         assert_eq!(c.samples, 40, "{what}");
-        if r.mechanism == CENTRAL_ADD_REMOVE {
+        if MeanSpec::is_central_label(&r.mechanism) {
             assert!(!c.one_sided);
             continue;
         }
@@ -93,10 +95,20 @@ fn empirical_error_agrees_with_the_planned_error() {
 fn central_references_have_the_sensitivity_of_their_relation() {
     let list = MeanSpec::parse_list("privunitg,ddg,gaussian-central").unwrap();
     let labels: Vec<&str> = list.iter().map(|m| m.label.as_str()).collect();
-    assert_eq!(labels, ["privunitg", "ddg", CENTRAL, CENTRAL_ADD_REMOVE]);
+    assert_eq!(
+        labels,
+        [
+            "privunitg",
+            "ddg",
+            CENTRAL,
+            CENTRAL_ADD_REMOVE,
+            CENTRAL_ZCDP
+        ]
+    );
     let only_dist = MeanSpec::parse_list("ddg,central-gaussian").unwrap();
     assert_eq!(only_dist[1].label, CENTRAL_ADD_REMOVE);
-    assert_eq!(only_dist.len(), 2);
+    assert_eq!(only_dist[2].label, CENTRAL_ZCDP);
+    assert_eq!(only_dist.len(), 3);
     assert_eq!(
         MeanSpec::parse_list("central-gaussian").unwrap()[0].label,
         CENTRAL
@@ -106,7 +118,7 @@ fn central_references_have_the_sensitivity_of_their_relation() {
     assert!(MeanSpec::parse("central-gaussian:swap").is_err());
 
     let cfg = config(experiment(
-        "central-gaussian:add-remove,central-gaussian:replace-one",
+        "central-gaussian:add-remove,central-gaussian:replace-one,gaussian-central:zcdp",
         vec![30],
         vec![],
         2,
@@ -122,6 +134,14 @@ fn central_references_have_the_sensitivity_of_their_relation() {
     let want = 48.0 * sigma * sigma;
     assert!((ar.expected.unwrap() - want).abs() <= 1e-12 * want);
     assert!((ro.expected.unwrap() / ar.expected.unwrap() - 4.0).abs() < 1e-9);
+    // at the zCDP accountant: σ = c/(n√(2ρ)), a little above the analytic σ (the conversion
+    // from zCDP is not the Gaussian's exact privacy profile)
+    let z = rows.iter().find(|r| r.mechanism == CENTRAL_ZCDP).unwrap();
+    let rho = rho_for_epsilon(2.0, 1e-5).unwrap();
+    let want = 48.0 / (30.0f64 * 30.0 * 2.0 * rho);
+    assert!((z.expected.unwrap() - want).abs() <= 1e-12 * want);
+    let slack = z.expected.unwrap() / ar.expected.unwrap();
+    assert!(slack > 1.0 && slack < 1.3, "{slack}");
 }
 
 /// A bit budget the planner cannot meet is a "not run" row with the planner's reason; the other
@@ -189,9 +209,9 @@ fn cli_report_with_distributed_mechanisms() {
     ] {
         assert!(md.contains(needle), "{needle} missing:\n{md}");
     }
-    // 3 n × 2 ε × (ddg + 2 sketch caps + binomial + privunitg + 2 references)
+    // 3 n × 2 ε × (ddg + 2 sketch caps + binomial + privunitg + 3 references)
     let csv = std::fs::read_to_string(out.join("report.csv")).unwrap();
-    assert_eq!(csv.lines().count(), 1 + 3 * 2 * 7, "{csv}");
+    assert_eq!(csv.lines().count(), 1 + 3 * 2 * 8, "{csv}");
     assert!(csv.lines().skip(1).all(|l| l.contains(",ok,")), "{csv}");
 }
 

@@ -46,6 +46,7 @@ use crate::mechanism::{self, LocalMap, LocalOptions, MechanismKind, MechanismPar
 use crate::privacy::distributed::params::DistributedRequest;
 use crate::privacy::gaussian::analytic_sigma;
 use crate::privacy::guarantee::{GuaranteeKind, InputDomain, Neighbour};
+use crate::privacy::zcdp;
 use crate::projection::hadamard::next_pow2;
 
 /// Label of the central Gaussian reference of the local mechanisms (replace-one: any unit vector
@@ -55,6 +56,12 @@ pub const CENTRAL: &str = "central-gaussian";
 /// Label of the central Gaussian reference of the distributed mechanisms (one client's vector
 /// of norm ≤ c added or removed, ℓ₂ sensitivity `c/n` of the mean — their neighbour relation).
 pub const CENTRAL_ADD_REMOVE: &str = "central-gaussian:add-remove";
+
+/// Label of the central Gaussian at the distributed mechanisms' own accountant: add/remove, σ of
+/// the sum `c/√(2ρ)` with ρ the largest zCDP budget whose tight conversion meets (ε, δ) — the
+/// reference that separates the cost of distributing, discretising and compressing the noise
+/// from the slack of the accountant (zCDP against the analytic Gaussian's exact privacy profile).
+pub const CENTRAL_ZCDP: &str = "central-gaussian:zcdp";
 
 /// Clip norm of the distributed mechanisms in the evaluation: the data lie in the unit ball.
 pub const CLIP: f64 = 1.0;
@@ -98,7 +105,7 @@ impl MeanSpec {
 
     /// Parse `name[:map]`: a local mechanism whose domain is the unit ball, a distributed
     /// mechanism, or a central reference (`central-gaussian`, alias `gaussian-central`, with
-    /// `:replace-one` (the default) or `:add-remove`).
+    /// `:replace-one` (the default), `:add-remove` or `:zcdp`).
     pub fn parse(s: &str) -> Result<MeanSpec> {
         let s = s.trim().to_ascii_lowercase();
         let (head, tail) = match s.split_once(':') {
@@ -109,11 +116,13 @@ impl MeanSpec {
             return match tail {
                 None | Some("replace-one") => Ok(Self::central(CENTRAL)),
                 Some("add-remove") => Ok(Self::central(CENTRAL_ADD_REMOVE)),
+                Some("zcdp") => Ok(Self::central(CENTRAL_ZCDP)),
                 Some(t) => Err(Error::param(
                     "--mechanisms",
                     format!(
                         "'{s}': the central reference takes :replace-one (the local mechanisms' \
-                         neighbours) or :add-remove (the distributed mechanisms'), not '{t}'"
+                         neighbours), :add-remove (the distributed mechanisms') or :zcdp \
+                         (add-remove at the distributed mechanisms' zCDP accountant), not '{t}'"
                     ),
                 )),
             };
@@ -191,7 +200,7 @@ impl MeanSpec {
 
     /// Whether the label is a central reference (of either neighbour relation).
     pub fn is_central_label(label: &str) -> bool {
-        label == CENTRAL || label == CENTRAL_ADD_REMOVE
+        label == CENTRAL || label == CENTRAL_ADD_REMOVE || label == CENTRAL_ZCDP
     }
 
     /// Local mechanisms whose input domain is not the unit ball.
@@ -204,8 +213,8 @@ impl MeanSpec {
 
     /// Parse a comma-separated list (duplicates dropped). A central reference named without its
     /// neighbour relation becomes the reference of each family listed: `:replace-one` for the
-    /// local mechanisms, `:add-remove` for the distributed ones (both when both are listed;
-    /// replace-one when it is alone).
+    /// local mechanisms, `:add-remove` and `:zcdp` for the distributed ones (all three when both
+    /// families are listed; replace-one when it is alone).
     pub fn parse_list(s: &str) -> Result<Vec<MeanSpec>> {
         let parts: Vec<&str> = s
             .split(',')
@@ -231,6 +240,7 @@ impl MeanSpec {
                 }
                 if any_dist {
                     push(Self::central(CENTRAL_ADD_REMOVE));
+                    push(Self::central(CENTRAL_ZCDP));
                 }
             } else {
                 push(m);
@@ -655,7 +665,7 @@ fn run_local(
 
 /// One repeat of a central Gaussian reference: the true mean plus `N(0, σ²I)`, σ from the
 /// analytic Gaussian mechanism at the mean's ℓ₂ sensitivity (`2/n` replace-one, `c/n`
-/// add/remove).
+/// add/remove), or `c/(n√(2ρ))` at the zCDP accountant ([`CENTRAL_ZCDP`]).
 fn run_central(
     label: &str,
     eps: f64,
@@ -665,12 +675,11 @@ fn run_central(
     seeds: &Seeds,
     r: usize,
 ) -> Result<Repeat> {
-    let sensitivity = if label == CENTRAL_ADD_REMOVE {
-        CLIP / n as f64
-    } else {
-        2.0 / n as f64
+    let sigma = match label {
+        CENTRAL_ADD_REMOVE => analytic_sigma(CLIP / n as f64, eps, delta)?,
+        CENTRAL_ZCDP => CLIP / n as f64 / (2.0 * zcdp::rho_for_epsilon(eps, delta)?).sqrt(),
+        _ => analytic_sigma(2.0 / n as f64, eps, delta)?,
     };
-    let sigma = analytic_sigma(sensitivity, eps, delta)?;
     // the replace-one reference keeps its historical seed label (reports stay reproducible)
     let tag = if label == CENTRAL {
         "mean central".to_string()
