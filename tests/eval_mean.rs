@@ -3,9 +3,7 @@
 
 mod cli_common;
 
-use std::path::Path;
-
-use cli_common::{dprp, stderr, temp_files};
+use cli_common::{dprp, stderr};
 use dprp::eval::grid::Seeds;
 use dprp::eval::mean::{self, Check, Data, Experiment, MeanConfig, MeanReport, MeanSpec, Plan};
 use dprp::eval::Status;
@@ -185,17 +183,7 @@ fn over_budget_settings_are_reported_not_dropped() {
     assert!(rows.iter().all(|r| r.check.is_none()));
 }
 
-fn refused(dir: &Path, args: &[&str], needle: &str) {
-    let mut all = vec!["eval", "mean", "--seed", "1", "--out", "out"];
-    all.extend_from_slice(args);
-    let o = dprp(dir, &all);
-    assert!(!o.status.success(), "{args:?} succeeded");
-    let e = stderr(&o);
-    assert!(e.contains(needle), "{args:?}: {e}");
-    assert!(!e.contains("panicked"), "{e}");
-    assert!(!dir.join("out").exists(), "{args:?} left --out");
-    assert!(temp_files(dir).is_empty(), "{args:?} left temporary files");
-}
+use cli_common::eval_mean_refused as refused;
 
 #[test]
 fn bad_input_is_refused_without_output() {

@@ -5,9 +5,9 @@
 
 mod cli_common;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
-use cli_common::{dprp, stderr, temp_files};
+use cli_common::{dprp, stderr};
 use dprp::eval::grid::Seeds;
 use dprp::eval::mean::{
     self, Check, Data, Experiment, MeanConfig, MeanSpec, Plan, CENTRAL, CENTRAL_ADD_REMOVE,
@@ -215,17 +215,7 @@ fn cli_report_with_distributed_mechanisms() {
     assert!(csv.lines().skip(1).all(|l| l.contains(",ok,")), "{csv}");
 }
 
-fn refused(dir: &Path, args: &[&str], needle: &str) {
-    let mut all = vec!["eval", "mean", "--seed", "1", "--out", "out"];
-    all.extend_from_slice(args);
-    let o = dprp(dir, &all);
-    assert!(!o.status.success(), "{args:?} succeeded");
-    let e = stderr(&o);
-    assert!(e.contains(needle), "{args:?}: {e}");
-    assert!(!e.contains("panicked"), "{e}");
-    assert!(!dir.join("out").exists(), "{args:?} left --out");
-    assert!(temp_files(dir).is_empty(), "{args:?} left temporary files");
-}
+use cli_common::eval_mean_refused as refused;
 
 #[test]
 fn bad_distributed_input_is_refused_without_output() {

@@ -30,6 +30,20 @@ pub fn dprp_json(dir: &Path, args: &[&str]) -> serde_json::Value {
     serde_json::from_slice(&o.stdout).unwrap()
 }
 
+/// `dprp eval mean --seed 1 --out out args…` must fail with `needle` in its error, without a
+/// panic, an `out` directory or temporary files.
+pub fn eval_mean_refused(dir: &Path, args: &[&str], needle: &str) {
+    let mut all = vec!["eval", "mean", "--seed", "1", "--out", "out"];
+    all.extend_from_slice(args);
+    let o = dprp(dir, &all);
+    assert!(!o.status.success(), "{args:?} succeeded");
+    let e = stderr(&o);
+    assert!(e.contains(needle), "{args:?}: {e}");
+    assert!(!e.contains("panicked"), "{e}");
+    assert!(!dir.join("out").exists(), "{args:?} left --out");
+    assert!(temp_files(dir).is_empty(), "{args:?} left temporary files");
+}
+
 /// The `.dprp-tmp-*` temporary outputs left in `dir`.
 pub fn temp_files(dir: &Path) -> Vec<PathBuf> {
     std::fs::read_dir(dir)
