@@ -29,6 +29,7 @@ use rand_chacha::ChaCha20Rng;
 
 use crate::aggregate::secagg::{ModularSum, Modulus};
 use crate::error::{Error, Result};
+use crate::privacy::chacha::BufferedChaCha;
 use crate::privacy::distributed::ddg::DdgSetting;
 use crate::privacy::exact::{DiscreteGaussian, Rational};
 use crate::projection::flatten::Flatten;
@@ -153,7 +154,10 @@ impl Ddg {
         rng: &mut ChaCha20Rng,
         exact: Option<&mut [i128]>,
     ) -> Result<EncodeStats> {
-        let (tilde, stats) = self.round(x, rng)?;
+        // Rounding and noise read the client's stream through the eight-way keystream: the
+        // same words, in the same order, as drawing them from `rng` directly.
+        let mut rng = BufferedChaCha::new(rng);
+        let (tilde, stats) = self.round_with(x, &mut rng)?;
         if out.len() != tilde.len() {
             return Err(Error::param(
                 "message",
@@ -166,7 +170,7 @@ impl Ddg {
         }
         let mut z = vec![0i64; tilde.len()];
         if let Some(n) = &self.noise {
-            n.fill(rng, &mut z);
+            n.fill(&mut rng, &mut z);
         }
         let m = self.modulus;
         for ((o, &t), &e) in out.iter_mut().zip(&tilde).zip(&z) {
@@ -182,6 +186,16 @@ impl Ddg {
 
     /// Steps 1–3: the clipped, scaled, flattened and conditionally rounded integer vector.
     pub fn round(&self, x: &[f64], rng: &mut ChaCha20Rng) -> Result<(Vec<i64>, EncodeStats)> {
+        self.round_with(x, &mut BufferedChaCha::new(rng))
+    }
+
+    /// [`Ddg::round`] on any generator (the encoder passes the buffered view of the client's
+    /// stream).
+    fn round_with<R: Rng + ?Sized>(
+        &self,
+        x: &[f64],
+        rng: &mut R,
+    ) -> Result<(Vec<i64>, EncodeStats)> {
         if let Some(j) = x.iter().position(|v| !v.is_finite()) {
             return Err(Error::param(
                 "client vector",

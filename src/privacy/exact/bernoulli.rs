@@ -11,8 +11,8 @@ use crate::error::{Error, Result};
 ///
 /// [`Bernoulli::sample`] draws a uniform integer `D ∈ [0, d)` without modulo bias (Lemire's
 /// multiply-and-reject for `d ≤ 2^64`, masked rejection above) and returns `D < n`, the reduction
-/// Canonne, Kamath, Steinke 2020 give for rational probabilities. (Inside the other samplers the same law is drawn by comparing the binary
-/// expansions of a uniform `u` and of `n/d`, which needs two random bits on average.)
+/// Canonne, Kamath, Steinke 2020 give for rational probabilities. (Inside the other samplers the same law is drawn as `u < n/d` for a uniform
+/// `u` generated 32 bits at a time, decided by one multiplication nearly always.)
 ///
 /// ```
 /// use dprp::privacy::exact::{Bernoulli, Rational};
@@ -154,7 +154,7 @@ pub(crate) fn exp_neg_frac<R: CryptoRng + ?Sized>(
     let mut k: u64 = 2;
     // K ≥ 2: A ~ Bernoulli(1/K) ∧ Bernoulli(γ). The counter would need 2^64 successive
     // successes (each of probability ≤ 1/K) to saturate: it never does.
-    while bits.ratio_u64(1, k) && bits.ratio_u128(r, d) {
+    while bits.one_in(k) && bits.ratio_u128(r, d) {
         k = k.saturating_add(1);
     }
     k % 2 == 1
@@ -175,7 +175,7 @@ pub(crate) fn exp_neg_frac_u64<R: CryptoRng + ?Sized>(
         return true;
     }
     let mut k: u64 = 2;
-    while bits.ratio_u64(1, k) && bits.ratio_u64(r, d) {
+    while bits.one_in(k) && bits.ratio_u64(r, d) {
         k = k.saturating_add(1);
     }
     k % 2 == 1
@@ -186,7 +186,7 @@ pub(crate) fn exp_neg_frac_u64<R: CryptoRng + ?Sized>(
 #[inline]
 pub(crate) fn exp_neg_one<R: CryptoRng + ?Sized>(bits: &mut Bits<'_, R>) -> bool {
     let mut k: u64 = 2;
-    while bits.ratio_u64(1, k) {
+    while bits.one_in(k) {
         k = k.saturating_add(1);
     }
     k % 2 == 1
