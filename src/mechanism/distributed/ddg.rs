@@ -228,13 +228,17 @@ impl Ddg {
         for tries in 1..=MAX_ROUNDING_TRIES {
             let mut sq = 0.0;
             for (o, &a) in out.iter_mut().zip(&v) {
-                let fl = a.floor();
-                let frac = a - fl;
+                // ⌊a⌋ in integers (|a| < 2^61): truncate, one down for a negative non-integer
+                // (the same value as `a.floor()`, without the library call)
+                let t = a as i64;
+                let fl = t - ((t as f64) > a) as i64;
+                let frac = a - fl as f64;
                 // uniform on [0, 1) with 53 random bits: P(up) = frac up to 2^-53
                 let u = (rng.next_u64() >> 11) as f64 * (1.0 / (1u64 << 53) as f64);
-                let r = if u < frac { fl + 1.0 } else { fl };
-                sq += r * r;
-                *o = r as i64;
+                let r = fl + (u < frac) as i64;
+                let rf = r as f64;
+                sq += rf * rf;
+                *o = r;
             }
             if sq <= self.bound_sq {
                 return Ok((

@@ -83,10 +83,23 @@ impl<'a, R: CryptoRng + ?Sized> Bits<'a, R> {
     ///
     /// Lemire's multiply-and-reject method ("Fast random integer generation in an interval",
     /// ACM TOMACS 2019): the high word of `w·n` is uniform on `[0, n)` once the draws whose low
-    /// word falls below `2^64 mod n` are rejected — exactly unbiased, no modulo bias.
+    /// word falls below `2^L mod n` are rejected — exactly unbiased, no modulo bias. `w` has
+    /// `L = 32` bits when `n ≤ 2^32` (half a keystream word), else 64.
     #[inline]
     pub(crate) fn below_u64(&mut self, n: u64) -> u64 {
         debug_assert!(n >= 1);
+        if n <= 1 << 32 {
+            let mut m = self.take(32) * n;
+            let mut low = m & 0xffff_ffff;
+            if low < n {
+                let threshold = (1u64 << 32) % n; // 2^32 mod n
+                while low < threshold {
+                    m = self.take(32) * n;
+                    low = m & 0xffff_ffff;
+                }
+            }
+            return m >> 32;
+        }
         let mut m = (self.rng.next_u64() as u128) * (n as u128);
         let mut low = m as u64;
         if low < n {
@@ -121,54 +134,58 @@ impl<'a, R: CryptoRng + ?Sized> Bits<'a, R> {
         }
     }
 
-    /// 32 fresh uniform bits (the buffer's next 32, or a new word's low 32 — buffered bits
-    /// fewer than 32 are dropped, which leaves every bit handed out independent and uniform).
+    /// `k ≤ 32` fresh uniform bits (the buffer's next `k`, or a new word's low `k` — buffered
+    /// bits fewer than `k` are dropped, which leaves every bit handed out independent and
+    /// uniform).
     #[inline]
-    fn bits32(&mut self) -> u64 {
-        if self.left >= 32 {
-            let w = self.buf & 0xffff_ffff;
-            self.buf >>= 32;
-            self.left -= 32;
+    fn take(&mut self, k: u32) -> u64 {
+        debug_assert!((1..=32).contains(&k));
+        let mask = (1u64 << k) - 1;
+        if self.left >= k {
+            let w = self.buf & mask;
+            self.buf >>= k;
+            self.left -= k;
             w
         } else {
             let w = self.rng.next_u64();
-            self.buf = w >> 32;
-            self.left = 32;
-            w & 0xffff_ffff
+            self.buf = w >> k;
+            self.left = 64 - k;
+            w & mask
         }
     }
 
     /// A Bernoulli trial with probability `r/d` (`0 ≤ r ≤ d`, `d ≥ 1`): `u < r/d` for a uniform
-    /// `u ∈ [0, 1)` generated 32 bits at a time.
+    /// `u ∈ [0, 1)` generated `K = 16` bits at a time.
     ///
-    /// With `w` the next 32 bits of `u` (`u = (w + u')/2^32`, `u'` uniform on `[0, 1)` and
-    /// independent of `w`), `u < r/d ⟺ (w + u')·d < r·2^32`. If `(w + 1)·d ≤ r·2^32` that holds
-    /// whatever `u'` is: true. If `w·d ≥ r·2^32` it fails whatever `u'` is: false. Otherwise
-    /// (`w = ⌊r·2^32/d⌋`, probability `2^-32`) it holds exactly when `u' < r'/d` with
-    /// `r' = r·2^32 − w·d ∈ (0, d)`, decided the same way on the next 32 bits. So the trial is
+    /// With `w` the next `K` bits of `u` (`u = (w + u')/2^K`, `u'` uniform on `[0, 1)` and
+    /// independent of `w`), `u < r/d ⟺ (w + u')·d < r·2^K`. If `(w + 1)·d ≤ r·2^K` that holds
+    /// whatever `u'` is: true. If `w·d ≥ r·2^K` it fails whatever `u'` is: false. Otherwise
+    /// (`w = ⌊r·2^K/d⌋`, probability `2^-K`) it holds exactly when `u' < r'/d` with
+    /// `r' = r·2^K − w·d ∈ (0, d)`, decided the same way on the next `K` bits. So the trial is
     /// exactly `Bernoulli(r/d)`, decided by one multiplication and two comparisons nearly always
-    /// (the products are formed in 160 bits: nothing overflows).
+    /// (the products are formed in up to 145 bits: nothing overflows), on two bytes of
+    /// keystream where the bit-by-bit comparison took a data-dependent loop.
     #[inline]
     pub(crate) fn ratio_u128(&mut self, mut r: u128, d: u128) -> bool {
         if r >= d {
             return true;
         }
-        // r·2^32 as (bits 64.., bits 0..64)
-        let shifted = |r: u128| (r >> 32, (r as u64) << 32);
+        // r·2^K as (bits 64.., bits 0..64)
+        let shifted = |r: u128| (r >> (64 - K), (r as u64) << K);
         loop {
             if r == 0 {
                 return false;
             }
-            let w = self.bits32();
+            let w = self.take(K);
             let b = shifted(r);
-            let a = mul_160(w, d);
+            let a = mul_wide(w, d);
             if a >= b {
                 return false;
             }
-            if mul_160(w + 1, d) <= b {
+            if mul_wide(w + 1, d) <= b {
                 return true;
             }
-            // r' = r·2^32 − w·d < d < 2^128: exact in wrapping 128-bit arithmetic
+            // r' = r·2^K − w·d < d < 2^128: exact in wrapping 128-bit arithmetic
             r = (b.0.wrapping_sub(a.0) << 64)
                 .wrapping_add(b.1 as u128)
                 .wrapping_sub(a.1 as u128);
@@ -187,8 +204,8 @@ impl<'a, R: CryptoRng + ?Sized> Bits<'a, R> {
             if r == 0 {
                 return false;
             }
-            let w = self.bits32() as u128;
-            let b = (r as u128) << 32;
+            let w = self.take(K) as u128;
+            let b = (r as u128) << K;
             let a = w * d;
             if a >= b {
                 return false;
@@ -229,9 +246,12 @@ impl<'a, R: CryptoRng + ?Sized> Bits<'a, R> {
     }
 }
 
+/// Bits per step of the Bernoulli trials ([`Bits::ratio_u128`]).
+const K: u32 = 16;
+
 /// `w·d` for `w ≤ 2^32` as (bits 64 and up, bits 0..64) — at most 161 bits.
 #[inline]
-fn mul_160(w: u64, d: u128) -> (u128, u64) {
+fn mul_wide(w: u64, d: u128) -> (u128, u64) {
     let lo = w as u128 * (d as u64) as u128;
     let hi = w as u128 * (d >> 64) + (lo >> 64);
     (hi, lo as u64)
@@ -269,11 +289,11 @@ mod tests {
     }
     impl rand::TryCryptoRng for Replay {}
 
-    /// `⌊r·2^32/d⌋` and the remainder, by 256-bit long division (independent of the trial's
-    /// 160-bit products).
+    /// `⌊r·2^K/d⌋` and the remainder, by long division one bit at a time (independent of the
+    /// trial's wide products).
     fn digit(r: u128, d: u128) -> (u64, u128) {
         let (mut q, mut rem) = (0u64, r);
-        for _ in 0..32 {
+        for _ in 0..K {
             // rem < d ≤ 2^128: 2·rem may need 129 bits
             let carry = rem >> 127;
             rem <<= 1;
@@ -297,8 +317,8 @@ mod tests {
         wide
     }
 
-    /// The trial decides `u < r/d` exactly at the boundary digit: with the first 32 bits of `u`
-    /// one below `⌊r·2^32/d⌋` it is true, one above false, and equal it goes on to the next 32
+    /// The trial decides `u < r/d` exactly at the boundary digit: with the first `K` bits of `u`
+    /// one below `⌊r·2^K/d⌋` it is true, one above false, and equal it goes on to the next `K`
     /// bits against the remainder — for denominators of 2 to 128 bits. Getting the comparison
     /// off by one (`>` for `≥`, or `<` for `≤`), or continuing with a wrong remainder, flips
     /// one of these cases.
@@ -320,24 +340,25 @@ mod tests {
         }
         for (r, d) in cases {
             let (f, rem) = digit(r, d);
-            // the first 32 bits of u are the low half of the first word
+            // the first K bits of u are the low K bits of the first word
             if f > 0 {
                 assert!(trial(vec![f - 1], r, d), "w = F − 1, r/d = {r}/{d}");
             }
-            if f < u32::MAX as u64 {
+            let top = (1u64 << K) - 1;
+            if f < top {
                 assert!(!trial(vec![f + 1], r, d), "w = F + 1, r/d = {r}/{d}");
             }
-            // w = F: the next 32 bits (the first word's high half) against rem/d
+            // w = F: the next K bits of the first word against rem/d
             let (f2, _) = digit(rem, d);
             if rem > 0 && f2 > 0 {
                 assert!(
-                    trial(vec![f | ((f2 - 1) << 32)], r, d),
+                    trial(vec![f | ((f2 - 1) << K)], r, d),
                     "F then F2 − 1, {r}/{d}"
                 );
             }
-            if f2 < u32::MAX as u64 {
+            if f2 < top {
                 assert!(
-                    !trial(vec![f | ((f2 + 1) << 32)], r, d),
+                    !trial(vec![f | ((f2 + 1) << K)], r, d),
                     "F then F2 + 1, {r}/{d}"
                 );
             }
@@ -348,7 +369,7 @@ mod tests {
         }
     }
 
-    /// Frequencies: `Bernoulli(r/d)` from the 32-bit trial and from the bit-by-bit reference
+    /// Frequencies: `Bernoulli(r/d)` from the `K`-bit trial and from the bit-by-bit reference
     /// both within 5 standard errors of `r/d` over 10^6 trials, for 64- and 128-bit
     /// denominators; power: a probability 5% off is more than 5 s.e. away.
     #[test]
