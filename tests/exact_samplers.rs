@@ -250,8 +250,9 @@ fn bernoulli_rational_matches() {
 #[test]
 fn uniform_below_has_no_modulo_bias() {
     // n = 3·2^62: `word % n` gives [0, 2^62) twice the mass of the rest (2^64 mod n = 2^62),
-    // which the χ² on three equal thirds catches; Lemire's method must pass it. Also a small n
-    // and one above 2^64.
+    // which the χ² on three equal thirds catches; Lemire's method must pass it. The same at
+    // n = 3·2^30 for the 32-bit path (bounds up to 2^32 draw 32 bits: `u32 % n` is caught). Also
+    // a small n and one above 2^64.
     let n_draws = 300_000;
     let uniform = |k: i64| {
         move |x: i64| {
@@ -264,6 +265,7 @@ fn uniform_below_has_no_modulo_bias() {
     };
     for (bound, k, seed) in [
         (3u128 << 62, 3i64, 61),
+        (3u128 << 30, 3, 62),
         (7, 7, 63),
         ((5u128 << 70) + 1, 10, 65),
     ] {
@@ -287,9 +289,16 @@ fn uniform_below_has_no_modulo_bias() {
             .map(|_| bin(uniform_below(&mut r, bound).unwrap()))
             .collect();
         gof.accept(&x);
-        if bound == 3u128 << 62 {
+        if bound == 3u128 << 62 || bound == 3u128 << 30 {
             let biased: Vec<i64> = (0..n_draws)
-                .map(|_| bin(r.next_u64() as u128 % bound))
+                .map(|_| {
+                    let w = if bound >> 32 == 0 {
+                        r.next_u32() as u128
+                    } else {
+                        r.next_u64() as u128
+                    };
+                    bin(w % bound)
+                })
                 .collect();
             let alt = |x: i64| match x {
                 0 => 0.5,

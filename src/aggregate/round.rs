@@ -11,6 +11,8 @@
 //! mean and the exact integer sum before the reduction mod `M` — to report the error of the
 //! private mean and how many coordinates of the sum wrapped around `[−M/2, M/2)`.
 
+use std::sync::Mutex;
+
 use rayon::prelude::*;
 
 use super::secagg::{ModularSum, SecAggRound};
@@ -19,8 +21,8 @@ use crate::error::{Error, Result};
 use crate::mechanism::distributed::ClientEncoder;
 use crate::privacy::noise::NoiseSource;
 
-/// Clients read and encoded per batch (per thread, several).
-const CLIENTS_PER_TASK: usize = 4;
+/// Clients read per batch and thread (each client is its own parallel task).
+const CLIENTS_PER_THREAD: usize = 4;
 
 /// What a round produced.
 #[derive(Debug, Clone, PartialEq)]
@@ -83,8 +85,20 @@ pub fn run_round(
     }
     let n = secagg.clients();
     let threads = rayon::current_num_threads().max(1);
-    let batch = threads * CLIENTS_PER_TASK;
-    let mut total = Partial::new(len, encoder, check, d);
+    let batch = threads * CLIENTS_PER_THREAD;
+    // One worker state per thread (partial sums and buffers), allocated once for the round:
+    // each client is its own parallel task, so rayon balances them over the threads even when
+    // another process takes a core for a while, and a task adds its client to the state of the
+    // thread it runs on (an uncontended lock).
+    let workers: Vec<Mutex<Worker>> = (0..threads)
+        .map(|_| {
+            Mutex::new(Worker {
+                part: Partial::new(len, encoder, check, d),
+                msg: vec![0u64; len],
+                x: vec![0f64; d],
+            })
+        })
+        .collect();
     let mut values: Vec<f32> = Vec::with_capacity(batch * d);
     let mut labels = Vec::new();
     let mut next: u64 = 0;
@@ -102,27 +116,27 @@ pub fn run_round(
             ));
         }
         let first = next;
-        let parts: Vec<Result<Partial>> = values
-            .par_chunks(CLIENTS_PER_TASK * d)
+        values
+            .par_chunks(d)
             .enumerate()
-            .map(|(t, rows)| {
-                let mut part = Partial::new(len, encoder, check, d);
-                let mut msg = vec![0u64; len];
-                let mut x = vec![0f64; d];
-                for (r, row) in rows.chunks_exact(d).enumerate() {
-                    let client = first + (t * CLIENTS_PER_TASK + r) as u64;
-                    for (a, &b) in x.iter_mut().zip(row) {
-                        *a = b as f64;
-                    }
-                    part.add_client(encoder, secagg, noise, client, &x, &mut msg)?;
+            .try_for_each(|(r, row)| -> Result<()> {
+                let me = rayon::current_thread_index().unwrap_or(0) % workers.len();
+                let mut guard = workers[me].lock().map_err(|_| poisoned())?;
+                let Worker { part, msg, x } = &mut *guard;
+                for (a, &b) in x.iter_mut().zip(row) {
+                    *a = b as f64;
                 }
-                Ok(part)
-            })
-            .collect();
-        for p in parts {
-            total.merge(p?)?;
-        }
+                part.add_client(encoder, secagg, noise, first + r as u64, x, msg)
+            })?;
         next += got as u64;
+    }
+    let mut parts = workers.into_iter();
+    let mut total = match parts.next() {
+        Some(w) => w.into_inner().map_err(|_| poisoned())?.part,
+        None => Partial::new(len, encoder, check, d),
+    };
+    for w in parts {
+        total.merge(w.into_inner().map_err(|_| poisoned())?.part)?;
     }
     if next != n {
         return Err(Error::param(
@@ -145,6 +159,21 @@ pub fn run_round(
         exact_mean: total.raw.map(|s| s.iter().map(|v| v / n as f64).collect()),
         wrapped,
     })
+}
+
+/// A lock of a worker state was poisoned (a thread panicked while adding a client).
+fn poisoned() -> Error {
+    Error::param(
+        "round",
+        "a worker thread stopped while adding a client; the round's partial sums are lost",
+    )
+}
+
+/// One thread's partial sums and buffers.
+struct Worker {
+    part: Partial,
+    msg: Vec<u64>,
+    x: Vec<f64>,
 }
 
 /// One thread's share of the round.

@@ -17,16 +17,20 @@
 //! (`k_ij = BLAKE3-keyed(secret, "pair", min(i,j), max(i,j))`), held in memory only and never
 //! written; no client drops out. The pads are ChaCha20 keystreams of the pair keys, read in words
 //! of the fewest whole bytes holding `b` bits (1, 2, 4 or 8); with `M = 2^b` the low `b` bits of
-//! each word are exactly uniform on `Z_M` (no modulo bias).
+//! each word are exactly uniform on `Z_M` (no modulo bias). The keystream is computed eight
+//! blocks at a time ([`crate::privacy::chacha`], the same bytes as `rand_chacha`'s generator).
 //!
 //! **The graph.** Clients sit on a ring in id order; client `i`'s neighbours are the `h` clients
 //! on each side (`2h` neighbours, all `n − 1` when `2h ≥ n − 1`): a Harary graph, connected and
 //! `2h`-regular. [`default_half_degree`] takes `h = ⌈log₂ n⌉`, Bell et al.'s logarithmic degree.
 
-use rand::{Rng, SeedableRng};
+#[cfg(test)]
+use rand::SeedableRng;
+#[cfg(test)]
 use rand_chacha::ChaCha20Rng;
 
 use crate::error::{Error, Result};
+use crate::privacy::chacha;
 
 /// The modulus `M = 2^b` of the secure sum, `2 ≤ b ≤ 64`; residues are `u64` in `[0, M)`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -193,18 +197,31 @@ impl SecAggRound {
         out
     }
 
-    /// The pad stream of the pair `{i, j}`.
-    fn pad(&self, i: u64, j: u64) -> ChaCha20Rng {
+    /// The pad key of the pair `{i, j}` (the ChaCha20 key of its pad, stream 0).
+    fn pair_key(&self, i: u64, j: u64) -> [u8; 32] {
         let (a, b) = (i.min(j), i.max(j));
         let mut h = blake3::Hasher::new_keyed(&self.secret);
         h.update(b"dprp secagg pair v1");
         h.update(&a.to_le_bytes());
         h.update(&b.to_le_bytes());
-        ChaCha20Rng::from_seed(*h.finalize().as_bytes())
+        *h.finalize().as_bytes()
+    }
+
+    /// The pad stream of the pair `{i, j}` as a generator (the reference the tests compare the
+    /// bulk keystream with).
+    #[cfg(test)]
+    fn pad(&self, i: u64, j: u64) -> ChaCha20Rng {
+        ChaCha20Rng::from_seed(self.pair_key(i, j))
     }
 
     /// Mask client `client`'s message in place: add the pads it shares with its higher-numbered
     /// neighbours and subtract those with lower-numbered ones, mod `M`.
+    ///
+    /// Pad word `k` of a pair is bytes `k·w … k·w + w − 1` of the ChaCha20 keystream of the pair
+    /// key (stream 0; `w` the fewest whole bytes holding `b` bits), read little-endian — the bytes
+    /// `rand_chacha::ChaCha20Rng::fill_bytes` returns, computed here eight blocks at a time
+    /// ([`crate::privacy::chacha::fill`]). The message is walked in chunks that stay in the
+    /// first-level cache, every neighbour's pad applied to a chunk before the next.
     pub fn mask(&self, client: u64, message: &mut [u64]) -> Result<()> {
         if client >= self.n {
             return Err(Error::param(
@@ -230,20 +247,33 @@ impl SecAggRound {
             17..=32 => 4,
             _ => 8,
         };
-        let mut buf = vec![0u8; 8 * 1024];
-        for j in self.neighbours(client) {
-            let add = j > client;
-            let mut rng = self.pad(client, j);
-            for chunk in message.chunks_mut(buf.len() / per) {
-                let bytes = &mut buf[..chunk.len() * per];
-                rng.fill_bytes(bytes);
+        // (key words, add or subtract) per neighbour
+        let pads: Vec<([u32; 8], bool)> = self
+            .neighbours(client)
+            .into_iter()
+            .map(|j| (chacha::key_words(&self.pair_key(client, j)), j > client))
+            .collect();
+        // 2 KiB of keystream per pad and chunk (a whole number of eight-block runs)
+        const WORDS: usize = 512;
+        let mut words = [0u32; WORDS];
+        let mut pos: u128 = 0;
+        for chunk in message.chunks_mut(WORDS * 4 / per) {
+            let n_words = (chunk.len() * per).div_ceil(4);
+            for (key, add) in &pads {
+                chacha::fill(key, 0, pos, &mut words[..n_words]);
+                if cfg!(target_endian = "big") {
+                    words[..n_words].iter_mut().for_each(|w| *w = w.to_le());
+                }
+                let bytes: &[u8] = bytemuck::cast_slice(&words[..n_words]);
+                let bytes = &bytes[..chunk.len() * per];
                 match per {
-                    1 => apply_pads::<1>(chunk, bytes, add, m.mask()),
-                    2 => apply_pads::<2>(chunk, bytes, add, m.mask()),
-                    4 => apply_pads::<4>(chunk, bytes, add, m.mask()),
-                    _ => apply_pads::<8>(chunk, bytes, add, m.mask()),
+                    1 => apply_pads::<1>(chunk, bytes, *add, m.mask()),
+                    2 => apply_pads::<2>(chunk, bytes, *add, m.mask()),
+                    4 => apply_pads::<4>(chunk, bytes, *add, m.mask()),
+                    _ => apply_pads::<8>(chunk, bytes, *add, m.mask()),
                 }
             }
+            pos += n_words as u128;
         }
         Ok(())
     }
@@ -337,7 +367,7 @@ impl ModularSum {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use rand::RngExt;
+    use rand::{Rng, RngExt};
 
     fn round(n: u64, dim: usize, bits: u32, h: usize) -> SecAggRound {
         SecAggRound::new(n, dim, Modulus::new(bits).unwrap(), h, [5; 32]).unwrap()
@@ -373,6 +403,38 @@ mod tests {
             if n > 1 {
                 assert_ne!(one_unmasked.residues(), plain.residues(), "n = {n}");
             }
+        }
+    }
+
+    /// The bulk pads are the pair generators' `fill_bytes` keystream read in `w`-byte words (the
+    /// layout the module documents), for every word width, across chunk boundaries and with a
+    /// ragged last chunk; a pad read from the wrong keystream position or with a sign flipped
+    /// would differ.
+    #[test]
+    fn pads_are_the_pair_keystreams() {
+        for (bits, per) in [(5u32, 1usize), (16, 2), (20, 4), (64, 8)] {
+            let dim = 5000 + 3;
+            let r = round(9, dim, bits, 2);
+            let m = r.modulus();
+            let client = 4u64;
+            let mut want = vec![0u64; dim];
+            for j in r.neighbours(client) {
+                let mut bytes = vec![0u8; dim * per];
+                r.pad(client, j).fill_bytes(&mut bytes);
+                for (v, w) in want.iter_mut().zip(bytes.chunks_exact(per)) {
+                    let mut b = [0u8; 8];
+                    b[..per].copy_from_slice(w);
+                    let p = u64::from_le_bytes(b);
+                    *v = if j > client {
+                        m.add(*v, p)
+                    } else {
+                        m.sub(*v, p)
+                    };
+                }
+            }
+            let mut got = vec![0u64; dim];
+            r.mask(client, &mut got).unwrap();
+            assert_eq!(got, want, "b = {bits}");
         }
     }
 

@@ -7,7 +7,7 @@ use rand::SeedableRng;
 use rand_chacha::ChaCha20Rng;
 use rayon::prelude::*;
 
-use crate::mechanism::local::normal::fill_standard_normal;
+use crate::mechanism::local::normal::{fill_standard_normal, fill_standard_normal_dot};
 
 use super::{RowReader, Scaling};
 use crate::error::{Error, Result};
@@ -83,22 +83,23 @@ impl RowReader for SyntheticRows {
         let s = 1.0 / (d as f64).sqrt();
         let start = values.len();
         values.resize(start + rows * d, 0.0);
-        values[start..]
-            .par_chunks_mut(d)
-            .enumerate()
-            .for_each(|(r, out)| {
+        // ‖μ + s·z‖² = ‖μ‖² + 2s·⟨z, μ⟩ + s²·‖z‖², the two sums taken while the normals are
+        // drawn: one pass to draw, one to write the normalised row (and one row buffer per
+        // rayon split, not per row).
+        let mu_sq: f64 = self.mu.iter().map(|m| m * m).sum();
+        values[start..].par_chunks_mut(d).enumerate().for_each_init(
+            || vec![0.0f64; d],
+            |row, (r, out)| {
                 let mut rng = ChaCha20Rng::from_seed(self.seed.0);
                 rng.set_stream(1 + first + r as u64);
-                let mut row = vec![0.0f64; d];
-                fill_standard_normal(&mut rng, &mut row);
-                for (v, m) in row.iter_mut().zip(&self.mu) {
-                    *v = m + s * *v;
+                let (dot, sq) = fill_standard_normal_dot(&mut rng, row, &self.mu);
+                let norm = (mu_sq + 2.0 * s * dot + s * s * sq).max(0.0).sqrt();
+                let k = if norm > 0.0 { 1.0 / norm } else { 1.0 };
+                for ((o, z), m) in out.iter_mut().zip(row.iter()).zip(&self.mu) {
+                    *o = ((m + s * z) * k) as f32;
                 }
-                normalise(&mut row);
-                for (o, v) in out.iter_mut().zip(&row) {
-                    *o = *v as f32;
-                }
-            });
+            },
+        );
         self.emitted += rows as u64;
         Ok(rows)
     }

@@ -29,6 +29,7 @@ use rand_chacha::ChaCha20Rng;
 
 use crate::aggregate::secagg::{ModularSum, Modulus};
 use crate::error::{Error, Result};
+use crate::privacy::chacha::BufferedChaCha;
 use crate::privacy::distributed::ddg::DdgSetting;
 use crate::privacy::exact::{DiscreteGaussian, Rational};
 use crate::projection::flatten::Flatten;
@@ -153,7 +154,10 @@ impl Ddg {
         rng: &mut ChaCha20Rng,
         exact: Option<&mut [i128]>,
     ) -> Result<EncodeStats> {
-        let (tilde, stats) = self.round(x, rng)?;
+        // Rounding and noise read the client's stream through the eight-way keystream: the
+        // same words, in the same order, as drawing them from `rng` directly.
+        let mut rng = BufferedChaCha::new(rng);
+        let (tilde, stats) = self.round_with(x, &mut rng)?;
         if out.len() != tilde.len() {
             return Err(Error::param(
                 "message",
@@ -166,7 +170,7 @@ impl Ddg {
         }
         let mut z = vec![0i64; tilde.len()];
         if let Some(n) = &self.noise {
-            n.fill(rng, &mut z);
+            n.fill(&mut rng, &mut z);
         }
         let m = self.modulus;
         for ((o, &t), &e) in out.iter_mut().zip(&tilde).zip(&z) {
@@ -182,6 +186,16 @@ impl Ddg {
 
     /// Steps 1–3: the clipped, scaled, flattened and conditionally rounded integer vector.
     pub fn round(&self, x: &[f64], rng: &mut ChaCha20Rng) -> Result<(Vec<i64>, EncodeStats)> {
+        self.round_with(x, &mut BufferedChaCha::new(rng))
+    }
+
+    /// [`Ddg::round`] on any generator (the encoder passes the buffered view of the client's
+    /// stream).
+    fn round_with<R: Rng + ?Sized>(
+        &self,
+        x: &[f64],
+        rng: &mut R,
+    ) -> Result<(Vec<i64>, EncodeStats)> {
         if let Some(j) = x.iter().position(|v| !v.is_finite()) {
             return Err(Error::param(
                 "client vector",
@@ -214,13 +228,17 @@ impl Ddg {
         for tries in 1..=MAX_ROUNDING_TRIES {
             let mut sq = 0.0;
             for (o, &a) in out.iter_mut().zip(&v) {
-                let fl = a.floor();
-                let frac = a - fl;
+                // ⌊a⌋ in integers (|a| < 2^61): truncate, one down for a negative non-integer
+                // (the same value as `a.floor()`, without the library call)
+                let t = a as i64;
+                let fl = t - ((t as f64) > a) as i64;
+                let frac = a - fl as f64;
                 // uniform on [0, 1) with 53 random bits: P(up) = frac up to 2^-53
                 let u = (rng.next_u64() >> 11) as f64 * (1.0 / (1u64 << 53) as f64);
-                let r = if u < frac { fl + 1.0 } else { fl };
-                sq += r * r;
-                *o = r as i64;
+                let r = fl + (u < frac) as i64;
+                let rf = r as f64;
+                sq += rf * rf;
+                *o = r;
             }
             if sq <= self.bound_sq {
                 return Ok((

@@ -11,8 +11,8 @@ use crate::error::{Error, Result};
 ///
 /// [`Bernoulli::sample`] draws a uniform integer `D ∈ [0, d)` without modulo bias (Lemire's
 /// multiply-and-reject for `d ≤ 2^64`, masked rejection above) and returns `D < n`, the reduction
-/// Canonne, Kamath, Steinke 2020 give for rational probabilities. (Inside the other samplers the same law is drawn by comparing the binary
-/// expansions of a uniform `u` and of `n/d`, which needs two random bits on average.)
+/// Canonne, Kamath, Steinke 2020 give for rational probabilities. (Inside the other samplers the same law is drawn as `u < n/d` for a uniform
+/// `u` generated 32 bits at a time, decided by one multiplication nearly always.)
 ///
 /// ```
 /// use dprp::privacy::exact::{Bernoulli, Rational};
@@ -61,9 +61,10 @@ pub fn bernoulli<R: CryptoRng + ?Sized>(rng: &mut R, p: Rational) -> Result<bool
 ///
 /// For `γ ∈ [0, 1]` (von Neumann's method): `K ← 1`; repeat `A ← Bernoulli(γ/K)`, stop at the
 /// first `A = 0`, else `K ← K + 1`; return `K` odd. Then `P(K = k) = γ^{k−1}/(k−1)! − γ^k/k!` and
-/// `P(K odd) = Σ_m (−γ)^m/m! = e^{−γ}`. `Bernoulli(γ/K)` is drawn as `Bernoulli(γ) ∧
-/// Bernoulli(1/K)` (independent, so the product of the probabilities), which keeps every
-/// denominator at `d` or `K` — nothing overflows however large `K` gets. For `γ > 1`:
+/// `P(K odd) = Σ_m (−γ)^m/m! = e^{−γ}`. `Bernoulli(γ/K)` is one trial of the ratio
+/// `n/(d·K)`, or, when `d·K` would not fit 128 bits, `Bernoulli(γ) ∧ Bernoulli(1/K)`
+/// (independent, so the product of the probabilities) — nothing overflows however large `K`
+/// gets. For `γ > 1`:
 /// `⌊γ⌋` independent `Bernoulli(e^{−1})` trials and one `Bernoulli(e^{−(γ − ⌊γ⌋)})`, all of which
 /// must succeed (stopping at the first failure, so the cost does not grow with `γ`: about
 /// `1/(1 − e^{−1}) ≈ 1.6` trials of `e^{−1}` are drawn on average when `γ` is large).
@@ -152,9 +153,17 @@ pub(crate) fn exp_neg_frac<R: CryptoRng + ?Sized>(
         return true; // stopped at K = 1 (odd)
     }
     let mut k: u64 = 2;
-    // K ≥ 2: A ~ Bernoulli(1/K) ∧ Bernoulli(γ). The counter would need 2^64 successive
+    // K ≥ 2: A ~ Bernoulli(γ/K) — one trial of r/(d·K), or Bernoulli(1/K) ∧ Bernoulli(γ) when
+    // d·K does not fit 128 bits (the same probability). The counter would need 2^64 successive
     // successes (each of probability ≤ 1/K) to saturate: it never does.
-    while bits.ratio_u64(1, k) && bits.ratio_u128(r, d) {
+    loop {
+        let a = match d.checked_mul(k as u128) {
+            Some(dk) => bits.ratio_u128(r, dk),
+            None => bits.one_in(k) && bits.ratio_u128(r, d),
+        };
+        if !a {
+            break;
+        }
         k = k.saturating_add(1);
     }
     k % 2 == 1
@@ -175,7 +184,8 @@ pub(crate) fn exp_neg_frac_u64<R: CryptoRng + ?Sized>(
         return true;
     }
     let mut k: u64 = 2;
-    while bits.ratio_u64(1, k) && bits.ratio_u64(r, d) {
+    // A ~ Bernoulli(γ/K): d·K < 2^128 always.
+    while bits.ratio_u128(r as u128, d as u128 * k as u128) {
         k = k.saturating_add(1);
     }
     k % 2 == 1
@@ -186,7 +196,7 @@ pub(crate) fn exp_neg_frac_u64<R: CryptoRng + ?Sized>(
 #[inline]
 pub(crate) fn exp_neg_one<R: CryptoRng + ?Sized>(bits: &mut Bits<'_, R>) -> bool {
     let mut k: u64 = 2;
-    while bits.ratio_u64(1, k) {
+    while bits.one_in(k) {
         k = k.saturating_add(1);
     }
     k % 2 == 1

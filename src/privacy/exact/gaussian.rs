@@ -19,7 +19,9 @@ use crate::error::{Error, Result};
 /// discrete Gaussian. A round succeeds with probability
 /// `e^{−σ²/(2t²)}·Σ_y e^{−y²/(2σ²)} / Σ_y e^{−|y|/t}` (0.54 at `σ = 1`, rising to `e^{−½}·√(π/2) ≈ 0.76` as `σ` grows), and a
 /// round costs a bounded expected number of random bits, so a sample costs `O(1)` expected
-/// work whatever `σ` (measured: about 120 ns per sample from σ = 10 to 10⁴, see the README).
+/// work whatever `σ` (measured: about 120 ns per sample from σ = 10 to 10⁴ with the trials
+/// decided bit by bit, about 110 ns at σ ≈ 117 on a loaded machine since they take 16 bits at a
+/// time — `cargo bench --bench round -- noise`; see the README).
 ///
 /// **Integers only.** With `σ² = a/b` and `c = b·t` the acceptance exponent is
 /// `(|Y|·c − a)² / (2·a·c·t)`: the numerator `z²` (`z = | |Y|·c − a |`) is formed as a 256-bit
