@@ -18,6 +18,7 @@ pub mod grid;
 pub mod mean;
 mod mean_distributed;
 pub mod mean_report;
+mod mean_spec;
 mod mean_summary;
 pub mod metrics;
 pub mod report;
