@@ -108,16 +108,14 @@ fn libsvm_index_beyond_the_inferred_dimension_limit_is_refused() {
     // One 16-byte line made the reader allocate a dense row as wide as the index: 16 GB here.
     let dir = tempfile::tempdir().unwrap();
     let e = read_all(&file(&dir, "a.svm", b"1 4000000000:1\n"), Format::Svm)
-        .err()
-        .expect("an index of 4e9 must not be taken as the dimension")
+        .expect_err("an index of 4e9 must not be taken as the dimension")
         .to_string();
     assert!(e.contains("line 1") && e.contains("--dim"), "{e}");
     // Just past the limit (a 256 MiB row had it been read), on the second example.
     let limit = dprp::data::libsvm::MAX_INFERRED_DIM;
     let text = format!("1 1:1\n-1 {}:1\n", limit + 1);
     let e = read_all(&file(&dir, "b.svm", text.as_bytes()), Format::Svm)
-        .err()
-        .expect("an index just past the limit must be refused")
+        .expect_err("an index just past the limit must be refused")
         .to_string();
     assert!(e.contains("line 2") && e.contains("--dim"), "{e}");
     // Given explicitly, the dimension is the user's to choose; small ones read as before.
@@ -146,8 +144,7 @@ fn native_scaling_record_length_near_2_pow_64_is_a_bad_offset() {
     let mut b = native_header(1, 1, 64, u64::MAX - 63);
     b.extend_from_slice(&0.5f32.to_le_bytes());
     let e = read_all(&file(&dir, "a.bin", &b), Format::Native)
-        .err()
-        .expect("a scaling record longer than the file must be refused")
+        .expect_err("a scaling record longer than the file must be refused")
         .to_string();
     assert!(e.contains("bad data offset 64"), "{e}");
     // The same file with an honest (empty) scaling record reads.
