@@ -12,7 +12,10 @@
 //!
 //! The dimension is either given, or it is the largest index in the file, which needs a pre-scan
 //! (the file is read twice; the pre-scan also validates every line and counts the rows, which
-//! become the [`rows_hint`](RowReader::rows_hint)).
+//! become the [`rows_hint`](RowReader::rows_hint)). An inferred dimension is at most
+//! [`MAX_INFERRED_DIM`] = 2^26: rows are read dense, so a 15-byte line `1 4000000000:1` would
+//! otherwise ask for 16 GB per row. The largest public LIBSVM sets stay below it (kdd2012,
+//! 54 686 452 features); beyond it the dimension must be given explicitly (`--dim`).
 
 use std::borrow::Cow;
 use std::io::BufRead;
@@ -22,6 +25,10 @@ use super::npy::CHUNK_BYTES;
 use super::source::open_maybe_gz;
 use super::RowReader;
 use crate::error::{Error, Result};
+
+/// Largest dimension inferred from the indices of a file (2^26 features, 256 MiB per dense row);
+/// a larger one must be given explicitly.
+pub const MAX_INFERRED_DIM: usize = 1 << 26;
 
 /// A line source with a reusable buffer and a 1-based line counter (shared with the CSV reader).
 pub(crate) struct Lines {
@@ -151,6 +158,17 @@ impl SvmReader {
                     if parsed.is_some() {
                         rows += 1;
                         if let Some(&(idx, _)) = feats.last() {
+                            if idx > MAX_INFERRED_DIM {
+                                return Err(Error::format(
+                                    path,
+                                    format!(
+                                        "line {line} of the file: feature index {idx} implies \
+                                         more than {MAX_INFERRED_DIM} features per (dense) row; \
+                                         if that is really the dimension, set it explicitly \
+                                         (--dim)"
+                                    ),
+                                ));
+                            }
                             max_idx = max_idx.max(idx);
                         }
                     }

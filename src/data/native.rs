@@ -23,7 +23,7 @@ use std::path::{Path, PathBuf};
 
 use super::{RowReader, Scaling};
 use crate::atomic::AtomicFile;
-use crate::data::source::read_exact_or_truncated;
+use crate::data::source::{read_exact_or_truncated, READ_BUF};
 use crate::error::{Error, Result};
 
 /// Magic bytes of a native dataset.
@@ -101,7 +101,10 @@ impl NativeReader {
         if p == 0 {
             return Err(Error::format(path, "header says 0 features per row"));
         }
-        if data_off % 64 != 0 || data_off < HEADER as u64 + meta_len {
+        // Checked: `meta_len` comes from the file (near 2^64 it wrapped past this check and
+        // then sized the allocation of the scaling record).
+        let meta_end = (HEADER as u64).checked_add(meta_len);
+        if data_off % 64 != 0 || meta_end.is_none_or(|end| data_off < end) {
             return Err(Error::format(
                 path,
                 format!("bad data offset {data_off} in header"),
@@ -136,13 +139,13 @@ impl NativeReader {
             let mut lf = File::open(path).map_err(|e| Error::io(path, e))?;
             lf.seek(SeekFrom::Start(data_off + n * p * 4))
                 .map_err(|e| Error::io(path, e))?;
-            Some(BufReader::with_capacity(1 << 16, lf))
+            Some(BufReader::with_capacity(READ_BUF / 16, lf))
         } else {
             None
         };
         Ok(NativeReader {
             path: path.to_path_buf(),
-            data: BufReader::with_capacity(1 << 20, f),
+            data: BufReader::with_capacity(READ_BUF, f),
             labels,
             n,
             p: p as usize,

@@ -88,10 +88,14 @@ impl Release {
                 "payload offset {payload_off} (expected {HEADER_LEN})"
             ));
         }
-        let expect_payload = usize::try_from(k)
-            .ok()
-            .map(|k| row_bytes(payload, k) as u128 * n as u128);
-        if expect_payload != Some(payload_len as u128) {
+        // In u128 and checked: k and n come from the file, and `k·4·n` overflows u64 (and
+        // `row_bytes` overflows usize) for a hostile header.
+        let row = match payload {
+            Payload::F32 => u128::from(k) * 4,
+            Payload::Bits => u128::from(k).div_ceil(64) * 8,
+        };
+        let expect_payload = row.checked_mul(u128::from(n));
+        if usize::try_from(k).is_err() || expect_payload != Some(u128::from(payload_len)) {
             return bad(format!(
                 "payload length {payload_len} does not match {n} rows × k = {k}"
             ));

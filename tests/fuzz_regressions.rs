@@ -1,0 +1,157 @@
+//! Inputs found by fuzzing the parsers (`fuzz/`, see its README), kept as regression tests: each
+//! one made a reader panic, hang or allocate what a hostile header asked for before its fix. The
+//! fuzz targets repair checksums so that they reach past them; the inputs here are resealed the
+//! same way (`reseal`), so that each test exercises the check that was missing.
+
+use std::path::{Path, PathBuf};
+
+use dprp::data::{open_reader, Format, InputOptions};
+use dprp::release::Release;
+
+fn fixture(name: &str) -> Vec<u8> {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data/fuzz")
+        .join(name);
+    std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// Write `bytes` into a fresh temporary directory as `name`.
+fn file(dir: &tempfile::TempDir, name: &str, bytes: &[u8]) -> PathBuf {
+    let path = dir.path().join(name);
+    std::fs::write(&path, bytes).unwrap();
+    path
+}
+
+fn u64_at(b: &[u8], off: usize) -> u64 {
+    u64::from_le_bytes(b[off..off + 8].try_into().unwrap())
+}
+
+fn set_u64(b: &mut [u8], off: usize, v: u64) {
+    b[off..off + 8].copy_from_slice(&v.to_le_bytes());
+}
+
+/// Recompute a release's BLAKE3 checksum (bytes 80..112), as the fuzz target does.
+fn reseal(b: &mut [u8]) {
+    let mut h = blake3::Hasher::new();
+    h.update(&b[128..]);
+    h.update(&b[..80]);
+    let sum = *h.finalize().as_bytes();
+    b[80..112].copy_from_slice(&sum);
+}
+
+/// Replace a release's metadata by `edit` of it (the metadata runs to the end of the file).
+fn edit_meta(b: &mut Vec<u8>, edit: impl FnOnce(&mut serde_json::Value)) {
+    let off = u64_at(b, 64) as usize;
+    let mut meta: serde_json::Value = serde_json::from_slice(&b[off..]).unwrap();
+    edit(&mut meta);
+    let json = serde_json::to_vec(&meta).unwrap();
+    b.truncate(off);
+    b.extend_from_slice(&json);
+    set_u64(b, 72, json.len() as u64);
+}
+
+/// Read every row of a data file, as `publish` does.
+fn read_all(path: &Path, format: Format) -> dprp::Result<(usize, u64)> {
+    let opts = InputOptions {
+        format: Some(format),
+        ..Default::default()
+    };
+    let mut r = open_reader(path, &opts)?;
+    let (mut v, mut l) = (Vec::new(), Vec::new());
+    let mut rows = 0u64;
+    loop {
+        let got = r.read_chunk(64, &mut v, &mut l)?;
+        if got == 0 {
+            return Ok((r.dim(), rows));
+        }
+        rows += got as u64;
+    }
+}
+
+#[test]
+fn the_fixture_release_opens() {
+    // The base of the release cases below: unedited, and resealed unedited, it opens.
+    let dir = tempfile::tempdir().unwrap();
+    let mut b = fixture("real.release");
+    let r = Release::open(&file(&dir, "a.dprp", &b)).unwrap();
+    assert_eq!((r.n(), r.k()), (40, 8));
+    edit_meta(&mut b, |_| {});
+    reseal(&mut b);
+    let r = Release::open(&file(&dir, "b.dprp", &b)).unwrap();
+    assert_eq!((r.n(), r.k()), (40, 8));
+}
+
+#[test]
+fn release_with_k_whose_row_size_overflows_is_corrupt() {
+    // k = 2^62 real values per row: k·4 bytes per row overflowed usize — a panic with overflow
+    // checks, and without them it wrapped to 0, so a release with n rows, k = 2^62 and an empty
+    // payload was accepted.
+    let dir = tempfile::tempdir().unwrap();
+    let mut b = fixture("real.release");
+    let k = 1u64 << 62;
+    set_u64(&mut b, 24, k);
+    set_u64(&mut b, 40, 0);
+    edit_meta(&mut b, |m| m["k"] = k.into());
+    reseal(&mut b);
+    let e = Release::open(&file(&dir, "k.dprp", &b))
+        .err()
+        .expect("a release with k = 2^62 and no payload must be refused")
+        .to_string();
+    assert!(
+        e.contains("payload length 0") && e.contains("k = 4611686018427387904"),
+        "{e}"
+    );
+}
+
+#[test]
+fn libsvm_index_beyond_the_inferred_dimension_limit_is_refused() {
+    // One 16-byte line made the reader allocate a dense row as wide as the index: 16 GB here.
+    let dir = tempfile::tempdir().unwrap();
+    let e = read_all(&file(&dir, "a.svm", b"1 4000000000:1\n"), Format::Svm)
+        .expect_err("an index of 4e9 must not be taken as the dimension")
+        .to_string();
+    assert!(e.contains("line 1") && e.contains("--dim"), "{e}");
+    // Just past the limit (a 256 MiB row had it been read), on the second example.
+    let limit = dprp::data::libsvm::MAX_INFERRED_DIM;
+    let text = format!("1 1:1\n-1 {}:1\n", limit + 1);
+    let e = read_all(&file(&dir, "b.svm", text.as_bytes()), Format::Svm)
+        .expect_err("an index just past the limit must be refused")
+        .to_string();
+    assert!(e.contains("line 2") && e.contains("--dim"), "{e}");
+    // Given explicitly, the dimension is the user's to choose; small ones read as before.
+    let (dim, rows) = read_all(&file(&dir, "c.svm", b"1 3:1\n-1 1:2\n"), Format::Svm).unwrap();
+    assert_eq!((dim, rows), (3, 2));
+}
+
+/// A native dataset header (64 bytes) with the given fields, no scaling record.
+fn native_header(n: u64, p: u64, data_off: u64, meta_len: u64) -> Vec<u8> {
+    let mut h = vec![0u8; 64];
+    h[0..8].copy_from_slice(b"DPRPDATA");
+    h[8..12].copy_from_slice(&1u32.to_le_bytes());
+    set_u64(&mut h, 16, n);
+    set_u64(&mut h, 24, p);
+    set_u64(&mut h, 32, data_off);
+    set_u64(&mut h, 40, meta_len);
+    h
+}
+
+#[test]
+fn native_scaling_record_length_near_2_pow_64_is_a_bad_offset() {
+    // Found by the `native` target: 64 + meta_len overflowed (a panic with overflow checks;
+    // without them it wrapped to 0, passed the data-offset check, and the scaling record of
+    // 2^64 − 64 bytes was allocated: a "capacity overflow" panic).
+    let dir = tempfile::tempdir().unwrap();
+    let mut b = native_header(1, 1, 64, u64::MAX - 63);
+    b.extend_from_slice(&0.5f32.to_le_bytes());
+    let e = read_all(&file(&dir, "a.bin", &b), Format::Native)
+        .expect_err("a scaling record longer than the file must be refused")
+        .to_string();
+    assert!(e.contains("bad data offset 64"), "{e}");
+    // The same file with an honest (empty) scaling record reads.
+    let mut ok = native_header(1, 1, 64, 0);
+    ok.extend_from_slice(&0.5f32.to_le_bytes());
+    assert_eq!(
+        read_all(&file(&dir, "b.bin", &ok), Format::Native).unwrap(),
+        (1, 1)
+    );
+}
