@@ -102,6 +102,11 @@ impl CountSketch {
     /// public seed.
     pub fn generate(d: usize, m: usize, t: usize, seed: Seed) -> Result<CountSketch> {
         let w = check_shape(d, m, t)?;
+        // A bucket (4 bytes) and a sign bit per entry, d·t entries.
+        super::check_map_bytes(
+            &format!("a count sketch of d = {d}, t = {t}"),
+            d as u128 * t as u128 * 4 + (d as u128 * t as u128).div_ceil(8),
+        )?;
         let n = d * t;
         let mut hrng = ChaCha20Rng::from_seed(seed.0);
         hrng.set_stream(HASH_STREAM);

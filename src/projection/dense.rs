@@ -8,8 +8,9 @@ use rand_chacha::ChaCha20Rng;
 use super::{unit_f64, DenseKind, Seed};
 use crate::error::{Error, Result};
 
-/// Largest `p·k` we are willing to materialise (4 GiB of f32).
-pub const MAX_ENTRIES: usize = 1 << 30;
+/// Largest `p·k` we are willing to materialise ([`MAX_MAP_BYTES`](super::MAX_MAP_BYTES) of f32:
+/// 2^30 entries).
+pub const MAX_ENTRIES: usize = (super::MAX_MAP_BYTES / 4) as usize;
 
 /// A dense projection matrix `W ∈ R^{p×k}` (stored unscaled, row-major: input coordinate `i`,
 /// output `j`), applied as `x = Wᵀu/√k`.
@@ -39,7 +40,7 @@ impl DenseProjection {
             })?;
         let mut rng = ChaCha20Rng::from_seed(seed.0);
         rng.set_stream(0);
-        let mut w = vec![0f32; total];
+        let mut w = super::alloc_map(&format!("a {p}×{k} dense projection"), total, 0f32)?;
         match kind {
             DenseKind::Rademacher => {
                 for chunk in w.chunks_mut(64) {

@@ -34,6 +34,7 @@ impl Flatten {
             return Err(Error::param("dimension", "a rotation needs d ≥ 1"));
         }
         let d_pad = next_pow2(d)?;
+        super::check_map_bytes(&format!("a rotation of d = {d}"), d_pad as u128 / 8)?;
         let mut rng = ChaCha20Rng::from_seed(seed.0);
         rng.set_stream(FLATTEN_STREAM);
         let sign_bits = (0..d_pad.div_ceil(64)).map(|_| rng.next_u64()).collect();

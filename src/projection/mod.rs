@@ -48,6 +48,45 @@ pub use dense::DenseProjection;
 pub use oporp::Oporp;
 pub use srht::Srht;
 
+/// The most memory one public map may take: 4 GiB (256 MiB in fuzz builds, whose allocation limit
+/// is 2 GiB). The same limit applies when publishing and when a release's map is regenerated from
+/// its metadata, so every release dprp writes can be read back, and a small crafted release cannot
+/// make a reader allocate more (its p, k and d are whatever the file says).
+pub const MAX_MAP_BYTES: u128 = if cfg!(fuzzing) { 1 << 28 } else { 1 << 32 };
+
+/// Refuse a public map that would take `bytes` bytes (in u128: the operands come from user input
+/// or a file, and their product may overflow `usize`) when that exceeds [`MAX_MAP_BYTES`]; `what`
+/// names the map and its shape in the error.
+pub fn check_map_bytes(what: &str, bytes: u128) -> Result<()> {
+    if bytes > MAX_MAP_BYTES {
+        return Err(Error::param(
+            "dimension",
+            format!(
+                "{what} would take {bytes} bytes, more than the {} MiB dprp allows for one public map",
+                MAX_MAP_BYTES >> 20
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// A vector of `n` copies of `value` for a public map, allocated fallibly: a map within
+/// [`MAX_MAP_BYTES`] that this machine cannot hold is a clear error, not an abort.
+pub fn alloc_map<T: Clone>(what: &str, n: usize, value: T) -> Result<Vec<T>> {
+    let mut v = Vec::new();
+    v.try_reserve_exact(n).map_err(|_| {
+        Error::param(
+            "dimension",
+            format!(
+                "{what}: cannot allocate {} bytes for the public map",
+                n as u128 * std::mem::size_of::<T>() as u128
+            ),
+        )
+    })?;
+    v.resize(n, value);
+    Ok(v)
+}
+
 /// The distribution of a dense projection's entries.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "kebab-case")]

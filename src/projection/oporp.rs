@@ -56,6 +56,8 @@ impl Oporp {
         if p > u32::MAX as usize {
             return Err(Error::param("dimension", "p is too large for OPORP"));
         }
+        // A permutation, a sign, a bin and a signed weight per input coordinate (4 bytes each).
+        super::check_map_bytes(&format!("OPORP of p = {p}"), 16 * p as u128)?;
         let mut perm: Vec<u32> = (0..p as u32).collect();
         let mut rng = ChaCha20Rng::from_seed(seed.0);
         rng.set_stream(1);

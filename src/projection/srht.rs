@@ -41,6 +41,11 @@ impl Srht {
                 format!("SRHT needs 1 ≤ k ≤ d' = {d_pad} (d = {d} padded), got k = {k}"),
             ));
         }
+        // The diagonal's sign bits (d'/8 bytes) and the k sampled rows (8 bytes each).
+        super::check_map_bytes(
+            &format!("an SRHT of d = {d}, k = {k}"),
+            d_pad as u128 / 8 + 8 * k as u128,
+        )?;
         let mut srng = ChaCha20Rng::from_seed(seed.0);
         srng.set_stream(3);
         let mut sign_bits: Vec<u64> = (0..d_pad.div_ceil(64)).map(|_| srng.next_u64()).collect();

@@ -84,10 +84,21 @@ fn ranges(fig: &LineFigure) -> ((f64, f64), (f64, f64), Vec<f64>) {
     if yhi <= ylo * 1.01 {
         (ylo, yhi) = (ylo / 2.0, yhi * 2.0);
     }
-    // at most ~8 labelled ticks on x: thin the grid values evenly
-    let step = xs.len().div_ceil(8).max(1);
-    let ticks: Vec<f64> = xs.iter().copied().step_by(step).collect();
+    let ticks = thin_ticks(&xs, xlo, xhi);
     ((xlo, xhi), (ylo / 1.5, yhi * 1.5), ticks)
+}
+
+/// The labelled x ticks: grid values, left to right, each at least a tenth of the (log) axis from
+/// the previous one, so labels never run into each other (4e6 and 1e7 on a 16…1e7 axis did).
+fn thin_ticks(xs: &[f64], xlo: f64, xhi: f64) -> Vec<f64> {
+    let min_gap = (xhi / xlo).ln() / 10.0;
+    let mut ticks: Vec<f64> = Vec::new();
+    for &x in xs {
+        if ticks.last().is_none_or(|&last| (x / last).ln() >= min_gap) {
+            ticks.push(x);
+        }
+    }
+    ticks
 }
 
 /// Short tick labels: `16`, `8192`, `1e6`, `0.001`.
@@ -286,4 +297,28 @@ pub fn write_line_figures(figs: &[LineFigure], dir: &Path) -> Result<PlotOutcome
         ));
     }
     Ok(outcome)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::thin_ticks;
+
+    #[test]
+    fn ticks_keep_a_tenth_of_the_log_axis_apart() {
+        // The ProjUnit runtime grid: 4e6 and 1e7 used to be labelled side by side.
+        let xs = [16.0, 128.0, 1024.0, 8192.0, 65536.0, 5e5, 4194304.0, 1e7];
+        let (lo, hi) = (16.0 / 1.4, 1e7 * 1.4);
+        let t = thin_ticks(&xs, lo, hi);
+        assert_eq!(
+            t,
+            vec![16.0, 128.0, 1024.0, 8192.0, 65536.0, 5e5, 4194304.0]
+        );
+        let gap = (hi / lo).ln() / 10.0;
+        assert!(t.windows(2).all(|w| (w[1] / w[0]).ln() >= gap));
+        // A sparse grid keeps every value.
+        assert_eq!(
+            thin_ticks(&[1.0, 10.0, 100.0], 0.7, 140.0),
+            vec![1.0, 10.0, 100.0]
+        );
+    }
 }

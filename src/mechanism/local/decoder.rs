@@ -194,7 +194,7 @@ impl LocalDecoder for LocalSketch {
                 )
             }
             Algo::Correlated(m, _) => (m.mse_unit(), ErrorKind::Approximate),
-            Algo::Inf(m) => (m.mse(&vec![1.0; m.d]), ErrorKind::Exact),
+            Algo::Inf(m) => (m.mse_corner(), ErrorKind::Exact),
             Algo::Scalar(m) => (m.mse(m.r_max).unwrap_or(f64::NAN), ErrorKind::Exact),
             Algo::Norm(m) => (m.mse(m.radius()).unwrap_or(f64::NAN), ErrorKind::Exact),
         }

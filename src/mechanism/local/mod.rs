@@ -78,15 +78,20 @@ pub fn check_epsilon(name: &str, epsilon: f64) -> Result<()> {
 /// Validate the dimension: at least 2 (on the circle a cap is an arc; in one dimension the sphere
 /// has two points and these mechanisms are not defined).
 pub fn check_dim(d: usize) -> Result<()> {
-    if d >= 2 {
+    if (2..=MAX_D).contains(&d) {
         Ok(())
     } else {
         Err(Error::param(
             "dimension",
-            format!("local mechanisms need d ≥ 2, got d = {d}"),
+            format!("local mechanisms need 2 ≤ d ≤ 2^32, got d = {d}"),
         ))
     }
 }
+
+/// The largest dimension a local mechanism accepts, 2^32 (one row of it is 16 GiB of f32). A
+/// bound is needed because a release's metadata states d and a reader rebuilds the mechanism's
+/// constants from it (PrivUnitInf's threshold search takes time growing with √d).
+pub const MAX_D: usize = 1 << 32;
 
 /// Check that `v` has `d` finite coordinates and `‖v‖ ≤ radius` (up to [`UNIT_NORM_TOL`]
 /// relative); returns `‖v‖`.

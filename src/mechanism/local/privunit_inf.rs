@@ -295,6 +295,11 @@ impl PrivUnitInf {
         self.d as f64 / (self.m * self.m) - u.iter().map(|x| x * x).sum::<f64>()
     }
 
+    /// [`mse`](Self::mse) at a corner of the cube (every `|u_j| = 1`): `d/m² − d`.
+    pub fn mse_corner(&self) -> f64 {
+        self.d as f64 / (self.m * self.m) - self.d as f64
+    }
+
     /// The number of agreements `ℓ` of `V` with `Û`: from the cap (`ℓ ≥ L`) or its complement.
     pub fn sample_agreements<R: Rng + ?Sized>(&self, cap: bool, rng: &mut R) -> Result<usize> {
         let (d, l) = (self.d, self.threshold);
