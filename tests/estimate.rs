@@ -309,6 +309,9 @@ fn sign_coverage(
             eps_prime: e,
             flip_probability: rr_flip_probability(e),
         };
+        // the coin recorded for the original ε' no longer applies: let the rebuild recompute it
+        // (a record whose coin disagrees with its ε' is refused)
+        rec.sign.as_mut().unwrap().flip_threshold = None;
     }
     // the estimate depends on the count only: compute each count's once
     let est: Vec<SignEstimate> = (0..=k as u32)

@@ -8,7 +8,7 @@ use dprp::mechanism::sign_sketch::{pack_signs, step_sizes, FlipRule, SignSketch}
 use dprp::mechanism::{build, Mechanism, MechanismKind, MechanismParams, SketchMut};
 use dprp::privacy::guarantee::Neighbour;
 use dprp::privacy::noise::NoiseSource;
-use dprp::privacy::rr::{rr_flip_probability, steps_to_flip};
+use dprp::privacy::rr::{rr_flip_probability, split_epsilon, steps_to_flip, Flip};
 use dprp::projection::{DenseKind, DenseProjection, Oporp, Seed};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha20Rng;
@@ -91,10 +91,18 @@ fn randomised_response_flips_each_sign_at_the_calibrated_rate() {
             panic!()
         };
         let expected_eps = match &rec.n_plus {
-            Some(n) => eps / n.n_plus as f64,
+            Some(n) => split_epsilon(eps, n.n_plus as u64),
             None => eps,
         };
         assert_eq!(eps_prime, expected_eps);
+        // ε' is ε/N₊ rounded down: N₊·ε' ≤ ε exactly (one rounding in the fused multiply-add)
+        let n_plus = rec.n_plus.as_ref().map_or(1, |n| n.n_plus) as f64;
+        assert!(eps_prime.mul_add(n_plus, -eps) <= 0.0);
+        // the recorded coin is the exact dyadic Q/2^64 the mechanism uses, rounded toward ½
+        let coin = Flip::randomised_response(eps_prime).unwrap();
+        assert_eq!(rec.flip_threshold, Some(coin.threshold()));
+        assert_eq!(flip_probability, coin.probability());
+        assert!(flip_probability >= rr_flip_probability(eps_prime));
         assert!((flip_probability - 1.0 / (1.0 + eps_prime.exp())).abs() < 1e-15);
         let trials = 20_000;
         let (counts, _) = flip_counts(m.as_ref(), &u, trials);
@@ -699,4 +707,24 @@ fn idp_gaussian_releases_each_sign_with_the_calibrated_probability() {
         .filter(|&j| mask[j] && x[j] != 0.0)
         .any(|j| !binomial_ok(ones[j], trials, norm_cdf(x[j] / wrong)));
     assert!(caught, "a 30% error in σ must be detectable");
+}
+
+/// A release records the exact coin `Q` of randomised response; rebuilding recomputes it from ε'
+/// and refuses a record whose `Q` differs (a tampered or inconsistent release), while a record
+/// without `Q` (written before exact coins) is accepted and gets it filled in.
+#[test]
+fn recorded_flip_threshold_is_checked_on_rebuild() {
+    let m = build(&params(MechanismKind::DpSignoporpRr, 100, 64, 1.0)).unwrap();
+    let rec = m.record();
+    let t = rec.sign.as_ref().unwrap().flip_threshold.unwrap();
+    assert_eq!(t, Flip::randomised_response(1.0).unwrap().threshold());
+    assert!(SignSketch::from_record(&rec, &m.guarantee()).is_ok());
+    let mut bad = rec.clone();
+    bad.sign.as_mut().unwrap().flip_threshold = Some(t - 1);
+    let err = SignSketch::from_record(&bad, &m.guarantee()).unwrap_err();
+    assert!(err.to_string().contains("flip threshold"), "{err}");
+    let mut old = rec.clone();
+    old.sign.as_mut().unwrap().flip_threshold = None;
+    let s = SignSketch::from_record(&old, &m.guarantee()).unwrap();
+    assert_eq!(s.sign_record().flip_threshold, Some(t));
 }

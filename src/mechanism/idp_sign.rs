@@ -13,8 +13,10 @@
 //! 3. `-g` (Algorithm 6): `Δ₂(A) = (β/√k)·max_i‖W[i,A]‖₂` (Rademacher: `β·√(|A|/k)`; OPORP: β),
 //!    σ from the analytic Gaussian mechanism (Theorem 3.2) for `Δ₂(A)`, ε, δ; release
 //!    `sign(x_j + N(0,σ²))` for `j ∈ A`: (ε, δ)-iDP.
-//!    `-rr` (Algorithm 8): flip each sign in A with `1/(1+e^{ε'})`, `ε' = ε/|A|` (dense: all of A
-//!    can change) or `ε' = ε` (OPORP: one bin changes; single-coordinate neighbours only): ε-iDP.
+//!    `-rr` (Algorithm 8): flip each sign in A with `1/(1+e^{ε'})`, `ε' = ε/|A|` rounded down
+//!    (dense: all of A can change) or `ε' = ε` (OPORP: one bin changes; single-coordinate
+//!    neighbours only): ε-iDP. Each flip is an exact coin `Q/2⁶⁴` rounded toward ½
+//!    ([`crate::privacy::rr`]).
 //!
 //! Deviation from a literal reading of A.3: for `idp-signoporp-rr` the paper's text would split ε
 //! over |A|; since one coordinate moves one bin, spending ε per bin is already ε-iDP, and dprp does
@@ -82,6 +84,7 @@ pub fn build(params: &MechanismParams, k: usize, seed: Seed) -> Result<SignSketc
         n_plus: None,
         min_norm: None,
         noise_set: None,
+        flip_threshold: None,
     };
     let guarantee = Guarantee {
         kind: GuaranteeKind::IndividualDp,
@@ -91,11 +94,5 @@ pub fn build(params: &MechanismParams, k: usize, seed: Seed) -> Result<SignSketc
         neighbour: params.neighbour,
         local: None,
     };
-    Ok(SignSketch::new(
-        params.kind,
-        ALGORITHM,
-        map,
-        record,
-        guarantee,
-    ))
+    SignSketch::new(params.kind, ALGORITHM, map, record, guarantee)
 }

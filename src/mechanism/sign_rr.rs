@@ -9,9 +9,11 @@
 //!    (`--min-norm`; rows below it are refused). The number of flippable signs is
 //!    `N ~ Binomial(k, P)`, and `N₊ = min(k, ⌈(1+η)Pk⌉)` bounds it except with probability δ
 //!    (Chernoff; [`crate::privacy::nplus`]).
-//! 3. Flip each sign with probability `1/(1+e^{ε/N₊})`: the at most N₊ signs that differ between
-//!    neighbours cost `ε/N₊` each, so the release is ε-DP except with probability δ over the
-//!    projection: (ε, δ)-DP.
+//! 3. Flip each sign with probability `1/(1+e^{ε'})`, `ε' = ε/N₊` rounded down: the at most N₊
+//!    signs that differ between neighbours cost `ε'` each, so the release is ε-DP except with
+//!    probability δ over the projection: (ε, δ)-DP. The coin is exact: probability `Q/2⁶⁴`
+//!    rounded toward ½, decided by comparing a uniform 64-bit word with `Q`
+//!    ([`crate::privacy::rr`]); the release records `Q`.
 //!
 //! OPORP (`dp-signoporp-rr`): a coordinate enters exactly one bin, so a β-neighbour changes at most
 //! one sign (N₊ = 1, no δ): flip each sign with `1/(1+e^{ε})` for pure ε-DP. This needs the
@@ -23,7 +25,7 @@ use super::{MechanismKind, MechanismParams};
 use crate::error::{Error, Result};
 use crate::privacy::guarantee::{Guarantee, GuaranteeKind, Neighbour};
 use crate::privacy::nplus;
-use crate::privacy::rr::rr_flip_probability;
+use crate::privacy::rr::{split_epsilon, Flip};
 use crate::projection::{DenseKind, DenseProjection, Oporp, Seed};
 
 /// Citation recorded in releases.
@@ -54,12 +56,13 @@ pub fn build(params: &MechanismParams, k: usize, seed: Seed) -> Result<SignSketc
         let record = SignRecord {
             rule: FlipRule::RandomisedResponse {
                 eps_prime: params.epsilon,
-                flip_probability: rr_flip_probability(params.epsilon),
+                flip_probability: Flip::randomised_response(params.epsilon)?.probability(),
             },
             beta: params.beta,
             n_plus: None,
             min_norm: None,
             noise_set: None,
+            flip_threshold: None,
         };
         let guarantee = Guarantee {
             kind: GuaranteeKind::PureDp,
@@ -69,13 +72,7 @@ pub fn build(params: &MechanismParams, k: usize, seed: Seed) -> Result<SignSketc
             neighbour: params.neighbour,
             local: None,
         };
-        return Ok(SignSketch::new(
-            params.kind,
-            ALGORITHM,
-            map,
-            record,
-            guarantee,
-        ));
+        return SignSketch::new(params.kind, ALGORITHM, map, record, guarantee);
     }
     let kind = params.projection.unwrap_or(DenseKind::Rademacher);
     let nu = params.min_norm.ok_or_else(|| {
@@ -89,17 +86,19 @@ pub fn build(params: &MechanismParams, k: usize, seed: Seed) -> Result<SignSketc
         .delta
         .ok_or_else(|| Error::missing("--delta", "dp-signrp-rr gives (ε,δ)-DP and needs δ"))?;
     let np = nplus::compute(kind, params.beta, nu, params.p, k, delta)?;
-    let eps_prime = params.epsilon / np.n_plus as f64;
+    // ε/N₊ rounded down: N₊·ε' ≤ ε exactly
+    let eps_prime = split_epsilon(params.epsilon, np.n_plus as u64);
     let map = PublicMap::Dense(DenseProjection::generate(kind, params.p, k, seed)?);
     let record = SignRecord {
         rule: FlipRule::RandomisedResponse {
             eps_prime,
-            flip_probability: rr_flip_probability(eps_prime),
+            flip_probability: Flip::randomised_response(eps_prime)?.probability(),
         },
         beta: params.beta,
         n_plus: Some(np),
         min_norm: Some(nu),
         noise_set: None,
+        flip_threshold: None,
     };
     let guarantee = Guarantee {
         kind: GuaranteeKind::ApproxDp,
@@ -109,11 +108,5 @@ pub fn build(params: &MechanismParams, k: usize, seed: Seed) -> Result<SignSketc
         neighbour: params.neighbour,
         local: None,
     };
-    Ok(SignSketch::new(
-        params.kind,
-        ALGORITHM,
-        map,
-        record,
-        guarantee,
-    ))
+    SignSketch::new(params.kind, ALGORITHM, map, record, guarantee)
 }

@@ -18,6 +18,12 @@
 //! `c_j·γ_n·n/β` beyond its exact value; two neighbours' errors, the rounding of the `1/√k`
 //! scale and the level arithmetic (f64) are added. `n` is `p` for dense maps (so the guard grows
 //! as `p²`: 7.3% at p = 784, β = 1) and the largest bin for OPORP (negligible).
+//!
+//! **Coins.** Every flip is an exact comparison of a uniform 64-bit word with the numerator `Q` of
+//! a dyadic flip probability `Q/2⁶⁴` rounded toward ½ ([`crate::privacy::rr`]): randomised
+//! response computes its one coin when the mechanism is built (its `Q` is recorded), smooth
+//! flipping a table of coins per level whose neighbouring ratios are exact, iDP randomised
+//! response one coin per noise-set size `|A|`, with `ε/|A|` rounded down.
 
 use rand::{Rng, RngExt};
 use rand_chacha::ChaCha20Rng;
@@ -31,7 +37,7 @@ use crate::estimate::Estimator;
 use crate::privacy::guarantee::Guarantee;
 use crate::privacy::noise::{NoiseSource, BLOCK_ROWS};
 use crate::privacy::nplus::NPlus;
-use crate::privacy::rr::{rr_flip_probability, Flip};
+use crate::privacy::rr::{smooth_flip_table, split_epsilon, Flip};
 
 /// How signs are perturbed.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -41,10 +47,12 @@ pub enum FlipRule {
     RandomisedResponse {
         /// ε' per sign.
         eps_prime: f64,
-        /// `1/(1+e^{ε'})`.
+        /// The probability used, `Q/2⁶⁴ ≥ 1/(1+e^{ε'})`, as the nearest `f64` (the exact `Q` is
+        /// [`SignRecord::flip_threshold`]).
         flip_probability: f64,
     },
-    /// Sign `j` flipped with `1/(1+e^{ε'·L_j})`, `L_j = ⌈|x_j|/c_j⌉` (Algorithm 4).
+    /// Sign `j` flipped with `1/(1+e^{ε'·L_j})` rounded toward ½ ([`smooth_flip_table`]),
+    /// `L_j = ⌈|x_j|/c_j⌉` (Algorithm 4).
     SmoothFlipping {
         /// ε' per sign.
         eps_prime: f64,
@@ -132,6 +140,11 @@ pub struct SignRecord {
     /// |A| over the rows (iDP).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub noise_set: Option<SetSummary>,
+    /// Randomised response: the numerator `Q` of the flip probability `Q/2⁶⁴` actually used (a
+    /// sign flips iff a uniform 64-bit word is below it; [`Flip::randomised_response`]). Absent
+    /// in releases written before exact coins; when present, rebuilding checks it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub flip_threshold: Option<u64>,
 }
 
 impl SignRecord {
@@ -143,7 +156,11 @@ impl SignRecord {
                 flip_probability,
             } => format!(
                 "randomised response: every sign flipped with probability {flip_probability:.6} \
-                 (ε' = {eps_prime:.6} per sign)"
+                 (ε' = {eps_prime:.6} per sign{})",
+                match self.flip_threshold {
+                    Some(t) => format!("; exactly {t}/2^64, rounded toward 1/2"),
+                    None => String::new(),
+                }
             ),
             FlipRule::SmoothFlipping { eps_prime } => format!(
                 "smooth flipping: sign j flipped with 1/(1+exp(ε'·L_j)), ε' = {eps_prime:.6}, \
@@ -240,6 +257,8 @@ pub struct SignSketch {
     guarantee: Guarantee,
     /// Smooth flipping: the sampler for each `L` below the table size.
     smooth_table: Vec<Flip>,
+    /// Randomised response: the coin (½ for the other rules, unused).
+    rr_flip: Flip,
 }
 
 /// `c_j` for a public map and β (see the module documentation).
@@ -269,26 +288,51 @@ pub fn step_sizes(map: &PublicMap, beta: f64) -> Vec<f64> {
 }
 
 impl SignSketch {
-    /// Assemble a sign mechanism (used by the per-algorithm constructors).
+    /// Assemble a sign mechanism (used by the per-algorithm constructors): computes the coins of
+    /// its flip rule. For randomised response `record.flip_threshold` is filled in if absent, and
+    /// checked if present.
+    ///
+    /// # Errors
+    /// A flip rule whose ε' is not a finite non-negative number, or a recorded `flip_threshold`
+    /// that differs from the coin ε' gives (an inconsistent release record).
     pub fn new(
         kind: MechanismKind,
         algorithm: &'static str,
         map: PublicMap,
-        record: SignRecord,
+        mut record: SignRecord,
         guarantee: Guarantee,
-    ) -> SignSketch {
+    ) -> Result<SignSketch> {
         let smooth_table: Vec<Flip> = match record.rule {
             FlipRule::SmoothFlipping { eps_prime } => {
-                // q(L) < 2⁻⁶⁵ once ε'·L > 45: the sampler then rounds up to 2⁻⁶⁴ anyway, so one
-                // last entry serves every larger L. Beyond SMOOTH_TABLE_MAX entries (ε' below
-                // 45/65536) the last entry is q at the cap, which is larger than q(L) for every
-                // larger L: more flipping than calibrated, never less.
+                // q(L) < 2⁻⁶⁵ once ε'·L > 45: the dyadic coins then stop changing (they reach
+                // the smallest numerator the ratio chain allows), so one last entry serves every
+                // larger L. Beyond SMOOTH_TABLE_MAX entries (ε' below 45/65536) the last entry
+                // is the coin at the cap, at least q(L) for every larger L: more flipping than
+                // calibrated, never less, and neighbouring levels past the cap share one coin.
                 let n = ((45.0 / eps_prime).ceil() as usize).saturating_add(2);
-                (0..n.min(SMOOTH_TABLE_MAX))
-                    .map(|l| Flip::new(rr_flip_probability(eps_prime * l as f64)))
-                    .collect()
+                smooth_flip_table(eps_prime, n.min(SMOOTH_TABLE_MAX))?
             }
             _ => Vec::new(),
+        };
+        let rr_flip = match record.rule {
+            FlipRule::RandomisedResponse { eps_prime, .. } => {
+                let flip = Flip::randomised_response(eps_prime)?;
+                match record.flip_threshold {
+                    Some(t) if t != flip.threshold() => {
+                        return Err(Error::param(
+                            "release",
+                            format!(
+                                "the recorded flip threshold {t}/2^64 is not the coin of ε' = \
+                                 {eps_prime} ({}/2^64)",
+                                flip.threshold()
+                            ),
+                        ))
+                    }
+                    _ => record.flip_threshold = Some(flip.threshold()),
+                }
+                flip
+            }
+            _ => Flip::randomised_response_or_half(0.0),
         };
         let last = smooth_table.len().max(2) - 1;
         let compares = !matches!(record.rule, FlipRule::RandomisedResponse { .. });
@@ -305,7 +349,7 @@ impl SignSketch {
             .map(|c| c * (1.0 + guard))
             .collect();
         let inv_steps = steps.iter().map(|&c| 1.0 / c).collect();
-        SignSketch {
+        Ok(SignSketch {
             kind,
             algorithm,
             map,
@@ -316,7 +360,8 @@ impl SignSketch {
             record,
             guarantee,
             smooth_table,
-        }
+            rr_flip,
+        })
     }
 
     /// The release record.
@@ -376,13 +421,7 @@ impl SignSketch {
             }
             _ => super::idp_sign::ALGORITHM,
         };
-        Ok(SignSketch::new(
-            rec.name,
-            algorithm,
-            map,
-            sign,
-            guarantee.clone(),
-        ))
+        SignSketch::new(rec.name, algorithm, map, sign, guarantee.clone())
     }
 
     /// The noise set `A = {j : |x_j| < c_j}` of a projected row, as a mask and its size.
@@ -464,10 +503,8 @@ impl SignSketch {
         pack_signs(x, words);
         let k = x.len();
         match &self.record.rule {
-            FlipRule::RandomisedResponse {
-                flip_probability, ..
-            } => {
-                let flip = Flip::new(*flip_probability);
+            FlipRule::RandomisedResponse { .. } => {
+                let flip = self.rr_flip;
                 // one 64-bit word per sign, drawn in bulk (same stream order as one at a time);
                 // the flips of 64 signs gathered into a mask without branches
                 let draws = scratch.draws(k, rng);
@@ -502,8 +539,25 @@ impl SignSketch {
             FlipRule::IdpRandomisedResponse { epsilon, split } => {
                 let n = self.noise_words(x, &mut scratch.set);
                 if n > 0 {
-                    let e = if *split { epsilon / n as f64 } else { *epsilon };
-                    let flip = Flip::new(rr_flip_probability(e));
+                    // one coin per |A|, computed once per block (ε/|A| rounded down)
+                    let cache = &mut scratch.idp_thresholds;
+                    if cache.len() <= n as usize {
+                        cache.resize(n as usize + 1, 0);
+                    }
+                    let flip = match cache[n as usize] {
+                        0 => {
+                            let e = if *split {
+                                split_epsilon(*epsilon, n as u64)
+                            } else {
+                                *epsilon
+                            };
+                            let f = Flip::randomised_response_or_half(e);
+                            cache[n as usize] = f.threshold();
+                            f
+                        }
+                        // a cached threshold (≥ 1, ≤ 2^63) is a valid coin
+                        t => Flip::from_threshold(t).unwrap_or(self.rr_flip),
+                    };
                     // one draw per member of A, in ascending j
                     for (w, &a) in words.iter_mut().zip(&scratch.set) {
                         let (mut rest, mut m) = (a, 0u64);
@@ -688,6 +742,8 @@ struct Scratch {
     normals: Vec<f64>,
     words: Vec<u64>,
     levels: Vec<u32>,
+    /// iDP randomised response: the coin's threshold per |A| (0 = not computed yet).
+    idp_thresholds: Vec<u64>,
 }
 
 impl Scratch {

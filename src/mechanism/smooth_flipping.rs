@@ -4,12 +4,14 @@
 //! 1. `x = Wᵀu/√k` (dense, any projection kind) or the OPORP of `u`.
 //! 2. For each value, `L_j = ⌈|x_j|/c_j⌉`, the number of β-steps needed to change its sign
 //!    (`c_j = β·max_i|w_ij|/√k` dense, `β` OPORP).
-//! 3. Flip sign `j` with `q_j = 1/(1+e^{ε'·L_j})`.
+//! 3. Flip sign `j` with `q_j = 1/(1+e^{ε'·L_j})`, as an exact coin `Q_L/2⁶⁴` rounded toward ½
+//!    with neighbouring levels' ratios kept exactly within `e^{ε'}`
+//!    ([`crate::privacy::rr::smooth_flip_table`]).
 //!
 //! Privacy: a β-neighbour changes `x_j` by at most `c_j`, hence `L_j` by at most one, and can
 //! change the sign only when `L_j ≤ 1`; every output-probability ratio of one sign is then at most
 //! `e^{ε'}` (checked exhaustively in [`crate::privacy::rr`]). Dense: all k values can move, so
-//! `ε' = ε/k` and the k signs compose to ε. OPORP: one bin moves, so `ε' = ε` (single-coordinate
+//! `ε' = ε/k` (rounded down, so `k·ε' ≤ ε` exactly) and the k signs compose to ε. OPORP: one bin moves, so `ε' = ε` (single-coordinate
 //! neighbours only). Pure ε-DP, no δ, no norm bound.
 
 use super::gaussian_sketch::PublicMap;
@@ -18,6 +20,7 @@ use super::sign_sketch::{FlipRule, SignRecord, SignSketch};
 use super::{MechanismKind, MechanismParams};
 use crate::error::Result;
 use crate::privacy::guarantee::{Guarantee, GuaranteeKind};
+use crate::privacy::rr::split_epsilon;
 use crate::projection::{DenseKind, DenseProjection, Oporp, Seed};
 
 /// Citation recorded in releases.
@@ -36,7 +39,8 @@ pub fn build(params: &MechanismParams, k: usize, seed: Seed) -> Result<SignSketc
         let kind = params.projection.unwrap_or(DenseKind::Rademacher);
         (
             PublicMap::Dense(DenseProjection::generate(kind, params.p, k, seed)?),
-            params.epsilon / k as f64,
+            // ε/k rounded down: k·ε' ≤ ε exactly
+            split_epsilon(params.epsilon, k as u64),
         )
     };
     let record = SignRecord {
@@ -45,6 +49,7 @@ pub fn build(params: &MechanismParams, k: usize, seed: Seed) -> Result<SignSketc
         n_plus: None,
         min_norm: None,
         noise_set: None,
+        flip_threshold: None,
     };
     let guarantee = Guarantee {
         kind: GuaranteeKind::PureDp,
@@ -54,11 +59,5 @@ pub fn build(params: &MechanismParams, k: usize, seed: Seed) -> Result<SignSketc
         neighbour: params.neighbour,
         local: None,
     };
-    Ok(SignSketch::new(
-        params.kind,
-        ALGORITHM,
-        map,
-        record,
-        guarantee,
-    ))
+    SignSketch::new(params.kind, ALGORITHM, map, record, guarantee)
 }

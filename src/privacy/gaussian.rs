@@ -9,6 +9,22 @@
 //!   bracket and bisection, returning the bracket's *upper* end: the returned σ always satisfies the
 //!   inequality (it is checked once more before returning).
 //!
+//! **Rounding in the safe direction.** Both σ's are rounded *up* past the floating-point error of
+//! their evaluation. The classical σ is a product/quotient of six correctly rounded or
+//! faithfully rounded operations (the logarithm's argument is ≥ 1.25, so its relative error stays
+//! below 3 ulps): at most ≈ 6·2⁻⁵³ relative, and the result is multiplied by
+//! `1 + 16·2⁻⁵²` ([`CLASSICAL_MARGIN`]). The analytic σ is the smallest σ whose *computed*
+//! [`gaussian_delta`] plus an error bound is at most δ ([`gaussian_delta_with_error`]). The error
+//! model: each log-space term `l = ln Φ(·)` comes from `erfc`/`log`/`log1p` (a few ulps each) or,
+//! beyond `z = 26`, from an asymptotic series truncated below 2·10⁻¹³ relative, so it is off by at
+//! most `2⁻⁴⁰·(1 + |l|)` absolute ([`ERROR_PER_UNIT`], ≈ 9·10⁻¹³: over 10³ ulps per unit); the
+//! exponentials turn that into a relative error of the two terms, and the difference into an
+//! absolute one of at most `2⁻⁴⁰·(2 + |l₁| + |l₂|)·Φ(a−b)`. The ratio `Φ(a−b)/δ` is what the
+//! subtraction amplifies: about 1.5–60 for ε ≥ 1, but 4·10⁴ at ε = 0.001, δ = 10⁻¹⁵ — which is why
+//! the margin is an error bound, not a fixed fraction of δ. `tests/calibration_exact.rs`
+//! re-evaluates both defining inequalities at the returned σ in 400-bit interval / exact rational
+//! arithmetic, and shows that σ rounded down by 10⁻⁷ (analytic) or 10⁻¹² (classical) fails them.
+//!
 //! Numerics: `Φ` of large negative arguments goes through `ln erfc` with an asymptotic expansion
 //! beyond the range where `erfc` is representable, and `e^ε·Φ(·)` is formed in log space, so
 //! nothing underflows or overflows for ε up to 1000 and δ down to 1e-300.
@@ -16,6 +32,14 @@
 use crate::error::{Error, Result};
 
 const LN_SQRT_PI: f64 = 0.572_364_942_924_700_1;
+
+/// Relative amount by which [`classical_sigma`] is raised above its floating-point value
+/// (module documentation: 16·2⁻⁵² against an evaluation error of at most ≈ 6·2⁻⁵³).
+pub const CLASSICAL_MARGIN: f64 = 16.0 * f64::EPSILON;
+
+/// Absolute error of one log-space term `ln Φ(·)` per unit of its magnitude, `2⁻⁴⁰` (module
+/// documentation); [`analytic_sigma`] keeps the computed δ(σ) that far below δ.
+pub const ERROR_PER_UNIT: f64 = 1.0 / (1u64 << 40) as f64;
 
 /// `ln erfc(z)`, accurate for all finite `z` (no underflow for large `z`).
 pub fn ln_erfc(z: f64) -> f64 {
@@ -52,16 +76,25 @@ pub fn norm_pdf(x: f64) -> f64 {
 /// The smallest δ for which `N(0,σ²)` noise on a query of ℓ₂-sensitivity `sensitivity` is
 /// (ε,δ)-DP: `Φ(Δ/(2σ) − εσ/Δ) − e^ε·Φ(−Δ/(2σ) − εσ/Δ)` (Balle & Wang 2018, Theorem 8).
 pub fn gaussian_delta(sigma: f64, sensitivity: f64, epsilon: f64) -> f64 {
+    gaussian_delta_with_error(sigma, sensitivity, epsilon).0
+}
+
+/// [`gaussian_delta`] and a bound on its floating-point error (module documentation): with
+/// `l₁ = ln Φ(a−b)` and `l₂ = ε + ln Φ(−a−b)` each off by at most `2⁻⁴⁰·(1 + |l|)` absolute
+/// ([`ERROR_PER_UNIT`]), `e^{l₁} − e^{l₂}` is off by at most
+/// `2⁻⁴⁰·(2 + |l₁| + |l₂|)·e^{l₁}` plus the roundings of the last two operations.
+pub fn gaussian_delta_with_error(sigma: f64, sensitivity: f64, epsilon: f64) -> (f64, f64) {
     let a = sensitivity / (2.0 * sigma);
     let b = epsilon * sigma / sensitivity;
     let l1 = ln_norm_cdf(a - b);
     let l2 = epsilon + ln_norm_cdf(-a - b);
+    let err = ERROR_PER_UNIT * (2.0 + l1.abs() + l2.abs()) * l1.exp();
     if l2 >= l1 {
         // Only possible through rounding when both terms are equal: the true value is ≥ 0.
-        return 0.0;
+        return (0.0, err);
     }
     // exp(l1) − exp(l2) = exp(l1)·(1 − exp(l2 − l1))
-    l1.exp() * -(l2 - l1).exp_m1()
+    (l1.exp() * -(l2 - l1).exp_m1(), err)
 }
 
 fn check_eps_delta(epsilon: f64, delta: f64) -> Result<()> {
@@ -95,7 +128,7 @@ fn check_sensitivity(sensitivity: f64) -> Result<()> {
 pub fn classical_sigma(sensitivity: f64, epsilon: f64, delta: f64) -> Result<f64> {
     check_eps_delta(epsilon, delta)?;
     check_sensitivity(sensitivity)?;
-    Ok(sensitivity * (2.0 * (1.25 / delta).ln()).sqrt() / epsilon)
+    Ok(sensitivity * (2.0 * (1.25 / delta).ln()).sqrt() / epsilon * (1.0 + CLASSICAL_MARGIN))
 }
 
 /// Whether the classical bound is backed by its theorem (ε < 1).
@@ -104,11 +137,16 @@ pub fn classical_is_proven(epsilon: f64) -> bool {
 }
 
 /// Analytic ("optimal") Gaussian mechanism σ (Theorem 3.2): the smallest σ with
-/// [`gaussian_delta`]`(σ) ≤ δ`, to a relative precision of about 1e-12, rounded up.
+/// [`gaussian_delta`]`(σ) + error(σ) ≤ δ` ([`gaussian_delta_with_error`], so that the true
+/// `δ(σ) ≤ δ` despite floating-point error), to a relative precision of about 1e-13, rounded up.
 pub fn analytic_sigma(sensitivity: f64, epsilon: f64, delta: f64) -> Result<f64> {
     check_eps_delta(epsilon, delta)?;
     check_sensitivity(sensitivity)?;
-    let f = |s: f64| gaussian_delta(s, sensitivity, epsilon);
+    // the computed δ(σ) plus its error bound: non-increasing in σ like δ(σ) itself
+    let f = |s: f64| {
+        let (d, err) = gaussian_delta_with_error(s, sensitivity, epsilon);
+        d + err
+    };
     // Bracket [lo, hi] with f(lo) > δ ≥ f(hi). f → 1 as σ → 0 and → 0 as σ → ∞.
     let mut hi = sensitivity;
     let mut lo;

@@ -318,7 +318,9 @@ fn ln_inv_delta(delta: f64) -> f64 {
     }
 }
 
-/// `N₊ = min(k, ⌈(1+η)·μ⌉)` with `μ = P·k` and `η` from [`chernoff_eta`] (Proposition 4.4): if
+/// `N₊ = min(k, ⌈(1+η)·μ⌉)` with `μ = P·k` and `η` from [`chernoff_eta`] (Proposition 4.4),
+/// rounded up past floating-point error (the Chernoff inequality is verified at the result with a
+/// margin, stepping up if needed): if
 /// `N ~ Binomial(k, P')` with `P' ≤ prob`, then `Pr(N > N₊) ≤ δ`. Never below 1 (it divides ε
 /// in Algorithm 3), so `k = 0` also gives 1.
 ///
@@ -349,7 +351,26 @@ pub fn n_plus(k: usize, prob: f64, delta: f64) -> usize {
         return k1;
     }
     // 0 < bound < k here, so the cast is exact and in range.
-    (bound.ceil() as usize).clamp(1, k1)
+    let mut c = bound.ceil();
+    // Safe direction: `bound` carries f64 error, and a true bound just above an integer could
+    // have been rounded onto it. Verify the defining inequality at c — with η = c/μ − 1 the
+    // Chernoff exponent η²μ/(2+η) is (c − μ)²/(c + μ), which must reach L — against μ rounded
+    // up (the exponent falls as μ grows) and L raised by 2⁻⁴⁰ relative, far above the few
+    // roundings of either side; step up until it holds. (tests/calibration_exact.rs re-checks
+    // the inequality exactly, and that c − 1 fails it.)
+    let mu_up = f64::from_bits(mu.to_bits() + 1);
+    let target = l * (1.0 + 1.0 / (1u64 << 40) as f64);
+    // (δ ≥ 1, L = 0: nothing to verify; otherwise the inequality needs c > μ, η > 0.)
+    while l > 0.0
+        && c < k as f64
+        && (c <= mu_up || (c - mu_up) * (c - mu_up) < target * (c + mu_up))
+    {
+        c += 1.0;
+    }
+    if c >= k as f64 {
+        return k1;
+    }
+    (c as usize).clamp(1, k1)
 }
 
 /// `N₊` and every quantity that went into it, as recorded in a sketch header.

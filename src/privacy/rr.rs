@@ -1,4 +1,4 @@
-//! Randomised response on signs (Li & Li §4; DESIGN.md §4).
+//! Randomised response on signs (Li & Li §4; DESIGN.md §4), with exact coin flips.
 //!
 //! * Plain randomised response keeps a sign with probability `e^{ε'}/(1+e^{ε'})` and flips it with
 //!   probability `q = 1/(1+e^{ε'})`; the ratio of the two output probabilities for any two inputs
@@ -7,16 +7,52 @@
 //!   `L_j = ⌈|z_j| / c_j⌉` is the number of β-steps needed to change the sign (`c_j` the largest
 //!   change one β-step can make). A β-neighbour changes `L_j` by at most one, and the sign only when
 //!   `L_j ≤ 1`; every output-probability ratio is then at most `e^{ε'}` (checked exhaustively in
-//!   the tests). `sign(0) = +1` and `L = 0` gives `q = ½`.
+//!   the tests).
 //!
-//! Sampling: a flip with probability `q` is `next_u64() < t` with `t = max(1, ⌈q·2⁶⁴⌉)`, so the
-//! realised flip probability is `q` rounded *up* to a multiple of 2⁻⁶⁴, and never zero (a flip
-//! probability that underflows in f64 still flips with probability 2⁻⁶⁴): never less noise than
-//! calibrated.
+//! # Exact coins, rounded toward ½
+//!
+//! A flip is never decided by `uniform_f64 < q`. Each flip probability is an exact dyadic rational
+//! `P = Q/2⁶⁴` ([`Flip`]), and a flip happens iff a uniform 64-bit word `w` is `< Q`: an exact
+//! comparison of 64 uniform bits with the binary expansion of `P`, so `Pr(flip) = Q/2⁶⁴` exactly
+//! (given uniform words). `Q` is computed without trusting floating point:
+//!
+//! 1. `ε'` is an `f64`, hence exactly `m·2^e`. [`exp_neg_upper`] returns a **rigorous upper
+//!    bound** `U ≥ e^{−ε'}` in 126-bit fixed point: `y = ε'/2⁷` (exact shift, truncated *down* into
+//!    the fixed point, which only raises `e^{−y}`), the alternating Taylor series of `e^{−y}` summed
+//!    to an even term (for `0 ≤ y ≤ ½` the terms decrease, so that partial sum is `≥ e^{−y}`) with
+//!    positive terms rounded up and negative terms rounded down, then squared seven times with
+//!    every product rounded up. `ε' ≥ 64` is evaluated at 64 (`e^{−ε'} ≤ e^{−64}`; the flip
+//!    probability is then below 2⁻⁹² and rounds to the smallest positive `Q`, 1, either way).
+//! 2. `q = 1/(1+e^{ε'}) = e^{−ε'}/(1+e^{−ε'})` increases with `e^{−ε'}`, so
+//!    `Q = ⌈2⁶⁴·U/(1+U)⌉` (exact integer division, rounded up) gives `P = Q/2⁶⁴ ≥ q`: the
+//!    probability is rounded **toward ½**, never below the calibrated one, and `U ≤ 1` keeps
+//!    `P ≤ ½`. `P ≥ q` is exactly the randomised-response condition `(1 − P)/P ≤ e^{ε'}`.
+//!
+//! The tests re-check `(2⁶⁴ − Q)/Q ≤ e^{ε'}` in exact rational arithmetic against a series lower
+//! bound of `e^{ε'}`, and that `Q − 1` fails it (so `Q` is the smallest admissible numerator).
+//!
+//! **Smooth flipping** needs more than `P_L ≥ q_L` per level: its proof compares *neighbouring*
+//! levels, `q_L/q_{L+1} ≤ e^{ε'}` and `(1−q_{L+1})/(1−q_L) ≤ e^{ε'}`, and rounding each level up on
+//! its own can break the first where `q` is a few units of 2⁻⁶⁴ (e.g. `Q_L = 2`, `Q_{L+1} = 1`, a
+//! ratio of 2 at tiny ε'). [`smooth_flip_table`] therefore takes `Q_L = max(⌈2⁶⁴·U_L/(1+U_L)⌉,
+//! ⌈Q_{L−1}·U₁⌉)` with `U_L ≥ e^{−ε'L}` and `U₁ ≥ e^{−ε'}`, so `Q_{L−1}/Q_L ≤ 1/U₁ ≤ e^{ε'}`; the
+//! table is non-increasing and `Q_L ≤ 2⁶³`, from which the complement condition follows:
+//! `2⁶⁴ − Q_{L+1} ≤ 2⁶⁴ − Q_L e^{−ε'} ≤ e^{ε'}(2⁶⁴ − Q_L)` ⟺ `Q_L(e^{ε'} − e^{−ε'}) ≤
+//! 2⁶⁴(e^{ε'} − 1)` ⟺ `Q_L ≤ 2⁶⁴·e^{ε'}/(1+e^{ε'})`, true as the right side is `≥ 2⁶³`. The sign
+//! can change only between levels ≤ 1, where `P_1 ≥ q_1` is the randomised-response condition.
+//! The tests check both ratios for every entry of the table exactly.
+//!
+//! **Splitting ε.** `ε' = ε/n` is rounded *down* ([`split_epsilon`]) so that `n·ε' ≤ ε` holds
+//! exactly: `n` signs at `ε'` each compose to at most ε.
+//!
+//! Cost: one `Q` takes about a microsecond (30 Taylor terms and 7 squarings of 256-bit products,
+//! one 128-step division); a mechanism computes its flips once, not per sign.
 
-use rand::Rng;
+use crate::error::{Error, Result};
 
-/// `q = 1/(1+e^{ε'})`, computed without overflow for large ε'.
+/// `q = 1/(1+e^{ε'})` in floating point, computed without overflow for large ε': the *nominal*
+/// flip probability, for display and for estimators. Sampling uses [`Flip`], whose dyadic
+/// probability is at least this (rounded toward ½, rigorously).
 pub fn rr_flip_probability(eps_prime: f64) -> f64 {
     if eps_prime > 0.0 {
         let e = (-eps_prime).exp();
@@ -26,7 +62,8 @@ pub fn rr_flip_probability(eps_prime: f64) -> f64 {
     }
 }
 
-/// Smooth flipping probability `q(L) = 1/(1+e^{ε'·L})`.
+/// Smooth flipping's nominal probability `q(L) = 1/(1+e^{ε'·L})` (floating point; see
+/// [`smooth_flip_table`] for what is sampled).
 pub fn smooth_flip_probability(steps: u64, eps_prime: f64) -> f64 {
     rr_flip_probability(eps_prime * steps as f64)
 }
@@ -50,56 +87,241 @@ pub fn output_probability(s: i8, out: i8, q: f64) -> f64 {
     }
 }
 
-/// A Bernoulli(q) sampler on 64-bit words, rounding q up to a multiple of 2⁻⁶⁴.
+/// The largest `f64` `ε'` with `n·ε' ≤ ε` **exactly** (`ε/n` rounded down): `n` mechanisms at
+/// `ε'` each compose to at most `ε`, whatever the rounding of the division. The check uses a fused
+/// multiply-add, whose single rounding keeps the sign of `ε'·n − ε` exact. `n = 0` is treated as 1;
+/// a non-finite or negative `ε` is returned as it is (callers validate ε).
+pub fn split_epsilon(epsilon: f64, n: u64) -> f64 {
+    let nf = n.max(1) as f64; // exact for n < 2⁵³; larger n only make ε' smaller below
+    let mut e = epsilon / nf;
+    if !(e.is_finite() && e > 0.0) {
+        return e;
+    }
+    while e > 0.0 && e.mul_add(nf, -epsilon) > 0.0 {
+        e = f64::from_bits(e.to_bits() - 1);
+    }
+    e
+}
+
+/// Fractional bits of the fixed-point bounds: a value `v ∈ [0, 2]` is held as an integer near
+/// `v·2¹²⁶`.
+const FRAC: u32 = 126;
+/// 1 in that fixed point.
+const ONE: u128 = 1 << FRAC;
+/// Taylor terms of `e^{−y}` summed (even, so the alternating partial sum is an upper bound); at
+/// `y ≤ ½` the first omitted term is below `2⁻³¹/31! < 2⁻¹⁴³`.
+const TAYLOR_TERMS: u128 = 30;
+/// `ε'` is reduced by `2^SQUARINGS` before the series (so `y ≤ ½` for `ε' < 64`).
+const SQUARINGS: u32 = 7;
+
+/// `⌊a·b / 2¹²⁶⌋` (`up = false`) or `⌈a·b / 2¹²⁶⌉` (`up = true`) from the exact 256-bit product;
+/// saturates at `u128::MAX` (never reached for the operands used here, all `≤ 2¹²⁷`).
+fn mul_fixed(a: u128, b: u128, up: bool) -> u128 {
+    let mask = u64::MAX as u128;
+    let (a1, a0, b1, b0) = (a >> 64, a & mask, b >> 64, b & mask);
+    let (lo, mid1, mid2, hi) = (a0 * b0, a0 * b1, a1 * b0, a1 * b1);
+    let (mid, carry_mid) = mid1.overflowing_add(mid2);
+    let (low, carry_low) = lo.overflowing_add(mid << 64);
+    let high = hi + (mid >> 64) + ((carry_mid as u128) << 64) + carry_low as u128;
+    if high >> FRAC != 0 {
+        return u128::MAX;
+    }
+    let q = (high << (128 - FRAC)) | (low >> FRAC);
+    let rest = low & (ONE - 1);
+    q.saturating_add((up && rest != 0) as u128)
+}
+
+/// Whether `m·2^e ≥ 64`.
+fn at_least_64(m: u128, e: i32) -> bool {
+    let bits = 128 - m.leading_zeros() as i32; // m < 2^bits
+    if e >= 0 {
+        bits + e > 7 || (m << e) >= 64
+    } else if -e >= 122 {
+        false // m < 2^128 ≤ 64·2^{−e}
+    } else {
+        m >= 64u128 << -e
+    }
+}
+
+/// A rigorous upper bound `U ≥ e^{−x}·2¹²⁶` (and `U ≤ 2¹²⁶`) for the exact `x = m·2^e ≥ 0`
+/// (module documentation, step 1).
+pub(crate) fn exp_neg_upper(m: u128, e: i32) -> u128 {
+    if m == 0 {
+        return ONE;
+    }
+    let (m, e) = if at_least_64(m, e) { (1, 6) } else { (m, e) };
+    // y = x/2^7 ≤ ½ (as x < 64), truncated down: Y/2^126 ≤ y, so e^{−Y/2^126} ≥ e^{−y}
+    let shift = e - SQUARINGS as i32 + FRAC as i32;
+    let y = if shift >= 0 {
+        m << shift // < 2^6·2^{119} = 2^{125}
+    } else if -shift >= 128 {
+        0
+    } else {
+        m >> -shift
+    };
+    let (mut up, mut down) = (ONE, ONE);
+    let (mut positive, mut negative) = (ONE, 0u128);
+    for n in 1..=TAYLOR_TERMS {
+        up = mul_fixed(up, y, true).div_ceil(n);
+        down = mul_fixed(down, y, false) / n;
+        if n % 2 == 0 {
+            positive += up;
+        } else {
+            negative += down;
+        }
+    }
+    // ≥ e^{−y}·2^126 > 0 (negative ≤ y·2^126 ≤ 2^125 < positive)
+    let mut u = positive - negative;
+    for _ in 0..SQUARINGS {
+        u = mul_fixed(u, u, true);
+    }
+    u.min(ONE)
+}
+
+/// `⌈2⁶⁴·u/(2¹²⁶ + u)⌉` for `u ≤ 2¹²⁶` (binary long division of the 190-bit numerator); `≤ 2⁶³`.
+fn rr_numerator(u: u128) -> u64 {
+    let u = u.min(ONE);
+    let d = ONE + u; // ≤ 2^127
+    let mut r = u >> 64; // high part of u·2^64, < d
+    let low = u << 64; // low 128 bits of u·2^64 (wrapping drops exactly the bits in r)
+    let mut q = 0u128;
+    for i in (0..128).rev() {
+        r = (r << 1) | ((low >> i) & 1); // r < d ≤ 2^127, so no overflow
+        q <<= 1;
+        if r >= d {
+            r -= d;
+            q |= 1;
+        }
+    }
+    let q = q + (r != 0) as u128;
+    q.min(1 << 63) as u64
+}
+
+/// The exact decomposition `x = m·2^e` of a finite `x ≥ 0`; `None` for NaN, negative or infinite.
+fn decompose(x: f64) -> Option<(u128, i32)> {
+    if !(x.is_finite() && x >= 0.0) {
+        return None;
+    }
+    if x == 0.0 {
+        return Some((0, 0));
+    }
+    let bits = x.to_bits();
+    let exp = ((bits >> 52) & 0x7ff) as i32;
+    let frac = (bits & ((1u64 << 52) - 1)) as u128;
+    Some(if exp == 0 {
+        (frac, -1074)
+    } else {
+        (frac | (1 << 52), exp - 1075)
+    })
+}
+
+fn check_eps_prime(eps_prime: f64) -> Result<(u128, i32)> {
+    decompose(eps_prime).ok_or_else(|| {
+        Error::param(
+            "ε' (flip probability)",
+            format!("ε' per sign must be a finite non-negative number, got {eps_prime}"),
+        )
+    })
+}
+
+/// A Bernoulli(`Q/2⁶⁴`) coin on 64-bit words: flips iff a uniform word is `< Q`, so its
+/// probability is exactly `Q/2⁶⁴` (module documentation). `Q ≤ 2⁶³`: every coin here flips with
+/// probability at most ½.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Flip {
     threshold: u64,
-    always: bool,
 }
 
 impl Flip {
-    /// Flip with probability `q ∈ [0, 1]` (at least 2⁻⁶⁴: every calibrated `q` is positive).
-    pub fn new(q: f64) -> Flip {
-        if q >= 1.0 {
-            return Flip {
-                threshold: u64::MAX,
-                always: true,
-            };
-        }
-        let t = (q.max(0.0) * 18_446_744_073_709_551_616.0).ceil().max(1.0);
-        Flip {
-            threshold: if t >= 18_446_744_073_709_551_615.0 {
-                u64::MAX
-            } else {
-                t as u64
-            },
-            always: false,
-        }
+    /// Randomised response at `ε'`: `Q = ⌈2⁶⁴·U/(1+U)⌉` with a rigorous `U ≥ e^{−ε'}`, so
+    /// `Q/2⁶⁴ ≥ 1/(1+e^{ε'})` (rounded toward ½) and `(2⁶⁴ − Q)/Q ≤ e^{ε'}`.
+    ///
+    /// # Errors
+    /// `ε'` NaN, negative or infinite.
+    pub fn randomised_response(eps_prime: f64) -> Result<Flip> {
+        let (m, e) = check_eps_prime(eps_prime)?;
+        Ok(Flip {
+            threshold: rr_numerator(exp_neg_upper(m, e)),
+        })
     }
+
+    /// [`randomised_response`](Self::randomised_response) for an `ε'` that is already validated;
+    /// an invalid one (NaN, negative, infinite) gets the coin of `ε' = 0`, probability ½ — the
+    /// always-private answer — instead of an error.
+    pub fn randomised_response_or_half(eps_prime: f64) -> Flip {
+        Flip::randomised_response(eps_prime).unwrap_or(Flip { threshold: 1 << 63 })
+    }
+
+    /// The coin with probability `threshold/2⁶⁴`, `threshold ≤ 2⁶³`.
+    ///
+    /// # Errors
+    /// `threshold > 2⁶³` (a flip probability above ½).
+    pub fn from_threshold(threshold: u64) -> Result<Flip> {
+        if threshold > 1 << 63 {
+            return Err(Error::param(
+                "flip threshold",
+                format!("{threshold} exceeds 2^63: a flip probability above 1/2"),
+            ));
+        }
+        Ok(Flip { threshold })
+    }
+
+    /// `Q`: the coin flips iff a uniform 64-bit word is below it.
+    pub fn threshold(&self) -> u64 {
+        self.threshold
+    }
+
     /// Draw.
     #[inline]
-    pub fn sample<R: Rng + ?Sized>(&self, rng: &mut R) -> bool {
-        self.always || rng.next_u64() < self.threshold
+    pub fn sample<R: rand::Rng + ?Sized>(&self, rng: &mut R) -> bool {
+        rng.next_u64() < self.threshold
     }
-    /// Decide from an already drawn 64-bit word (what [`sample`](Flip::sample) does with
+
+    /// Decide from an already drawn uniform 64-bit word (what [`sample`](Flip::sample) does with
     /// `next_u64()`).
     #[inline]
     pub fn sample_word(&self, w: u64) -> bool {
-        self.always || w < self.threshold
+        w < self.threshold
     }
-    /// The realised probability.
+
+    /// The probability `Q/2⁶⁴` as the nearest `f64` (for display; the coin uses `Q` itself).
     pub fn probability(&self) -> f64 {
-        if self.always {
-            1.0
-        } else {
-            self.threshold as f64 / 18_446_744_073_709_551_616.0
-        }
+        self.threshold as f64 / 18_446_744_073_709_551_616.0
     }
+}
+
+/// Smooth flipping's coins for levels `L = 0, …, len − 1` at `ε'` (module documentation): entry
+/// 0 is ½, and for `L ≥ 1` `Q_L = max(⌈2⁶⁴·U_L/(1+U_L)⌉, ⌈Q_{L−1}·U₁⌉)` with rigorous upper
+/// bounds `U₁ ≥ e^{−ε'}` and `U_L = U_{L−1}·U₁` (rounded up) `≥ e^{−ε'L}`. So `Q_L/2⁶⁴ ≥ q(L)`,
+/// the table is non-increasing, and neighbouring levels satisfy both ratio conditions of Theorem
+/// 4.6 exactly.
+///
+/// # Errors
+/// `ε'` NaN, negative or infinite.
+pub fn smooth_flip_table(eps_prime: f64, len: usize) -> Result<Vec<Flip>> {
+    let (m, e) = check_eps_prime(eps_prime)?;
+    let u1 = exp_neg_upper(m, e);
+    let mut out = Vec::with_capacity(len);
+    let mut prev: u64 = 1 << 63;
+    let mut ul = ONE;
+    for l in 0..len {
+        let t = if l == 0 {
+            prev
+        } else {
+            ul = mul_fixed(ul, u1, true).min(ONE);
+            let chained = mul_fixed(prev as u128, u1, true).min(1 << 63) as u64;
+            rr_numerator(ul).max(chained)
+        };
+        out.push(Flip { threshold: t });
+        prev = t;
+    }
+    Ok(out)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use rand::SeedableRng;
 
     /// RR: for both input signs and both outputs, the probability ratio is exactly e^{ε'}.
     #[test]
@@ -122,19 +344,17 @@ mod tests {
 
     /// Smooth flipping: enumerate neighbour pairs. A neighbour changes z by at most c, so
     /// |L − L'| ≤ 1, and the sign can differ only if both L, L' ≤ 1 (with sign(0) = +1: z ≥ 0 and
-    /// z' < 0 force L' ≥ 1). Every output ratio must be ≤ e^{ε'}.
+    /// z' < 0 force L' ≥ 1). Every output ratio must be ≤ e^{ε'}. (The nominal f64 `q`; the
+    /// dyadic coins actually sampled are checked exactly in tests/calibration_exact.rs.)
     #[test]
     fn smooth_flipping_ratios_are_bounded_for_every_neighbour_pair() {
         for &e in &[0.0005f64, 0.01, 0.3, 1.0, 4.0, 20.0] {
             let bound = e.exp() * (1.0 + 1e-12);
             let mut checked = 0;
-            // (stay where q is a normal f64; tiny q's all round up to 2⁻⁶⁴ when sampled)
             for l in (0u64..60).filter(|&l| e * (l + 1) as f64 <= 600.0) {
                 for l2 in l.saturating_sub(1)..=l + 1 {
-                    // sign cases: same sign always possible; different signs only near zero
                     let mut cases = vec![(1i8, 1i8), (-1, -1)];
                     if l <= 1 && l2 <= 1 && !(l == 0 && l2 == 0) {
-                        // z ≥ 0 with L = l, z' < 0 (so L' ≥ 1), or the mirror
                         if l2 >= 1 {
                             cases.push((1, -1));
                         }
@@ -171,22 +391,97 @@ mod tests {
     fn the_ratio_check_catches_a_wrong_rule() {
         let e = 1.0f64;
         let wrong = |l: u64| rr_flip_probability(e * (l + 1) as f64);
-        // z = 0 (L = 0, sign +) against z' slightly negative (L' = 1, sign −)
         let r = output_probability(1, 1, wrong(0)) / output_probability(-1, 1, wrong(1));
         assert!(r > e.exp() * 1.01);
     }
 
     #[test]
-    fn steps_and_flip_sampler() {
+    fn steps_and_coins() {
         assert_eq!(steps_to_flip(0.0, 1.0), 0);
         assert_eq!(steps_to_flip(1.0, 1.0), 1);
         assert_eq!(steps_to_flip(-1.5, 1.0), 2);
         assert_eq!(steps_to_flip(3.0, 0.0), u64::MAX);
-        assert_eq!(Flip::new(0.5).probability(), 0.5);
-        assert!(Flip::new(0.3).probability() >= 0.3);
-        assert!(Flip::new(0.0).probability() > 0.0);
-        assert!(Flip::new(1e-30).probability() > 0.0);
-        assert!(Flip::new(rr_flip_probability(1000.0)).probability() > 0.0);
+        assert_eq!(Flip::randomised_response(0.0).unwrap().probability(), 0.5);
+        assert!(
+            Flip::randomised_response(0.85).unwrap().probability() >= rr_flip_probability(0.85)
+        );
+        assert_eq!(Flip::randomised_response(1000.0).unwrap().threshold(), 1);
+        assert_eq!(
+            Flip::randomised_response_or_half(f64::NAN).threshold(),
+            1 << 63
+        );
         assert_eq!(smooth_flip_probability(0, 3.0), 0.5);
+        let t = smooth_flip_table(0.5, 200).unwrap();
+        assert_eq!(t[0].threshold(), 1 << 63);
+        assert_eq!(t[1], Flip::randomised_response(0.5).unwrap());
+        assert!(smooth_flip_table(f64::NAN, 3).is_err());
+        assert!(smooth_flip_table(-0.1, 3).is_err());
+    }
+
+    /// The fixed-point bound brackets `e^{−x}` from above, tightly: within 2⁻¹⁰⁰ relative of
+    /// the f64 value's neighbourhood (f64 `exp` is accurate to ~1 ulp, 2⁻⁵²), and never below it
+    /// by more than that ulp. A bound computed without the upward roundings would be caught by
+    /// the exact checks of tests/calibration_exact.rs; here the scale and the reduction are.
+    #[test]
+    fn exp_bound_is_above_and_close() {
+        for &x in &[
+            0.0f64, 1e-300, 1e-9, 0.001, 0.37, 1.0, 2.0, 10.0, 44.0, 63.9,
+        ] {
+            let (m, e) = decompose(x).unwrap();
+            let u = exp_neg_upper(m, e) as f64 / ONE as f64;
+            let want = (-x).exp();
+            assert!(u >= want * (1.0 - 4e-16), "x {x}: {u} < {want}");
+            assert!(u <= want * (1.0 + 4e-16) + 1e-37, "x {x}: {u} ≫ {want}");
+        }
+        // x ≥ 64 is evaluated at 64, still an upper bound
+        let (m, e) = decompose(100.0).unwrap();
+        assert_eq!(exp_neg_upper(m, e), exp_neg_upper(1, 6));
+        assert!(at_least_64(64, 0) && !at_least_64(63, 0) && at_least_64(1, 6));
+        assert!(!at_least_64(u128::MAX, -122) && at_least_64(1 << 70, -64));
+    }
+
+    #[test]
+    fn fixed_point_product_rounds_as_asked() {
+        assert_eq!(mul_fixed(ONE, ONE, false), ONE);
+        assert_eq!(mul_fixed(ONE, 3, false), 3);
+        assert_eq!(mul_fixed(3, 5, false), 0);
+        assert_eq!(mul_fixed(3, 5, true), 1);
+        assert_eq!(mul_fixed(ONE + 1, ONE + 1, false), ONE + 2);
+        assert_eq!(mul_fixed(ONE + 1, ONE + 1, true), ONE + 3);
+        // numerator: u = 1 → ½; u = 0 → 0; u just below ⅓ → just below ¼, rounded up to 2⁶²;
+        // u just above ⅓ → just above ¼, rounded up to 2⁶² + 1
+        assert_eq!(rr_numerator(ONE), 1 << 63);
+        assert_eq!(rr_numerator(0), 0);
+        assert_eq!(rr_numerator(ONE / 3), 1 << 62);
+        assert_eq!(rr_numerator(ONE / 3 + 1), (1 << 62) + 1);
+    }
+
+    /// `split_epsilon`: `n·ε' ≤ ε` holds exactly (checked with a fused multiply-add) and ε' is
+    /// the largest such float (the next float up breaks it).
+    #[test]
+    fn split_epsilon_is_the_largest_safe_share() {
+        for &eps in &[1.0f64, 0.3, 7.77, 1e-3] {
+            for n in [1u64, 3, 49, 202, 1024, 60_000] {
+                let e = split_epsilon(eps, n);
+                assert!(e.mul_add(n as f64, -eps) <= 0.0);
+                let up = f64::from_bits(e.to_bits() + 1);
+                assert!(up.mul_add(n as f64, -eps) > 0.0);
+            }
+        }
+        assert_eq!(split_epsilon(2.0, 0), 2.0);
+    }
+
+    /// The coin's empirical rate matches `Q/2⁶⁴` within 5 standard errors of 10⁶ draws, and
+    /// the same count rejects a probability 2% off (power: 2% of 2.7·10⁵ is 12 standard errors).
+    #[test]
+    fn coin_rate_matches_its_dyadic_probability() {
+        let f = Flip::randomised_response(1.0).unwrap();
+        let p = f.probability();
+        let n = 1_000_000u64;
+        let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(13);
+        let count = (0..n).filter(|_| f.sample(&mut rng)).count() as f64;
+        let ok = |p: f64| (count - n as f64 * p).abs() <= 5.0 * (n as f64 * p * (1.0 - p)).sqrt();
+        assert!(ok(p), "{count} flips of {n}, P = {p}");
+        assert!(!ok(p * 1.02), "no power");
     }
 }

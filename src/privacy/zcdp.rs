@@ -23,6 +23,11 @@
 //! golden-section search refines it (the objective is unimodal in `u` in every case we have
 //! checked; the grid makes the result robust even if it were not, to the grid's resolution).
 //!
+//! **Rounding.** Each order's bound is evaluated in f64 and then raised by a bound on that
+//! evaluation's error (`ERROR_PER_UNIT`), so the ε returned is at least the exact bound at the
+//! order it was found at ([`epsilon_with_order`]), and δ likewise; `tests/calibration_exact.rs`
+//! re-checks that in 400-bit interval arithmetic.
+//!
 //! [`rho_for_epsilon`] inverts [`epsilon`] in ρ (largest ρ whose conversion meets a target ε), for
 //! calibrating zCDP mechanisms to an (ε, δ) target.
 
@@ -55,8 +60,8 @@ fn check_delta(delta: f64) -> Result<()> {
 
 /// `inf_u f(u)` over `u = ln(α − 1) ∈ [U_MIN, U_MAX]`: grid, then golden section in the best
 /// cell. Returns the minimum value found (a value of `f` actually evaluated, never an
-/// extrapolation).
-fn minimise_over_alpha(f: impl Fn(f64) -> f64) -> f64 {
+/// extrapolation) and the `u` where it was found.
+fn minimise_over_alpha(f: impl Fn(f64) -> f64) -> (f64, f64) {
     let n = ((U_MAX - U_MIN) / U_STEP).round() as usize;
     let mut best_i = 0;
     let mut best = f64::INFINITY;
@@ -67,6 +72,7 @@ fn minimise_over_alpha(f: impl Fn(f64) -> f64) -> f64 {
             best_i = i;
         }
     }
+    let mut best_u = U_MIN + best_i as f64 * U_STEP;
     let mut a = U_MIN + best_i.saturating_sub(1) as f64 * U_STEP;
     let mut b = U_MIN + (best_i + 1).min(n) as f64 * U_STEP;
     let g = (5f64.sqrt() - 1.0) / 2.0;
@@ -74,6 +80,11 @@ fn minimise_over_alpha(f: impl Fn(f64) -> f64) -> f64 {
     let mut d = a + g * (b - a);
     let mut fc = f(c);
     let mut fd = f(d);
+    for (v, u) in [(fc, c), (fd, d)] {
+        if v < best {
+            (best, best_u) = (v, u);
+        }
+    }
     for _ in 0..GOLDEN_ITERS {
         if fc < fd {
             b = d;
@@ -81,19 +92,32 @@ fn minimise_over_alpha(f: impl Fn(f64) -> f64) -> f64 {
             fd = fc;
             c = b - g * (b - a);
             fc = f(c);
+            if fc < best {
+                (best, best_u) = (fc, c);
+            }
         } else {
             a = c;
             c = d;
             fc = fd;
             d = a + g * (b - a);
             fd = f(d);
+            if fd < best {
+                (best, best_u) = (fd, d);
+            }
         }
         if (b - a).abs() < 1e-15 * (1.0 + a.abs()) {
             break;
         }
     }
-    best.min(fc).min(fd)
+    (best, best_u)
 }
+
+/// Absolute error of the f64 evaluation of one order's bound, per unit of the magnitudes
+/// involved: `2⁻⁴⁴` (≈ 5.7·10⁻¹⁴, some 400 ulps per unit against the handful of correctly or
+/// faithfully rounded operations in [`epsilon_at`] / [`ln_delta_at`]). The order is taken to be
+/// `α = 1 + fl(e^u)` exactly; `u` stands in for `ln(α − 1)` and `ln(1 + e^u)` for `ln α`, each off
+/// by at most 2 ulps of `e^u`'s relative error, which the `1 + |u|` term covers.
+const ERROR_PER_UNIT: f64 = 1.0 / (1u64 << 44) as f64;
 
 /// `ln(1 − 1/α)` for `α = 1 + e^u`, i.e. `u − ln(1 + e^u)`, accurate at both ends.
 fn ln_one_minus_inv_alpha(u: f64) -> f64 {
@@ -110,19 +134,31 @@ fn ln_one_plus_exp(u: f64) -> f64 {
     }
 }
 
-/// The ε of Canonne–Kamath–Steinke's conversion at a single order `α = 1 + e^u`.
+/// The ε of Canonne–Kamath–Steinke's conversion at a single order `α = 1 + e^u`, **rounded up**:
+/// the f64 value plus a bound on its error ([`ERROR_PER_UNIT`]), so that it is at least the exact
+/// value at `α = 1 + fl(e^u)` — a valid ε for that order.
 fn epsilon_at(rho: f64, ln_delta: f64, u: f64) -> f64 {
     let am1 = u.exp();
     let ln_alpha = ln_one_plus_exp(u);
-    (1.0 + am1) * rho + ln_one_minus_inv_alpha(u) - (ln_delta + ln_alpha) / am1
+    let (t1, t2, t3) = (
+        (1.0 + am1) * rho,
+        ln_one_minus_inv_alpha(u),
+        (ln_delta + ln_alpha) / am1,
+    );
+    let err = ERROR_PER_UNIT
+        * (1.0 + u.abs() + t1.abs() + t2.abs() + (ln_delta.abs() + ln_alpha.abs()) / am1);
+    t1 + t2 - t3 + err
 }
 
 /// `ln δ` of Canonne–Kamath–Steinke's conversion at a single order `α = 1 + e^u`:
 /// `(α−1)(αρ − ε) + α·ln(1 − 1/α) − ln(α − 1)`.
+/// Rounded up like [`epsilon_at`].
 fn ln_delta_at(rho: f64, epsilon: f64, u: f64) -> f64 {
     let am1 = u.exp();
     let alpha = 1.0 + am1;
-    am1 * (alpha * rho - epsilon) + alpha * ln_one_minus_inv_alpha(u) - u
+    let t2 = alpha * ln_one_minus_inv_alpha(u);
+    let err = ERROR_PER_UNIT * (1.0 + u.abs() + am1 * (alpha * rho + epsilon) + t2.abs());
+    am1 * (alpha * rho - epsilon) + t2 - u + err
 }
 
 /// The standard conversion (Bun & Steinke 2016, Proposition 1.3): `ε = ρ + 2√(ρ ln(1/δ))`.
@@ -137,14 +173,22 @@ pub fn standard_epsilon(rho: f64, delta: f64) -> Result<f64> {
 /// a ρ-zCDP mechanism is (ε, δ)-DP by `inf_{α>1} αρ + ln(1 − 1/α) − (ln δ + ln α)/(α − 1)`,
 /// floored at 0 (δ(ε) decreases in ε, so a negative infimum means (0, δ)-DP holds).
 pub fn epsilon(rho: f64, delta: f64) -> Result<f64> {
+    Ok(epsilon_with_order(rho, delta)?.0)
+}
+
+/// [`epsilon`] and the order it was found at, as `α − 1` (an exact `f64`: the order is
+/// `α = 1 + (α − 1)` exactly). The ε is rounded up past the floating-point error of the bound at
+/// that order ([`ERROR_PER_UNIT`]); `tests/calibration_exact.rs` re-evaluates the bound at this α
+/// in 400-bit interval arithmetic. For ρ = 0, ε = 0 and the order is reported as 1 (unused).
+pub fn epsilon_with_order(rho: f64, delta: f64) -> Result<(f64, f64)> {
     check_rho(rho)?;
     check_delta(delta)?;
     if rho == 0.0 {
-        return Ok(0.0);
+        return Ok((0.0, 1.0));
     }
     let ln_delta = delta.ln();
-    let e = minimise_over_alpha(|u| epsilon_at(rho, ln_delta, u));
-    Ok(e.max(0.0))
+    let (e, u) = minimise_over_alpha(|u| epsilon_at(rho, ln_delta, u));
+    Ok((e.max(0.0), u.exp()))
 }
 
 /// The tight conversion's δ at a given ε (Canonne, Kamath & Steinke 2020, Corollary 13):
@@ -160,8 +204,9 @@ pub fn delta(rho: f64, epsilon: f64) -> Result<f64> {
     if rho == 0.0 {
         return Ok(0.0);
     }
-    let l = minimise_over_alpha(|u| ln_delta_at(rho, epsilon, u));
-    Ok(l.exp().min(1.0))
+    let (l, _) = minimise_over_alpha(|u| ln_delta_at(rho, epsilon, u));
+    // exp is faithful to within an ulp: round its result up by two
+    Ok((l.exp() * (1.0 + 2.0 * f64::EPSILON)).min(1.0))
 }
 
 /// The largest ρ whose tight conversion ([`epsilon`]) is at most `target_epsilon` at `delta`, to a
