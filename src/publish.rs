@@ -95,7 +95,9 @@ pub const NOISE_GENERATOR: &str =
 pub fn noise_generator(kind: mechanism::MechanismKind) -> String {
     use mechanism::MechanismKind as K;
     let stream = "ChaCha20 (rand_chacha), one stream per 256-row block";
-    let flips = "each flip with probability q is a 64-bit word u < ⌈q·2⁶⁴⌉ (no floating point)";
+    let flips = "each flip is a uniform 64-bit word u < Q: probability exactly Q/2⁶⁴, Q computed \
+                 from ε' in exact integer arithmetic and rounded toward ½ (no floating point); Q in \
+                 the sign record";
     match kind {
         K::IdpSignrpG | K::IdpSignoporpG => format!(
             "{stream}; N(0,1) by ziggurat (rand_distr StandardNormal, f64) on the noise set, a fair \
