@@ -193,6 +193,16 @@ fn shift(x: &[f32], i: usize, beta: f64) -> Option<Vec<f32>> {
 fn most_flips(params: &MechanismParams, m: &dyn Mechanism, rng: &mut ChaCha20Rng) -> Result<Pair> {
     let nu = m.min_norm().unwrap_or(0.0);
     let p = params.p;
+    if nu > (p as f64).sqrt() {
+        return Err(Error::param(
+            "--min-norm",
+            format!(
+                "no row of [-1,1]^{p} has norm ν = {nu} (the largest is √p = {:.4}); lower \
+                 --min-norm or raise --p",
+                (p as f64).sqrt()
+            ),
+        ));
+    }
     let mut best: Option<(usize, Pair)> = None;
     let mut drawn = 0;
     let mut tries = 0;

@@ -88,9 +88,8 @@ fn params_for(
             return Err(Error::param(
                 "--delta",
                 format!(
-                    "{} gives pure ε ({}); drop --delta",
-                    kind.name(),
-                    kind.guarantee_kind().short()
+                    "{} needs no δ (its guarantee is pure ε); drop --delta",
+                    kind.name()
                 ),
             ));
         }
