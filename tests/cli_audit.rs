@@ -307,15 +307,13 @@ fn bad_input_is_refused_with_the_option_named() {
         ),
         (
             &[
-                "audit",
-                "-m",
-                "dp-oporp",
-                "--trials",
-                "100000000",
-                "-k",
-                "16",
+                "audit", "-m", "dp-oporp", "--trials", "10000000", "-k", "16",
             ],
-            &["--trials"],
+            &["--trials", "values"],
+        ),
+        (
+            &["audit", "-m", "dp-oporp", "--trials", "100000000"],
+            &["--trials", "at most"],
         ),
     ];
     for (args, needles) in cases {

@@ -54,6 +54,9 @@ const CHUNK: usize = 4096;
 /// Largest number of output values an audit keeps in memory (`2·trials·output_dim` per pair).
 const MAX_STORED: usize = 1 << 27;
 
+/// Largest `--trials` (each family holds a few `f64` per trial and input: ≈ 0.5 GB at this size).
+pub const MAX_TRIALS: usize = 1 << 24;
+
 /// A deliberate mis-calibration of the sampled mechanism (the claim is left unchanged).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 #[serde(tag = "what", content = "factor", rename_all = "kebab-case")]
@@ -245,7 +248,9 @@ fn sample(
                     let mut out = vec![0f32; rows * k];
                     m.privatise(&input, first_row, SketchMut::Real(&mut out), &mut rng)?;
                     match (local, decoded) {
-                        (Some(l), Some(d)) if l.message_len() != d => {
+                        // ProjUnit's messages live in its per-row k-dimensional space (even
+                        // when k = d): decode them to the input space
+                        (Some(l), Some(d)) if l.message_len() != d || m.kind().projects() => {
                             let mut dec = Vec::with_capacity(rows * d);
                             for (i, msg) in out.chunks_exact(k).enumerate() {
                                 let v = l.decode_row(first_row + i as u64, msg)?;
@@ -458,6 +463,15 @@ pub fn run(cfg: &AuditConfig, noise: &NoiseSource, pair_seed: u64) -> Result<Aud
             "--trials",
             format!(
                 "at least 2 trials are needed (half select, half estimate), got {}",
+                cfg.trials
+            ),
+        ));
+    }
+    if cfg.trials > MAX_TRIALS {
+        return Err(Error::param(
+            "--trials",
+            format!(
+                "at most {MAX_TRIALS} trials per input (the statistics are held in memory), got {}",
                 cfg.trials
             ),
         ));
