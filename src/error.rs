@@ -86,6 +86,12 @@ pub enum Error {
         /// What was refused and why (the budget and the total, or the file that could not be read).
         msg: String,
     },
+    /// `dprp audit` found an empirical lower bound on ε above the claim.
+    #[error("audit: {msg}")]
+    Audit {
+        /// Which mechanism, which bound, which event.
+        msg: String,
+    },
 }
 
 impl Error {
@@ -132,6 +138,10 @@ impl Error {
             path: dir.into(),
             msg: msg.into(),
         }
+    }
+    /// An audit's finding of a violated claim.
+    pub fn audit(msg: impl Into<String>) -> Self {
+        Error::Audit { msg: msg.into() }
     }
     /// A corrupt release file.
     pub fn corrupt(path: impl Into<PathBuf>, msg: impl Into<String>) -> Self {

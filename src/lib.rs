@@ -71,6 +71,7 @@
 
 pub mod aggregate;
 pub mod atomic;
+pub mod audit;
 pub mod cli;
 pub mod data;
 pub mod error;

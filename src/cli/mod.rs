@@ -12,6 +12,7 @@ use crate::error::{Error, Result};
 pub mod output;
 
 mod aggregate;
+mod audit;
 mod calibrate;
 mod convert;
 mod demo;
@@ -55,6 +56,9 @@ enum Command {
     /// The releases of each dataset in a privacy budget ledger directory and their total
     /// guarantee (basic composition; zCDP where every release is Gaussian).
     Ledger(ledger::LedgerArgs),
+    /// An empirical lower bound on ε: privatise worst-case neighbours many times and bound the
+    /// privacy loss of output events (exit status 1 when it exceeds the claim).
+    Audit(audit::AuditArgs),
     /// Build an HNSW index over a release for fast approximate queries.
     Index(index::IndexArgs),
     /// How much utility each mechanism keeps at given ε and k (retrieval or a linear SVM), before
@@ -162,6 +166,7 @@ fn run(cli: Cli) -> Result<()> {
         Command::Ledger(a) => ledger::run(a),
         Command::Mean(a) => mean::run(a),
         Command::Aggregate(a) => aggregate::run(a),
+        Command::Audit(a) => audit::run(a),
         Command::Eval(a) => eval::run(a),
 
         Command::Sample { output } => {
