@@ -124,7 +124,7 @@ pub fn noise_generator_for(
     let stream = "ChaCha20 (rand_chacha), one stream per 256-row block";
     match (kind, noise) {
         (K::RawGOpt | K::DpRpG | K::DpRpGOpt | K::DpOporp, crate::privacy::lattice::NoiseChoice::Lattice) => format!(
-            "{stream}; values rounded onto γℤ, N_ℤ(0, s²) by an integer alias-table sampler (no floating point on the sampling path)"
+            "{stream}; values rounded onto γℤ, N_ℤ(0, s²) by an integer guide-table sampler (no floating point on the sampling path)"
         ),
         (K::IdpSignrpG | K::IdpSignoporpG, crate::privacy::lattice::NoiseChoice::Lattice) => format!(
             "{stream}; values in the noise set rounded onto γℤ, N_ℤ(0, s²) by the exact CKS sampler (integers only)"

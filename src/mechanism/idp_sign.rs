@@ -141,7 +141,7 @@ impl IdpLattice {
         let worst = (map.sensitivity(beta) + 2.0 * fp + lattice::pow2(-g) * (k as f64).sqrt())
             * sigma_unit
             * lattice::pow2(g);
-        if !(worst * worst < crate::privacy::exact::TABLE_GAUSSIAN_MAX_S2 as f64) {
+        if worst.is_nan() || worst * worst >= crate::privacy::exact::TABLE_GAUSSIAN_MAX_S2 as f64 {
             return Err(Error::param(
                 "lattice noise",
                 format!(

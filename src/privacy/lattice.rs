@@ -59,7 +59,6 @@
 //! set `A` of each row (`k` replaced by `|A| ≤ k` in step 1 and the data-independent `k` in the
 //! accounting of step 4) and releases the signs of `γ(r + Z)`.
 
-use rand::CryptoRng;
 use rand_chacha::ChaCha20Rng;
 use serde::{Deserialize, Serialize};
 
@@ -462,7 +461,7 @@ impl LatticeNoise {
             self.sampler.fill(&mut fast, z);
             for (v, &zi) in chunk.iter_mut().zip(z.iter()) {
                 let t = *v as f64 * up;
-                if !(t.abs() < LATTICE_LIMIT) {
+                if t.is_nan() || t.abs() >= LATTICE_LIMIT {
                     return Err(Error::param(
                         "lattice noise",
                         format!(
@@ -475,40 +474,6 @@ impl LatticeNoise {
                 // |round(t)| < 2^52 and |Z| < 2^40 (s < 2^31, far tails aside: the sum stays
                 // exact below 2^53 unless Z exceeds 2^52, probability e^{-2^40})
                 *v = ((t.round() + zi as f64) * down) as f32;
-            }
-        }
-        Ok(())
-    }
-
-    /// The integer `r + Z` for each value, without converting (iDP signs): writes
-    /// `round(y·2^g) + Z` as f64 (exact) into `out`.
-    pub fn add_f64<R: CryptoRng + ?Sized>(
-        &self,
-        y: impl Iterator<Item = f64>,
-        out: &mut Vec<f64>,
-        rng: &mut R,
-    ) -> Result<()> {
-        let up = pow2(self.g);
-        out.clear();
-        for v in y {
-            let t = v * up;
-            if !(t.abs() < LATTICE_LIMIT) {
-                return Err(Error::param(
-                    "lattice noise",
-                    format!(
-                        "the projected value {v} times 2^{} does not fit the lattice's integers",
-                        self.g
-                    ),
-                ));
-            }
-            out.push(t.round());
-        }
-        let mut z = [0i64; 64];
-        for chunk in out.chunks_mut(64) {
-            let z = &mut z[..chunk.len()];
-            self.sampler.fill(rng, z);
-            for (v, &zi) in chunk.iter_mut().zip(z.iter()) {
-                *v += zi as f64;
             }
         }
         Ok(())
