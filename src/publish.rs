@@ -43,6 +43,8 @@ pub struct PublishOptions {
     /// Where warnings go as soon as they arise (e.g. printed before a long run, rather than
     /// after it); `None` collects them in [`PublishOutcome::warnings`].
     pub on_warning: Option<fn(&str)>,
+    /// The noise of the Gaussian mechanisms: lattice (default) or float (`--noise`).
+    pub noise: crate::privacy::lattice::NoiseChoice,
 }
 
 impl Default for PublishOptions {
@@ -50,6 +52,7 @@ impl Default for PublishOptions {
         PublishOptions {
             memory_budget: DEFAULT_MEMORY_BUDGET,
             on_warning: None,
+            noise: crate::privacy::lattice::NoiseChoice::default(),
         }
     }
 }
@@ -110,6 +113,25 @@ pub fn noise_generator(kind: mechanism::MechanismKind) -> String {
              draws by inversion in log space"
         ),
         _ => NOISE_GENERATOR.to_string(),
+    }
+}
+
+/// [`noise_generator`] for the chosen noise: lattice noise replaces the normal sampler of the
+/// Gaussian mechanisms by the integer discrete Gaussian.
+pub fn noise_generator_for(
+    kind: mechanism::MechanismKind,
+    noise: crate::privacy::lattice::NoiseChoice,
+) -> String {
+    use mechanism::MechanismKind as K;
+    let stream = "ChaCha20 (rand_chacha), one stream per 256-row block";
+    match (kind, noise) {
+        (K::RawGOpt | K::DpRpG | K::DpRpGOpt | K::DpOporp, crate::privacy::lattice::NoiseChoice::Lattice) => format!(
+            "{stream}; values rounded onto γℤ, N_ℤ(0, s²) by an integer guide-table sampler (no floating point on the sampling path)"
+        ),
+        (K::IdpSignrpG | K::IdpSignoporpG, crate::privacy::lattice::NoiseChoice::Lattice) => format!(
+            "{stream}; values in the noise set rounded onto γℤ, N_ℤ(0, s²) by the exact CKS sampler (integers only)"
+        ),
+        _ => noise_generator(kind),
     }
 }
 
@@ -482,7 +504,7 @@ pub fn publish_gated(
             Some(_) => {}
         }
     }
-    let mech = mechanism::build(&params)?;
+    let mech = mechanism::build_with(&params, opts.noise)?;
     if let Some(g) = gate.as_deref() {
         g.precheck(&crate::ledger::Entry::provisional(
             &mech.record(),
@@ -698,7 +720,7 @@ pub fn publish_gated(
             } else {
                 "user-seed (NOT PRIVATE)".into()
             },
-            generator: noise_generator(params.kind),
+            generator: noise_generator_for(params.kind, opts.noise),
         },
         scaling,
         labels: has_labels,

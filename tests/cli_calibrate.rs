@@ -103,7 +103,9 @@ fn calibrate_for_a_mechanism() {
     let out = ok(d.path(), &args);
     let row = table_row(&out, 256);
     assert_eq!(row[1], 1.0, "Rademacher Δ₂ = β = 1:\n{out}");
-    assert!((row[2] - 0.98).abs() < 0.0005, "σ ≈ 0.98:\n{out}");
+    // the analytic σ is 0.98 (float noise); the default lattice noise adds the f32 projection's
+    // rounding bound 2E = 7.4% of Δ at p = 784 (src/privacy/lattice.rs): σ ≈ 1.0525
+    assert!((row[2] - 1.0525).abs() < 0.0005, "σ ≈ 1.0525:\n{out}");
     assert!(
         row[4] > 0.0 && row[7] > 0.0 && (row[5] * row[5] - row[4]).abs() < 1e-3 * row[4],
         "{out}"

@@ -191,12 +191,27 @@ fn info_names_the_noise_a_release_used() {
     let signs = run("dp-signoporp-rr", &[], "s.dprp");
     assert!(!signs.contains("ziggurat"), "{signs}");
     assert!(signs.contains("64-bit word"), "{signs}");
+    // lattice noise by default; the ziggurat only with --noise float
     let gauss = run("dp-oporp", &["-d", "1e-6"], "g.dprp");
+    assert!(
+        !gauss.contains("ziggurat") && gauss.contains("N_ℤ(0, s²)"),
+        "{gauss}"
+    );
+    let gauss = run("dp-oporp", &["-d", "1e-6", "--noise", "float"], "gf.dprp");
     assert!(gauss.contains("ziggurat"), "{gauss}");
     let idp = run(
         "idp-signoporp-g",
         &["-d", "1e-6", "--individual-dp"],
         "i.dprp",
+    );
+    assert!(
+        idp.contains("exact CKS sampler") && idp.contains("noise set"),
+        "{idp}"
+    );
+    let idp = run(
+        "idp-signoporp-g",
+        &["-d", "1e-6", "--individual-dp", "--noise", "float"],
+        "if.dprp",
     );
     assert!(
         idp.contains("ziggurat") && idp.contains("noise set"),

@@ -137,6 +137,7 @@ fn memory_budget_sizes_chunks_without_changing_the_release() {
             let opts = PublishOptions {
                 memory_budget: budget,
                 on_warning: None,
+                ..Default::default()
             };
             let o = publish_with(&req, &NoiseSource::from_seed("mem"), &opts).unwrap();
             // one block per chunk is above a 1-byte budget: said, not hidden

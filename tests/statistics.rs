@@ -2,13 +2,16 @@
 //! estimator (DESIGN.md §6, Theorems C.1–C.3), the noise distribution, and the privacy calibration
 //! checked against an independent numerical computation of the hockey-stick divergence.
 //!
+//! The variance tests run with both noises: lattice (the default: a discrete Gaussian on `γℤ`,
+//! whose recorded σ = γ·s the estimators use) and float.
+//!
 //! Every tolerance is derived from the number of trials (5 standard errors, estimated from the
 //! sample's own fourth moment), with fixed seeds, so the tests are reproducible and cannot pass by
 //! accident when a formula or a calibration is wrong (each variance test also checks that a wrong
 //! formula would be rejected). Run in release mode: `cargo test --release`.
 
 use dprp::estimate::{ip_variance, Family, PairStats, QueryMode};
-use dprp::mechanism::{build, MechanismKind, MechanismParams, SketchMut};
+use dprp::mechanism::{build_with, MechanismKind, MechanismParams, NoiseChoice, SketchMut};
 use dprp::privacy::gaussian::{analytic_sigma, gaussian_delta, norm_cdf};
 use dprp::privacy::guarantee::Neighbour;
 use dprp::privacy::noise::NoiseSource;
@@ -96,6 +99,7 @@ fn simulate(
     proj: Option<DenseKind>,
     mode: QueryMode,
     trials: usize,
+    noise: NoiseChoice,
 ) -> (Vec<f64>, f64, f64, Family) {
     let (u, v) = pair(p);
     let stats = PairStats::of(&u, &v);
@@ -108,7 +112,7 @@ fn simulate(
     let mut formula = 0.0;
     let kk = if kind.projects() { k } else { p };
     for t in 0..trials {
-        let m = build(&params(kind, p, k, proj, t as u64)).unwrap();
+        let m = build_with(&params(kind, p, k, proj, t as u64), noise).unwrap();
         assert_eq!(kk, m.output_dim());
         let mut out = vec![0f32; 2 * kk];
         let mut rng = NoiseSource::from_seed(&format!("stat-{t}")).block_rng(0);
@@ -161,10 +165,22 @@ fn check(name: &str, est: &[f64], formula: f64, truth: f64, wrong: &[(&str, f64)
 
 const TRIALS: usize = 20_000;
 
+/// Both query modes, each with lattice and with float noise.
+fn modes_and_noises() -> Vec<(QueryMode, NoiseChoice)> {
+    let mut v = Vec::new();
+    for mode in [QueryMode::BothPrivate, QueryMode::RawQuery] {
+        for noise in [NoiseChoice::Lattice, NoiseChoice::Float] {
+            v.push((mode, noise));
+        }
+    }
+    v
+}
+
 #[test]
 fn raw_gaussian_variance_matches_c1() {
-    for mode in [QueryMode::BothPrivate, QueryMode::RawQuery] {
-        let (est, v, truth, fam) = simulate(MechanismKind::RawGOpt, 64, 64, None, mode, TRIALS);
+    for (mode, noise) in modes_and_noises() {
+        let (est, v, truth, fam) =
+            simulate(MechanismKind::RawGOpt, 64, 64, None, mode, TRIALS, noise);
         let Family::Raw { p } = fam else { panic!() };
         let (u, w) = pair(64);
         let s = PairStats::of(&u, &w);
@@ -176,7 +192,7 @@ fn raw_gaussian_variance_matches_c1() {
         };
         let _ = s;
         check(
-            &format!("raw-g-opt {mode:?}"),
+            &format!("raw-g-opt {mode:?} {noise:?}"),
             &est,
             v,
             truth,
@@ -196,9 +212,16 @@ fn dense_rademacher_and_gaussian_variance_match_c2() {
         (DenseKind::Uniform, 1.8),
         (DenseKind::Sparse { s: 3.0 }, 3.0),
     ] {
-        for mode in [QueryMode::BothPrivate, QueryMode::RawQuery] {
-            let (est, v, truth, _) =
-                simulate(MechanismKind::DpRpGOpt, 64, k, Some(kind), mode, TRIALS);
+        for (mode, noise) in modes_and_noises() {
+            let (est, v, truth, _) = simulate(
+                MechanismKind::DpRpGOpt,
+                64,
+                k,
+                Some(kind),
+                mode,
+                TRIALS,
+                noise,
+            );
             // the same formula with another fourth moment must be rejected (power check),
             // except between kinds whose formulas coincide
             let other = if m4 == 3.0 { 1.0 } else { 3.0 };
@@ -209,7 +232,7 @@ fn dense_rademacher_and_gaussian_variance_match_c2() {
                 vec![("other fourth moment", wrong)]
             };
             check(
-                &format!("dp-rp-g-opt {kind:?} {mode:?}"),
+                &format!("dp-rp-g-opt {kind:?} {mode:?} {noise:?}"),
                 &est,
                 v,
                 truth,
@@ -224,14 +247,15 @@ fn oporp_variance_matches_c3() {
     let (u, w) = pair(64);
     let s = PairStats::of(&u, &w);
     let k = 16; // divides p: the formula is exact
-    for mode in [QueryMode::BothPrivate, QueryMode::RawQuery] {
-        let (est, v, truth, fam) = simulate(MechanismKind::DpOporp, 64, k, None, mode, TRIALS);
+    for (mode, noise) in modes_and_noises() {
+        let (est, v, truth, fam) =
+            simulate(MechanismKind::DpOporp, 64, k, None, mode, TRIALS, noise);
         assert_eq!(fam, Family::Oporp { p: 64 });
         // without the (p−k)/(p−1) factor: the dense-Rademacher formula
         let sigma = analytic_sigma(1.0, 20.0, 1e-6).unwrap();
         let dense = ip_variance(Family::Dense { fourth_moment: 1.0 }, k, sigma, &s, mode);
         check(
-            &format!("dp-oporp {mode:?}"),
+            &format!("dp-oporp {mode:?} {noise:?}"),
             &est,
             v,
             truth,
@@ -240,11 +264,13 @@ fn oporp_variance_matches_c3() {
     }
 }
 
+/// The release of the zero row is pure noise with the recorded σ, for both noises; with lattice
+/// noise every value is a multiple of γ = 2^-g (and float noise fails that, the power check).
 #[test]
 fn noise_is_gaussian_with_the_calibrated_sigma() {
     // raw-g-opt on the zero row: the release is pure noise N(0, σ²).
     let p = 1000;
-    let m = build(&MechanismParams {
+    let params = MechanismParams {
         kind: MechanismKind::RawGOpt,
         epsilon: 2.0,
         delta: Some(1e-5),
@@ -257,34 +283,66 @@ fn noise_is_gaussian_with_the_calibrated_sigma() {
         min_norm: None,
         individual_dp: false,
         local: Default::default(),
-    })
-    .unwrap();
-    let sigma = analytic_sigma(1.0, 2.0, 1e-5).unwrap();
-    assert!((sigma - 1.9938).abs() < 1e-4); // DESIGN.md table
-    let rows = 1000;
-    let zeros = vec![0f32; rows * p];
-    let mut out = vec![0f32; rows * p];
-    let mut rng = NoiseSource::from_seed("noise-test").block_rng(0);
-    m.privatise(&zeros, 0, SketchMut::Real(&mut out), &mut rng)
-        .unwrap();
-    let n = out.len() as f64;
-    let xs: Vec<f64> = out.iter().map(|&x| x as f64).collect();
-    let mo = moments(&xs);
-    assert!(mo.mean.abs() < 5.0 * sigma / n.sqrt(), "mean {}", mo.mean);
-    // Var(S²)/σ⁴ = 2/n for Gaussian samples
-    let z = (mo.var / (sigma * sigma) - 1.0) / (2.0 / n).sqrt();
-    assert!(
-        z.abs() < 5.0,
-        "variance {} vs σ² {} (z {z})",
-        mo.var,
-        sigma * sigma
-    );
-    // the distribution: empirical CDF at σ·z against Φ(z), binomial tolerance
-    for zq in [-3.0, -2.0, -1.0, -0.5, 0.0, 0.5, 1.0, 2.0, 3.0] {
-        let frac = xs.iter().filter(|&&x| x <= sigma * zq).count() as f64 / n;
-        let pr = norm_cdf(zq);
-        let se = (pr * (1.0 - pr) / n).sqrt();
-        assert!((frac - pr).abs() < 5.0 * se, "CDF at {zq}σ: {frac} vs {pr}");
+    };
+    for noise in [NoiseChoice::Lattice, NoiseChoice::Float] {
+        let m = build_with(&params, noise).unwrap();
+        let analytic = analytic_sigma(1.0, 2.0, 1e-5).unwrap();
+        assert!((analytic - 1.9938).abs() < 1e-4); // DESIGN.md table
+        let rec = m.record();
+        let sigma = rec.gaussian.as_ref().unwrap().sigma;
+        match noise {
+            NoiseChoice::Float => assert_eq!(sigma, analytic),
+            // the lattice adds γ√k ≤ 2^-12·Δ to the sensitivity (and a tiny ε, δ correction)
+            NoiseChoice::Lattice => {
+                assert!(sigma > analytic && sigma < analytic * (1.0 + 2f64.powi(-11)))
+            }
+        }
+        let rows = 1000;
+        let zeros = vec![0f32; rows * p];
+        let mut out = vec![0f32; rows * p];
+        let mut rng = NoiseSource::from_seed("noise-test").block_rng(0);
+        m.privatise(&zeros, 0, SketchMut::Real(&mut out), &mut rng)
+            .unwrap();
+        let n = out.len() as f64;
+        let xs: Vec<f64> = out.iter().map(|&x| x as f64).collect();
+        let mo = moments(&xs);
+        assert!(mo.mean.abs() < 5.0 * sigma / n.sqrt(), "mean {}", mo.mean);
+        // Var(S²)/σ⁴ = 2/n for Gaussian samples
+        let z = (mo.var / (sigma * sigma) - 1.0) / (2.0 / n).sqrt();
+        assert!(
+            z.abs() < 5.0,
+            "{noise:?}: variance {} vs σ² {} (z {z})",
+            mo.var,
+            sigma * sigma
+        );
+        // power: σ 1% off is rejected
+        let z_wrong = (mo.var / (1.01 * sigma).powi(2) - 1.0) / (2.0 / n).sqrt();
+        assert!(z_wrong.abs() > 5.0, "power {z_wrong}");
+        // the distribution: empirical CDF at σ·z against Φ(z), binomial tolerance
+        for zq in [-3.0, -2.0, -1.0, -0.5, 0.0, 0.5, 1.0, 2.0, 3.0] {
+            let frac = xs.iter().filter(|&&x| x <= sigma * zq).count() as f64 / n;
+            let pr = norm_cdf(zq);
+            let se = (pr * (1.0 - pr) / n).sqrt();
+            assert!((frac - pr).abs() < 5.0 * se, "CDF at {zq}σ: {frac} vs {pr}");
+        }
+        // lattice membership: v·2^g is an integer for every value; float noise is not
+        let g = match rec.noise_method() {
+            Some(dprp::mechanism::NoiseMethod::Lattice(l)) => l.g,
+            _ => 17,
+        };
+        let on_lattice = xs
+            .iter()
+            .filter(|&&x| {
+                let t = x * 2f64.powi(g);
+                t == t.round()
+            })
+            .count();
+        match noise {
+            NoiseChoice::Lattice => assert_eq!(on_lattice, xs.len()),
+            // a float value near σ is a multiple of 2^-g with probability ≈ 2^-5 (its ulp is
+            // 2^-22 or 2^-23)
+            NoiseChoice::Float => assert!(on_lattice < xs.len() / 10, "{on_lattice}"),
+        }
     }
 }
 

@@ -22,9 +22,11 @@
 //!
 //! **Mis-calibration** ([`Miscalibration`], the hidden `--miscalibrate` of the command): the
 //! mechanism *sampled* is built with perturbed parameters while the *claim* stays that of the
-//! honest parameters. `sigma=F` builds a Gaussian mechanism with β·F: σ is proportional to Δ₂
-//! (the analytic and classical conditions depend on Δ₂/σ only) and Δ₂ to β, so σ becomes σ·F
-//! while the public map is unchanged; the realised ratio is measured and reported. `epsilon=F`
+//! honest parameters. `sigma=F` builds a Gaussian mechanism with a smaller β: σ is proportional
+//! to Δ₂ (the analytic and classical conditions depend on Δ₂/σ only) and Δ₂ to β, so β·F gives
+//! σ·F with float noise; lattice noise adds terms to Δ that do not scale with β, so β is then
+//! corrected until the realised σ ratio is F (to 10⁻⁹). The public map is unchanged; the ratio is
+//! reported. `epsilon=F`
 //! builds it with ε·F (and ε₂·F for `privunit2-norm`).
 
 pub mod events;
@@ -488,13 +490,26 @@ pub fn run(cfg: &AuditConfig, noise: &NoiseSource, pair_seed: u64) -> Result<Aud
     let (sampled, sigma_ratio) = match cfg.miscalibrate {
         None => (None, None),
         Some(mc) => {
-            let m = mechanism::build(&mc.apply(params)?)?;
-            let ratio = match (&m.record().gaussian, &honest.record().gaussian) {
-                (Some(a), Some(b)) if matches!(mc, Miscalibration::Sigma(_)) => {
-                    Some(a.sigma / b.sigma)
-                }
+            let mut p = mc.apply(params)?;
+            let mut m = mechanism::build(&p)?;
+            let sigma_of = |m: &dyn Mechanism| m.record().gaussian.map(|g| g.sigma);
+            let mut ratio = match (sigma_of(m.as_ref()), sigma_of(honest.as_ref())) {
+                (Some(a), Some(b)) if matches!(mc, Miscalibration::Sigma(_)) => Some(a / b),
                 _ => None,
             };
+            // Lattice noise adds terms to Δ that do not scale with β (the f32 rounding bound
+            // 2E, the lattice's γ√k), so β·F gives σ·F only approximately: correct β until
+            // the realised ratio is F (σ is increasing and close to linear in β).
+            if let (Miscalibration::Sigma(f), Some(b)) = (mc, sigma_of(honest.as_ref())) {
+                for _ in 0..30 {
+                    let Some(r) = ratio.filter(|r| (r - f).abs() > 1e-9 * f) else {
+                        break;
+                    };
+                    p.beta *= f / r;
+                    m = mechanism::build(&p)?;
+                    ratio = sigma_of(m.as_ref()).map(|a| a / b);
+                }
+            }
             (Some(m), ratio)
         }
     };

@@ -104,7 +104,12 @@ pub fn construct(
     let min_norm = m.min_norm().unwrap_or(0.0);
     let idp = match (kind.is_idp(), params.seed) {
         (false, _) => None,
-        (true, Some(seed)) => Some(idp_sign::build(params, m.output_dim(), seed)?),
+        (true, Some(seed)) => Some(idp_sign::build(
+            params,
+            m.output_dim(),
+            seed,
+            crate::mechanism::NoiseChoice::Lattice,
+        )?),
         (true, None) => {
             return Err(Error::param(
                 "audit",

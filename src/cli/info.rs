@@ -150,6 +150,9 @@ pub fn describe(r: &Release) -> String {
     if let Some(sr) = &m.mechanism.sign {
         line("signs", sr.describe());
     }
+    if let Some(method) = m.mechanism.noise_method() {
+        line("noise method", method.describe());
+    }
     line(
         "noise source",
         format!("{} — {}", m.noise.source, m.noise.generator),

@@ -62,6 +62,10 @@ pub struct PublishArgs {
     /// Accept individual DP (idp-* mechanisms): it protects only the neighbours of this dataset.
     #[arg(long)]
     individual_dp: bool,
+    /// Noise of the Gaussian mechanisms: lattice (default; a discrete Gaussian on a lattice,
+    /// sampled with integers, safe against floating-point attacks) or float (the f64 sampler).
+    #[arg(long, value_name = "lattice|float")]
+    noise: Option<String>,
     /// Reproducible noise for experiments. THE RELEASE IS THEN NOT PRIVATE.
     #[arg(long)]
     noise_seed: Option<String>,
@@ -158,6 +162,10 @@ pub fn run(a: PublishArgs) -> Result<()> {
     let opts = PublishOptions {
         memory_budget: a.memory.saturating_mul(1 << 20),
         on_warning: Some(|w| super::output::warn(w)),
+        noise: match &a.noise {
+            Some(n) => crate::privacy::lattice::NoiseChoice::parse(n)?,
+            None => crate::privacy::lattice::NoiseChoice::default(),
+        },
     };
     let budget = a.budget.as_deref().map(Budget::parse).transpose()?;
     let mut gate = match (&a.ledger, budget) {
@@ -200,13 +208,16 @@ pub fn run(a: PublishArgs) -> Result<()> {
             g.method
         )?;
     }
+    if let Some(method) = m.mechanism.noise_method() {
+        outln!("noise method: {}", method.describe())?;
+    }
     if let Some(l) = &m.mechanism.local {
         outln!(
             "constants: {}",
             super::info::describe_constants(&l.constants)
         )?;
         outln!(
-            "error: E‖Z − v‖² = {:.6} per user ({}); dprp mean divides it by n",
+            "expected squared error: E‖Z − v‖² = {:.6} per user ({}); dprp mean divides it by n",
             l.mse_per_user,
             l.mse_note
         )?;

@@ -1,6 +1,9 @@
 //! The shared machinery of the real-valued mechanisms: a public linear map followed by i.i.d.
-//! Gaussian noise `N(0, σ²)` on every output coordinate (the Gaussian mechanism on the projected
-//! row). The per-mechanism files decide the map, the sensitivity and the calibration.
+//! Gaussian noise on every output coordinate (the Gaussian mechanism on the projected row). The
+//! per-mechanism files decide the map, the sensitivity and the calibration. The noise is by
+//! default a discrete Gaussian on a lattice `γℤ` sampled with integers
+//! ([`crate::privacy::lattice`], where the privacy argument is); `--noise float` keeps the f64
+//! ziggurat sampler ([`add_gaussian_noise`]).
 
 use rand::RngExt;
 use rand_chacha::ChaCha20Rng;
@@ -16,6 +19,7 @@ use crate::privacy::gaussian::{
     analytic_sigma, classical_is_proven, classical_sigma, gaussian_delta,
 };
 use crate::privacy::guarantee::Guarantee;
+use crate::privacy::lattice::{self, LatticeNoise, LatticeRecord, NoiseChoice, NoiseMethod};
 use crate::projection::{DenseProjection, Oporp};
 
 /// Randomness layout version recorded in releases.
@@ -175,7 +179,8 @@ pub fn calibrate(
     })
 }
 
-/// A public map followed by calibrated Gaussian noise.
+/// A public map followed by calibrated Gaussian noise: float (f64 ziggurat) or lattice
+/// ([`crate::privacy::lattice`]).
 #[derive(Debug, Clone)]
 pub struct GaussianSketch {
     kind: MechanismKind,
@@ -183,6 +188,7 @@ pub struct GaussianSketch {
     map: PublicMap,
     calibration: GaussianCalibration,
     guarantee: Guarantee,
+    lattice: Option<(LatticeRecord, LatticeNoise)>,
 }
 
 /// The guarantee a calibrated Gaussian release actually carries: (ε, max(δ, δ_exact)). For the
@@ -215,7 +221,49 @@ impl GaussianSketch {
             map,
             calibration,
             guarantee,
+            lattice: None,
         }
+    }
+
+    /// Switch a float-calibrated mechanism to the chosen noise: for lattice noise, re-plan the
+    /// calibration for the rounded sensitivity `Δ + 2E + γ√k` at `(ε₀, δ₀)`
+    /// ([`lattice::plan`]); float leaves it as it is.
+    pub fn with_noise(
+        mut self,
+        noise: NoiseChoice,
+        params: &super::MechanismParams,
+    ) -> Result<GaussianSketch> {
+        if noise == NoiseChoice::Float {
+            return Ok(self);
+        }
+        let rule = if self.calibration.method.starts_with("classical") {
+            SigmaRule::Classical
+        } else {
+            SigmaRule::Analytic
+        };
+        let fp = lattice::projection_error(&self.map);
+        let (rec, cal) = lattice::plan(
+            self.calibration.sensitivity,
+            fp,
+            self.map.k(),
+            params.epsilon,
+            params.delta.unwrap_or(0.0),
+            rule,
+        )?;
+        lattice::check_range(&self.map, rec.g)?;
+        let s_sq = rec.s_squared.ok_or_else(|| {
+            Error::param("lattice noise", "the plan of a fixed-σ mechanism lacks s²")
+        })?;
+        let noise = LatticeNoise::new(rec.g, s_sq)?;
+        self.guarantee = gaussian_guarantee(params, &cal);
+        self.calibration = cal;
+        self.lattice = Some((rec, noise));
+        Ok(self)
+    }
+
+    /// The lattice record, when the noise is lattice noise.
+    pub fn lattice(&self) -> Option<&LatticeRecord> {
+        self.lattice.as_ref().map(|(r, _)| r)
     }
 
     /// σ of the added noise.
@@ -242,6 +290,16 @@ impl GaussianSketch {
             )
         })?;
         let map = PublicMap::from_record(&rec.projection, rec.p, rec.k)?;
+        let lattice = match rec.noise_method() {
+            Some(NoiseMethod::Lattice(l)) => {
+                let s_sq = l
+                    .s_squared
+                    .ok_or_else(|| Error::param("release", "a lattice noise record without s²"))?;
+                let noise = LatticeNoise::new(l.g, s_sq)?;
+                Some((l, noise))
+            }
+            _ => None,
+        };
         let algorithm = match rec.name {
             MechanismKind::RawGOpt => super::raw_gaussian::ALGORITHM,
             MechanismKind::DpRpG | MechanismKind::DpRpGOpt => super::dp_rp::ALGORITHM,
@@ -253,13 +311,20 @@ impl GaussianSketch {
                 ))
             }
         };
-        Ok(GaussianSketch::new(
-            rec.name,
-            algorithm,
-            map,
-            cal,
-            guarantee.clone(),
-        ))
+        let mut m = GaussianSketch::new(rec.name, algorithm, map, cal, guarantee.clone());
+        m.lattice = lattice;
+        Ok(m)
+    }
+
+    /// Add this mechanism's noise to projected values.
+    fn add_noise(&self, out: &mut [f32], rng: &mut ChaCha20Rng) -> Result<()> {
+        match &self.lattice {
+            Some((_, noise)) => noise.add(out, rng),
+            None => {
+                add_gaussian_noise(out, self.calibration.sigma, rng);
+                Ok(())
+            }
+        }
     }
 }
 
@@ -318,6 +383,10 @@ impl Mechanism for GaussianSketch {
             gaussian: Some(self.calibration.clone()),
             sign: None,
             local: None,
+            noise: Some(match &self.lattice {
+                Some((r, _)) => NoiseMethod::Lattice(r.clone()),
+                None => NoiseMethod::Float,
+            }),
         }
     }
     fn project(&self, rows: &[f32], out: &mut [f32]) -> Result<()> {
@@ -332,8 +401,7 @@ impl Mechanism for GaussianSketch {
         rng: &mut ChaCha20Rng,
     ) -> Result<()> {
         let out = self.project_checked(rows, out)?;
-        add_gaussian_noise(out, self.calibration.sigma, rng);
-        Ok(())
+        self.add_noise(out, rng)
     }
     fn privatise_blocks(
         &self,
@@ -348,7 +416,7 @@ impl Mechanism for GaussianSketch {
         let per_block = crate::privacy::noise::BLOCK_ROWS * self.map.k();
         for (b, o) in out.chunks_mut(per_block).enumerate() {
             let mut rng = noise.block_rng(first_block + b as u64);
-            add_gaussian_noise(o, self.calibration.sigma, &mut rng);
+            self.add_noise(o, &mut rng)?;
         }
         Ok(())
     }

@@ -65,6 +65,7 @@ use serde::{Deserialize, Serialize};
 use crate::error::{Error, Result};
 use crate::estimate::Estimator;
 use crate::privacy::guarantee::{Guarantee, GuaranteeKind, InputDomain, Neighbour};
+pub use crate::privacy::lattice::{NoiseChoice, NoiseMethod};
 use crate::projection::{DenseKind, Seed};
 
 pub use local::release::{LocalDecoder, LocalMap, LocalOptions, LocalRecord};
@@ -377,6 +378,32 @@ pub struct MechanismRecord {
     /// The chosen constants and the server side, for local-DP mechanisms.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub local: Option<LocalRecord>,
+    /// How the Gaussian noise was drawn (Gaussian and iDP-Gaussian mechanisms): lattice or float
+    /// ([`crate::privacy::lattice`]). Absent in releases written before dprp recorded it, which
+    /// used the floating-point sampler: [`MechanismRecord::noise_method`] reads those as float.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub noise: Option<NoiseMethod>,
+}
+
+impl MechanismRecord {
+    /// The noise method of a mechanism that draws Gaussian noise (`None` for the others); a
+    /// Gaussian release without the field is float (it predates lattice noise).
+    pub fn noise_method(&self) -> Option<NoiseMethod> {
+        let gaussian = matches!(
+            self.name,
+            MechanismKind::RawGOpt
+                | MechanismKind::DpRpG
+                | MechanismKind::DpRpGOpt
+                | MechanismKind::DpOporp
+                | MechanismKind::IdpSignrpG
+                | MechanismKind::IdpSignoporpG
+        );
+        match &self.noise {
+            Some(n) => Some(n.clone()),
+            None if gaussian => Some(NoiseMethod::Float),
+            None => None,
+        }
+    }
 }
 
 /// Parameters of a publish run, before the data is seen (except its dimension).
@@ -513,8 +540,15 @@ pub trait Mechanism: Send + Sync {
     }
 }
 
-/// Build the mechanism for a publish run.
+/// Build the mechanism for a publish run, with the default noise (lattice, see
+/// [`crate::privacy::lattice`]).
 pub fn build(params: &MechanismParams) -> Result<Box<dyn Mechanism>> {
+    build_with(params, NoiseChoice::default())
+}
+
+/// [`build`] with a chosen noise method for the Gaussian mechanisms (the others draw no Gaussian
+/// noise and ignore it).
+pub fn build_with(params: &MechanismParams, noise: NoiseChoice) -> Result<Box<dyn Mechanism>> {
     crate::privacy::guarantee::check_epsilon(params.epsilon)?;
     if params.kind.is_local() {
         return Ok(Box::new(local::release::build(params)?));
@@ -592,9 +626,13 @@ pub fn build(params: &MechanismParams) -> Result<Box<dyn Mechanism>> {
         }
     };
     Ok(match params.kind {
-        MechanismKind::RawGOpt => Box::new(raw_gaussian::build(params)?),
-        MechanismKind::DpRpG | MechanismKind::DpRpGOpt => Box::new(dp_rp::build(params, k, seed)?),
-        MechanismKind::DpOporp => Box::new(dp_oporp::build(params, k, seed)?),
+        MechanismKind::RawGOpt => Box::new(raw_gaussian::build(params)?.with_noise(noise, params)?),
+        MechanismKind::DpRpG | MechanismKind::DpRpGOpt => {
+            Box::new(dp_rp::build(params, k, seed)?.with_noise(noise, params)?)
+        }
+        MechanismKind::DpOporp => {
+            Box::new(dp_oporp::build(params, k, seed)?.with_noise(noise, params)?)
+        }
         MechanismKind::DpSignrpRr | MechanismKind::DpSignoporpRr => {
             Box::new(sign_rr::build(params, k, seed)?)
         }
@@ -604,7 +642,7 @@ pub fn build(params: &MechanismParams) -> Result<Box<dyn Mechanism>> {
         MechanismKind::IdpSignrpG
         | MechanismKind::IdpSignrpRr
         | MechanismKind::IdpSignoporpG
-        | MechanismKind::IdpSignoporpRr => Box::new(idp_sign::build(params, k, seed)?),
+        | MechanismKind::IdpSignoporpRr => Box::new(idp_sign::build(params, k, seed, noise)?),
         local => {
             return Err(Error::param(
                 "--mechanism",
@@ -665,8 +703,9 @@ mod tests {
             let mut p = params(kind, 2.0, k);
             p.projection = proj;
             p.beta = 0.5;
-            let m = build(&p).unwrap();
+            let m = build_with(&p, NoiseChoice::Float).unwrap();
             let cal = m.record().gaussian.unwrap();
+            assert_eq!(m.record().noise, Some(NoiseMethod::Float));
             let expect = if kind == MechanismKind::DpRpG {
                 classical_sigma(cal.sensitivity, 2.0, 1e-6).unwrap()
             } else {
@@ -711,12 +750,25 @@ mod tests {
     fn classical_sigma_outside_its_theorem_states_the_delta_it_achieves() {
         // ε = 10: the classical σ (0.5299) is below the analytic one (0.5411), so it cannot give
         // δ = 1e-6; the guarantee must state the exact, larger δ.
-        let m = build(&params(MechanismKind::DpRpG, 10.0, Some(10))).unwrap();
+        let m = build_with(
+            &params(MechanismKind::DpRpG, 10.0, Some(10)),
+            NoiseChoice::Float,
+        )
+        .unwrap();
         let g = m.guarantee();
         let cal = m.record().gaussian.unwrap();
         let d = g.delta.unwrap();
         assert!(d > 1e-6, "{d}");
         assert_eq!(d, gaussian_delta(cal.sigma, 1.0, 10.0));
+        // lattice noise: the δ of the continuous twin at (Δ_r, ε₀), times c^k
+        let m = build(&params(MechanismKind::DpRpG, 10.0, Some(10))).unwrap();
+        let rec = m.record();
+        let (cal, Some(NoiseMethod::Lattice(l))) = (rec.gaussian.unwrap(), rec.noise) else {
+            panic!("lattice noise is the default")
+        };
+        let twin = gaussian_delta(l.sigma_c.unwrap(), l.sensitivity_r.unwrap(), l.epsilon0);
+        assert!(m.guarantee().delta.unwrap() >= twin * (l.log_c * 10.0).exp());
+        assert_eq!(m.guarantee().delta, Some(cal.delta_exact));
         // ε = 0.5: inside the theorem, the requested δ holds.
         let m = build(&params(MechanismKind::DpRpG, 0.5, Some(10))).unwrap();
         assert_eq!(m.guarantee().delta, Some(1e-6));

@@ -259,6 +259,8 @@ pub struct SignSketch {
     smooth_table: Vec<Flip>,
     /// Randomised response: the coin (½ for the other rules, unused).
     rr_flip: Flip,
+    /// iDP-Gaussian with lattice noise ([`super::idp_sign::IdpLattice`]); `None`: float noise.
+    pub(super) idp_lattice: Option<super::idp_sign::IdpLattice>,
 }
 
 /// `c_j` for a public map and β (see the module documentation).
@@ -361,6 +363,7 @@ impl SignSketch {
             guarantee,
             smooth_table,
             rr_flip,
+            idp_lattice: None,
         })
     }
 
@@ -421,7 +424,11 @@ impl SignSketch {
             }
             _ => super::idp_sign::ALGORITHM,
         };
-        SignSketch::new(rec.name, algorithm, map, sign, guarantee.clone())
+        let mut m = SignSketch::new(rec.name, algorithm, map, sign, guarantee.clone())?;
+        if let Some(super::NoiseMethod::Lattice(l)) = rec.noise_method() {
+            m.idp_lattice = Some(super::idp_sign::IdpLattice::from_record(l)?);
+        }
+        Ok(m)
     }
 
     /// The noise set `A = {j : |x_j| < c_j}` of a projected row, as a mask and its size.
@@ -575,9 +582,12 @@ impl SignSketch {
                 let n = self.noise_words(x, &mut scratch.set);
                 if n > 0 {
                     let set_words = &scratch.set;
-                    let sigma = self
-                        .sensitivity_of(|j| (set_words[j / 64] >> (j % 64)) & 1 == 1, n)
-                        * sigma_unit;
+                    let sens = self.sensitivity_of(|j| (set_words[j / 64] >> (j % 64)) & 1 == 1, n);
+                    if let Some(l) = &self.idp_lattice {
+                        l.signs(x, sens, n, set_words, words, rng);
+                        return n;
+                    }
+                    let sigma = sens * sigma_unit;
                     // A value of exactly 0 (most OPORP bins of sparse data) releases
                     // sign(σz) = [z ≥ 0], a fair coin: one random bit instead of a normal draw,
                     // the same output distribution. The other members of A take normal draws
@@ -795,6 +805,13 @@ impl Mechanism for SignSketch {
             gaussian: None,
             sign: Some(self.record.clone()),
             local: None,
+            noise: match (&self.record.rule, &self.idp_lattice) {
+                (FlipRule::IdpGaussian { .. }, Some(l)) => {
+                    Some(super::NoiseMethod::Lattice(l.record.clone()))
+                }
+                (FlipRule::IdpGaussian { .. }, None) => Some(super::NoiseMethod::Float),
+                _ => None,
+            },
         }
     }
     fn project(&self, rows: &[f32], out: &mut [f32]) -> Result<()> {

@@ -7,6 +7,8 @@
 //!   mechanism of cpSGD, the distributed discrete Gaussian of Chen et al.).
 //! - [`gaussian`]: the normal CDF in log space, the classical (Theorem 3.1) and analytic
 //!   (Theorem 3.2, Balle & Wang 2018) Gaussian mechanisms.
+//! - [`lattice`]: the default noise of the Gaussian mechanisms — a discrete Gaussian on the
+//!   lattice `γℤ`, sampled with integer arithmetic, and its privacy argument.
 //! - [`guarantee`]: the privacy model (neighbour relation, guarantee kinds) and its plain-language
 //!   statement.
 //! - [`noise`]: the CSPRNG that draws secret noise (OS-seeded ChaCha20).
@@ -22,6 +24,7 @@ pub mod distributed;
 pub mod exact;
 pub mod gaussian;
 pub mod guarantee;
+pub mod lattice;
 pub mod noise;
 pub mod nplus;
 pub mod rr;

@@ -15,10 +15,13 @@
 //! BLAKE3 into a key). Anyone who knows that seed can subtract the noise, so such a release is
 //! marked as **not private** and the seed itself is not stored.
 //!
-//! Samples are IEEE floating-point Gaussians (ziggurat, `rand_distr::StandardNormal`, in f64),
-//! scaled by σ and rounded to f32 when added. Floating-point samplers can leak through their
-//! least-significant bits in adversarial settings (Mironov 2012); dprp releases are rounded to f32
-//! after adding f64 noise, which removes most of that structure but is not a formal argument.
+//! The Gaussian mechanisms draw, by default, integer discrete Gaussians on a lattice
+//! ([`crate::privacy::lattice`]), which no low-bit attack can read. With `--noise float` (and in
+//! the local mechanisms) samples are IEEE floating-point Gaussians (ziggurat,
+//! `rand_distr::StandardNormal`, in f64), scaled by σ and rounded to f32 when added.
+//! Floating-point samplers can leak through their least-significant bits in adversarial settings
+//! (Mironov 2012); rounding to f32 after adding f64 noise removes most of that structure but is
+//! not a formal argument.
 
 use rand::rngs::SysRng;
 use rand::SeedableRng;

@@ -78,13 +78,18 @@ pub fn check_epsilon(name: &str, epsilon: f64) -> Result<()> {
 /// Validate the dimension: at least 2 (on the circle a cap is an arc; in one dimension the sphere
 /// has two points and these mechanisms are not defined).
 pub fn check_dim(d: usize) -> Result<()> {
-    if (2..=MAX_D).contains(&d) {
-        Ok(())
-    } else {
+    if d < 2 {
         Err(Error::param(
             "dimension",
-            format!("local mechanisms need 2 ≤ d ≤ 2^32, got d = {d}"),
+            format!("local mechanisms need d ≥ 2, got d = {d}"),
         ))
+    } else if d > MAX_D {
+        Err(Error::param(
+            "dimension",
+            format!("local mechanisms take d ≤ 2^32, got d = {d}"),
+        ))
+    } else {
+        Ok(())
     }
 }
 

@@ -671,6 +671,7 @@ impl Mechanism for LocalSketch {
             gaussian: None,
             sign: None,
             local: Some(self.local_record()),
+            noise: None,
         }
     }
     fn project(&self, _rows: &[f32], _out: &mut [f32]) -> Result<()> {

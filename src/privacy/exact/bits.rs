@@ -138,7 +138,7 @@ impl<'a, R: CryptoRng + ?Sized> Bits<'a, R> {
     /// bits fewer than `k` are dropped, which leaves every bit handed out independent and
     /// uniform).
     #[inline]
-    fn take(&mut self, k: u32) -> u64 {
+    pub(crate) fn take(&mut self, k: u32) -> u64 {
         debug_assert!((1..=32).contains(&k));
         let mask = (1u64 << k) - 1;
         if self.left >= k {
