@@ -117,6 +117,11 @@ impl CorrelatedProjUnit {
 
     /// The public diagonal `D` of a release seed.
     pub fn public(&self, seed: Seed) -> Result<CorrelatedPublic> {
+        // D is held as d' f64 signs (the server's transform multiplies by them).
+        crate::projection::check_map_bytes(
+            &format!("the shared diagonal of d' = {}", self.d_pad),
+            8 * self.d_pad as u128,
+        )?;
         let s = Srht::generate(self.d, 1, seed)?;
         Ok(CorrelatedPublic {
             seed,
