@@ -403,6 +403,26 @@ fn cli_noise_option() {
         "bad.dprp",
         &["--noise", "gaussian", "lattice", "float"],
     );
+    // a mechanism without Gaussian noise has no sampler to choose: refused, not ignored
+    fails_clean(
+        d.path(),
+        &[
+            "publish",
+            "d.bin",
+            "-m",
+            "dp-signoporp-rr",
+            "-e",
+            "2",
+            "-k",
+            "6",
+            "-o",
+            "rr.dprp",
+            "--noise",
+            "float",
+        ],
+        "rr.dprp",
+        &["--noise", "dp-signoporp-rr", "no Gaussian noise"],
+    );
     // raw-g-opt has no projection rounding (E = 0), so its lattice step follows β down
     let raw = [
         "publish",

@@ -163,6 +163,16 @@ pub fn run(a: PublishArgs) -> Result<()> {
         memory_budget: a.memory.saturating_mul(1 << 20),
         on_warning: Some(|w| super::output::warn(w)),
         noise: match &a.noise {
+            Some(_) if !kind.adds_gaussian_noise() => {
+                return Err(Error::param(
+                    "--noise",
+                    format!(
+                        "{} adds no Gaussian noise (--noise chooses the Gaussian sampler of \
+                         raw-g-opt, dp-rp-g, dp-rp-g-opt, dp-oporp, idp-signrp-g, idp-signoporp-g)",
+                        kind.name()
+                    ),
+                ))
+            }
             Some(n) => crate::privacy::lattice::NoiseChoice::parse(n)?,
             None => crate::privacy::lattice::NoiseChoice::default(),
         },

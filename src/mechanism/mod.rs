@@ -126,6 +126,19 @@ impl MechanismKind {
         Self::SKETCH.into_iter().chain(Self::LOCAL)
     }
 
+    /// Whether the mechanism adds Gaussian noise (and so has a lattice or float sampler to choose).
+    pub fn adds_gaussian_noise(self) -> bool {
+        matches!(
+            self,
+            MechanismKind::RawGOpt
+                | MechanismKind::DpRpG
+                | MechanismKind::DpRpGOpt
+                | MechanismKind::DpOporp
+                | MechanismKind::IdpSignrpG
+                | MechanismKind::IdpSignoporpG
+        )
+    }
+
     /// The local-DP mechanisms for mean estimation (MECHANISMS-LDP.md §A–C).
     pub const LOCAL: [MechanismKind; 8] = [
         MechanismKind::Privunit2,
