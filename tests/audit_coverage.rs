@@ -24,9 +24,9 @@ use dprp::privacy::noise::NoiseSource;
 const R: usize = 200;
 const EPS: f64 = 1.0;
 
-#[test]
-fn rr_single_bit_coverage_and_power() {
-    let params = MechanismParams {
+/// `dp-signoporp-rr` with p = 2, k = 1: one bit, randomised response at exactly ε.
+fn one_bit_rr(seed: u64) -> MechanismParams {
+    MechanismParams {
         kind: MechanismKind::DpSignoporpRr,
         epsilon: EPS,
         delta: None,
@@ -35,11 +35,16 @@ fn rr_single_bit_coverage_and_power() {
         p: 2,
         k: Some(1),
         projection: None,
-        seed: Some(audit::projection_seed(11).unwrap()),
+        seed: Some(audit::projection_seed(seed).unwrap()),
         min_norm: None,
         individual_dp: false,
         local: LocalOptions::default(),
-    };
+    }
+}
+
+#[test]
+fn rr_single_bit_coverage_and_power() {
+    let params = one_bit_rr(11);
     let cfg = AuditConfig {
         params,
         trials: 4000,
@@ -88,20 +93,7 @@ fn rr_single_bit_coverage_and_power() {
 /// claim reported is the honest one.
 #[test]
 fn library_flags_rr_built_with_more_epsilon() {
-    let params = MechanismParams {
-        kind: MechanismKind::DpSignoporpRr,
-        epsilon: EPS,
-        delta: None,
-        beta: 1.0,
-        neighbour: Neighbour::Coordinate,
-        p: 2,
-        k: Some(1),
-        projection: None,
-        seed: Some(audit::projection_seed(12).unwrap()),
-        min_norm: None,
-        individual_dp: false,
-        local: LocalOptions::default(),
-    };
+    let params = one_bit_rr(12);
     let cfg = AuditConfig {
         params,
         trials: 40_000,

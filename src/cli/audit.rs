@@ -340,19 +340,9 @@ fn machine(elapsed: f64) -> String {
     )
 }
 
-/// `YYYY-MM-DD HH:MM` from Unix seconds (civil-from-days, proleptic Gregorian).
+/// `YYYY-MM-DD HH:MM` (UTC) from Unix seconds.
 fn utc(secs: u64) -> String {
-    let days = (secs / 86_400) as i64;
-    let rem = secs % 86_400;
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + (m <= 2) as i64;
+    let (y, m, d, rem) = crate::release::utc_civil(secs);
     format!(
         "{y:04}-{m:02}-{d:02} {:02}:{:02}",
         rem / 3600,
