@@ -106,6 +106,36 @@ fn calibrate_for_a_mechanism() {
     // the analytic σ is 0.98 (float noise); the default lattice noise adds the f32 projection's
     // rounding bound 2E = 7.4% of Δ at p = 784 (src/privacy/lattice.rs): σ ≈ 1.0525
     assert!((row[2] - 1.0525).abs() < 0.0005, "σ ≈ 1.0525:\n{out}");
+    assert!(out.contains("lattice noise"), "{out}");
+    // `--noise float` calibrates for the float sampler: the analytic σ of DESIGN.md §4
+    let fl = ok(d.path(), &with(&args, &["--noise", "float"]));
+    assert!(fl.contains("float noise"), "{fl}");
+    assert_eq!(format!("{:.4}", table_row(&fl, 256)[2]), "0.9800", "{fl}");
+    // and only where there is a Gaussian sampler to choose
+    fails(
+        d.path(),
+        &[
+            "calibrate",
+            "-e",
+            "5",
+            "-d",
+            "1e-6",
+            "-m",
+            "dp-signrp-rr",
+            "--dim",
+            "784",
+            "-k",
+            "256",
+            "--noise",
+            "float",
+        ],
+        &["--noise", "dp-signrp-rr"],
+    );
+    fails(
+        d.path(),
+        &with(&args, &["--noise", "exact"]),
+        &["--noise", "exact"],
+    );
     assert!(
         row[4] > 0.0 && row[7] > 0.0 && (row[5] * row[5] - row[4]).abs() < 1e-3 * row[4],
         "{out}"

@@ -5,6 +5,7 @@ use crate::estimate::{ip_variance, PairStats, QueryMode};
 use crate::mechanism::{self, MechanismKind, MechanismParams};
 use crate::privacy::gaussian::{analytic_sigma, classical_is_proven, classical_sigma};
 use crate::privacy::guarantee::{check_beta, Neighbour};
+use crate::privacy::lattice::NoiseChoice;
 use crate::projection::{DenseKind, Seed};
 
 #[derive(Debug, Args)]
@@ -69,6 +70,10 @@ pub struct CalibrateArgs {
     /// sketch-ddg: the most bits per input parameter (chooses the sketch size).
     #[arg(long)]
     bits_per_parameter: Option<f64>,
+    /// Gaussian mechanisms: the noise to calibrate for, lattice (default; σ includes the
+    /// lattice's rounding terms) or float, as `publish --noise`.
+    #[arg(long, value_name = "lattice|float")]
+    noise: Option<String>,
 }
 
 pub fn run(a: CalibrateArgs) -> Result<()> {
@@ -120,6 +125,20 @@ pub fn run(a: CalibrateArgs) -> Result<()> {
         }
     }
     let kind = MechanismKind::parse(name)?;
+    let noise = match &a.noise {
+        Some(_) if kind.is_sign() || !kind.adds_gaussian_noise() => {
+            return Err(Error::param(
+                "--noise",
+                format!(
+                    "calibrate's σ table is for the Gaussian sketches (raw-g-opt, dp-rp-g, \
+                     dp-rp-g-opt, dp-oporp), not {}",
+                    kind.name()
+                ),
+            ))
+        }
+        Some(n) => NoiseChoice::parse(n)?,
+        None => NoiseChoice::default(),
+    };
     let p = a
         .dim
         .filter(|&p| p > 0)
@@ -189,7 +208,7 @@ pub fn run(a: CalibrateArgs) -> Result<()> {
             individual_dp: false,
             local: Default::default(),
         };
-        let m = mechanism::build(&params)?;
+        let m = mechanism::build_with(&params, noise)?;
         let rec = m.record();
         let Some(cal) = rec.gaussian.as_ref() else {
             continue;
@@ -210,11 +229,16 @@ pub fn run(a: CalibrateArgs) -> Result<()> {
         ));
     }
     outln!(
-        "{} at ε = {}, δ = {:e}, β = {}, p = {p}; pair with ‖u‖ = {}, ‖v‖ = {}, cos = {} (ρ = {:.4})",
+        "{} at ε = {}, δ = {:e}, β = {}, p = {p}, {} noise; pair with ‖u‖ = {}, ‖v‖ = {}, cos = {} \
+         (ρ = {:.4})",
         kind.name(),
         a.epsilon,
         delta.unwrap_or(0.0),
         a.beta,
+        match noise {
+            NoiseChoice::Lattice => "lattice",
+            NoiseChoice::Float => "float",
+        },
         a.norm_u,
         a.norm_v,
         a.cosine,
