@@ -4,6 +4,9 @@
 //! and each check is shown to have power: the same value rounded the unsafe way (`Q` one step
 //! toward 0, σ or `N₊` slightly smaller, ε' slightly larger) fails it.
 //!
+//! The local mechanisms' coins ([`Coin`]: PrivUnit2/G/Inf's branch coin, ScalarDP's keep coin)
+//! are checked the same way: the odds inequality holds at `T` and fails at `T + 2²⁸` (2⁻¹⁰⁰).
+//!
 //! Rigorous bounds used here:
 //! * `e^x` for rational `x ≥ 0`: the Taylor partial sum `S_N` is a lower bound (all terms are
 //!   positive), and `S_N + T_{N+1}/(1 − x/(N+2))` an upper bound (`x < N+2`, the tail is dominated
@@ -13,6 +16,7 @@
 //! * `Φ(z) = ½ + φ(z)·Σ_{n≥0} z^{2n+1}/(2n+1)!!` (all terms of one sign; the tail after a term with
 //!   ratio `z²/(2n+3) ≤ ½` is at most twice that term), with `φ(z) = e^{−z²/2}/√(2π)`.
 
+use dprp::privacy::coin::Coin;
 use dprp::privacy::gaussian::{analytic_sigma, classical_sigma};
 use dprp::privacy::nplus::n_plus;
 use dprp::privacy::rr::{smooth_flip_table, split_epsilon, Flip};
@@ -265,6 +269,116 @@ fn smooth_ratio_check_catches_independent_rounding() {
         violated,
         "the independent rounding should violate a ratio somewhere"
     );
+}
+
+fn two128() -> Q {
+    Q::ratio(BigInt::one() << 128usize, BigInt::one())
+}
+
+/// `k·T/(2¹²⁸ − T)` as an exact rational.
+fn odds(t: u128, k: u64) -> Q {
+    let heads = Q::ratio(BigInt::from(t) * BigInt::from(k), BigInt::one());
+    heads.div(&two128().sub(&Q::ratio(BigInt::from(t), BigInt::one())))
+}
+
+/// Proven `odds ≤ e^x`, for any finite `x`, with the bracket of `e^{|x|}`.
+fn odds_le_exp(o: &Q, x: f64) -> bool {
+    let (lo, hi) = exp_bounds(&Q::f64(x.abs()));
+    if x >= 0.0 {
+        o.le(&lo)
+    } else {
+        o.mul(&hi).le(&Q::int(1))
+    }
+}
+
+/// Proven `odds > e^x`.
+fn odds_gt_exp(o: &Q, x: f64) -> bool {
+    let (lo, hi) = exp_bounds(&Q::f64(x.abs()));
+    if x >= 0.0 {
+        hi.lt(o)
+    } else {
+        Q::int(1).lt(&o.mul(&lo))
+    }
+}
+
+/// How far below the largest admissible `T` a coin may sit: 2²⁸ units of 2⁻¹²⁸, i.e. 2⁻¹⁰⁰ in
+/// probability (the 126-bit fixed-point bound of `e^{−x}` keeps fewer than 128 bits).
+const SLACK: u128 = 1 << 28;
+
+/// The branch coin of PrivUnit2/G/Inf: odds `T/(2¹²⁸ − T) ≤ e^{ε₀}` exactly, and `T + 2²⁸`
+/// breaks it (the coin is within 2⁻¹⁰⁰ of the largest admissible one) — for negative budgets too
+/// (PrivUnitInf).
+#[test]
+fn branch_coin_odds_are_at_most_e_to_the_budget() {
+    for &x in EPS_GRID
+        .iter()
+        .chain(&[-1e-9, -0.3, -1.0, -5.0, -30.0, -41.73, -43.9, 70.0, -70.0])
+    {
+        let t = Coin::odds_at_most(x).unwrap().threshold();
+        assert!(
+            odds_le_exp(&odds(t, 1), x),
+            "ε₀ = {x}: T = {t} has odds above e^ε₀"
+        );
+        if t < u128::MAX - SLACK {
+            assert!(
+                odds_gt_exp(&odds(t + SLACK, 1), x),
+                "ε₀ = {x}: T + 2^28 still holds"
+            );
+        }
+    }
+    // the tails never vanish at a finite budget
+    assert!(Coin::odds_at_most(1000.0).unwrap().threshold() < u128::MAX);
+    assert_eq!(Coin::odds_at_most(-100.0).unwrap().threshold(), 0);
+}
+
+/// The check has power against the float coin it replaces: `⌊p·2¹²⁸⌋` from an `f64`
+/// `p = σ(ε₀)` one ulp high is caught.
+#[test]
+fn branch_coin_check_catches_an_f64_p_one_ulp_high() {
+    for &x in &[-40.0f64, -1.0, 0.1, 1.0, 2.5] {
+        let p = 1.0 / (1.0 + (-x).exp());
+        let high = f64::from_bits(p.to_bits() + 1);
+        let t = (high * 2f64.powi(128)).floor() as u128;
+        assert!(odds_gt_exp(&odds(t, 1), x), "ε₀ = {x}: no power");
+        assert!(t > Coin::odds_at_most(x).unwrap().threshold());
+    }
+}
+
+/// ScalarDP's keep coin: `k·T/(2¹²⁸ − T) ≤ e^ε` exactly (keep vs each other level),
+/// `T + max(2²⁸, 2⁸k)` breaks it, and the float `p_keep = 1/(1 + k e^{−ε})` one ulp high is caught.
+#[test]
+fn k_ary_keep_coin_is_exact_and_tight() {
+    let cases = [
+        (0.0f64, 1u64),
+        (1e-6, 3),
+        (0.5, 1 << 32),
+        (1.0, 2),
+        (3.0, 3),
+        (10.0, 29),
+        (20.0, 786),
+        (40.0, 1 << 32),
+        (66.6, 1 << 32),
+    ];
+    for &(e, k) in &cases {
+        let t = Coin::k_ary_keep(e, k).unwrap().threshold();
+        assert!(odds_le_exp(&odds(t, k), e), "ε {e}, k {k}: T = {t}");
+        // the bound of e^{−ε} has absolute precision ~2⁻¹²⁶, times k in the product
+        let slack = SLACK.max(k as u128 * 256);
+        if t < u128::MAX - slack {
+            assert!(
+                odds_gt_exp(&odds(t + slack, k), e),
+                "ε {e}, k {k}: T + {slack} holds"
+            );
+        }
+        let p = 1.0 / (1.0 + k as f64 * (-e).exp());
+        let high = f64::from_bits(p.to_bits() + 1);
+        let naive = (high * 2f64.powi(128)).floor() as u128;
+        // (p near 1 saturates)
+        if e > 0.0 && p < 0.999 {
+            assert!(odds_gt_exp(&odds(naive, k), e), "ε {e}, k {k}: no power");
+        }
+    }
+    assert!(Coin::k_ary_keep(500.0, 1 << 32).unwrap().threshold() < u128::MAX);
 }
 
 /// `ε/n` rounded down: `n·ε' ≤ ε` exactly, and the next float up violates it.

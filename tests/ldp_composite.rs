@@ -66,3 +66,32 @@ fn dot(a: &[f64], b: &[f64]) -> f64 {
 fn dist2(a: &[f64], b: &[f64]) -> f64 {
     a.iter().zip(b).map(|(x, y)| (x - y).powi(2)).sum()
 }
+
+/// ScalarDP's keep coin is exact: at ε = 70 with k = 2³², `e^ε/(e^ε + k)` is 1.0 in `f64`, and
+/// the old `uniform_f64 < p_keep` never moved the level (an unbounded loss between two levels).
+/// The coin moves it with probability `≥ k/(k + e^{70})`: words at the top move the level, a lower
+/// first word keeps it.
+#[test]
+fn scalar_dp_moves_the_level_at_huge_budgets() {
+    use dprp::mechanism::local::ScalarDp;
+    let k = 1u64 << 32;
+    let s = ScalarDp::with_k(70.0, k, 1.0).unwrap();
+    assert_eq!(1.0 / (1.0 + k as f64 * (-70f64).exp()), 1.0);
+    let moves = k as f64 * (-70f64).exp();
+    assert!(s.keep.complement() >= moves * (1.0 - 1e-15) && s.keep.complement() < 1.0001 * moves);
+    let top = (s.keep.threshold() >> 64) as u64;
+    assert_eq!(top, u64::MAX);
+    // r = r_max: J = k (the rounding word is consumed anyway)
+    let kept = s.a * (s.k as f64 - s.b);
+    let z = s
+        .privatize(1.0, &mut Scripted::new(&[0, top, u64::MAX], 3))
+        .unwrap();
+    assert!(z < kept, "the top words must move the level: Z = {z}");
+    let z = s
+        .privatize(1.0, &mut Scripted::new(&[0, top - 1], 3))
+        .unwrap();
+    assert_eq!(z, kept);
+    // and the constants are those of the coin: b = q(k+1)/2 with q its move probability
+    let want = s.keep.complement() * (k as f64 + 1.0) / 2.0;
+    assert!((s.b - want).abs() <= 1e-15 * want);
+}

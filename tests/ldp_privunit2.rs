@@ -354,3 +354,55 @@ fn dist2(a: &[f64], b: &[f64]) -> f64 {
 fn scaled(a: &[f64], s: f64) -> Vec<f64> {
     a.iter().map(|x| x * s).collect()
 }
+
+/// The cap coin is exact and keeps the complement reachable at any finite budget: at ε₀ = 60,
+/// σ(ε₀) is 1.0 in `f64`, and the old `uniform_f64 < p` never drew the complement (two inputs
+/// with disjoint caps then had an unbounded loss). The coin's tails have probability
+/// `⌈2¹²⁸/(1+e^{60})⌉/2¹²⁸`: a first word tying with the top half of `T` and a second word at the
+/// top select the complement; a first word below it, the cap. PrivUnitG's branch coin likewise.
+#[test]
+fn the_complement_stays_reachable_at_huge_coin_budgets() {
+    assert_eq!(1.0 / (1.0 + (-60f64).exp()), 1.0);
+    let m = PrivUnit2::from_cap_x(16, 0.05, 60.0).unwrap();
+    let tails = m.coin.complement();
+    assert!(tails >= (-60f64).exp() / (1.0 + (-60f64).exp()) && tails < 1.0001 * (-60f64).exp());
+    let top = (m.coin.threshold() >> 64) as u64;
+    assert_eq!(top, u64::MAX);
+    let (t, _) = m
+        .sample_cos(&mut Scripted::new(&[top, u64::MAX], 1))
+        .unwrap();
+    assert!(
+        t < m.gamma,
+        "the top words must select the complement: ⟨V,u⟩ = {t}"
+    );
+    let (t, _) = m.sample_cos(&mut Scripted::new(&[top - 1], 1)).unwrap();
+    assert!(t >= m.gamma, "a lower word selects the cap: ⟨V,u⟩ = {t}");
+
+    let g = PrivUnitG::from_split(80.0, 16, 70.0).unwrap();
+    let top = (g.coin.threshold() >> 64) as u64;
+    assert_eq!(top, u64::MAX);
+    assert!(g.sample_alpha(&mut Scripted::new(&[top, u64::MAX], 2)) < g.gamma);
+    assert!(g.sample_alpha(&mut Scripted::new(&[top - 1], 2)) >= g.gamma);
+}
+
+/// The debiasing constant is computed for the coin actually tossed: `m = γ₊·(p − (1−p)e^{−ε_cap})`
+/// with `p = T/2⁶⁴` (and PrivUnitG's `scale` with the coin's `p`), and the odds of `p` never
+/// exceed `e^{ε₀}` in floating point either.
+#[test]
+fn constants_use_the_exact_coin() {
+    for &(d, x, e0) in &[(5usize, 0.35, 0.8), (64, 0.1, 2.0), (1000, 0.45, 0.0)] {
+        let m = PrivUnit2::from_cap_x(d, x, e0).unwrap();
+        let p = m.coin.probability();
+        assert_eq!(m.p, p);
+        assert!(p.ln() - m.coin.ln_complement() <= e0 + 1e-15, "d {d}");
+        let want = m.gamma_plus * (p - (m.coin.ln_complement() - m.eps_cap).exp());
+        assert!(
+            (m.m - want).abs() <= 1e-15 * want,
+            "d {d}: m {} vs {want}",
+            m.m
+        );
+    }
+    let g = PrivUnitG::new(3.0, 100).unwrap();
+    assert_eq!(g.p, g.coin.probability());
+    assert!((g.epsilon_spent() - 3.0).abs() < 1e-9);
+}

@@ -6,7 +6,7 @@
 
 mod ldp_common;
 
-use dprp::mechanism::local::privunit_inf::ln_binom_half;
+use dprp::mechanism::local::privunit_inf::{ln_binom_half, MIN_EPS0};
 use dprp::mechanism::local::PrivUnitInf;
 use ldp_common::*;
 use rand::{RngExt, SeedableRng};
@@ -308,7 +308,14 @@ fn optimiser_matches_brute_force() {
             assert!((best.eps_cap + best.eps0 - eps).abs() < 1e-12 * eps.max(1.0));
             for l in d / 2 + 1..=d {
                 let probe = PrivUnitInf::from_threshold(d, l, 1.0).unwrap();
-                let other = PrivUnitInf::from_threshold(d, l, eps - probe.eps_cap).unwrap();
+                let eps0 = eps - probe.eps_cap;
+                if eps0 < MIN_EPS0 {
+                    // beneath the exact coin's resolution: refused, and never the optimum
+                    assert!(PrivUnitInf::from_threshold(d, l, eps0).is_err());
+                    assert!(best.eps0 >= MIN_EPS0);
+                    continue;
+                }
+                let other = PrivUnitInf::from_threshold(d, l, eps0).unwrap();
                 assert!(
                     other.m <= best.m * (1.0 + 1e-12),
                     "d = {d}, ε = {eps}: L = {l} gives m = {} > {} (L = {})",

@@ -6,6 +6,7 @@ mod ldp_common;
 
 use dprp::mechanism::local::privunitg::{sample_lower, sample_upper};
 use dprp::mechanism::local::PrivUnitG;
+use dprp::privacy::coin::Coin;
 use dprp::privacy::special::{ln_1m_exp, ln_norm_sf};
 use ldp_common::*;
 use rand::SeedableRng;
@@ -143,7 +144,8 @@ fn density_ratio_never_exceeds_e_eps() {
     let mech = PrivUnitG::new(eps, d).unwrap();
     // Mis-calibrated: the coin for 1.2ε with the same threshold.
     let mut bad = mech;
-    bad.p = 1.0 / (1.0 + (-(1.2 * eps - (mech.ln_1mq - mech.ln_q))).exp());
+    bad.coin = Coin::odds_at_most(1.2 * eps - (mech.ln_1mq - mech.ln_q)).unwrap();
+    bad.p = bad.coin.probability();
     let mut rng = ChaCha20Rng::seed_from_u64(4);
     let (mut worst, mut worst_bad) = (f64::NEG_INFINITY, f64::NEG_INFINITY);
     for i in 0..2000 {
@@ -173,7 +175,8 @@ fn histogram_test_passes_the_mechanism_and_flags_a_miscalibrated_one() {
     let n = 40_000;
     let mech = PrivUnitG::new(eps, d).unwrap();
     let mut bad = mech;
-    bad.p = 1.0 / (1.0 + (-(1.2 * eps - (mech.ln_1mq - mech.ln_q))).exp());
+    bad.coin = Coin::odds_at_most(1.2 * eps - (mech.ln_1mq - mech.ln_q)).unwrap();
+    bad.p = bad.coin.probability();
     let u: Vec<f64> = (0..d).map(|j| if j == 0 { 1.0 } else { 0.0 }).collect();
     for (m, should_flag) in [(&mech, false), (&bad, true)] {
         let worst = histogram_worst_pair(&u, n, 6, eps, |v, rng| m.privatize_unit(v, rng).unwrap());

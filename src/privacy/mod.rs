@@ -3,6 +3,8 @@
 //!
 //! - [`exact`]: exact integer samplers (discrete Gaussian and Laplace, Bernoulli(exp(−γ)),
 //!   binomials) with rational parameters and no floating point, for distributed DP.
+//! - [`coin`]: exact Bernoulli coins for the local-DP mechanisms' branch and keep decisions,
+//!   rounded toward privacy.
 //! - [`distributed`]: accountants for distributed DP under secure aggregation (the Binomial
 //!   mechanism of cpSGD, the distributed discrete Gaussian of Chen et al.).
 //! - [`gaussian`]: the normal CDF in log space, the classical (Theorem 3.1) and analytic
@@ -20,6 +22,7 @@
 //! - [`zcdp`]: ρ-zCDP → (ε, δ)-DP, the tight conversion of Canonne, Kamath & Steinke 2020.
 
 pub mod chacha;
+pub mod coin;
 pub mod distributed;
 pub mod exact;
 pub mod gaussian;

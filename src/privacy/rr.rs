@@ -107,7 +107,7 @@ pub fn split_epsilon(epsilon: f64, n: u64) -> f64 {
 /// `v·2¹²⁶`.
 const FRAC: u32 = 126;
 /// 1 in that fixed point.
-const ONE: u128 = 1 << FRAC;
+pub(crate) const ONE: u128 = 1 << FRAC;
 /// Taylor terms of `e^{−y}` summed (even, so the alternating partial sum is an upper bound); at
 /// `y ≤ ½` the first omitted term is below `2⁻³¹/31! < 2⁻¹⁴³`.
 const TAYLOR_TERMS: u128 = 30;
@@ -144,61 +144,118 @@ fn at_least_64(m: u128, e: i32) -> bool {
 }
 
 /// A rigorous upper bound `U ≥ e^{−x}·2¹²⁶` (and `U ≤ 2¹²⁶`) for the exact `x = m·2^e ≥ 0`
-/// (module documentation, step 1).
+/// (module documentation, step 1; `x ≥ 64` as `e^{−64}·e^{−(x−64)}`, and one unit from
+/// `x ≥ 88` on).
 pub(crate) fn exp_neg_upper(m: u128, e: i32) -> u128 {
+    exp_neg_bound(m, e, true)
+}
+
+/// A rigorous lower bound `L ≤ e^{−x}·2¹²⁶` for the exact `x = m·2^e ≥ 0`: the mirror image of
+/// [`exp_neg_upper`] — `y = x/2⁷` rounded *up* into the fixed point, the alternating series
+/// summed to an odd term (for `0 ≤ y ≤ ½` that partial sum is `≤ e^{−y}`) with positive terms
+/// rounded down and negative terms rounded up, squared seven times rounding down (`x ≥ 64` as
+/// for the upper bound; 0 from `x ≥ 88` on).
+pub(crate) fn exp_neg_lower(m: u128, e: i32) -> u128 {
+    exp_neg_bound(m, e, false)
+}
+
+fn exp_neg_bound(m: u128, e: i32, upper: bool) -> u128 {
     if m == 0 {
         return ONE;
     }
-    let (m, e) = if at_least_64(m, e) { (1, 6) } else { (m, e) };
-    // y = x/2^7 ≤ ½ (as x < 64), truncated down: Y/2^126 ≤ y, so e^{−Y/2^126} ≥ e^{−y}
+    if at_least_64(m, e) {
+        // x = 64 + r: e^{−x} = e^{−64}·e^{−r}, the product rounded the same way (r = x − 64 is
+        // exact in f64 for x < 128); below 2⁻¹²⁶ (x ≥ 88 > 126·ln 2) one unit bounds it from
+        // above and zero from below
+        let x = libm::ldexp(m as f64, e);
+        if x >= 88.0 {
+            return upper as u128;
+        }
+        if x > 64.0 {
+            // e^{−64} itself is the series below (y = ½)
+            let (rm, re) = decompose(x - 64.0).expect("0 < x − 64 < 24");
+            let u = mul_fixed(
+                exp_neg_bound(1, 6, upper),
+                exp_neg_bound(rm, re, upper),
+                upper,
+            );
+            return u.max(upper as u128);
+        }
+    }
+    // y = x/2^7 ≤ ½ (as x < 64), truncated down for the upper bound (e^{−Y/2^126} ≥ e^{−y}) and
+    // rounded up for the lower one
     let shift = e - SQUARINGS as i32 + FRAC as i32;
     let y = if shift >= 0 {
         m << shift // < 2^6·2^{119} = 2^{125}
     } else if -shift >= 128 {
-        0
+        (!upper) as u128
     } else {
-        m >> -shift
+        let t = m >> -shift;
+        let lost = m & ((1u128 << -shift) - 1) != 0;
+        t + (!upper && lost) as u128
     };
-    let (mut up, mut down) = (ONE, ONE);
+    // the terms y^n/n!, bracketed from above (`hi`) and below (`lo`)
+    let (mut hi, mut lo) = (ONE, ONE);
     let (mut positive, mut negative) = (ONE, 0u128);
-    for n in 1..=TAYLOR_TERMS {
-        up = mul_fixed(up, y, true).div_ceil(n);
-        down = mul_fixed(down, y, false) / n;
+    // an even number of terms ends on a positive one (upper bound), an odd number on a negative
+    let terms = if upper {
+        TAYLOR_TERMS
+    } else {
+        TAYLOR_TERMS + 1
+    };
+    for n in 1..=terms {
+        hi = mul_fixed(hi, y, true).div_ceil(n);
+        lo = mul_fixed(lo, y, false) / n;
         if n % 2 == 0 {
-            positive += up;
+            positive += if upper { hi } else { lo };
         } else {
-            negative += down;
+            negative += if upper { lo } else { hi };
         }
     }
-    // ≥ e^{−y}·2^126 > 0 (negative ≤ y·2^126 ≤ 2^125 < positive)
+    // > 0: negative ≤ y·2^126 (rounded up by a few units) ≤ 2^125 + 31 < positive
     let mut u = positive - negative;
     for _ in 0..SQUARINGS {
-        u = mul_fixed(u, u, true);
+        u = mul_fixed(u, u, upper);
     }
     u.min(ONE)
 }
 
-/// `⌈2⁶⁴·u/(2¹²⁶ + u)⌉` for `u ≤ 2¹²⁶` (binary long division of the 190-bit numerator); `≤ 2⁶³`.
+/// `⌈2⁶⁴·u/(2¹²⁶ + u)⌉` for `u ≤ 2¹²⁶`; `≤ 2⁶³`.
 fn rr_numerator(u: u128) -> u64 {
     let u = u.min(ONE);
-    let d = ONE + u; // ≤ 2^127
-    let mut r = u >> 64; // high part of u·2^64, < d
-    let low = u << 64; // low 128 bits of u·2^64 (wrapping drops exactly the bits in r)
+    div_2_64(u, ONE + u, true).min(1 << 63) as u64
+}
+
+/// `num·2⁶⁴/den` rounded up (`up`) or down, exactly (binary long division of the 192-bit
+/// numerator), for `num < den ≤ 2¹²⁷`; the result is below 2⁶⁴.
+pub(crate) fn div_2_64(num: u128, den: u128, up: bool) -> u128 {
+    long_division(num >> 64, num << 64, den, up)
+}
+
+/// `num·2¹²⁸/den` rounded up (`up`) or down, exactly, for `num < den ≤ 2¹²⁷` (and, rounding
+/// up, `num/den ≤ 1 − 2⁻¹²⁷`); the result is below 2¹²⁸.
+pub(crate) fn div_2_128(num: u128, den: u128, up: bool) -> u128 {
+    long_division(num, 0, den, up)
+}
+
+/// `(high·2¹²⁸ + low)/den` for `high < den ≤ 2¹²⁷`, rounded as asked.
+fn long_division(high: u128, low: u128, den: u128, up: bool) -> u128 {
+    debug_assert!(high < den && den <= 1 << 127);
+    let mut r = high;
     let mut q = 0u128;
     for i in (0..128).rev() {
-        r = (r << 1) | ((low >> i) & 1); // r < d ≤ 2^127, so no overflow
+        r = (r << 1) | ((low >> i) & 1); // r < den ≤ 2^127, so no overflow
         q <<= 1;
-        if r >= d {
-            r -= d;
+        if r >= den {
+            r -= den;
             q |= 1;
         }
     }
-    let q = q + (r != 0) as u128;
-    q.min(1 << 63) as u64
+    q + (up && r != 0) as u128
 }
 
 /// The exact decomposition `x = m·2^e` of a finite `x ≥ 0`; `None` for NaN, negative or infinite.
-fn decompose(x: f64) -> Option<(u128, i32)> {
+pub(crate) fn decompose(x: f64) -> Option<(u128, i32)> {
     if !(x.is_finite() && x >= 0.0) {
         return None;
     }
@@ -432,10 +489,30 @@ mod tests {
             let want = (-x).exp();
             assert!(u >= want * (1.0 - 4e-16), "x {x}: {u} < {want}");
             assert!(u <= want * (1.0 + 4e-16) + 1e-37, "x {x}: {u} ≫ {want}");
+            let l = exp_neg_lower(m, e) as f64 / ONE as f64;
+            assert!(
+                l <= want * (1.0 + 4e-16) && l >= want * (1.0 - 4e-16) - 1e-37,
+                "x {x}: {l}"
+            );
+            assert!(exp_neg_lower(m, e) <= exp_neg_upper(m, e));
         }
-        // x ≥ 64 is evaluated at 64, still an upper bound
+        // x ≥ 64: e^{−64}·e^{−(x−64)}, down to one unit of 2⁻¹²⁶ (upper) and 0 (lower)
+        for &x in &[64.0f64, 70.25, 87.9] {
+            let (m, e) = decompose(x).unwrap();
+            let (u, l) = (exp_neg_upper(m, e) as f64, exp_neg_lower(m, e) as f64);
+            let want = (-x).exp() * ONE as f64;
+            assert!(
+                u >= want * (1.0 - 4e-16) && u <= want * (1.0 + 1e-15) + 1.0,
+                "x {x}"
+            );
+            assert!(
+                l <= want * (1.0 + 4e-16) && l >= want * (1.0 - 1e-15) - 1.0,
+                "x {x}"
+            );
+            assert!(l <= u);
+        }
         let (m, e) = decompose(100.0).unwrap();
-        assert_eq!(exp_neg_upper(m, e), exp_neg_upper(1, 6));
+        assert_eq!((exp_neg_upper(m, e), exp_neg_lower(m, e)), (1, 0));
         assert!(at_least_64(64, 0) && !at_least_64(63, 0) && at_least_64(1, 6));
         assert!(!at_least_64(u128::MAX, -122) && at_least_64(1 << 70, -64));
     }

@@ -96,3 +96,40 @@ pub fn histogram_worst_pair(
 
 /// Threshold for [`histogram_violation`].
 pub const HIST_Z: f64 = 4.5;
+
+/// A generator whose first words are given and whose rest come from a seeded ChaCha20: drives a
+/// mechanism's coin to a chosen side (a word at the top or the bottom of the 64-bit range).
+pub struct Scripted {
+    pub words: Vec<u64>,
+    pub rest: rand_chacha::ChaCha20Rng,
+}
+
+impl Scripted {
+    pub fn new(words: &[u64], seed: u64) -> Scripted {
+        use rand::SeedableRng;
+        Scripted {
+            words: words.iter().rev().copied().collect(),
+            rest: rand_chacha::ChaCha20Rng::seed_from_u64(seed),
+        }
+    }
+}
+
+impl rand::TryRng for Scripted {
+    type Error = core::convert::Infallible;
+    fn try_next_u32(&mut self) -> Result<u32, Self::Error> {
+        Ok(self.try_next_u64()? as u32)
+    }
+    fn try_next_u64(&mut self) -> Result<u64, Self::Error> {
+        use rand::Rng;
+        Ok(self.words.pop().unwrap_or_else(|| self.rest.next_u64()))
+    }
+    fn try_fill_bytes(&mut self, dst: &mut [u8]) -> Result<(), Self::Error> {
+        for c in dst.chunks_mut(8) {
+            let w = self.try_next_u64()?;
+            c.copy_from_slice(&w.to_le_bytes()[..c.len()]);
+        }
+        Ok(())
+    }
+}
+
+impl dprp::mechanism::local::WordRng for Scripted {}

@@ -23,7 +23,12 @@
 //! `[p/P₊]/[(1−p)/P₋] = e^{ε₀ + ε_cap}` with `ε₀ = logit p` and `ε_cap = ln P₋ − ln P₊`, attained at
 //! `u' = −u` for `V` in the cap of `u`. Both logs are computed exactly (up to float rounding)
 //! from `x`, so `ε = ε_cap + ε₀` is the exact guarantee; the paper's sufficient conditions (14a),
-//! (14b) are only used by [`PrivUnit2::paper`] for comparison.
+//! (14b) are only used by [`PrivUnit2::paper`] for comparison. The coin is exact
+//! ([`Coin::odds_at_most`]): heads iff 128 uniform bits are below `T`, `p = T/2¹²⁸` with odds
+//! `p/(1−p) ≤ e^{ε₀}` checked in exact arithmetic, and the complement as likely as `1/(1+e^{ε₀})`
+//! or more — an `f64` `p` rounded to 1.0 at `ε₀ ≳ 37`, which left the complement undrawn and the
+//! loss unbounded.
+//! `m` uses this `p`, so `Z` is unbiased for the coin actually tossed.
 //!
 //! **The split of ε.** With `ε₀ = ε − ε_cap` and `p = σ(ε₀)`, one finds
 //! `m = γ₊·(p − (1−p)e^{−ε_cap}) = (1 − e^{−ε})·σ(ε − ε_cap)·γ₊`, so the variance `1/m² − 1` is
@@ -54,8 +59,9 @@ use super::normal::fill_standard_normal_dot;
 use super::privunitg::golden_min;
 use super::WordRng;
 use super::{check_dim, check_epsilon, check_in_ball, dot, effective_norm2, round_to_sphere};
-use super::{unit_closed0, unit_open0, UNIT_NORM_TOL};
+use super::{unit_open0, UNIT_NORM_TOL};
 use crate::error::{Error, Result};
+use crate::privacy::coin::Coin;
 use crate::privacy::special::{
     ln_1m_exp, ln_gamma_half_ratio, ln_sym_beta_lower, log1p_exp, sym_beta_lower_inv,
 };
@@ -79,8 +85,11 @@ pub struct PrivUnit2 {
     pub gamma: f64,
     /// The cap in Beta coordinates: `V` is in the cap iff `(1 − ⟨V,u⟩)/2 ≤ cap_x`.
     pub cap_x: f64,
-    /// Probability of sampling from the cap.
+    /// Probability of sampling from the cap: the exact coin's `T/2¹²⁸`, odds at most `e^{ε₀}`
+    /// ([`Coin::odds_at_most`]).
     pub p: f64,
+    /// The cap coin: heads = cap.
+    pub coin: Coin,
     /// Budget spent by the cap: `ln P(U₁ < γ) − ln P(U₁ ≥ γ)`.
     pub eps_cap: f64,
     /// Budget spent by the coin: `ln(p/(1−p))`.
@@ -182,8 +191,9 @@ impl PrivUnit2 {
         }
         let (ln_p_cap, ln_cf, eps_cap) = cap_terms(d, cap_x)?;
         let ln_p_comp = ln_1m_exp(ln_p_cap);
-        let p = 1.0 / (1.0 + (-eps0).exp());
-        let ln_1mp = -log1p_exp(eps0);
+        let coin = Coin::odds_at_most(eps0)?;
+        let p = coin.probability();
+        let ln_1mp = coin.ln_complement();
         let gamma_plus = (-ln_cf).exp();
         let gamma_minus = -(ln_p_cap - ln_p_comp - ln_cf).exp();
         let m = gamma_plus * (p - (ln_1mp - eps_cap).exp());
@@ -199,6 +209,7 @@ impl PrivUnit2 {
             gamma: 1.0 - 2.0 * cap_x,
             cap_x,
             p,
+            coin,
             eps_cap,
             eps0,
             ln_p_cap,
@@ -263,7 +274,7 @@ impl PrivUnit2 {
     /// complement.
     pub fn sample_cos<R: Rng + ?Sized>(&self, rng: &mut R) -> Result<(f64, f64)> {
         let alpha = alpha_of(self.d);
-        if unit_closed0(rng) < self.p {
+        if self.coin.sample(rng) {
             let b = sym_beta_lower_inv(self.cap_x, alpha, unit_open0(rng).ln(), self.ln_cf)?;
             return Ok((1.0 - 2.0 * b, 2.0 * (b * (1.0 - b)).sqrt()));
         }
@@ -353,7 +364,7 @@ impl PrivUnit2 {
         if 0.5 * (1.0 - dot(v, u)) <= self.cap_x {
             self.p.ln() - self.ln_p_cap
         } else {
-            -log1p_exp(self.eps0) - self.ln_p_comp
+            self.coin.ln_complement() - self.ln_p_comp
         }
     }
 }

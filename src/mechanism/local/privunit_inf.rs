@@ -17,13 +17,17 @@
 //! cap and `(1−p)/N₋` off it. For `L > d/2` (i.e. `κ ≥ 0`) `N₊ ≤ N₋`, and with `p ≥ ½` the largest
 //! ratio between two corners is `[p/N₊]/[(1−p)/N₋] = e^{ε₀ + ε_cap}`, `ε₀ = logit p`,
 //! `ε_cap = ln N₋ − ln N₊` (condition (17)), attained at `u' = −u` (a `v` agreeing with `Û` in
-//! `ℓ ≥ L` places agrees with `−Û` in `d − ℓ < L`). The argument only needs
-//! `p/N₊ ≥ (1−p)/N₋`, i.e. `ε₀ + ε_cap ≥ 0`, not `p ≥ ½`: for even `d` the smallest cap
+//! `ℓ ≥ L` places agrees with `−Û` in `d − ℓ < L`). In general the largest ratio is
+//! `e^{|logit p + ε_cap|}`, so the argument only needs `−ε − ε_cap ≤ logit p ≤ ε − ε_cap`
+//! (with `ε = ε₀ + ε_cap ≥ 0`), not `p ≥ ½`: for even `d` the smallest cap
 //! (`L = d/2 + 1`, κ = 0) already costs `ε_cap = ln((1+b)/(1−b))`, `b = C(d, d/2)/2^d` (0.50 at
 //! d = 10), and a smaller ε is reached with `ε₀ = ε − ε_cap < 0` (`p < ½`) — an extension of the
 //! paper's range (which would refuse such ε); Lemma 4.2 (unbiasedness) holds for any `p`. The rounding makes the output law a mixture
 //! over corners, which keeps the bound for any `u, u' ∈ [-1,1]^d`. Tested by enumerating all `2^d`
-//! outputs at `d ≤ 10`.
+//! outputs at `d ≤ 10`. The cap coin is exact ([`Coin::odds_at_most`]`(ε₀)`: 128 uniform bits
+//! below `T`, odds `p/(1−p) ≤ e^{ε₀}` in exact arithmetic, `p = T/2¹²⁸` used in `m`); for `ε₀ < 0` the
+//! rounding is down, and the constructor checks that `logit p ≥ −ε − ε_cap` still holds (slack
+//! `2ε` in logit against the coin's rounding of at most `2⁻¹²⁸/p`).
 //!
 //! **Choice of κ and split.** As for PrivUnit2, with `ε₀ = ε − ε_cap(L)`:
 //! `m = κ₊·(p − (1−p)e^{−ε_cap}) = κ₊·σ(ε − ε_cap(L))·(1 − e^{−ε})`, so the variance `d/m²` is
@@ -51,6 +55,7 @@ use rand_distr::Binomial;
 use super::WordRng;
 use super::{check_dim, check_epsilon, unit_closed0, unit_open0, UNIT_NORM_TOL};
 use crate::error::{Error, Result};
+use crate::privacy::coin::Coin;
 use crate::privacy::special::{ln_1m_exp, ln_gamma, log1p_exp};
 
 /// Citation recorded with releases.
@@ -58,6 +63,12 @@ pub const ALGORITHM: &str =
     "PrivUnitInf (Bhowmick et al. 2018, Algorithm 2), exact cap cost, variance-optimal kappa";
 
 const LN_2PI: f64 = 1.837_877_066_409_345_5;
+
+/// Smallest coin budget ε₀ accepted by [`PrivUnitInf::from_threshold`]: `p = σ(−60) ≈ 10⁻²⁶`
+/// still has about 40 significant bits in the exact 128-bit coin (deeper, its rounding would
+/// become a visible part of `p`). [`PrivUnitInf::new`] never goes there: its ε₀ is below 0
+/// only at the smallest cap.
+pub const MIN_EPS0: f64 = -60.0;
 
 /// Parameters of PrivUnitInf; every constant is public.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -70,8 +81,10 @@ pub struct PrivUnitInf {
     pub kappa: usize,
     /// `L = dτ`: `V` is in the cap iff it agrees with `Û` in at least `L` coordinates.
     pub threshold: usize,
-    /// Probability of sampling from the cap.
+    /// Probability of sampling from the cap: the exact coin's `T/2¹²⁸`.
     pub p: f64,
+    /// The cap coin ([`Coin::odds_at_most`] of `ε₀`): heads = cap.
+    pub coin: Coin,
     /// Budget spent by the cap: `ln N₋ − ln N₊` (condition (17)).
     pub eps_cap: f64,
     /// Budget spent by the coin: `ln(p/(1−p))`.
@@ -261,8 +274,31 @@ impl PrivUnitInf {
                 ),
             ));
         }
-        let p = 1.0 / (1.0 + (-eps0).exp());
-        let ln_1mp = -log1p_exp(eps0);
+        if eps0 < MIN_EPS0 {
+            return Err(Error::param(
+                "ε₀",
+                format!(
+                    "the coin's budget ε₀ = {eps0} is below {MIN_EPS0}: a cap probability under \
+                     e^{MIN_EPS0} is beneath the exact coin's resolution (and spending that much \
+                     of ε on the cap never lowers the error)"
+                ),
+            ));
+        }
+        // the exact cap coin: P(cap) = T/2^128 with odds ≤ e^{ε₀}, so logit p + ε_cap ≤ ε; the
+        // other ratio, e^{−logit p − ε_cap}, must stay ≤ e^ε after the rounding down (slack 2ε)
+        let coin = Coin::odds_at_most(eps0)?;
+        let p = coin.probability();
+        let ln_1mp = coin.ln_complement();
+        if coin.threshold() == 0 || p.ln() - ln_1mp < -eps0 - 2.0 * eps_cap {
+            return Err(Error::param(
+                "ε₀",
+                format!(
+                    "the coin's budget ε₀ = {eps0} is too close to −ε_cap = {} for a 64-bit \
+                     coin (ε₀ + ε_cap is the guarantee and must exceed the coin's resolution)",
+                    -eps_cap
+                ),
+            ));
+        }
         let ln_kp = ln_kappa_plus(d, l, ln_p_cap);
         let kappa_plus = ln_kp.exp();
         let kappa_minus = -(ln_kp + ln_p_cap - ln_p_comp).exp();
@@ -279,6 +315,7 @@ impl PrivUnitInf {
             kappa: (2 * l).saturating_sub(d + 2),
             threshold: l,
             p,
+            coin,
             eps_cap,
             eps0,
             ln_p_cap,
@@ -363,7 +400,7 @@ impl PrivUnitInf {
             })
             .collect();
         // Step 2: ℓ, then a uniform set of d − ℓ coordinates to flip.
-        let cap = unit_closed0(rng) < self.p;
+        let cap = self.coin.sample(rng);
         let ell = self.sample_agreements(cap, rng)?;
         let flips = self.d - ell;
         let pick = flips.min(ell);

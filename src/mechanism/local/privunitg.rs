@@ -23,7 +23,10 @@
 //! only. Every step is in log space (`ln q`, `ln(1−q)`, `γ = Φ̄⁻¹` of a log argument via
 //! [`norm_isf_ln`], the inverse Mills ratio for `φ(γ)/q`), so ε = 500 works. After γ is found,
 //! `q` and `1 − q` are recomputed *from γ* and `p` is re-derived so the spent budget
-//! `logit p + ln((1−q)/q)` is ε for the γ actually used by the sampler.
+//! `logit p + ln((1−q)/q)` is ε for the γ actually used by the sampler. The branch coin is
+//! exact ([`Coin::odds_at_most`]`(ε_p)`: 128 uniform bits below `T`, odds `p/(1−p) ≤ e^{ε_p}`
+//! in exact arithmetic); `p` is the coin's `T/2¹²⁸` and `scale`
+//! and `E[α²]` are computed for it, so `Z` is unbiased for the coin actually tossed.
 //!
 //! **Sampling.** The upper branch is the inverse CDF in log space: `α = Φ̄⁻¹(r)`,
 //! `ln r = ln U + ln Φ̄(γ)`, `U ~ U(0, 1]` — exact for any γ (the reference Python code rejects and
@@ -34,9 +37,10 @@ use rand::Rng;
 
 use super::normal::fill_standard_normal_dot;
 use super::WordRng;
-use super::{check_dim, check_epsilon, check_in_ball, dot, round_to_sphere, unit_closed0};
+use super::{check_dim, check_epsilon, check_in_ball, dot, round_to_sphere};
 use super::{effective_norm2, unit_open0, UNIT_NORM_TOL};
 use crate::error::{Error, Result};
+use crate::privacy::coin::Coin;
 use crate::privacy::special::{inv_mills, ln_norm_pdf, ln_norm_sf, log1p_exp, norm_isf_ln};
 
 /// Citation recorded with releases.
@@ -49,8 +53,10 @@ pub struct PrivUnitG {
     pub d: usize,
     /// The target ε (ε-LDP, replace-one).
     pub epsilon: f64,
-    /// Probability of the upper branch (`α ≥ γ`).
+    /// Probability of the upper branch (`α ≥ γ`): the exact coin's `T/2¹²⁸`.
     pub p: f64,
+    /// The branch coin ([`Coin::odds_at_most`] of `ε_p`): heads = upper branch.
+    pub coin: Coin,
     /// Threshold in standard-normal units.
     pub gamma: f64,
     /// `ln q`, `q = Φ̄(γ)` (recomputed from γ).
@@ -63,8 +69,9 @@ pub struct PrivUnitG {
     pub e_alpha2: f64,
 }
 
-/// `(p, γ, ln q, ln(1−q), scale)` for the split `ε_p` of ε.
-fn params_for_split(epsilon: f64, eps_p: f64) -> (f64, f64, f64, f64, f64) {
+/// `(p, γ, ln q, ln(1−q), scale, ε_p)` for the split `ε_p` of ε, with the nominal `p = σ(ε_p)`
+/// (the optimiser's objective; [`PrivUnitG::from_split`] replaces `p` by the exact coin's).
+fn params_for_split(epsilon: f64, eps_p: f64) -> (f64, f64, f64, f64, f64, f64) {
     // Target q: ln((1−q)/q) = ε − ε_p.
     let gamma = norm_isf_ln(-log1p_exp(epsilon - eps_p));
     let ln_q = ln_norm_sf(gamma);
@@ -73,9 +80,14 @@ fn params_for_split(epsilon: f64, eps_p: f64) -> (f64, f64, f64, f64, f64) {
     let eps_p = epsilon - (ln_1mq - ln_q);
     let p = 1.0 / (1.0 + (-eps_p).exp());
     let one_m_p = 1.0 / (1.0 + eps_p.exp());
+    let scale = scale_for(p, one_m_p, gamma, ln_q, ln_1mq);
+    (p, gamma, ln_q, ln_1mq, scale, eps_p)
+}
+
+/// `scale = 1/(φ(γ)·(p/q − (1−p)/(1−q)))`, in log space.
+fn scale_for(p: f64, one_m_p: f64, gamma: f64, ln_q: f64, ln_1mq: f64) -> f64 {
     let lpdf = ln_norm_pdf(gamma);
-    let term = p * (lpdf - ln_q).exp() - one_m_p * (lpdf - ln_1mq).exp();
-    (p, gamma, ln_q, ln_1mq, 1.0 / term)
+    1.0 / (p * (lpdf - ln_q).exp() - one_m_p * (lpdf - ln_1mq).exp())
 }
 
 impl PrivUnitG {
@@ -98,9 +110,13 @@ impl PrivUnitG {
                 format!("ε_p must lie in [0, ε] = [0, {epsilon}], got {eps_p}"),
             ));
         }
-        let (p, gamma, ln_q, ln_1mq, scale) = params_for_split(epsilon, eps_p);
+        let (_, gamma, ln_q, ln_1mq, _, eps_p) = params_for_split(epsilon, eps_p);
+        // the exact coin (odds ≤ e^{ε_p}) and the constants for its own probability
+        let coin = Coin::odds_at_most(eps_p)?;
+        let (p, one_m_p) = (coin.probability(), coin.complement());
+        let scale = scale_for(p, one_m_p, gamma, ln_q, ln_1mq);
         let e_alpha2 =
-            p * (1.0 + gamma * inv_mills(gamma)) + (1.0 - p) * (1.0 - gamma * inv_mills(-gamma));
+            p * (1.0 + gamma * inv_mills(gamma)) + one_m_p * (1.0 - gamma * inv_mills(-gamma));
         if !(scale.is_finite() && scale > 0.0 && gamma.is_finite() && e_alpha2.is_finite()) {
             return Err(Error::param(
                 "--epsilon",
@@ -111,6 +127,7 @@ impl PrivUnitG {
             d,
             epsilon,
             p,
+            coin,
             gamma,
             ln_q,
             ln_1mq,
@@ -122,7 +139,7 @@ impl PrivUnitG {
     /// The ε this parameter set spends, recomputed from `(p, γ)`:
     /// `ln(p/(1−p)) + ln Φ(γ) − ln Φ̄(γ)`.
     pub fn epsilon_spent(&self) -> f64 {
-        (self.p / (1.0 - self.p)).ln() + ln_norm_sf(-self.gamma) - ln_norm_sf(self.gamma)
+        self.p.ln() - self.coin.ln_complement() + ln_norm_sf(-self.gamma) - ln_norm_sf(self.gamma)
     }
 
     /// Closed-form `E‖Z − v‖²` for a unit vector: `scale²·(E[α²] + d − 1) − 1`.
@@ -137,7 +154,7 @@ impl PrivUnitG {
 
     /// Draw `α` (step 2): the upper branch with probability `p`, else the lower.
     pub fn sample_alpha<R: Rng + ?Sized>(&self, rng: &mut R) -> f64 {
-        if unit_closed0(rng) < self.p {
+        if self.coin.sample(rng) {
             sample_upper(self.gamma, self.ln_q, rng)
         } else {
             sample_lower(self.gamma, self.ln_1mq, rng)
@@ -190,7 +207,7 @@ impl PrivUnitG {
         if dot(z, u) / self.scale >= self.gamma {
             self.p.ln() - self.ln_q
         } else {
-            (1.0 - self.p).ln() - self.ln_1mq
+            self.coin.ln_complement() - self.ln_1mq
         }
     }
 }

@@ -10,6 +10,13 @@
 //!
 //! **Privacy (Lemma 4.3).** For any `r, r'` and any output `j`,
 //! `P(Ĵ = j | r) ≤ e^ε/(e^ε+k)` and `P(Ĵ = j | r') ≥ 1/(e^ε+k)`: the ratio is at most `e^ε`.
+//! The keep decision is an exact coin ([`Coin::k_ary_keep`]): 128 uniform bits below `T`, with
+//! `P(keep) = T/2¹²⁸ ≤ e^ε/(e^ε + k)` checked in exact arithmetic — which is all the ratio needs
+//! (`P(keep)/(P(move)/k) ≤ e^ε`) — and the other level uniform among `k` by an exact integer
+//! draw. `a` and `b` are computed for `T/2¹²⁸` (so `Z` is unbiased for the coin actually tossed);
+//! the closed-form MSE keeps the nominal `e^ε/(e^ε+k)` (they differ by less than 2⁻¹⁰⁰). An `f64`
+//! `p_keep` rounded to 1.0 once `k·e^{−ε} < 2⁻⁵³` (ε ≳ 60 at the capped k), leaving the level
+//! unrandomised — an unbounded loss; the coin keeps the move probability faithful.
 //!
 //! **Choice of k.** Lemma 4.4's `k = ⌈e^{ε/3}⌉`, capped at [`MAX_LEVELS`] (`2^32`, reached at
 //! ε ≈ 66.5): beyond that the rounding variance `r_max²/(4k²)` is below 10⁻¹⁹·r_max² and a larger
@@ -21,6 +28,7 @@ use rand::RngExt;
 
 use super::{check_epsilon, unit_closed0};
 use crate::error::{Error, Result};
+use crate::privacy::coin::Coin;
 
 /// Citation recorded with releases.
 pub const ALGORITHM: &str = "ScalarDP (Bhowmick et al. 2018, Algorithm 3), k = ⌈e^(ε/3)⌉";
@@ -37,8 +45,10 @@ pub struct ScalarDp {
     pub k: u64,
     /// Public upper bound of the magnitude.
     pub r_max: f64,
-    /// Probability of reporting the true level, `e^ε/(e^ε + k)`.
+    /// Probability of reporting the true level: the exact coin's `T/2¹²⁸ ≤ e^ε/(e^ε + k)`.
     pub p_keep: f64,
+    /// The keep coin ([`Coin::k_ary_keep`]).
+    pub keep: Coin,
     /// Debiasing scale `a = ((e^ε+k)/(e^ε−1))·r_max/k`.
     pub a: f64,
     /// Debiasing shift `b = k(k+1)/(2(e^ε+k))`.
@@ -68,17 +78,31 @@ impl ScalarDp {
                 format!("ScalarDP needs 1 ≤ k ≤ 2^32 rounding steps, got {k}"),
             ));
         }
-        let t = (-epsilon).exp(); // e^{−ε}
-        let one_m_t = -(-epsilon).exp_m1(); // 1 − e^{−ε}
-        let kf = k as f64;
-        let p_keep = 1.0 / (1.0 + kf * t);
-        let a = (1.0 + kf * t) / one_m_t * r_max / kf;
-        let b = kf * (kf + 1.0) * t / (2.0 * (1.0 + kf * t));
+        // the exact keep coin: P(keep) = T/2^128 ≤ e^ε/(e^ε + k); the constants are those of the
+        // coin actually tossed: with q = 1 − T/2^128, E[Ĵ | J] = J·(1 − q − q/k) + q(k+1)/2, so
+        // a = r_max/(k·(1 − q − q/k)) and b = q(k+1)/2, both from exact integers:
+        // k·(1 − q − q/k)·2^128 = (k+1)·T − 2^128 and q(k+1)·2^128 = (2^128 − T)(k+1)
+        let keep = Coin::k_ary_keep(epsilon, k)?;
+        let slope = keep.heads_times_minus_one(k + 1);
+        if slope <= 0.0 {
+            return Err(Error::param(
+                "--epsilon",
+                format!(
+                    "ε = {epsilon} is too small for ScalarDP with k = {k}: at the coin's \
+                     precision the report carries no information about the level"
+                ),
+            ));
+        }
+        const TWO128: f64 = 340_282_366_920_938_463_463_374_607_431_768_211_456.0;
+        let a = r_max * TWO128 / slope;
+        let b = keep.tails_times(k + 1) / (2.0 * TWO128);
+        let p_keep = keep.probability();
         Ok(ScalarDp {
             epsilon,
             k,
             r_max,
             p_keep,
+            keep,
             a,
             b,
         })
@@ -108,7 +132,7 @@ impl ScalarDp {
         let r = self.check(r)?;
         let (l, frac) = self.rounding(r);
         let j = if unit_closed0(rng) < frac { l + 1 } else { l };
-        let jhat = if unit_closed0(rng) < self.p_keep {
+        let jhat = if self.keep.sample(rng) {
             j
         } else {
             let o = rng.random_range(0..self.k);
@@ -152,14 +176,18 @@ impl ScalarDp {
             return Err(Error::param("k", "output_probabilities needs k ≤ 2^20"));
         }
         let (l, frac) = self.rounding(r);
-        let other = (1.0 - self.p_keep) / self.k as f64;
+        let other = self.keep.complement() / self.k as f64;
         let mut probs = vec![0.0; self.k as usize + 1];
         for (j, w) in [(l, 1.0 - frac), (l + 1, frac)] {
             if w == 0.0 || j > self.k {
                 continue;
             }
             for (i, pr) in probs.iter_mut().enumerate() {
-                *pr += w * if i as u64 == j { self.p_keep } else { other };
+                *pr += w * if i as u64 == j {
+                    self.keep.probability()
+                } else {
+                    other
+                };
             }
         }
         Ok(probs)
@@ -228,7 +256,7 @@ mod tests {
             );
             // A mis-calibrated keep probability (for 1.2ε) is caught by the same check.
             let mut bad = s;
-            bad.p_keep = 1.0 / (1.0 + k as f64 * (-1.2 * eps).exp());
+            bad.keep = Coin::k_ary_keep(1.2 * eps, k).unwrap();
             let a = bad.output_probabilities(1.0).unwrap();
             let b = bad.output_probabilities(0.0).unwrap();
             assert!(a[k as usize].ln() - b[k as usize].ln() > eps + 0.1 * eps);
