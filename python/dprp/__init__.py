@@ -12,6 +12,7 @@ from ._dprp import (
     Release,
     __version__,
     calibrate,
+    eval_retrieval,
     privatise,
     publish,
 )
@@ -22,6 +23,7 @@ __all__ = [
     "Release",
     "__version__",
     "calibrate",
+    "eval_retrieval",
     "privatise",
     "publish",
 ]

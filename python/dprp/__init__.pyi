@@ -135,3 +135,19 @@ class MeanAccumulator:
     def to_json(self) -> str: ...
     def merge_json(self, state: str) -> None: ...
     def finish(self) -> dict[str, Any]: ...
+
+def eval_retrieval(
+    train: npt.NDArray[Union[np.float32, np.float64]],
+    test: npt.NDArray[Union[np.float32, np.float64]],
+    *,
+    mechanisms: str,
+    epsilons: list[float],
+    ks: list[int],
+    delta: float = 1e-6,
+    beta: float = 1.0,
+    min_norm: Optional[float] = None,
+    query_mode: str = "both",
+    repeat: int = 1,
+    seed: Optional[str] = None,
+) -> dict[str, Any]:
+    """The retrieval report of ``dprp eval retrieval`` (precision@10, recall@100) as a dict."""

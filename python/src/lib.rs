@@ -1,7 +1,7 @@
 //! `dprp._dprp`: the Python module (pyo3 + rust-numpy) over the dprp library.
 //!
 //! Python sees `dprp.publish`, `dprp.Release`, `dprp.calibrate`, the local-DP client/server
-//! (`dprp.privatise`, `dprp.MeanAccumulator`) and `dprp.DprpError` (re-exported by the pure-Python
+//! (`dprp.privatise`, `dprp.MeanAccumulator`), `dprp.eval_retrieval` and `dprp.DprpError` (re-exported by the pure-Python
 //! package `python/dprp/__init__.py`, typed in `__init__.pyi`).
 //!
 //! Three rules hold for every function here:
@@ -10,11 +10,12 @@
 //!   its worker thread, and the short ones call library functions that return errors rather than
 //!   panic (a panic that escaped anyway would be turned by pyo3 into `PanicException`, not an
 //!   abort);
-//! * long calls (publish, search) release the GIL and answer Ctrl-C ([`interrupt`]).
+//! * long calls (publish, search, eval_retrieval) release the GIL and answer Ctrl-C ([`interrupt`]).
 
 use pyo3::prelude::*;
 
 mod arrays;
+mod eval;
 mod interrupt;
 mod ldp;
 mod publish;
@@ -57,5 +58,6 @@ fn _dprp(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<release::Release>()?;
     m.add_function(wrap_pyfunction!(ldp::privatise, m)?)?;
     m.add_class::<ldp::MeanAccumulator>()?;
+    m.add_function(wrap_pyfunction!(eval::eval_retrieval, m)?)?;
     Ok(())
 }
