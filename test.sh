@@ -1,19 +1,30 @@
 #!/usr/bin/env bash
 # The project's one test command (the README's; .ci/run runs it): formatting, lints and every
-# test. Python packages the tests use (numpy, for the README's numpy reader) are installed into a
-# virtual environment this script creates under target/test-venv, and the tests find that Python
-# through DPRP_PYTHON — no test is skipped for want of a package.
+# test — the Rust tests, then the Python module's. Python packages (numpy, maturin, pytest: see
+# tests/requirements.txt) are installed into a virtual environment this script creates under
+# target/test-venv; the Rust tests find that Python through DPRP_PYTHON, and the Python module is
+# built into it with `maturin develop` (sharing target/ with cargo). No test is skipped for want
+# of a package.
 set -euo pipefail
 cd "$(dirname "$0")"
 
 VENV=target/test-venv
-if ! "$VENV/bin/python" -c "import numpy" >/dev/null 2>&1; then
+if ! "$VENV/bin/python" -c "import numpy, pytest, maturin" >/dev/null 2>&1; then
     echo "test.sh: creating $VENV with the packages in tests/requirements.txt"
     python3 -m venv "$VENV"
     "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check -r tests/requirements.txt
 fi
 export DPRP_PYTHON="$PWD/$VENV/bin/python"
+# pyo3's build script looks for this interpreter; the same one for clippy and maturin, so the
+# bindings are not rebuilt between the two.
+export PYO3_PYTHON="$DPRP_PYTHON"
 
 cargo fmt --all -- --check
 cargo clippy --all-targets --release -- -D warnings
+cargo clippy -p dprp-python --release -- -D warnings
 cargo test --release
+
+# The Python module (python/, pyproject.toml), built into the venv, then its tests; they run the
+# dprp command that `cargo test --release` built to compare with it.
+VIRTUAL_ENV="$PWD/$VENV" "$VENV/bin/maturin" develop --release --quiet
+"$VENV/bin/python" -m pytest -q tests/python

@@ -420,6 +420,22 @@ pub fn publish_gated(
     opts: &PublishOptions,
     gate: Option<&mut crate::ledger::Gate>,
 ) -> Result<PublishOutcome> {
+    let mut open = || open_reader(&req.input, &req.input_opts);
+    publish_from(req, &mut open, noise, opts, gate)
+}
+
+/// [`publish_gated`] from rows that `open` supplies instead of the file `req.input` (which then
+/// only names the input in messages and is checked not to be the output): an in-memory array (the
+/// Python module's numpy input), or a reader that can be cancelled. `open` is called once, or
+/// twice when the scaling needs column statistics (`--scale max-abs`), and must yield the same
+/// rows each time. An error from the reader stops the run and leaves no output file.
+pub fn publish_from<'r>(
+    req: &PublishRequest,
+    open: &mut dyn FnMut() -> Result<Box<dyn RowReader + 'r>>,
+    noise: &NoiseSource,
+    opts: &PublishOptions,
+    gate: Option<&mut crate::ledger::Gate>,
+) -> Result<PublishOutcome> {
     let mut warnings = Warnings {
         sink: opts.on_warning,
         list: Vec::new(),
@@ -429,7 +445,7 @@ pub fn publish_gated(
             .push("--noise-seed makes the release reproducible and therefore NOT private".into());
     }
     crate::atomic::check_not_input(&req.input, &req.output)?;
-    let mut reader = open_reader(&req.input, &req.input_opts)?;
+    let mut reader = open()?;
     let p = reader.dim();
     let mut scaling: Scaling = reader.scaling();
     let col_max = if req.scaling.needs_column_stats() {
@@ -453,7 +469,7 @@ pub fn publish_gated(
             column_max_abs(&buf, p, &mut acc);
             row0 += got as u64;
         }
-        reader = open_reader(&req.input, &req.input_opts)?;
+        reader = open()?;
         Some(acc)
     } else {
         None

@@ -5,9 +5,10 @@ use clap::Args;
 use crate::data::scale::scale_queries;
 use crate::data::{read_all, InputOptions};
 use crate::error::{Error, Result};
-use crate::mechanism::{self, sign_sketch::pack_signs, Mechanism, Payload};
+use crate::mechanism::{self, Mechanism, Payload};
 use crate::release::Release;
 use crate::search::hnsw::HnswIndex;
+use crate::search::queries::QuerySketches;
 use crate::search::{exact, Hit, Measure, Sketch};
 
 #[derive(Debug, Args)]
@@ -114,29 +115,21 @@ pub fn prepare_raw(
     no_scale: bool,
 ) -> Result<Prepared> {
     let q = read_raw_queries(r, path, "--queries", no_scale)?;
-    let k = r.k();
-    let mut x = vec![0f32; q.n * k];
-    m.project(&q.values, &mut x)?;
     let ids = (0..q.n as u64).collect();
-    Ok(match r.meta().payload {
-        Payload::F32 => Prepared {
-            real: x,
-            bits: Vec::new(),
-            ids,
-        },
-        Payload::Bits => {
-            let w = k.div_ceil(64);
-            let mut bits = vec![0u64; q.n * w];
-            for (row, words) in x.chunks(k).zip(bits.chunks_mut(w)) {
-                pack_signs(row, words);
-            }
-            Prepared {
+    Ok(
+        match crate::search::queries::sketch_queries(m, r.meta().payload, &q.values)? {
+            QuerySketches::Real(real) => Prepared {
+                real,
+                bits: Vec::new(),
+                ids,
+            },
+            QuerySketches::Bits(bits) => Prepared {
                 real: Vec::new(),
                 bits,
                 ids,
-            }
-        }
-    })
+            },
+        },
+    )
 }
 
 /// Use the rows of another release as queries, after checking it was made with the same public

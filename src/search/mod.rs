@@ -4,6 +4,7 @@
 //!   packed words (sign sketches), parallel over query batches, a bounded heap per query.
 //! * [`hnsw`]: approximate search with an HNSW graph (`hnsw_rs`), with its recall against the exact
 //!   scan reported on request.
+//! * [`queries`]: raw query vectors turned into sketches comparable to a release's rows.
 //!
 //! Scores are "larger is better": the inner product, the cosine, or for signs the number of
 //! agreeing bits `k − popcount(a XOR b)`. Ties are broken by the smaller row index.
@@ -13,6 +14,7 @@ pub mod hnsw;
 mod huge;
 mod kernels;
 mod quant;
+pub mod queries;
 
 use serde::{Deserialize, Serialize};
 

@@ -1,0 +1,29 @@
+"""dprp from Python: differentially private random-projection sketches.
+
+Publish a numpy array (or a dataset file) as a private release, open releases as read-only numpy
+views of their memory-mapped payload, search them and estimate inner products with standard
+errors. The work is done by the dprp Rust library (the same code as the ``dprp`` command); see
+the README's "From Python" section.
+"""
+
+from ._dprp import (
+    DprpError,
+    MeanAccumulator,
+    Release,
+    __version__,
+    calibrate,
+    eval_retrieval,
+    privatise,
+    publish,
+)
+
+__all__ = [
+    "DprpError",
+    "MeanAccumulator",
+    "Release",
+    "__version__",
+    "calibrate",
+    "eval_retrieval",
+    "privatise",
+    "publish",
+]

@@ -1,0 +1,153 @@
+"""Type stubs of the dprp Python module (the compiled ``dprp._dprp``)."""
+
+import os
+from typing import Any, Optional, Tuple, Union
+
+import numpy as np
+import numpy.typing as npt
+
+__version__: str
+
+PathLike = Union[str, "os.PathLike[str]"]
+
+class DprpError(ValueError):
+    """An error reported by dprp, carrying dprp's message (what and where)."""
+
+class Release:
+    """A release opened for reading: checksum verified, payload memory-mapped."""
+
+    @staticmethod
+    def open(path: PathLike) -> "Release": ...
+    @property
+    def path(self) -> str: ...
+    @property
+    def n(self) -> int: ...
+    @property
+    def k(self) -> int: ...
+    @property
+    def p(self) -> int: ...
+    def __len__(self) -> int: ...
+    @property
+    def sketches(self) -> Union[npt.NDArray[np.float32], npt.NDArray[np.uint64]]:
+        """Read-only view of the payload (no copy): n×k float32, or n×⌈k/64⌉ uint64 sign words."""
+    def unpack_signs(self) -> npt.NDArray[np.int8]:
+        """n×k array of ±1 signs of a sign release."""
+    @property
+    def labels(self) -> Optional[npt.NDArray[np.float32]]: ...
+    @property
+    def ids(self) -> npt.NDArray[np.uint64]: ...
+    @property
+    def meta(self) -> dict[str, Any]:
+        """The release metadata (as ``dprp info --json``)."""
+    @property
+    def guarantee(self) -> str:
+        """The privacy guarantee, as the sentence ``dprp info`` prints."""
+    def search(
+        self,
+        queries: npt.NDArray[Union[np.float32, np.float64]],
+        top: int = 10,
+        measure: Optional[str] = None,
+        no_scale: bool = False,
+    ) -> Tuple[npt.NDArray[np.uint64], npt.NDArray[np.float32]]:
+        """(ids, scores), each queries×top, best first, as ``dprp query``."""
+    def estimate(self, i: int, j: int) -> Tuple[float, float]:
+        """(value, standard error) for rows i and j, as ``dprp estimate``."""
+
+def publish(
+    x: Union[npt.NDArray[Union[np.float32, np.float64]], PathLike],
+    *,
+    mechanism: str,
+    epsilon: float,
+    output: PathLike,
+    delta: Optional[float] = None,
+    k: Optional[int] = None,
+    seed: Optional[Union[int, str]] = None,
+    beta: Optional[float] = None,
+    neighbour: Optional[str] = None,
+    projection: Optional[str] = None,
+    min_norm: Optional[float] = None,
+    individual_dp: bool = False,
+    epsilon_norm: Optional[float] = None,
+    radius: Optional[float] = None,
+    first_row: int = 0,
+    noise: Optional[str] = None,
+    noise_seed: Optional[str] = None,
+    labels: Optional[npt.NDArray[Union[np.float32, np.float64]]] = None,
+    scale: Optional[Union[float, str]] = None,
+    normalize: Optional[str] = None,
+    clip: bool = False,
+    clip_norm: Optional[float] = None,
+    memory: int = 256,
+) -> Release:
+    """Publish x as a private release at output (the file ``dprp publish`` writes)."""
+
+def calibrate(
+    *,
+    epsilon: float,
+    mechanism: Optional[str] = None,
+    delta: Optional[float] = None,
+    dim: Optional[int] = None,
+    k: Optional[int] = None,
+    sensitivity: Optional[float] = None,
+    beta: Optional[float] = None,
+    neighbour: Optional[str] = None,
+    projection: Optional[str] = None,
+    seed: Optional[Union[int, str]] = None,
+    min_norm: Optional[float] = None,
+    individual_dp: bool = False,
+    epsilon_norm: Optional[float] = None,
+    radius: Optional[float] = None,
+    noise: Optional[str] = None,
+) -> dict[str, Any]: ...
+
+def privatise(
+    v: npt.NDArray[np.float64],
+    *,
+    mechanism: str,
+    epsilon: float,
+    seed: str,
+    row: int = 0,
+    projection: Optional[str] = None,
+    epsilon_norm: Optional[float] = None,
+    radius: Optional[float] = None,
+) -> npt.NDArray[np.float32]:
+    """One user's local-DP message for v (noise from the OS)."""
+
+class MeanAccumulator:
+    """The server's streaming, mergeable mean of local-DP messages."""
+
+    def __init__(
+        self,
+        *,
+        mechanism: str,
+        epsilon: float,
+        dim: int,
+        seed: str,
+        projection: Optional[str] = None,
+        epsilon_norm: Optional[float] = None,
+        radius: Optional[float] = None,
+    ) -> None: ...
+    def add(self, row: int, message: npt.NDArray[np.float32]) -> None: ...
+    def add_rows(self, first_row: int, messages: npt.NDArray[np.float32]) -> None: ...
+    def merge(self, other: "MeanAccumulator") -> None: ...
+    @property
+    def n(self) -> int: ...
+    def to_json(self) -> str: ...
+    def merge_json(self, state: str) -> None: ...
+    def finish(self) -> dict[str, Any]: ...
+
+def eval_retrieval(
+    train: npt.NDArray[Union[np.float32, np.float64]],
+    test: npt.NDArray[Union[np.float32, np.float64]],
+    *,
+    mechanisms: str,
+    epsilons: list[float],
+    ks: list[int],
+    delta: float = 1e-6,
+    beta: float = 1.0,
+    min_norm: Optional[float] = None,
+    query_mode: str = "both",
+    repeat: int = 1,
+    seed: Optional[str] = None,
+) -> dict[str, Any]:
+    """The retrieval report of ``dprp eval retrieval`` (precision@10, recall@100) as a dict."""

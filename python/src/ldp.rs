@@ -1,0 +1,204 @@
+//! The local-DP client/server API: `dprp.privatise` (one user's vector, on their device) and
+//! `dprp.MeanAccumulator` (the server's streaming, mergeable mean; [`dprp::aggregate`]).
+//!
+//! Client and server rebuild the same mechanism from the same public parameters (mechanism, ε,
+//! dimension, public seed, constants); the accumulator refuses messages of another configuration
+//! when states are merged.
+
+use numpy::{PyArray1, PyReadonlyArray1, PyReadonlyArray2};
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+
+use dprp::aggregate::AccumulatorState;
+use dprp::mechanism::{self, LocalMap, LocalOptions, Mechanism, MechanismKind, MechanismParams};
+use dprp::privacy::guarantee::Neighbour;
+use dprp::privacy::noise::NoiseSource;
+use dprp::projection::Seed;
+
+use crate::{err, param};
+
+/// Build a local mechanism from its public parameters; the seed is required so that the
+/// server rebuilds the client's public map.
+#[allow(clippy::too_many_arguments)]
+fn local_mechanism(
+    mechanism: &str,
+    epsilon: f64,
+    dim: usize,
+    seed: &str,
+    projection: Option<&str>,
+    epsilon_norm: Option<f64>,
+    radius: Option<f64>,
+) -> PyResult<Box<dyn Mechanism>> {
+    let kind = MechanismKind::parse(mechanism).map_err(err)?;
+    if !kind.is_local() {
+        return Err(param(
+            "mechanism",
+            format!(
+                "{} is not a local-DP mechanism (privunit2, duchi, privunitg, projunit, \
+                 scalar-dp, privunit2-norm)",
+                kind.name()
+            ),
+        ));
+    }
+    let params = MechanismParams {
+        kind,
+        epsilon,
+        delta: None,
+        beta: 1.0,
+        neighbour: Neighbour::ReplaceOne,
+        p: dim,
+        k: None,
+        projection: None,
+        seed: Some(Seed::parse_hex(seed).map_err(err)?),
+        min_norm: None,
+        individual_dp: false,
+        local: LocalOptions {
+            map: projection.map(LocalMap::parse).transpose().map_err(err)?,
+            epsilon_norm,
+            radius,
+            first_row: 0,
+        },
+    };
+    mechanism::build(&params).map_err(err)
+}
+
+/// One user's side of local-DP mean estimation: privatise the vector `v` (its row id `row`
+/// selects the public map of per-row mechanisms) with fresh noise from the operating system's
+/// CSPRNG, returning the message to send (float32). `seed` is the public seed (hex) the server
+/// also uses.
+#[pyfunction]
+#[pyo3(signature = (v, *, mechanism, epsilon, seed, row=0, projection=None, epsilon_norm=None,
+    radius=None))]
+#[allow(clippy::too_many_arguments)]
+pub fn privatise<'py>(
+    py: Python<'py>,
+    v: PyReadonlyArray1<'py, f64>,
+    mechanism: &str,
+    epsilon: f64,
+    seed: &str,
+    row: u64,
+    projection: Option<&str>,
+    epsilon_norm: Option<f64>,
+    radius: Option<f64>,
+) -> PyResult<Bound<'py, PyArray1<f32>>> {
+    let v = v.as_array().to_vec();
+    let m = local_mechanism(
+        mechanism,
+        epsilon,
+        v.len(),
+        seed,
+        projection,
+        epsilon_norm,
+        radius,
+    )?;
+    let client = m
+        .local()
+        .ok_or_else(|| param("mechanism", "has no local client"))?;
+    let noise = NoiseSource::from_os().map_err(err)?;
+    let mut rng = noise.block_rng(0);
+    let msg = client.client(row, &v, &mut rng).map_err(err)?;
+    let msg: Vec<f32> = msg.iter().map(|&x| x as f32).collect();
+    Ok(PyArray1::from_vec(py, msg))
+}
+
+/// The server's streaming, mergeable mean of privatised messages ([`dprp::aggregate`]).
+#[pyclass(module = "dprp")]
+pub struct MeanAccumulator {
+    mech: Box<dyn Mechanism>,
+    state: AccumulatorState,
+}
+
+impl MeanAccumulator {
+    fn with<T>(
+        &mut self,
+        f: impl FnOnce(&mut dprp::aggregate::MeanAccumulator<'_>) -> dprp::Result<T>,
+    ) -> PyResult<T> {
+        let mut acc =
+            dprp::aggregate::MeanAccumulator::from_state(self.mech.as_ref(), self.state.clone())
+                .map_err(err)?;
+        let r = f(&mut acc).map_err(err)?;
+        self.state = acc.state().clone();
+        Ok(r)
+    }
+}
+
+#[pymethods]
+impl MeanAccumulator {
+    /// An empty accumulator for the mechanism with these public parameters (as the clients).
+    #[new]
+    #[pyo3(signature = (*, mechanism, epsilon, dim, seed, projection=None, epsilon_norm=None,
+        radius=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        mechanism: &str,
+        epsilon: f64,
+        dim: usize,
+        seed: &str,
+        projection: Option<&str>,
+        epsilon_norm: Option<f64>,
+        radius: Option<f64>,
+    ) -> PyResult<Self> {
+        let mech = local_mechanism(
+            mechanism,
+            epsilon,
+            dim,
+            seed,
+            projection,
+            epsilon_norm,
+            radius,
+        )?;
+        let state = dprp::aggregate::MeanAccumulator::new(mech.as_ref())
+            .map_err(err)?
+            .state()
+            .clone();
+        Ok(MeanAccumulator { mech, state })
+    }
+
+    /// Add user `row`'s message.
+    fn add(&mut self, row: u64, message: PyReadonlyArray1<'_, f32>) -> PyResult<()> {
+        let m = message.as_array().to_vec();
+        self.with(|a| a.add(row, &m))
+    }
+
+    /// Add the messages of users `first_row, first_row + 1, …` (one per row of a 2-D array).
+    fn add_rows(&mut self, first_row: u64, messages: PyReadonlyArray2<'_, f32>) -> PyResult<()> {
+        let m: Vec<f32> = messages.as_array().iter().copied().collect();
+        self.with(|a| a.add_rows(first_row, &m))
+    }
+
+    /// Merge another accumulator of the same configuration that saw other users.
+    fn merge(&mut self, other: PyRef<'_, MeanAccumulator>) -> PyResult<()> {
+        let st = other.state.clone();
+        self.with(|a| a.merge_state(&st))
+    }
+
+    /// Users added.
+    #[getter]
+    fn n(&self) -> u64 {
+        self.state.n
+    }
+
+    /// The state as JSON, to send to another machine ([`MeanAccumulator::merge_json`] there).
+    fn to_json(&self) -> PyResult<String> {
+        serde_json::to_string(&self.state).map_err(|e| param("accumulator", e))
+    }
+
+    /// Merge a state produced by [`to_json`](MeanAccumulator::to_json).
+    fn merge_json(&mut self, state: &str) -> PyResult<()> {
+        let st: AccumulatorState = serde_json::from_str(state).map_err(|e| param("state", e))?;
+        self.with(|a| a.merge_state(&st))
+    }
+
+    /// The mean and its expected squared error: a dict with `mean` (float64 array), `n`,
+    /// `mse_per_user`, `expected_sq_error` and `error_note`.
+    fn finish<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let e = self.with(|a| a.finish())?;
+        let d = PyDict::new(py);
+        d.set_item("mean", PyArray1::from_vec(py, e.mean))?;
+        d.set_item("n", e.n)?;
+        d.set_item("mse_per_user", e.mse_per_user)?;
+        d.set_item("expected_sq_error", e.expected_sq_error)?;
+        d.set_item("error_note", e.error_note)?;
+        Ok(d)
+    }
+}

@@ -1,0 +1,63 @@
+//! `dprp._dprp`: the Python module (pyo3 + rust-numpy) over the dprp library.
+//!
+//! Python sees `dprp.publish`, `dprp.Release`, `dprp.calibrate`, the local-DP client/server
+//! (`dprp.privatise`, `dprp.MeanAccumulator`), `dprp.eval_retrieval` and `dprp.DprpError` (re-exported by the pure-Python
+//! package `python/dprp/__init__.py`, typed in `__init__.pyi`).
+//!
+//! Three rules hold for every function here:
+//! * every [`dprp::Error`] becomes a [`DprpError`] (a `ValueError`) carrying dprp's message;
+//! * no panic crosses into Python: long calls run in [`interrupt::run`], which catches panics on
+//!   its worker thread, and the short ones call library functions that return errors rather than
+//!   panic (a panic that escaped anyway would be turned by pyo3 into `PanicException`, not an
+//!   abort);
+//! * long calls (publish, search, eval_retrieval) release the GIL and answer Ctrl-C ([`interrupt`]).
+
+use pyo3::prelude::*;
+
+mod arrays;
+mod eval;
+mod interrupt;
+mod ldp;
+mod publish;
+mod release;
+
+pyo3::create_exception!(
+    _dprp,
+    DprpError,
+    pyo3::exceptions::PyValueError,
+    "An error reported by dprp (bad parameter, unreadable input, corrupt release, ...): the \
+     message is dprp's own, naming what and where."
+);
+
+/// Turn a dprp error into a Python exception carrying its message.
+pub(crate) fn err(e: dprp::Error) -> PyErr {
+    DprpError::new_err(e.to_string())
+}
+
+/// A parameter error raised from the bindings themselves, worded as dprp words its own.
+pub(crate) fn param(name: &str, msg: impl std::fmt::Display) -> PyErr {
+    err(dprp::Error::param(name, msg.to_string()))
+}
+
+/// Serialise `value` to JSON and parse it with Python's `json` module: dicts, lists, numbers and
+/// strings exactly as `dprp info --json` prints them.
+pub(crate) fn to_py_json<'py>(
+    py: Python<'py>,
+    value: &impl serde::Serialize,
+) -> PyResult<Bound<'py, PyAny>> {
+    let text = serde_json::to_string(value).map_err(|e| param("metadata", e))?;
+    py.import("json")?.call_method1("loads", (text,))
+}
+
+#[pymodule]
+fn _dprp(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add("DprpError", m.py().get_type::<DprpError>())?;
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    m.add_function(wrap_pyfunction!(publish::publish, m)?)?;
+    m.add_function(wrap_pyfunction!(publish::calibrate, m)?)?;
+    m.add_class::<release::Release>()?;
+    m.add_function(wrap_pyfunction!(ldp::privatise, m)?)?;
+    m.add_class::<ldp::MeanAccumulator>()?;
+    m.add_function(wrap_pyfunction!(eval::eval_retrieval, m)?)?;
+    Ok(())
+}

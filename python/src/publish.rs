@@ -1,0 +1,397 @@
+//! `dprp.publish` and `dprp.calibrate`.
+
+use std::path::PathBuf;
+
+use pyo3::exceptions::PyTypeError;
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+
+use dprp::data::scale::{parse_normalize, ScaleArg, ScalingRequest};
+use dprp::data::{open_reader, InputOptions, RowReader};
+use dprp::mechanism::{self, LocalMap, LocalOptions, MechanismKind, MechanismParams};
+use dprp::privacy::gaussian::{analytic_sigma, classical_is_proven, classical_sigma};
+use dprp::privacy::guarantee::Neighbour;
+use dprp::privacy::lattice::NoiseChoice;
+use dprp::privacy::noise::NoiseSource;
+use dprp::projection::{DenseKind, Seed};
+use dprp::publish::{publish_from, PublishOptions, PublishRequest};
+
+use crate::arrays::{self, ArrayReader, CancellableReader};
+use crate::interrupt::{self, Outcome};
+use crate::release::Release;
+use crate::{err, param};
+
+/// A public projection seed: an int (≥ 0) or up to 64 hex digits, as `--projection-seed`.
+fn seed(s: Option<&Bound<'_, PyAny>>) -> PyResult<Option<Seed>> {
+    let Some(s) = s else { return Ok(None) };
+    let text = if let Ok(i) = s.extract::<u128>() {
+        format!("{i:x}")
+    } else if let Ok(t) = s.extract::<String>() {
+        t
+    } else {
+        return Err(PyTypeError::new_err(
+            "seed: expected a non-negative int or a hex string",
+        ));
+    };
+    Seed::parse_hex(&text).map(Some).map_err(err)
+}
+
+/// The mechanism parameters as `dprp publish` builds them from its options.
+#[allow(clippy::too_many_arguments)]
+fn params(
+    mechanism: &str,
+    epsilon: f64,
+    delta: Option<f64>,
+    beta: Option<f64>,
+    neighbour: Option<&str>,
+    k: Option<usize>,
+    projection: Option<&str>,
+    seed: Option<Seed>,
+    min_norm: Option<f64>,
+    individual_dp: bool,
+    epsilon_norm: Option<f64>,
+    radius: Option<f64>,
+    first_row: u64,
+) -> dprp::Result<MechanismParams> {
+    let kind = MechanismKind::parse(mechanism)?;
+    let (projection, map) = match (projection, kind.is_local()) {
+        (None, _) => (None, None),
+        (Some(p), false) => (Some(DenseKind::parse(p)?), None),
+        (Some(p), true) => (None, Some(LocalMap::parse(p)?)),
+    };
+    if kind.is_local() {
+        for (given, opt) in [(beta.is_some(), "beta"), (neighbour.is_some(), "neighbour")] {
+            if given {
+                return Err(dprp::Error::param(
+                    opt,
+                    format!(
+                        "{} is local DP: any two inputs of its domain are neighbours \
+                         (replace-one), so β and the neighbour relation do not apply",
+                        kind.name()
+                    ),
+                ));
+            }
+        }
+    }
+    Ok(MechanismParams {
+        kind,
+        epsilon,
+        delta,
+        beta: beta.unwrap_or(1.0),
+        neighbour: match neighbour {
+            Some(n) => Neighbour::parse(n)?,
+            None if kind.is_local() => Neighbour::ReplaceOne,
+            None => Neighbour::Coordinate,
+        },
+        p: 0,
+        k,
+        projection,
+        seed,
+        min_norm,
+        individual_dp,
+        local: LocalOptions {
+            map,
+            epsilon_norm,
+            radius,
+            first_row,
+        },
+    })
+}
+
+/// `--noise`: refused for mechanisms without Gaussian noise, as the CLI does.
+fn noise_choice(kind: MechanismKind, noise: Option<&str>) -> dprp::Result<NoiseChoice> {
+    match noise {
+        Some(_) if !kind.adds_gaussian_noise() => Err(dprp::Error::param(
+            "noise",
+            format!(
+                "{} adds no Gaussian noise (noise chooses the Gaussian sampler of raw-g-opt, \
+                 dp-rp-g, dp-rp-g-opt, dp-oporp, idp-signrp-g, idp-signoporp-g)",
+                kind.name()
+            ),
+        )),
+        Some(n) => NoiseChoice::parse(n),
+        None => Ok(NoiseChoice::default()),
+    }
+}
+
+/// What to publish: a numpy array or a dataset file.
+enum Input<'py> {
+    Array(arrays::Matrix<'py>),
+    Path(PathBuf),
+}
+
+/// Publish `x` (a 2-D float32/float64 numpy array, or the path of any dataset file dprp reads)
+/// as a private sketch release written to `output`, and open it. The release is the same file
+/// `dprp publish` writes; the secret noise comes from the operating system's CSPRNG unless
+/// `noise_seed` is given (then the release is NOT private, and a warning says so).
+#[pyfunction]
+#[pyo3(signature = (x, *, mechanism, epsilon, output, delta=None, k=None, seed=None, beta=None,
+    neighbour=None, projection=None, min_norm=None, individual_dp=false, epsilon_norm=None,
+    radius=None, first_row=0, noise=None, noise_seed=None, labels=None, scale=None,
+    normalize=None, clip=false, clip_norm=None, memory=256))]
+#[allow(clippy::too_many_arguments)]
+pub fn publish<'py>(
+    py: Python<'py>,
+    x: &Bound<'py, PyAny>,
+    mechanism: &str,
+    epsilon: f64,
+    output: PathBuf,
+    delta: Option<f64>,
+    k: Option<usize>,
+    seed: Option<&Bound<'py, PyAny>>,
+    beta: Option<f64>,
+    neighbour: Option<&str>,
+    projection: Option<&str>,
+    min_norm: Option<f64>,
+    individual_dp: bool,
+    epsilon_norm: Option<f64>,
+    radius: Option<f64>,
+    first_row: u64,
+    noise: Option<&str>,
+    noise_seed: Option<&str>,
+    labels: Option<&Bound<'py, PyAny>>,
+    scale: Option<&Bound<'py, PyAny>>,
+    normalize: Option<&str>,
+    clip: bool,
+    clip_norm: Option<f64>,
+    memory: usize,
+) -> PyResult<Release> {
+    let params = params(
+        mechanism,
+        epsilon,
+        delta,
+        beta,
+        neighbour,
+        k,
+        projection,
+        self::seed(seed)?,
+        min_norm,
+        individual_dp,
+        epsilon_norm,
+        radius,
+        first_row,
+    )
+    .map_err(err)?;
+    let input = if x.cast::<numpy::PyUntypedArray>().is_ok() {
+        Input::Array(arrays::matrix(x, "x")?)
+    } else if let Ok(p) = x.extract::<PathBuf>() {
+        Input::Path(p)
+    } else {
+        return Err(PyTypeError::new_err(format!(
+            "x: expected a 2-D numpy array or a path to a dataset file, got {}",
+            x.get_type().name()?
+        )));
+    };
+    let scaling = ScalingRequest {
+        scale: match scale {
+            None => None,
+            Some(s) => Some(if let Ok(v) = s.extract::<f64>() {
+                ScaleArg::parse(&v.to_string()).map_err(err)?
+            } else {
+                ScaleArg::parse(&s.extract::<String>().map_err(|_| {
+                    PyTypeError::new_err("scale: expected a positive number or \"max-abs\"")
+                })?)
+                .map_err(err)?
+            }),
+        },
+        normalize_l2: normalize
+            .map(parse_normalize)
+            .transpose()
+            .map_err(err)?
+            .unwrap_or(false),
+        clip,
+        clip_norm,
+    };
+    if memory == 0 {
+        return Err(param("memory", "the memory budget must be at least 1 MiB"));
+    }
+    let opts = PublishOptions {
+        memory_budget: memory.saturating_mul(1 << 20),
+        on_warning: None,
+        noise: noise_choice(params.kind, noise).map_err(err)?,
+    };
+    let source = match noise_seed {
+        Some(s) => NoiseSource::from_seed(s),
+        None => NoiseSource::from_os().map_err(err)?,
+    };
+    let (view, label_values, input_path) = match &input {
+        Input::Array(m) => {
+            let view = m.view();
+            let l = labels.map(|l| arrays::labels(l, view.rows())).transpose()?;
+            let name = format!(
+                "numpy array ({} × {} {})",
+                view.rows(),
+                view.cols(),
+                match m {
+                    arrays::Matrix::F32(_) => "float32",
+                    arrays::Matrix::F64(_) => "float64",
+                }
+            );
+            (Some(view), l, PathBuf::from(name))
+        }
+        Input::Path(p) => {
+            if labels.is_some() {
+                return Err(param(
+                    "labels",
+                    "labels are read from the dataset file; pass them only with a numpy array",
+                ));
+            }
+            (None, None, p.clone())
+        }
+    };
+    let req = PublishRequest {
+        input: input_path.clone(),
+        input_opts: InputOptions::default(),
+        scaling,
+        params,
+        output: output.clone(),
+    };
+    let outcome = interrupt::run(py, |cancel| {
+        run_publish(&req, view, label_values.as_deref(), cancel, &source, &opts)
+    })?;
+    let done = match outcome {
+        Outcome::Done(r) => r.map_err(err)?,
+        Outcome::Interrupted { exc, result } => {
+            if let Some(Ok(_)) = result {
+                // The signal came after the last chunk was read and the release was committed:
+                // an interrupted call leaves no output, so remove it.
+                let _ = std::fs::remove_file(&output);
+            }
+            return Err(exc);
+        }
+    };
+    if !done.warnings.is_empty() {
+        let warn = py.import("warnings")?;
+        for w in &done.warnings {
+            warn.call_method1("warn", (w.as_str(),))?;
+        }
+    }
+    Release::open_path(py, &output)
+}
+
+/// The pipeline over a numpy array (`view`) or, without one, the file `req.input`; both readers
+/// stop at the next chunk once `cancel` is set.
+fn run_publish<'a: 'c, 'c>(
+    req: &'a PublishRequest,
+    view: Option<arrays::View<'a>>,
+    labels: Option<&'a [f32]>,
+    cancel: &'c interrupt::Cancel,
+    source: &NoiseSource,
+    opts: &PublishOptions,
+) -> dprp::Result<dprp::publish::PublishOutcome> {
+    let mut open = || -> dprp::Result<Box<dyn RowReader + 'c>> {
+        Ok(match view {
+            Some(view) => Box::new(ArrayReader {
+                view,
+                labels: labels.map(numpy::ndarray::ArrayView1::from),
+                next: 0,
+                cancel,
+            }),
+            None => Box::new(CancellableReader {
+                inner: open_reader(&req.input, &req.input_opts)?,
+                cancel,
+            }),
+        })
+    };
+    publish_from(req, &mut open, source, opts, None)
+}
+
+/// Calibrate a mechanism without publishing: its noise (σ and Δ₂ for the Gaussian sketches, the
+/// flip rule for sign sketches, the constants of local mechanisms), its record as a release would
+/// store it, and its guarantee. Without `mechanism`, the Gaussian σ for an ℓ₂ `sensitivity`
+/// (default `beta`): analytic (Balle & Wang 2018, Theorem 3.2) and classical (Theorem 3.1).
+#[pyfunction]
+#[pyo3(signature = (*, epsilon, mechanism=None, delta=None, dim=None, k=None, sensitivity=None,
+    beta=None, neighbour=None, projection=None, seed=None, min_norm=None, individual_dp=false,
+    epsilon_norm=None, radius=None, noise=None))]
+#[allow(clippy::too_many_arguments)]
+pub fn calibrate<'py>(
+    py: Python<'py>,
+    epsilon: f64,
+    mechanism: Option<&str>,
+    delta: Option<f64>,
+    dim: Option<usize>,
+    k: Option<usize>,
+    sensitivity: Option<f64>,
+    beta: Option<f64>,
+    neighbour: Option<&str>,
+    projection: Option<&str>,
+    seed: Option<&Bound<'py, PyAny>>,
+    min_norm: Option<f64>,
+    individual_dp: bool,
+    epsilon_norm: Option<f64>,
+    radius: Option<f64>,
+    noise: Option<&str>,
+) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    let Some(name) = mechanism else {
+        if dim.is_some() || k.is_some() {
+            return Err(param(
+                "dim/k",
+                "apply to a mechanism; without one, calibrate gives σ for an ℓ₂ sensitivity",
+            ));
+        }
+        let delta = delta.ok_or_else(|| {
+            err(dprp::Error::missing(
+                "delta",
+                "the Gaussian mechanism needs δ",
+            ))
+        })?;
+        let b = beta.unwrap_or(1.0);
+        dprp::privacy::guarantee::check_beta(b).map_err(err)?;
+        let sens = sensitivity.unwrap_or(b);
+        d.set_item("epsilon", epsilon)?;
+        d.set_item("delta", delta)?;
+        d.set_item("sensitivity", sens)?;
+        d.set_item(
+            "sigma_analytic",
+            analytic_sigma(sens, epsilon, delta).map_err(err)?,
+        )?;
+        d.set_item(
+            "sigma_classical",
+            classical_sigma(sens, epsilon, delta).map_err(err)?,
+        )?;
+        d.set_item("classical_proven", classical_is_proven(epsilon))?;
+        return Ok(d);
+    };
+    if sensitivity.is_some() {
+        return Err(param(
+            "sensitivity",
+            "is computed from the mechanism; give it only without a mechanism",
+        ));
+    }
+    let mut p = params(
+        name,
+        epsilon,
+        delta,
+        beta,
+        neighbour,
+        k,
+        projection,
+        self::seed(seed)?,
+        min_norm,
+        individual_dp,
+        epsilon_norm,
+        radius,
+        0,
+    )
+    .map_err(err)?;
+    p.p = dim
+        .filter(|&p| p > 0)
+        .ok_or_else(|| param("dim", "give the input dimension p ≥ 1"))?;
+    let choice = noise_choice(p.kind, noise).map_err(err)?;
+    let m = mechanism::build_with(&p, choice).map_err(err)?;
+    let record = m.record();
+    let guarantee = m.guarantee();
+    d.set_item("mechanism", p.kind.name())?;
+    d.set_item("p", m.input_dim())?;
+    d.set_item("k", m.output_dim())?;
+    if let Some(g) = &record.gaussian {
+        d.set_item("sigma", g.sigma)?;
+        d.set_item("sensitivity", g.sensitivity)?;
+    }
+    d.set_item("guarantee", guarantee.sentence())?;
+    d.set_item("record", crate::to_py_json(py, &record)?)?;
+    d.set_item("privacy", crate::to_py_json(py, &guarantee)?)?;
+    Ok(d)
+}

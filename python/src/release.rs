@@ -1,0 +1,328 @@
+//! `dprp.Release`: an opened release (memory-mapped, checksum verified), its payload as a
+//! read-only numpy view, search and pairwise estimates.
+
+use std::path::{Path, PathBuf};
+
+use numpy::ndarray::{Array2, ArrayView2};
+use numpy::{IntoPyArray, PyArray2};
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+
+use dprp::data::scale::scale_queries;
+use dprp::data::Scaling;
+use dprp::estimate::{agreements, estimate_ip, sign_cosine, Estimator, QueryMode};
+use dprp::mechanism::{self, Mechanism, Payload};
+use dprp::search::queries::{sketch_queries, QuerySketches};
+use dprp::search::{exact, Measure, Sketch};
+
+use crate::interrupt::{self, Outcome};
+use crate::{err, param};
+
+/// A release opened for reading. Its payload stays memory-mapped for the object's lifetime:
+/// `sketches` is a view of the map, never a copy.
+#[pyclass(module = "dprp", frozen)]
+pub struct Release {
+    inner: dprp::release::Release,
+    mech: Box<dyn Mechanism>,
+}
+
+impl Release {
+    /// Open `path` (the one place a release is opened from Python: a sharded directory will be
+    /// accepted here).
+    pub fn open_path(_py: Python<'_>, path: &Path) -> PyResult<Release> {
+        let inner = dprp::release::Release::open(path).map_err(err)?;
+        let mech = mechanism::from_record(&inner.meta().mechanism, &inner.meta().guarantee)
+            .map_err(err)?;
+        Ok(Release { inner, mech })
+    }
+
+    fn check_row(&self, i: usize, what: &str) -> PyResult<()> {
+        if i >= self.inner.n() {
+            return Err(param(
+                what,
+                format!(
+                    "row {i} is out of range (the release has {} rows)",
+                    self.inner.n()
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    fn sketch(&self) -> PyResult<Sketch<'_>> {
+        let k = self.inner.k();
+        Ok(match self.inner.meta().payload {
+            Payload::F32 => Sketch::Real {
+                data: self.inner.values().map_err(err)?,
+                k,
+            },
+            Payload::Bits => Sketch::Bits {
+                data: self.inner.bits().map_err(err)?,
+                k,
+            },
+        })
+    }
+}
+
+/// Search results: row ids and scores, `queries × top` each.
+type Hits<'py> = (Bound<'py, PyArray2<u64>>, Bound<'py, PyArray2<f32>>);
+
+/// Queries per search batch: between batches the search checks for Ctrl-C; a batch scans the
+/// release about once per 64 queries, so at most a few release scans pass before an interrupt
+/// takes effect.
+const SEARCH_BATCH: usize = 256;
+
+#[pymethods]
+impl Release {
+    /// Open a release file (checksum verified, payload memory-mapped).
+    #[staticmethod]
+    fn open(py: Python<'_>, path: PathBuf) -> PyResult<Release> {
+        Release::open_path(py, &path)
+    }
+
+    /// The file the release was read from.
+    #[getter]
+    fn path(&self) -> PathBuf {
+        self.inner.path().to_path_buf()
+    }
+
+    /// Rows.
+    #[getter]
+    fn n(&self) -> usize {
+        self.inner.n()
+    }
+
+    /// Values (or signs) per row.
+    #[getter]
+    fn k(&self) -> usize {
+        self.inner.k()
+    }
+
+    /// Input dimension p.
+    #[getter]
+    fn p(&self) -> usize {
+        self.inner.meta().p
+    }
+
+    fn __len__(&self) -> usize {
+        self.inner.n()
+    }
+
+    fn __repr__(&self) -> String {
+        let m = self.inner.meta();
+        format!(
+            "<dprp.Release {}: {} rows, p = {} → k = {} {}, {}>",
+            self.inner.path().display(),
+            m.n,
+            m.p,
+            m.k,
+            match m.payload {
+                Payload::F32 => "values",
+                Payload::Bits => "signs",
+            },
+            m.mechanism.name.name()
+        )
+    }
+
+    /// The payload as a read-only numpy array backed by the memory map (no copy): `n × k`
+    /// float32 for real-valued releases, `n × ⌈k/64⌉` uint64 packed sign words for sign releases
+    /// (bit j of a row is word j/64, bit j%64 from the least significant; set = sign ≥ 0). The
+    /// array's `base` is this Release, which keeps the mapping alive.
+    #[getter]
+    fn sketches<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
+        let me = slf.get();
+        let n = me.inner.n();
+        let arr = match me.inner.meta().payload {
+            Payload::F32 => {
+                let k = me.inner.k();
+                let v = me.inner.values().map_err(err)?;
+                let view = ArrayView2::from_shape((n, k), v).map_err(|e| param("release", e))?;
+                // SAFETY: the view borrows the release's memory map, which lives as long as the
+                // Release object; that object becomes the array's base, so it outlives the array.
+                // The map is never written or remapped, and the array is made read-only below.
+                unsafe { PyArray2::borrow_from_array(&view, slf.clone().into_any()) }.into_any()
+            }
+            Payload::Bits => {
+                let w = me.inner.k().div_ceil(64);
+                let b = me.inner.bits().map_err(err)?;
+                let view = ArrayView2::from_shape((n, w), b).map_err(|e| param("release", e))?;
+                // SAFETY: as above.
+                unsafe { PyArray2::borrow_from_array(&view, slf.clone().into_any()) }.into_any()
+            }
+        };
+        let kw = PyDict::new(slf.py());
+        kw.set_item("write", false)?;
+        arr.call_method("setflags", (), Some(&kw))?;
+        Ok(arr)
+    }
+
+    /// Signs of a sign release as an `n × k` int8 array of ±1 (a copy; `sketches` holds the
+    /// packed words).
+    fn unpack_signs<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyArray2<i8>>> {
+        let bits = self.inner.bits().map_err(err)?;
+        let (n, k) = (self.inner.n(), self.inner.k());
+        let w = k.div_ceil(64);
+        let mut out = Array2::<i8>::zeros((n, k));
+        for (i, mut row) in out.rows_mut().into_iter().enumerate() {
+            let words = &bits[i * w..(i + 1) * w];
+            for (j, s) in row.iter_mut().enumerate() {
+                *s = if (words[j / 64] >> (j % 64)) & 1 == 1 {
+                    1
+                } else {
+                    -1
+                };
+            }
+        }
+        Ok(out.into_pyarray(py))
+    }
+
+    /// Labels stored with the rows (a float32 copy), or None.
+    #[getter]
+    fn labels<'py>(&self, py: Python<'py>) -> Option<Bound<'py, numpy::PyArray1<f32>>> {
+        self.inner
+            .labels()
+            .map(|l| numpy::PyArray1::from_slice(py, l))
+    }
+
+    /// Row ids (index in the published input) as uint64.
+    #[getter]
+    fn ids<'py>(&self, py: Python<'py>) -> Bound<'py, numpy::PyArray1<u64>> {
+        let ids: Vec<u64> = (0..self.inner.n()).map(|i| self.inner.id(i)).collect();
+        ids.into_pyarray(py)
+    }
+
+    /// The release metadata as a dict (the JSON `dprp info --json` prints, without its
+    /// `file`/`checksum_verified` additions).
+    #[getter]
+    fn meta<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        crate::to_py_json(py, self.inner.meta())
+    }
+
+    /// The privacy guarantee, as the sentence `dprp info` prints.
+    #[getter]
+    fn guarantee(&self) -> String {
+        self.inner.meta().statement.clone()
+    }
+
+    /// Nearest released rows to raw query vectors, as `dprp query` (raw mode) finds them: the
+    /// queries (2-D float array, p columns) are brought to the release's recorded scale (unless
+    /// `no_scale`), projected with its public map (signs packed for sign releases) and ranked by
+    /// `measure` (ip, cosine — the default for real sketches — or hamming for sign sketches).
+    /// Returns `(ids, scores)`: uint64 row ids and float32 scores, each `queries × top`, best
+    /// first.
+    #[pyo3(signature = (queries, top=10, measure=None, no_scale=false))]
+    fn search<'py>(
+        &self,
+        py: Python<'py>,
+        queries: &Bound<'py, PyAny>,
+        top: usize,
+        measure: Option<&str>,
+        no_scale: bool,
+    ) -> PyResult<Hits<'py>> {
+        let m = crate::arrays::matrix(queries, "queries")?;
+        let view = m.view();
+        let p = self.inner.meta().p;
+        if view.cols() != p {
+            return Err(param(
+                "queries",
+                format!(
+                    "queries have {} features, the release was made from {p}-dimensional rows",
+                    view.cols()
+                ),
+            ));
+        }
+        if view.rows() == 0 {
+            return Err(param("queries", "no query rows"));
+        }
+        let db = self.sketch()?;
+        let measure = match measure {
+            Some(s) => Measure::parse(s).map_err(err)?,
+            None if db.is_bits() => Measure::Hamming,
+            None => Measure::Cosine,
+        };
+        let nq = view.rows();
+        let k = self.inner.k();
+        let payload = self.inner.meta().payload;
+        let release_scaling = &self.inner.meta().scaling;
+        let mech = self.mech.as_ref();
+        let outcome = interrupt::run(py, |cancel| -> dprp::Result<(Vec<u64>, Vec<f32>)> {
+            let mut values = Vec::with_capacity(nq * p);
+            view.append_rows(0, nq, &mut values);
+            let label = Path::new("queries");
+            scale_queries(
+                release_scaling,
+                &Scaling::default(),
+                &mut values,
+                p,
+                label,
+                no_scale,
+            )?;
+            let q = sketch_queries(mech, payload, &values)?;
+            drop(values);
+            let qs = match &q {
+                QuerySketches::Real(v) => Sketch::Real { data: v, k },
+                QuerySketches::Bits(v) => Sketch::Bits { data: v, k },
+            };
+            dprp::search::check_request(&db, &qs, measure, top)?;
+            let mut ids = Vec::with_capacity(nq * top);
+            let mut scores = Vec::with_capacity(nq * top);
+            for start in (0..nq).step_by(SEARCH_BATCH) {
+                cancel.check()?;
+                let end = (start + SEARCH_BATCH).min(nq);
+                for hits in exact::search(&db, &qs.rows_range(start, end), measure, top, None)? {
+                    for h in &hits {
+                        ids.push(self.inner.id(h.row));
+                        scores.push(h.score);
+                    }
+                    // top ≤ n, so every query has `top` hits; pad defensively all the same
+                    for _ in hits.len()..top {
+                        ids.push(u64::MAX);
+                        scores.push(f32::NAN);
+                    }
+                }
+            }
+            Ok((ids, scores))
+        })?;
+        let (ids, scores) = match outcome {
+            Outcome::Done(r) => r.map_err(err)?,
+            Outcome::Interrupted { exc, .. } => return Err(exc),
+        };
+        let ids = Array2::from_shape_vec((nq, top), ids).map_err(|e| param("search", e))?;
+        let scores = Array2::from_shape_vec((nq, top), scores).map_err(|e| param("search", e))?;
+        Ok((ids.into_pyarray(py), scores.into_pyarray(py)))
+    }
+
+    /// Estimate between released rows `i` and `j` (row indices), with its standard error, as
+    /// `dprp estimate` computes it: for real-valued sketches the inner product ⟨u_i, u_j⟩ with
+    /// the plug-in standard error of DESIGN.md §6 (Theorems C.1–C.3); for sign sketches with
+    /// randomised response, the cosine debiased from the sign agreements (Theorem 4.5) and the
+    /// standard error of the cosine (delta method). Returns `(value, standard_error)`.
+    fn estimate(&self, i: usize, j: usize) -> PyResult<(f64, f64)> {
+        self.check_row(i, "i")?;
+        self.check_row(j, "j")?;
+        let k = self.inner.k();
+        match self.mech.estimator().map_err(err)? {
+            Estimator::Sign { eps_prime, .. } => {
+                let Some(eps) = eps_prime else {
+                    return Err(param(
+                        "release",
+                        "its sign flips depend on the data (smooth flipping or iDP), so the \
+                         agreement rate cannot be debiased into a cosine",
+                    ));
+                };
+                let w = k.div_ceil(64);
+                let b = self.inner.bits().map_err(err)?;
+                let agree = agreements(&b[i * w..(i + 1) * w], &b[j * w..(j + 1) * w], k);
+                let s = sign_cosine(agree, k, Some(eps), QueryMode::BothPrivate);
+                Ok((s.cosine, s.se_cosine))
+            }
+            est => {
+                let x = self.inner.row(i).map_err(err)?;
+                let y = self.inner.row(j).map_err(err)?;
+                let e = estimate_ip(&est, x, y, None)
+                    .ok_or_else(|| param("release", "no estimator for this release"))?;
+                Ok((e.inner_product, e.se))
+            }
+        }
+    }
+}

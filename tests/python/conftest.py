@@ -1,0 +1,31 @@
+"""Shared fixtures of the Python module's tests (run by test.sh after `cargo test`)."""
+
+import os
+import pathlib
+import subprocess
+
+import numpy as np
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+
+
+def dprp_bin() -> str:
+    """The dprp command built by `cargo test --release` / `cargo build --release` (DPRP_BIN
+    overrides). Missing is a failure, not a skip: test.sh builds it before pytest runs."""
+    path = os.environ.get("DPRP_BIN", str(ROOT / "target" / "release" / "dprp"))
+    assert os.path.exists(path), f"{path} missing: run `cargo build --release` first"
+    return path
+
+
+def run_cli(*args: str) -> str:
+    out = subprocess.run([dprp_bin(), *args], capture_output=True, text=True)
+    assert out.returncode == 0, f"dprp {' '.join(args)} failed: {out.stderr}"
+    return out.stdout
+
+
+@pytest.fixture(scope="session")
+def data() -> np.ndarray:
+    """600 rows × 48 features in [0, 1], C-ordered float32, from a fixed seed."""
+    rng = np.random.default_rng(20261123)
+    return rng.random((600, 48), dtype=np.float32)

@@ -1,0 +1,142 @@
+"""Every error reaches Python as an exception carrying dprp's message; no partial output."""
+
+import os
+
+import numpy as np
+import pytest
+
+import dprp
+
+GAUSS = dict(mechanism="dp-oporp", epsilon=5.0, delta=1e-6, k=16)
+
+
+def no_files(d):
+    return sorted(os.listdir(d)) == []
+
+
+def test_dprp_error_is_a_value_error():
+    assert issubclass(dprp.DprpError, ValueError)
+
+
+@pytest.mark.parametrize("x,exc,match", [
+    (np.zeros(10, dtype=np.float32), dprp.DprpError, "2-D array"),
+    (np.zeros((2, 3, 4), dtype=np.float32), dprp.DprpError, "2-D array"),
+    (np.zeros((10, 4), dtype=np.int32), TypeError, "dtype"),
+    (np.zeros((10, 4), dtype=np.float16), TypeError, "dtype"),
+    ([[0.1, 0.2]], TypeError, "numpy array or a path"),
+    (42, TypeError, "numpy array or a path"),
+])
+def test_bad_arrays(tmp_path, x, exc, match):
+    with pytest.raises(exc, match=match):
+        dprp.publish(x, output=tmp_path / "r.dprp", **GAUSS)
+    assert no_files(tmp_path)
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
+def test_non_finite_values_name_row_and_column(tmp_path, data, bad):
+    x = data.copy()
+    x[517, 9] = bad
+    with pytest.raises(dprp.DprpError, match=r"row 517, column 9"):
+        dprp.publish(x, output=tmp_path / "r.dprp", **GAUSS)
+    assert no_files(tmp_path)
+
+
+def test_f64_beyond_f32_range_is_refused(tmp_path, data):
+    x = data.astype(np.float64)
+    x[3, 2] = 1e300
+    with pytest.raises(dprp.DprpError, match=r"row 3, column 2"):
+        dprp.publish(x, output=tmp_path / "r.dprp", **GAUSS)
+
+
+def test_values_outside_the_domain(tmp_path, data):
+    with pytest.raises(dprp.DprpError, match="row 0"):
+        dprp.publish(data * 0 + 5.0, output=tmp_path / "r.dprp", **GAUSS)
+    assert no_files(tmp_path)
+
+
+@pytest.mark.parametrize("kw,match", [
+    (dict(epsilon=-1.0), "epsilon"),
+    (dict(epsilon=0.0), "epsilon"),
+    (dict(mechanism="nope"), "mechanism"),
+    (dict(delta=None), "δ|delta"),
+    (dict(delta=2.0), "δ|delta"),
+    (dict(k=0), "k"),
+    (dict(seed="xyz"), "seed|hex"),
+    (dict(noise="neither"), "noise"),
+    (dict(memory=0), "memory"),
+    (dict(scale="bogus"), "scale"),
+    (dict(normalize="l7"), "normalize|l7"),
+])
+def test_bad_parameters(tmp_path, data, kw, match):
+    args = {**GAUSS, **kw}
+    with pytest.raises(dprp.DprpError, match=match):
+        dprp.publish(data, output=tmp_path / "r.dprp", **args)
+    assert no_files(tmp_path)
+
+
+def test_bad_paths(tmp_path, data):
+    with pytest.raises(dprp.DprpError, match="does not exist|No such file"):
+        dprp.publish(data, output=tmp_path / "missing-dir" / "r.dprp", **GAUSS)
+    with pytest.raises(dprp.DprpError, match="No such file"):
+        dprp.publish(str(tmp_path / "absent.npy"), output=tmp_path / "r.dprp", **GAUSS)
+    (tmp_path / "x.txt").write_text("hello")
+    with pytest.raises(dprp.DprpError, match="unknown input format"):
+        dprp.publish(str(tmp_path / "x.txt"), output=tmp_path / "r.dprp", **GAUSS)
+    with pytest.raises(dprp.DprpError, match="labels"):
+        dprp.publish(str(tmp_path / "x.txt"), output=tmp_path / "r.dprp",
+                     labels=np.zeros(3), **GAUSS)
+    with pytest.raises(dprp.DprpError, match="labels"):
+        dprp.publish(data, output=tmp_path / "r.dprp", labels=np.zeros(3), **GAUSS)
+    assert sorted(os.listdir(tmp_path)) == ["x.txt"]
+
+
+def test_release_open_errors(tmp_path, data):
+    with pytest.raises(dprp.DprpError, match="No such file"):
+        dprp.Release.open(tmp_path / "none.dprp")
+    (tmp_path / "junk.dprp").write_bytes(b"x" * 200)
+    with pytest.raises(dprp.DprpError, match="not a dprp release"):
+        dprp.Release.open(tmp_path / "junk.dprp")
+    dprp.publish(data, output=tmp_path / "r.dprp", **GAUSS)
+    raw = bytearray((tmp_path / "r.dprp").read_bytes())
+    raw[200] ^= 1
+    (tmp_path / "bad.dprp").write_bytes(bytes(raw))
+    with pytest.raises(dprp.DprpError, match="checksum mismatch"):
+        dprp.Release.open(tmp_path / "bad.dprp")
+
+
+def test_search_and_estimate_errors(tmp_path, data):
+    rel = dprp.publish(data, output=tmp_path / "r.dprp", **GAUSS)
+    with pytest.raises(dprp.DprpError, match="features"):
+        rel.search(np.zeros((2, 5), dtype=np.float32))
+    with pytest.raises(dprp.DprpError, match="2-D"):
+        rel.search(np.zeros(48, dtype=np.float32))
+    with pytest.raises(TypeError, match="dtype"):
+        rel.search(np.zeros((2, 48), dtype=np.int64))
+    with pytest.raises(dprp.DprpError, match="top|K"):
+        rel.search(data[:2], top=0)
+    with pytest.raises(dprp.DprpError, match="exceeds"):
+        rel.search(data[:2], top=601)
+    with pytest.raises(dprp.DprpError, match="hamming"):
+        rel.search(data[:2], measure="hamming")
+    with pytest.raises(dprp.DprpError, match="measure"):
+        rel.search(data[:2], measure="euclid")
+    q = data[:2].copy()
+    q[1, 1] = np.nan
+    with pytest.raises(dprp.DprpError, match="row 1, column 1"):
+        rel.search(q)
+    with pytest.raises(dprp.DprpError, match="out of range"):
+        rel.estimate(0, 600)
+    with pytest.raises(OverflowError):
+        rel.estimate(-1, 0)
+
+
+def test_calibrate_errors():
+    with pytest.raises(dprp.DprpError, match="delta|δ"):
+        dprp.calibrate(epsilon=1.0)
+    with pytest.raises(dprp.DprpError, match="dim"):
+        dprp.calibrate(epsilon=1.0, delta=1e-6, mechanism="dp-oporp", k=8)
+    with pytest.raises(dprp.DprpError, match="epsilon|ε"):
+        dprp.calibrate(epsilon=-2.0, delta=1e-6, mechanism="dp-oporp", k=8, dim=32)
+    with pytest.raises(dprp.DprpError, match="sensitivity"):
+        dprp.calibrate(epsilon=1.0, delta=1e-6, mechanism="dp-oporp", k=8, dim=32,
+                       sensitivity=2.0)

@@ -1,0 +1,96 @@
+"""dprp.publish → Release: the file the CLI writes, zero-copy sketches, input kinds."""
+
+import json
+import os
+
+import numpy as np
+import pytest
+
+import dprp
+from conftest import run_cli
+
+GAUSS = dict(mechanism="dp-oporp", epsilon=5.0, delta=1e-6, k=32)
+
+
+def test_round_trip_zero_copy_and_cli_reads_it(tmp_path, data):
+    out = tmp_path / "r.dprp"
+    rel = dprp.publish(data, output=str(out), seed=7, **GAUSS)
+    assert (rel.n, rel.p, rel.k) == (600, 48, 32)
+    s1, s2 = rel.sketches, rel.sketches
+    assert s1.dtype == np.float32 and s1.shape == (600, 32)
+    assert s1.flags.writeable is False
+    with pytest.raises(ValueError):
+        s1[0, 0] = 1.0
+    # a view of the memory map: the Release is its base, and two accesses share memory
+    assert s1.base is rel
+    assert np.shares_memory(s1, s2)
+    assert not s1.flags.owndata
+    # the view keeps the mapping alive after the Release name is gone
+    del rel
+    reopened = dprp.Release.open(out)
+    assert np.array_equal(s1, reopened.sketches)
+    # `dprp info` reads the file; the metadata and the guarantee are the CLI's
+    info = json.loads(run_cli("info", "--json", str(out)))
+    assert info["checksum_verified"] is True
+    meta = reopened.meta
+    for key in ("n", "p", "k", "payload", "statement", "mechanism", "guarantee", "noise"):
+        assert meta[key] == info[key], key
+    assert meta["noise"]["source"] == "os-csprng"
+    assert meta["private"] is True
+    assert reopened.guarantee == info["statement"]
+    assert "guarantee    " + reopened.guarantee in run_cli("info", str(out))
+
+
+def test_same_release_as_the_cli(tmp_path, data):
+    """Same input, projection seed and (test-only) noise seed: the payload is byte-identical to
+    `dprp publish`, so the module runs the CLI's pipeline, calibration and noise."""
+    np.save(tmp_path / "x.npy", data)
+    cli = tmp_path / "cli.dprp"
+    run_cli("publish", str(tmp_path / "x.npy"), "-m", "dp-oporp", "-e", "5", "-d", "1e-6",
+            "-k", "32", "--projection-seed", "abc", "--noise-seed", "t", "-o", str(cli))
+    with pytest.warns(UserWarning, match="NOT private"):
+        py = dprp.publish(data, output=tmp_path / "py.dprp", seed="abc", noise_seed="t", **GAUSS)
+    c = dprp.Release.open(cli)
+    assert np.array_equal(py.sketches, c.sketches)
+    assert py.meta["mechanism"] == c.meta["mechanism"]
+    # power: another noise seed gives other bytes
+    other = dprp.publish(data, output=tmp_path / "o.dprp", seed="abc", noise_seed="u", **GAUSS)
+    assert not np.array_equal(other.sketches, c.sketches)
+
+
+def test_f64_fortran_strided_and_path_inputs_give_the_same_rows(tmp_path, data):
+    kw = dict(seed="5", noise_seed="n", **GAUSS)
+    with pytest.warns(UserWarning):
+        base = dprp.publish(data, output=tmp_path / "a.dprp", **kw).sketches
+        f64 = dprp.publish(data.astype(np.float64), output=tmp_path / "b.dprp", **kw).sketches
+        fort = dprp.publish(np.asfortranarray(data), output=tmp_path / "c.dprp", **kw).sketches
+        wide = np.zeros((600, 96), dtype=np.float32)
+        wide[:, ::2] = data
+        strided = dprp.publish(wide[:, ::2], output=tmp_path / "d.dprp", **kw).sketches
+        np.save(tmp_path / "x.npy", data)
+        path = dprp.publish(str(tmp_path / "x.npy"), output=tmp_path / "e.dprp", **kw).sketches
+    for other in (f64, fort, strided, path):
+        assert np.array_equal(base, other)
+
+
+def test_labels_are_stored(tmp_path, data):
+    labels = np.arange(600, dtype=np.float64) % 3
+    rel = dprp.publish(data, output=tmp_path / "l.dprp", labels=labels, **GAUSS)
+    assert rel.meta["labels"] is True
+    assert np.array_equal(rel.labels, labels.astype(np.float32))
+    assert np.array_equal(rel.ids, np.arange(600, dtype=np.uint64))
+
+
+def test_sign_release_packed_words_and_unpacked_signs(tmp_path, data):
+    rel = dprp.publish(data, output=tmp_path / "s.dprp", mechanism="dp-signoporp-rr",
+                       epsilon=4.0, k=40)
+    words = rel.sketches
+    assert words.dtype == np.uint64 and words.shape == (600, 1)
+    assert words.flags.writeable is False and words.base is rel
+    signs = rel.unpack_signs()
+    assert signs.shape == (600, 40) and set(np.unique(signs)) <= {-1, 1}
+    # repack: bit j set ⇔ sign +1, least significant bit first; padding bits are 0
+    packed = ((signs > 0).astype(np.uint64) << np.arange(40, dtype=np.uint64)).sum(axis=1)
+    assert np.array_equal(packed, words[:, 0])
+    with pytest.raises(dprp.DprpError, match="holds values"):
+        dprp.publish(data, output=tmp_path / "g.dprp", **GAUSS).unpack_signs()
