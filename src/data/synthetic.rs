@@ -19,12 +19,6 @@ use super::{RowReader, Scaling};
 use crate::error::{Error, Result};
 use crate::projection::Seed;
 
-thread_local! {
-    /// One `f64` row buffer per thread, reused by every row the thread draws (a fresh buffer per
-    /// row — 8 MB at d = 10⁶ — cost page faults and zeroing on every row).
-    static ROW: std::cell::RefCell<Vec<f64>> = const { std::cell::RefCell::new(Vec::new()) };
-}
-
 /// A [`RowReader`] over `n` synthetic rows of dimension `d`.
 pub struct SyntheticRows {
     n: u64,
@@ -97,25 +91,20 @@ impl RowReader for SyntheticRows {
         values.resize(start + rows * d, 0.0);
         // ‖μ + s·z‖² = ‖μ‖² + 2s·⟨z, μ⟩ + s²·‖z‖², the two sums taken while the normals are
         // drawn: one pass to draw, one to write the normalised row (and one row buffer per
-        // thread, kept between calls).
+        // rayon split, not per row).
         let mu_sq: f64 = self.mu.iter().map(|m| m * m).sum();
-        values[start..]
-            .par_chunks_mut(d)
-            .enumerate()
-            .for_each(|(r, out)| {
-                ROW.with(|cell| {
-                    let mut row = cell.borrow_mut();
-                    row.resize(d, 0.0); // overwritten by the draw
-                    let mut rng =
-                        Xoshiro256pp::from_seed_stream(self.seed.0, 1 + first + r as u64);
-                    let (dot, sq) = fill_standard_normal_dot(&mut rng, &mut row[..d], &self.mu);
-                    let norm = (mu_sq + 2.0 * s * dot + s * s * sq).max(0.0).sqrt();
-                    let k = if norm > 0.0 { 1.0 / norm } else { 1.0 };
-                    for ((o, z), m) in out.iter_mut().zip(row.iter()).zip(&self.mu) {
-                        *o = ((m + s * z) * k) as f32;
-                    }
-                })
-            });
+        values[start..].par_chunks_mut(d).enumerate().for_each_init(
+            || vec![0.0f64; d],
+            |row, (r, out)| {
+                let mut rng = Xoshiro256pp::from_seed_stream(self.seed.0, 1 + first + r as u64);
+                let (dot, sq) = fill_standard_normal_dot(&mut rng, row, &self.mu);
+                let norm = (mu_sq + 2.0 * s * dot + s * s * sq).max(0.0).sqrt();
+                let k = if norm > 0.0 { 1.0 / norm } else { 1.0 };
+                for ((o, z), m) in out.iter_mut().zip(row.iter()).zip(&self.mu) {
+                    *o = ((m + s * z) * k) as f32;
+                }
+            },
+        );
         self.emitted += rows as u64;
         Ok(rows)
     }
