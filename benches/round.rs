@@ -7,7 +7,11 @@
 //! cargo bench --bench round -- noise        # one piece
 //! ```
 //!
-//! * `synthetic`: one `--synthetic` row (10^6 normals, ziggurat on ChaCha20, normalised, f32).
+//! * `synthetic`: one `--synthetic` row (10^6 normals, ziggurat on xoshiro256++, normalised,
+//!   f32).
+//! * `normals-chacha`, `normals-xoshiro`: the 10^6 ziggurat normals alone, on ChaCha20 keystream
+//!   words (the synthetic rows' generator until round2, and the secret-noise path's) and on
+//!   xoshiro256++ words (the synthetic rows' now).
 //! * `sketch`: `y = Sx`, the count sketch from 10^6 to m coordinates.
 //! * `round`: clip, flatten (H·D in m dimensions) and conditional randomised rounding.
 //! * `noise`: m exact discrete Gaussians at the plan's σ/γ (CKS 2020 on the client's stream).
@@ -27,6 +31,9 @@ use dprp::mechanism::distributed::{ClientEncoder, DdgParams, SketchDdg};
 use dprp::privacy::chacha::BufferedChaCha;
 use dprp::privacy::noise::NoiseSource;
 use dprp::projection::Seed;
+use dprp::rng::normal::fill_standard_normal;
+use dprp::rng::Xoshiro256pp;
+use rand::SeedableRng;
 
 const N: u64 = 1000;
 const D: usize = 1_000_000;
@@ -72,6 +79,21 @@ fn bench(c: &mut Criterion) {
             black_box(&v);
         })
     });
+    let mut z = vec![0.0f64; D];
+    let mut chacha = rand_chacha::ChaCha20Rng::from_seed([4; 32]);
+    g.bench_function("normals-chacha", |b| {
+        b.iter(|| {
+            fill_standard_normal(&mut chacha, &mut z);
+            black_box(&z);
+        })
+    });
+    let mut xo = Xoshiro256pp::from_seed_stream([4; 32], 1);
+    g.bench_function("normals-xoshiro", |b| {
+        b.iter(|| {
+            fill_standard_normal(&mut xo, &mut z);
+            black_box(&z);
+        })
+    });
     let mut out = vec![0.0; M];
     g.bench_function("sketch", |b| {
         b.iter(|| {
@@ -92,13 +114,13 @@ fn bench(c: &mut Criterion) {
         })
     });
     let dg = *enc.ddg().noise().expect("σ > 0");
-    let mut z = vec![0i64; M];
+    let mut zn = vec![0i64; M];
     g.bench_function("noise", |b| {
         b.iter(|| {
             client += 1;
             let mut rng = noise.block_rng(client);
-            dg.fill(&mut BufferedChaCha::new(&mut rng), &mut z);
-            black_box(&z);
+            dg.fill(&mut BufferedChaCha::new(&mut rng), &mut zn);
+            black_box(&zn);
         })
     });
     let mut msg = vec![0u64; M];

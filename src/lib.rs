@@ -84,6 +84,7 @@ pub mod privacy;
 pub mod projection;
 pub mod publish;
 pub mod release;
+pub mod rng;
 pub mod search;
 
 pub use error::{Error, Result};

@@ -87,6 +87,15 @@ fn discrete_gaussian_sigma_10_and_non_integer() {
     check_dgauss(rat(1, 3), 200_000, 11); // σ² = 1/3, not dyadic
 }
 
+/// The σ of the full-round target's noise (`σ/γ` of the sketch-DDG plan in `benches/round.rs`,
+/// ≈ 116.6, so `t = 117` and the `exp(−U/117)` trials go through `ExpFrac`'s tables), with
+/// the 40-bit denominator the DDG encoder hands the sampler.
+#[test]
+fn discrete_gaussian_round_sigma() {
+    let s = 1.308425e-1 / 1.121686e-3;
+    check_dgauss(Rational::from_f64_up(s * s, 40).unwrap(), 1_000_000, 15);
+}
+
 #[test]
 fn discrete_gaussian_sigma_1000() {
     check_dgauss(Rational::integer(1_000_000), 1_000_000, 13);

@@ -33,7 +33,7 @@
 //! chosen constant is a public field of the mechanism's parameter struct.
 
 pub mod decoder;
-pub mod normal;
+pub use crate::rng::normal;
 pub mod privunit2;
 pub mod privunit2_norm;
 pub mod privunit_inf;

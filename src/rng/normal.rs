@@ -1,4 +1,5 @@
-//! Bulk standard normals for the local mechanisms: the ziggurat method (Marsaglia & Tsang 2000,
+//! Bulk standard normals — the local mechanisms' noise and public maps, and the public synthetic
+//! data ([`crate::data::synthetic`], on [`super::Xoshiro256pp`] words) — by the ziggurat method (Marsaglia & Tsang 2000,
 //! "The Ziggurat Method for Generating Random Variables", with the tail algorithm of Marsaglia
 //! 1964 and the layer layout of Doornik 2005, "An Improved Ziggurat Method to Generate Normal
 //! Random Samples") on 64-bit words drawn in blocks from the caller's generator.
@@ -77,7 +78,7 @@ pub struct Ziggurat {
 // Every transcendental function below is the `libm` crate's (a software implementation, the same
 // bits on every machine), not the platform's: the tables and the samples are then a function of
 // the random words alone, which the public Householder vectors of the rotation need
-// ([`super::rotation`], regenerated bit for bit from a seed on any machine).
+// ([`crate::mechanism::local::rotation`], regenerated bit for bit from a seed on any machine).
 
 fn f(x: f64) -> f64 {
     libm::exp(-0.5 * x * x)
