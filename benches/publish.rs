@@ -451,6 +451,7 @@ fn phases(fx: &Fixture, noise: &NoiseSource) -> dprp::Result<()> {
         "fsync",
         "publish"
     );
+    let mut model = Vec::new();
     let read = time_it(REPS, || {
         let mut r = open_reader(&fx.dataset, &InputOptions::default()).expect("open");
         let (mut v, mut l) = (Vec::new(), Vec::new());
@@ -514,6 +515,7 @@ fn phases(fx: &Fixture, noise: &NoiseSource) -> dprp::Result<()> {
         let (mut write, mut fsync) = (Vec::new(), Vec::new());
         for _ in 0..REPS {
             use std::io::Write;
+            let _ = std::fs::remove_file(&path);
             let t = Instant::now();
             let mut f = std::io::BufWriter::with_capacity(
                 1 << 20,
@@ -530,8 +532,23 @@ fn phases(fx: &Fixture, noise: &NoiseSource) -> dprp::Result<()> {
         }
         let req = request(kind, k, &fx.dataset, fx.dir.join("phase.release"));
         let total = time_it(REPS, || {
+            // (a fresh output each time: replacing a release frees its blocks inside the rename)
+            let _ = std::fs::remove_file(&req.output);
             publish(&req, noise).expect("publish");
         });
+        let chunk =
+            dprp::publish::chunk_rows(p, k, mech.payload(), dprp::publish::DEFAULT_MEMORY_BUDGET);
+        model.push((
+            format!("{name} k={k}"),
+            Stages {
+                read,
+                parallel: checks + private + hash,
+                write: median(write.clone()),
+                device: median(fsync.clone()),
+                chunks: n.div_ceil(chunk),
+                publish: total,
+            },
+        ));
         println!(
             "{:<28} {:>7.3} {:>7.3} {:>7.3} {:>7.3} {:>8.3} {:>7.3} {:>7.3} {:>7.3} {:>7.3} {:>7.3} {:>8.3}",
             format!("{name} k={k}"),
@@ -554,7 +571,98 @@ fn phases(fx: &Fixture, noise: &NoiseSource) -> dprp::Result<()> {
          n×k output, write excludes fsync; publish is the whole pipeline)\n",
         CHUNK_ROWS / rayon::current_num_threads().max(1)
     );
+    if rayon::current_num_threads() == 1 {
+        print_scaling_model(&model);
+    } else {
+        println!(
+            "(run with RAYON_NUM_THREADS=1 for the one-core stage times and the scaling arithmetic)\n"
+        );
+    }
     Ok(())
+}
+
+/// One-core stage times of one setting (seconds over the whole dataset).
+#[derive(Clone, Copy)]
+struct Stages {
+    /// The reader thread's work (one thread).
+    read: f64,
+    /// Work done by the privatisation pool (validation, privatisation, and the payload hash,
+    /// which the writer hands to the pool).
+    parallel: f64,
+    /// The writer thread's writes (one thread).
+    write: f64,
+    /// The device making the payload durable (`fsync` of the whole output), overlapped with the
+    /// rest by the write-behind flush of `AtomicFile` (one device).
+    device: f64,
+    /// Pipeline chunks.
+    chunks: usize,
+    /// The whole publish on one thread.
+    publish: f64,
+}
+
+impl Stages {
+    /// Predicted time on `t` threads: the slowest stage of the pipeline (the parallel work split
+    /// over `t` threads, or a one-thread stage), plus filling and draining it (one chunk through
+    /// every stage).
+    fn predicted(&self, t: f64) -> f64 {
+        let stages = [self.parallel / t, self.read, self.write, self.device];
+        let slowest = stages.iter().cloned().fold(0.0, f64::max);
+        slowest + stages.iter().sum::<f64>() / self.chunks.max(1) as f64
+    }
+}
+
+/// The scaling arithmetic of issue 14 ("publishing that scales with cores"): from one-core stage
+/// times, the time on t threads and the speedup over the measured one-thread publish.
+fn print_scaling_model(model: &[(String, Stages)]) {
+    println!(
+        "scaling arithmetic from these one-core stage times: T(t) = max(parallel/t, read, write, \
+         device) + one chunk through every stage; speedup = publish(1 thread) / T(t)"
+    );
+    println!(
+        "{:<30} {:>8} {:>6} {:>6} {:>7} {:>6} {:>7} {:>5} {:>5} {:>9} {:>8}",
+        "setting",
+        "parallel",
+        "read",
+        "write",
+        "device",
+        "chunks",
+        "T(16)",
+        "×8",
+        "×16",
+        "×16 ¬dev",
+        "limit"
+    );
+    for (name, s) in model {
+        let t16 = s.predicted(16.0);
+        let no_device = Stages { device: 0.0, ..*s };
+        let limit = [
+            ("parallel", s.parallel / 16.0),
+            ("read", s.read),
+            ("write", s.write),
+            ("device", s.device),
+        ]
+        .into_iter()
+        .fold(("", 0.0), |a, b| if b.1 > a.1 { b } else { a })
+        .0;
+        println!(
+            "{:<30} {:>8.3} {:>6.3} {:>6.3} {:>7.3} {:>6} {:>7.3} {:>5.1} {:>5.1} {:>9.1} {:>8}",
+            name,
+            s.parallel,
+            s.read,
+            s.write,
+            s.device,
+            s.chunks,
+            t16,
+            s.publish / s.predicted(8.0),
+            s.publish / t16,
+            s.publish / no_device.predicted(16.0),
+            limit
+        );
+    }
+    println!(
+        "(×16 ¬dev: the same without the device, i.e. on storage faster than the pipeline; limit: \
+         the slowest stage at 16 threads)\n"
+    );
 }
 
 /// A breakdown of the sign settings against their real-valued counterparts (median of a few runs

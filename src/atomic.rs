@@ -147,8 +147,24 @@ pub struct AtomicFile {
     tmp: Option<tempfile::NamedTempFile>,
     writer: Option<BufWriter<File>>,
     written: u64,
+    /// Write-behind ([`WRITE_BEHIND`]): where the current window started, and the flush of the
+    /// windows before it, if one is running.
+    started: u64,
+    flush: Option<Flush>,
     id: u64,
 }
+
+/// Bytes of new output after which [`AtomicFile`] has them made durable in the background (a
+/// thread calls `fdatasync` on the file while the writer goes on), waiting first for the previous
+/// such flush: the device works while the pipeline computes, dirty pages stay bounded by about two
+/// windows, and the final `fsync` of [`commit`](AtomicFile::commit) has at most two windows left
+/// instead of the whole file. On a 2-core VM whose disk caches writes, the final `fsync` of a
+/// 123 MB release took 0.095 s at the end of a 0.85 s publish without this. Durability is still
+/// the final `fsync`'s job; this only moves the device work earlier.
+pub const WRITE_BEHIND: u64 = 16 << 20;
+
+/// The background flush of a window (see [`WRITE_BEHIND`]).
+type Flush = std::thread::JoinHandle<std::io::Result<()>>;
 
 impl AtomicFile {
     /// Start writing `dest`. Fails early if the destination directory is missing or unwritable, or
@@ -182,6 +198,8 @@ impl AtomicFile {
             tmp: Some(tmp),
             writer: Some(BufWriter::with_capacity(1 << 20, file)),
             written: 0,
+            started: 0,
+            flush: None,
             id,
         })
     }
@@ -193,12 +211,47 @@ impl AtomicFile {
 
     /// Append bytes.
     pub fn write_all(&mut self, bytes: &[u8]) -> Result<()> {
-        let w = self
-            .writer
-            .as_mut()
-            .ok_or_else(|| Error::param("output", "write after close"))?;
-        w.write_all(bytes).map_err(|e| Error::io(&self.dest, e))?;
-        self.written += bytes.len() as u64;
+        if self.writer.is_none() {
+            return Err(Error::param("output", "write after close"));
+        }
+        let mut rest = bytes;
+        while !rest.is_empty() {
+            let w = self
+                .writer
+                .as_mut()
+                .ok_or_else(|| Error::param("output", "write after close"))?;
+            // Pieces that end on window boundaries, so the device starts on each window as soon
+            // as it is complete, also within one large write.
+            let room = (WRITE_BEHIND - (self.written - self.started)) as usize;
+            let (piece, tail) = rest.split_at(room.min(rest.len()));
+            w.write_all(piece).map_err(|e| Error::io(&self.dest, e))?;
+            self.written += piece.len() as u64;
+            rest = tail;
+            if self.written - self.started >= WRITE_BEHIND {
+                w.flush().map_err(|e| Error::io(&self.dest, e))?;
+                self.settle()?;
+                let file = self
+                    .writer
+                    .as_ref()
+                    .map(|w| w.get_ref().try_clone())
+                    .transpose()
+                    .map_err(|e| Error::io(&self.dest, e))?;
+                if let Some(file) = file {
+                    self.flush = Some(std::thread::spawn(move || file.sync_data()));
+                }
+                self.started = self.written;
+            }
+        }
+        Ok(())
+    }
+
+    /// Wait for the background flush, if one is running, and pass on its error.
+    fn settle(&mut self) -> Result<()> {
+        if let Some(f) = self.flush.take() {
+            f.join()
+                .map_err(|_| Error::param("output", "the flushing thread panicked"))?
+                .map_err(|e| Error::io(&self.dest, e))?;
+        }
         Ok(())
     }
 
@@ -231,6 +284,7 @@ impl AtomicFile {
 
     /// Flush, sync and rename into place.
     pub fn commit(mut self) -> Result<()> {
+        self.settle()?;
         if let Some(mut w) = self.writer.take() {
             w.flush().map_err(|e| Error::io(&self.dest, e))?;
             let f = w
@@ -389,4 +443,65 @@ fn output_parent(dest: &Path) -> Result<PathBuf> {
         ));
     }
     Ok(dir)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entries(d: &Path) -> Vec<String> {
+        let mut v: Vec<String> = std::fs::read_dir(d)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        v.sort();
+        v
+    }
+
+    /// Bytes written in pieces of awkward sizes across several write-behind windows (one write
+    /// larger than two windows, writes straddling boundaries, a header patched at the end) come
+    /// out exactly as written: the window splitting loses, repeats or reorders nothing.
+    #[test]
+    fn write_behind_keeps_every_byte_in_order() {
+        let d = tempfile::tempdir().unwrap();
+        let dest = d.path().join("out.bin");
+        let w = WRITE_BEHIND as usize;
+        let total = 3 * w + 12345;
+        let data: Vec<u8> = (0..total).map(|i| (i * 7 + i / 251) as u8).collect();
+        let mut f = AtomicFile::create(&dest).unwrap();
+        let cuts = [0, 17, w - 3, w + 5, 3 * w - 1, total];
+        for c in cuts.windows(2) {
+            f.write_all(&data[c[0]..c[1]]).unwrap();
+            assert_eq!(f.position(), c[1] as u64);
+        }
+        f.patch(0, b"HEAD").unwrap();
+        f.write_all(b"tail").unwrap();
+        f.commit().unwrap();
+        let got = std::fs::read(&dest).unwrap();
+        let mut want = data.clone();
+        want[..4].copy_from_slice(b"HEAD");
+        want.extend_from_slice(b"tail");
+        assert_eq!(got.len(), want.len());
+        assert!(got == want, "the file differs from what was written");
+        assert_eq!(entries(d.path()), vec!["out.bin".to_string()]);
+    }
+
+    /// An output dropped without commit after several windows (a background flush possibly still
+    /// running) leaves nothing behind.
+    #[test]
+    fn write_behind_output_dropped_leaves_nothing() {
+        let d = tempfile::tempdir().unwrap();
+        let mut f = AtomicFile::create(&d.path().join("out.bin")).unwrap();
+        let piece = vec![3u8; WRITE_BEHIND as usize + 1];
+        for _ in 0..3 {
+            f.write_all(&piece).unwrap();
+        }
+        assert_eq!(
+            entries(d.path()).len(),
+            1,
+            "the temporary file exists while writing"
+        );
+        drop(f);
+        assert!(entries(d.path()).is_empty(), "{:?}", entries(d.path()));
+    }
 }

@@ -157,6 +157,34 @@ pub struct PublishOutcome {
     pub meta: ReleaseMeta,
     /// Warnings the user should see.
     pub warnings: Vec<String>,
+    /// Where the time went, stage by stage (`publish --timings`).
+    pub timings: StageTimes,
+}
+
+/// Wall-clock seconds each stage of the pipeline spent working or waiting, to find the stage
+/// that limits a run (`publish --timings`; README "Publishing on many cores"). The reader, the
+/// privatisation and the writer overlap; `total` is the whole call.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct StageTimes {
+    /// Set-up before the first row: opening the input, the scaling pre-pass (`--scale max-abs`),
+    /// building the mechanism (its public map) and creating the output.
+    pub setup: f64,
+    /// Reader thread: reading and decoding rows (one thread; includes decompression).
+    pub read: f64,
+    /// Privatisation thread pool: validating, scaling and privatising chunks (all threads).
+    pub privatise: f64,
+    /// The privatisation side waiting for rows from the reader (starved by the reader).
+    pub wait_read: f64,
+    /// The privatisation side waiting for the writer to take a chunk (held back by the writer).
+    pub wait_write: f64,
+    /// Writer thread: hashing and writing rows, including the write-behind to the device.
+    pub write: f64,
+    /// Finishing: ids, labels, metadata, header, the final `fsync` and the rename.
+    pub finish: f64,
+    /// The whole run.
+    pub total: f64,
+    /// Pipeline chunks.
+    pub chunks: usize,
 }
 
 /// Most noise blocks per parallel task: each task privatises up to `GROUP_BLOCKS·BLOCK_ROWS` rows
@@ -436,6 +464,8 @@ pub fn publish_from<'r>(
     opts: &PublishOptions,
     gate: Option<&mut crate::ledger::Gate>,
 ) -> Result<PublishOutcome> {
+    let t_start = std::time::Instant::now();
+    let mut times = StageTimes::default();
     let mut warnings = Warnings {
         sink: opts.on_warning,
         list: Vec::new(),
@@ -559,6 +589,7 @@ pub fn publish_from<'r>(
     }
     let mut writer = ReleaseWriter::create(&req.output, payload, k, has_labels, false)?;
     let mut histogram = vec![0u64; k + 1];
+    times.setup = t_start.elapsed().as_secs_f64();
 
     let input_path = req.input.clone();
     let mech_ref: &dyn Mechanism = mech.as_ref();
@@ -571,7 +602,9 @@ pub fn publish_from<'r>(
         let mut reader = reader;
         let mut fp = fingerprint.take();
         let rh = s.spawn(move || {
+            let mut busy = 0.0;
             loop {
+                let t = std::time::Instant::now();
                 let mut v = in_pool_rx
                     .try_recv()
                     .unwrap_or_else(|_| Vec::with_capacity(chunk * p));
@@ -585,6 +618,7 @@ pub fn publish_from<'r>(
                             Some(f) if got > 0 => f.update(&v).map(|()| got),
                             _ => Ok(got),
                         });
+                busy += t.elapsed().as_secs_f64();
                 match read {
                     Ok(0) => break,
                     Ok(_) => {
@@ -598,24 +632,31 @@ pub fn publish_from<'r>(
                     }
                 }
             }
-            fp.map(|f| f.finish())
+            (fp.map(|f| f.finish()), busy)
         });
         let (wtx, wrx) = sync_channel::<(OutBuf, Vec<f32>)>(2);
-        let wh = s.spawn(move || -> Result<ReleaseWriter> {
+        let wh = s.spawn(move || -> Result<(ReleaseWriter, f64)> {
+            let mut busy = 0.0;
             for (out, labels) in wrx {
+                let t = std::time::Instant::now();
                 match &out {
                     OutBuf::F32(v) => writer.write_f32(v, &labels, &[])?,
                     OutBuf::Bits(v) => writer.write_bits(v, &labels, &[])?,
                 }
+                busy += t.elapsed().as_secs_f64();
                 let _ = out_pool_tx.send(out);
             }
-            Ok(writer)
+            Ok((writer, busy))
         });
         let mut perturbed = Vec::new();
         let hist = &mut histogram;
         let mut row0 = 0u64;
         let mut failure = None;
+        let (mut busy, mut wait_read, mut wait_write, mut chunks) = (0.0, 0.0, 0.0, 0);
+        let mut t = std::time::Instant::now();
         for msg in rx {
+            wait_read += t.elapsed().as_secs_f64();
+            t = std::time::Instant::now();
             let (mut v, l) = match msg {
                 Ok(c) => c,
                 Err(e) => {
@@ -648,23 +689,37 @@ pub fn publish_from<'r>(
             }
             let _ = in_pool_tx.send(v);
             row0 += rows as u64;
+            chunks += 1;
+            busy += t.elapsed().as_secs_f64();
+            t = std::time::Instant::now();
             if wtx.send((out, l)).is_err() {
                 break; // the writer failed; its error is reported below
             }
+            wait_write += t.elapsed().as_secs_f64();
+            t = std::time::Instant::now();
         }
         drop(wtx);
         let w = wh
             .join()
             .map_err(|_| Error::param("output", "the writer thread panicked"))?;
-        let dataset = rh
+        let (dataset, read_busy) = rh
             .join()
             .map_err(|_| Error::param("input", "the reader thread panicked"))?;
+        times.read = read_busy;
+        times.privatise = busy;
+        times.wait_read = wait_read;
+        times.wait_write = wait_write;
+        times.chunks = chunks;
         match failure {
             Some(e) => Err(e),
-            None => w.map(|w| (w, dataset)),
+            None => w.map(|(w, write_busy)| {
+                times.write = write_busy;
+                (w, dataset)
+            }),
         }
     });
     let (writer, dataset) = result?;
+    let t_finish = std::time::Instant::now();
     if writer.rows() == 0 {
         return Err(Error::format(
             &req.input,
@@ -747,9 +802,12 @@ pub fn publish_from<'r>(
         Some(g) => writer.finish_gated(meta, |m, sum| g.admit(&req.output, m, sum))?,
         None => writer.finish(meta)?,
     };
+    times.finish = t_finish.elapsed().as_secs_f64();
+    times.total = t_start.elapsed().as_secs_f64();
     Ok(PublishOutcome {
         meta,
         warnings: warnings.list,
+        timings: times,
     })
 }
 

@@ -355,3 +355,61 @@ fn epsilon_beta_and_neighbour_are_recorded() {
     let sens = j["mechanism"]["gaussian"]["sensitivity"].as_f64().unwrap();
     assert!((sens - 0.5).abs() < 1e-12, "{j}");
 }
+
+/// `--timings` reports the stages of the pipeline with consistent figures, and a release that
+/// spans many pipeline chunks and several write-behind windows (`--memory 1`, a 41 MB payload)
+/// has exactly the payload of the same publish in one go (same `--noise-seed`).
+#[test]
+fn timings_are_reported_and_chunking_does_not_change_the_payload() {
+    let d = tmp();
+    let (n, p, k) = (20_000usize, 8usize, 512usize);
+    let vals: Vec<f32> = (0..n * p)
+        .map(|i| ((i * 37) % 101) as f32 / 101.0)
+        .collect();
+    put(d.path(), "x.npy", &npy("<f4", n, p, &f32_le(&vals)));
+    let base = [
+        "publish",
+        "x.npy",
+        "--mechanism",
+        "dp-rp-g-opt",
+        "--k",
+        "512",
+        "--epsilon",
+        "5",
+        "--delta",
+        "1e-6",
+        "--noise-seed",
+        "7",
+        "--projection-seed",
+        "1",
+    ];
+    let small = ok(
+        d.path(),
+        &with(&base, &["-o", "small.dprp", "--memory", "1", "--timings"]),
+    );
+    let line = small
+        .lines()
+        .find(|l| l.starts_with("timings ("))
+        .unwrap_or_else(|| panic!("no timings line in:\n{small}"));
+    let chunk = dprp::publish::chunk_rows(p, k, dprp::mechanism::Payload::F32, 1 << 20);
+    assert!(
+        line.contains(&format!("{} chunk(s)", n.div_ceil(chunk))),
+        "chunk {chunk}: {line}"
+    );
+    // every figure is a number of seconds ≥ 0, and the whole run is at least its set-up plus its
+    // finishing, and at least the privatisation
+    let secs: Vec<f64> = line
+        .split(" s")
+        .filter_map(|part| part.rsplit(' ').next()?.parse().ok())
+        .collect();
+    assert_eq!(secs.len(), 8, "{line}");
+    assert!(secs.iter().all(|&s| s >= 0.0), "{line}");
+    let (setup, privatise, finish, total) = (secs[0], secs[2], secs[6], secs[7]);
+    assert!(total >= setup + finish && total >= privatise, "{line}");
+    let plain = ok(d.path(), &with(&base, &["-o", "plain.dprp"]));
+    assert!(!plain.contains("timings"), "{plain}");
+    let a = payload(&d.path().join("small.dprp"));
+    assert_eq!(a.len(), n * k * 4);
+    assert!(a == payload(&d.path().join("plain.dprp")));
+    ok(d.path(), &["info", "small.dprp"]);
+}

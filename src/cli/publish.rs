@@ -85,6 +85,10 @@ pub struct PublishArgs {
     /// composition, or zCDP where every release is Gaussian or pure ε); needs --ledger.
     #[arg(long, value_name = "ε[,δ]", allow_negative_numbers = true)]
     budget: Option<String>,
+    /// Print where the time went: set-up, reading, privatising, writing (with the waits between
+    /// them) and finishing, to see which stage limits the run.
+    #[arg(long)]
+    timings: bool,
     #[command(flatten)]
     input_args: InputArgs,
     #[command(flatten)]
@@ -233,6 +237,24 @@ pub fn run(a: PublishArgs) -> Result<()> {
         )?;
     }
     outln!("guarantee: {}", m.statement)?;
+    if a.timings {
+        let t = &out.timings;
+        outln!(
+            "timings ({} thread(s), {} chunk(s)): set-up {:.3} s; reading {:.3} s (one thread); \
+             privatising {:.3} s (all threads), waiting for rows {:.3} s, waiting for the writer \
+             {:.3} s; writing {:.3} s (one thread); finishing {:.3} s; total {:.3} s",
+            rayon::current_num_threads(),
+            t.chunks,
+            t.setup,
+            t.read,
+            t.privatise,
+            t.wait_read,
+            t.wait_write,
+            t.write,
+            t.finish,
+            t.total
+        )?;
+    }
     if let (Some(g), Some(dir)) = (gate.as_ref(), &a.ledger) {
         if let Some(ad) = &g.admitted {
             let short = &ad.dataset.fingerprint[..16.min(ad.dataset.fingerprint.len())];

@@ -74,8 +74,12 @@ impl ReleaseWriter {
         }
         let rows = words.len() / wpr;
         self.side(rows, labels, ids)?;
-        let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
-        self.body(&bytes)?;
+        if cfg!(target_endian = "little") {
+            self.body(bytemuck::cast_slice(words))?;
+        } else {
+            let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
+            self.body(&bytes)?;
+        }
         self.n += rows as u64;
         Ok(())
     }
