@@ -234,6 +234,35 @@ fn corruption_is_detected() {
     check(&b, "version");
 }
 
+/// `open_with(path, false)` skips only the checksum: a damaged payload opens unverified and is
+/// caught by `verify()`; a damaged header is refused all the same; a sound file verifies later.
+#[test]
+fn open_without_verifying_defers_only_the_checksum() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("d.bin");
+    native::write(&input, &dataset(100, 10)).unwrap();
+    let good = dir.path().join("g.dprp");
+    publish_to(&input, &good, MechanismKind::DpOporp, Some(4), "c");
+    let r = Release::open_with(&good, false).unwrap();
+    assert!(!r.verified());
+    r.verify().unwrap();
+    assert!(r.verified());
+    assert!(Release::open(&good).unwrap().verified());
+    let bytes = std::fs::read(&good).unwrap();
+    let bad = dir.path().join("bad.dprp");
+    let mut b = bytes.clone();
+    b[130] ^= 0x10; // payload
+    std::fs::write(&bad, &b).unwrap();
+    let r = Release::open_with(&bad, false).unwrap();
+    let e = r.verify().unwrap_err().to_string();
+    assert!(e.contains("checksum"), "{e}");
+    assert!(!r.verified());
+    let mut b = bytes.clone();
+    b[20] ^= 0x10; // n, in the header
+    std::fs::write(&bad, &b).unwrap();
+    assert!(Release::open_with(&bad, false).is_err());
+}
+
 /// The five-line numpy reader printed in the README really reads a release.
 #[test]
 fn readme_numpy_reader_works() {

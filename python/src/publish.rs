@@ -266,7 +266,7 @@ pub fn publish<'py>(
             warn.call_method1("warn", (w.as_str(),))?;
         }
     }
-    Release::open_path(py, &output)
+    Release::open_path(py, &output, true)
 }
 
 /// The pipeline over a numpy array (`view`) or, without one, the file `req.input`; both readers

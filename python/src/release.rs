@@ -29,8 +29,10 @@ pub struct Release {
 impl Release {
     /// Open `path` (the one place a release is opened from Python: a sharded directory will be
     /// accepted here).
-    pub fn open_path(_py: Python<'_>, path: &Path) -> PyResult<Release> {
-        let inner = dprp::release::Release::open(path).map_err(err)?;
+    pub fn open_path(py: Python<'_>, path: &Path, verify: bool) -> PyResult<Release> {
+        let inner = py
+            .detach(|| dprp::release::Release::open_with(path, verify))
+            .map_err(err)?;
         let mech = mechanism::from_record(&inner.meta().mechanism, &inner.meta().guarantee)
             .map_err(err)?;
         Ok(Release { inner, mech })
@@ -74,10 +76,26 @@ const SEARCH_BATCH: usize = 256;
 
 #[pymethods]
 impl Release {
-    /// Open a release file (checksum verified, payload memory-mapped).
+    /// Open a release file (payload memory-mapped). With `verify=True` (the default) the whole
+    /// file is read once to check its BLAKE3 checksum; `verify=False` reads only the header and
+    /// the metadata (still checked), for an instant open of a large release — call `verify()`
+    /// later to check the payload.
     #[staticmethod]
-    fn open(py: Python<'_>, path: PathBuf) -> PyResult<Release> {
-        Release::open_path(py, &path)
+    #[pyo3(signature = (path, verify = true))]
+    fn open(py: Python<'_>, path: PathBuf, verify: bool) -> PyResult<Release> {
+        Release::open_path(py, &path, verify)
+    }
+
+    /// Check the file's BLAKE3 checksum now (a no-op when it was checked at open); raises
+    /// `DprpError` when the file was modified or damaged.
+    fn verify(&self, py: Python<'_>) -> PyResult<()> {
+        py.detach(|| self.inner.verify()).map_err(err)
+    }
+
+    /// Whether the checksum has been checked.
+    #[getter]
+    fn verified(&self) -> bool {
+        self.inner.verified()
     }
 
     /// The file the release was read from.

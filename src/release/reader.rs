@@ -17,6 +17,15 @@ pub struct Release {
     payload_len: usize,
     ids_off: usize,
     labels_off: usize,
+    verified: std::sync::atomic::AtomicBool,
+}
+
+/// Whether the BLAKE3 checksum in the header matches the file (`map`, at least a header long).
+fn checksum_matches(map: &[u8]) -> bool {
+    let mut hasher = blake3::Hasher::new();
+    hasher.update_rayon(&map[HEADER_LEN..]);
+    hasher.update(&map[..HASHED_HEADER]);
+    hasher.finalize().as_bytes() == &map[80..112]
 }
 
 fn u64_at(b: &[u8], off: usize) -> u64 {
@@ -28,6 +37,15 @@ fn u64_at(b: &[u8], off: usize) -> u64 {
 impl Release {
     /// Open, validate and verify the checksum of a release file.
     pub fn open(path: &Path) -> Result<Release> {
+        Release::open_with(path, true)
+    }
+
+    /// Open and validate a release file, verifying its checksum only when `verify` is true.
+    /// Without it, opening reads the header and the metadata only (a 10⁷-row release maps in
+    /// milliseconds instead of being read once to hash it); the header, sizes, offsets and
+    /// metadata are still checked, so a damaged payload can go unnoticed until
+    /// [`verify`](Self::verify) is called.
+    pub fn open_with(path: &Path, verify: bool) -> Result<Release> {
         crate::atomic::check_input_file(path)?;
         let file = File::open(path).map_err(|e| Error::io(path, e))?;
         let len = file.metadata().map_err(|e| Error::io(path, e))?.len();
@@ -122,10 +140,7 @@ impl Release {
         if !side_ok(ids_off, 8) || !side_ok(labels_off, 4) {
             return bad("row-id or label section out of bounds".into());
         }
-        let mut hasher = blake3::Hasher::new();
-        hasher.update_rayon(&map[HEADER_LEN..]);
-        hasher.update(&h[..HASHED_HEADER]);
-        if hasher.finalize().as_bytes() != &h[80..112] {
+        if verify && !checksum_matches(&map) {
             return bad("checksum mismatch: the file was modified or damaged".into());
         }
         let meta: ReleaseMeta = serde_json::from_slice(&map[meta_off as usize..])
@@ -150,7 +165,29 @@ impl Release {
             payload_len: payload_len as usize,
             ids_off: ids_off as usize,
             labels_off: labels_off as usize,
+            verified: std::sync::atomic::AtomicBool::new(verify),
         })
+    }
+
+    /// Verify the checksum now (for a release opened with `verify = false`).
+    pub fn verify(&self) -> Result<()> {
+        use std::sync::atomic::Ordering;
+        if !self.verified.load(Ordering::Acquire) {
+            if !checksum_matches(&self.map) {
+                return Err(Error::corrupt(
+                    &self.path,
+                    "checksum mismatch: the file was modified or damaged",
+                ));
+            }
+            self.verified.store(true, Ordering::Release);
+        }
+        Ok(())
+    }
+
+    /// Whether the checksum has been verified (always, unless opened with `verify = false` and
+    /// [`verify`](Self::verify) not yet called).
+    pub fn verified(&self) -> bool {
+        self.verified.load(std::sync::atomic::Ordering::Acquire)
     }
 
     /// The file this release was read from.

@@ -94,3 +94,38 @@ def test_sign_release_packed_words_and_unpacked_signs(tmp_path, data):
     assert np.array_equal(packed, words[:, 0])
     with pytest.raises(dprp.DprpError, match="holds values"):
         dprp.publish(data, output=tmp_path / "g.dprp", **GAUSS).unpack_signs()
+
+
+def test_open_without_verifying_then_verify(tmp_path, data):
+    """`Release.open(path, verify=False)` maps without hashing the file; `verify()` checks it
+    later. A damaged payload is refused by the default open and by `verify()`, and only the
+    checksum is skipped: a damaged header is still refused without verifying."""
+    out = tmp_path / "r.dprp"
+    dprp.publish(data, output=str(out), seed=7, **GAUSS)
+    fresh = dprp.Release.open(out)
+    assert fresh.verified is True
+    lazy = dprp.Release.open(out, verify=False)
+    assert lazy.verified is False
+    assert np.array_equal(lazy.sketches, fresh.sketches)
+    lazy.verify()
+    assert lazy.verified is True
+    del lazy, fresh
+
+    raw = bytearray(out.read_bytes())
+    raw[128 + 5] ^= 0x01  # one bit of the payload
+    bad = tmp_path / "bad.dprp"
+    bad.write_bytes(bytes(raw))
+    with pytest.raises(dprp.DprpError, match="checksum mismatch"):
+        dprp.Release.open(bad)
+    unchecked = dprp.Release.open(bad, verify=False)
+    assert unchecked.verified is False
+    with pytest.raises(dprp.DprpError, match="checksum mismatch"):
+        unchecked.verify()
+    assert unchecked.verified is False
+
+    raw = bytearray(out.read_bytes())
+    raw[16] ^= 0x01  # n in the header
+    header = tmp_path / "header.dprp"
+    header.write_bytes(bytes(raw))
+    with pytest.raises(dprp.DprpError):
+        dprp.Release.open(header, verify=False)
