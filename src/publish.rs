@@ -45,6 +45,23 @@ pub struct PublishOptions {
     pub on_warning: Option<fn(&str)>,
     /// The noise of the Gaussian mechanisms: lattice (default) or float (`--noise`).
     pub noise: crate::privacy::lattice::NoiseChoice,
+    /// Publish only part of the input as one shard of a sharded release (`None`: all of it, one
+    /// file).
+    pub part: Option<Part>,
+}
+
+/// The rows of one shard (see [`crate::release::shards`]): skip `skip` rows of the input, take
+/// at most `take`, and give them the global ids `first_row, first_row + 1, …` — their noise
+/// blocks and public per-row maps are those of these ids, so a shard's rows are privatised
+/// exactly as in the one-file release of the whole input (same bytes under one noise key).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Part {
+    /// The shard's position and count.
+    pub shard: crate::release::ShardRecord,
+    /// Input rows to skip first.
+    pub skip: u64,
+    /// Most input rows to take (`None`: to the end).
+    pub take: Option<u64>,
 }
 
 impl Default for PublishOptions {
@@ -53,6 +70,7 @@ impl Default for PublishOptions {
             memory_budget: DEFAULT_MEMORY_BUDGET,
             on_warning: None,
             noise: crate::privacy::lattice::NoiseChoice::default(),
+            part: None,
         }
     }
 }
@@ -475,6 +493,27 @@ pub fn publish_from<'r>(
             .push("--noise-seed makes the release reproducible and therefore NOT private".into());
     }
     crate::atomic::check_not_input(&req.input, &req.output)?;
+    let first_row = match opts.part {
+        Some(part) if part.shard.first_row % BLOCK_ROWS as u64 != 0 => {
+            return Err(Error::param(
+                "--first-row",
+                format!(
+                    "a shard's first row must be a multiple of the {BLOCK_ROWS}-row noise block, \
+                     got {}",
+                    part.shard.first_row
+                ),
+            ))
+        }
+        Some(part) => part.shard.first_row,
+        None => 0,
+    };
+    let mut open = || -> Result<Box<dyn RowReader + 'r>> {
+        let r = open()?;
+        Ok(match opts.part {
+            Some(part) => Box::new(crate::data::source::Window::new(r, part.skip, part.take)),
+            None => r,
+        })
+    };
     let mut reader = open()?;
     let p = reader.dim();
     let mut scaling: Scaling = reader.scaling();
@@ -487,7 +526,7 @@ pub fn publish_from<'r>(
         let mut acc = vec![0f32; p];
         let mut buf = Vec::new();
         let mut lab = Vec::new();
-        let mut row0 = 0u64;
+        let mut row0 = first_row;
         loop {
             buf.clear();
             lab.clear();
@@ -650,7 +689,7 @@ pub fn publish_from<'r>(
         });
         let mut perturbed = Vec::new();
         let hist = &mut histogram;
-        let mut row0 = 0u64;
+        let mut row0 = first_row;
         let mut failure = None;
         let (mut busy, mut wait_read, mut wait_write, mut chunks) = (0.0, 0.0, 0.0, 0);
         let mut t = std::time::Instant::now();
@@ -797,6 +836,7 @@ pub fn publish_from<'r>(
         labels: has_labels,
         ids: false,
         dataset,
+        shard: opts.part.map(|p| p.shard),
     };
     let meta = match gate {
         Some(g) => writer.finish_gated(meta, |m, sum| g.admit(&req.output, m, sum))?,

@@ -209,6 +209,7 @@ pub fn publish<'py>(
         memory_budget: memory.saturating_mul(1 << 20),
         on_warning: None,
         noise: noise_choice(params.kind, noise).map_err(err)?,
+        part: None,
     };
     let source = match noise_seed {
         Some(s) => NoiseSource::from_seed(s),

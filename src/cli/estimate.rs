@@ -7,7 +7,7 @@ use crate::estimate::{
     agreements, estimate_ip, sign_cosine, Estimator, Family, IpEstimate, QueryMode, INTERVAL_LEVEL,
 };
 use crate::mechanism::{self, sign_sketch::pack_signs, Mechanism};
-use crate::release::Release;
+use crate::release::ReleaseSet;
 
 #[derive(Debug, Args)]
 pub struct EstimateArgs {
@@ -61,11 +61,14 @@ struct Line {
     text: String,
 }
 pub fn run(a: EstimateArgs) -> Result<()> {
-    let r = Release::open(&a.release)?;
+    let r = ReleaseSet::open(&a.release)?;
     let m = mechanism::from_record(&r.meta().mechanism, &r.meta().guarantee)?;
     let n = r.n();
     for &i in &a.rows {
-        if i >= n {
+        if r.is_sharded() {
+            r.locate(i as u64)
+                .map_err(|e| Error::param("--rows", e.detail()))?;
+        } else if i >= n {
             return Err(Error::param(
                 "--rows",
                 format!(
@@ -87,7 +90,7 @@ pub fn run(a: EstimateArgs) -> Result<()> {
             lines.push(pair(&r, m.as_ref(), i, j)?);
         }
         Some(qpath) => {
-            let q = super::query::read_raw_queries(&r, qpath, "--query-vector", a.no_scale)?;
+            let q = super::query::read_raw_queries(r.meta(), qpath, "--query-vector", a.no_scale)?;
             for &j in &a.rows {
                 let name = qpath.display().to_string();
                 lines.push(query(&r, m.as_ref(), q.row(0), name, j)?);
@@ -235,13 +238,24 @@ fn sign_line(
 const BOTH: &str = "both rows released";
 const RAW: &str = "raw query (no noise on its side)";
 
-fn pair(r: &Release, m: &dyn Mechanism, i: usize, j: usize) -> Result<Line> {
+/// The packed signs of the row with global id `id`.
+fn bits_of(r: &ReleaseSet, id: usize) -> Result<&[u64]> {
+    let (p, i) = r.locate(id as u64)?;
+    let w = r.k().div_ceil(64);
+    Ok(&r.parts()[p].bits()?[i * w..(i + 1) * w])
+}
+
+/// The values of the row with global id `id`.
+fn row_of(r: &ReleaseSet, id: usize) -> Result<&[f32]> {
+    let (p, i) = r.locate(id as u64)?;
+    r.parts()[p].row(i)
+}
+
+fn pair(r: &ReleaseSet, m: &dyn Mechanism, i: usize, j: usize) -> Result<Line> {
     let k = r.k();
     match m.estimator()? {
         Estimator::Sign { eps_prime, .. } => {
-            let w = k.div_ceil(64);
-            let b = r.bits()?;
-            let agree = agreements(&b[i * w..(i + 1) * w], &b[j * w..(j + 1) * w], k);
+            let agree = agreements(bits_of(r, i)?, bits_of(r, j)?, k);
             Ok(sign_line(
                 agree,
                 k,
@@ -253,14 +267,14 @@ fn pair(r: &Release, m: &dyn Mechanism, i: usize, j: usize) -> Result<Line> {
             ))
         }
         est => {
-            let e = estimate_ip(&est, r.row(i)?, r.row(j)?, None)
+            let e = estimate_ip(&est, row_of(r, i)?, row_of(r, j)?, None)
                 .ok_or_else(|| Error::param("release", "no estimator for this release"))?;
             Ok(real_line(e, &est, Side::Row(i), j, BOTH))
         }
     }
 }
 
-fn query(r: &Release, m: &dyn Mechanism, u: &[f32], file: String, j: usize) -> Result<Line> {
+fn query(r: &ReleaseSet, m: &dyn Mechanism, u: &[f32], file: String, j: usize) -> Result<Line> {
     let k = r.k();
     let mut x = vec![0f32; k];
     m.project(u, &mut x)?;
@@ -269,7 +283,7 @@ fn query(r: &Release, m: &dyn Mechanism, u: &[f32], file: String, j: usize) -> R
             let w = k.div_ceil(64);
             let mut q = vec![0u64; w];
             pack_signs(&x, &mut q);
-            let agree = agreements(&q, &r.bits()?[j * w..(j + 1) * w], k);
+            let agree = agreements(&q, bits_of(r, j)?, k);
             Ok(sign_line(
                 agree,
                 k,
@@ -282,7 +296,7 @@ fn query(r: &Release, m: &dyn Mechanism, u: &[f32], file: String, j: usize) -> R
         }
         est => {
             let nsq = u.iter().map(|&a| a as f64 * a as f64).sum::<f64>();
-            let e = estimate_ip(&est, &x, r.row(j)?, Some(nsq))
+            let e = estimate_ip(&est, &x, row_of(r, j)?, Some(nsq))
                 .ok_or_else(|| Error::param("release", "no estimator for this release"))?;
             Ok(real_line(e, &est, Side::Query(file), j, RAW))
         }

@@ -2,7 +2,7 @@ use std::path::PathBuf;
 
 use clap::Args;
 
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::mechanism::Payload;
 use crate::release::Release;
 use crate::search::hnsw::{HnswIndex, HnswParams};
@@ -28,6 +28,16 @@ pub struct IndexArgs {
 
 pub fn run(a: IndexArgs) -> Result<()> {
     crate::atomic::check_not_input(&a.release, &a.output)?;
+    if a.release.is_dir() {
+        return Err(Error::param(
+            "release",
+            format!(
+                "{} is a directory (a sharded release?): an HNSW index is built over one release \
+                 file; `dprp query` searches a sharded release exactly, shard by shard",
+                a.release.display()
+            ),
+        ));
+    }
     let r = Release::open(&a.release)?;
     let k = r.k();
     let db = match r.meta().payload {

@@ -4,11 +4,11 @@ use clap::Args;
 
 use crate::error::{Error, Result};
 use crate::mechanism::{Payload, ProjectionRecord};
-use crate::release::Release;
+use crate::release::{Release, ReleaseMeta, ReleaseSet};
 
 #[derive(Debug, Args)]
 pub struct InfoArgs {
-    /// Release file.
+    /// Release file, or a sharded release's directory.
     release: PathBuf,
     /// Print the metadata as JSON.
     #[arg(long)]
@@ -16,13 +16,16 @@ pub struct InfoArgs {
 }
 
 pub fn run(a: InfoArgs) -> Result<()> {
-    let r = Release::open(&a.release)?;
+    let r = ReleaseSet::open(&a.release)?;
     if a.json {
         let mut v =
             serde_json::to_value(r.meta()).map_err(|e| Error::param("--json", e.to_string()))?;
         if let Some(o) = v.as_object_mut() {
             o.insert("file".into(), a.release.display().to_string().into());
             o.insert("checksum_verified".into(), true.into());
+            if r.is_sharded() {
+                o.insert("shards".into(), shards_json(&r));
+            }
         }
         outln!(
             "{}",
@@ -30,8 +33,35 @@ pub fn run(a: InfoArgs) -> Result<()> {
         )?;
         return Ok(());
     }
-    super::output::print_str(&describe(&r))?;
+    let shards = r.is_sharded().then(|| {
+        format!(
+            "{} shard files (rows {}); each row is in one shard, so the guarantee below is the \
+             whole release's (parallel composition)",
+            r.parts().len(),
+            (0..r.parts().len())
+                .map(|i| format!(
+                    "{}..{}",
+                    r.first_row(i),
+                    r.first_row(i) + r.parts()[i].n() as u64
+                ))
+                .collect::<Vec<_>>()
+                .join(", ")
+        )
+    });
+    super::output::print_str(&describe_meta(r.path(), r.meta(), shards))?;
     Ok(())
+}
+
+fn shards_json(r: &ReleaseSet) -> serde_json::Value {
+    (0..r.parts().len())
+        .map(|i| {
+            serde_json::json!({
+                "file": r.parts()[i].path().file_name().map(|f| f.to_string_lossy().into_owned()),
+                "first_row": r.first_row(i),
+                "n": r.parts()[i].n(),
+            })
+        })
+        .collect()
 }
 
 /// `gamma = 0.1234, p = 0.9`: a local release's constants, six significant digits.
@@ -50,14 +80,29 @@ pub fn describe_constants(c: &[(String, f64)]) -> String {
 
 /// The human-readable description printed by `dprp info` (and the demo).
 pub fn describe(r: &Release) -> String {
-    let m = r.meta();
+    describe_meta(r.path(), r.meta(), None)
+}
+
+/// [`describe`] from a path and metadata, with a line on the shards of a sharded release.
+pub fn describe_meta(path: &std::path::Path, m: &ReleaseMeta, shards: Option<String>) -> String {
     let g = &m.guarantee;
     let mut s = String::new();
     let mut line = |k: &str, v: String| s.push_str(&format!("{k:<12} {v}\n"));
     line(
         "release",
-        format!("{} (checksum verified)", r.path().display()),
+        format!(
+            "{} (checksum{} verified)",
+            path.display(),
+            if shards.is_some() {
+                "s of every shard"
+            } else {
+                ""
+            }
+        ),
     );
+    if let Some(sh) = shards {
+        line("shards", sh);
+    }
     line(
         "format",
         format!(

@@ -9,7 +9,6 @@ use crate::aggregate::{MeanAccumulator, MeanEstimate};
 use crate::atomic::{check_not_input, AtomicFile};
 use crate::error::{Error, Result};
 use crate::mechanism::{self, Mechanism};
-use crate::release::Release;
 
 #[derive(Debug, Args)]
 pub struct MeanArgs {
@@ -59,11 +58,16 @@ pub fn run(a: MeanArgs) -> Result<()> {
             check_not_input(r, out)?;
         }
     }
-    let releases = a
-        .releases
-        .iter()
-        .map(|p| Release::open(p))
-        .collect::<Result<Vec<_>>>()?;
+    // a sharded release's directory stands for its shards, each with its global first row (its
+    // rows' public maps are those of their global ids)
+    let mut releases = Vec::new();
+    let mut first_rows = Vec::new();
+    for p in &a.releases {
+        for (r, first) in crate::release::ReleaseSet::open(p)?.into_parts() {
+            releases.push(r);
+            first_rows.push(first);
+        }
+    }
     let mechs = releases
         .iter()
         .map(|r| {
@@ -73,11 +77,11 @@ pub fn run(a: MeanArgs) -> Result<()> {
         })
         .collect::<Result<Vec<Box<dyn Mechanism>>>>()?;
     let mut total: Option<MeanAccumulator<'_>> = None;
-    for (r, m) in releases.iter().zip(&mechs) {
+    for ((r, m), &first) in releases.iter().zip(&mechs).zip(&first_rows) {
         let mut acc =
             MeanAccumulator::new(m.as_ref()).map_err(|e| in_file(r.path(), e.detail()))?;
         if r.n() > 0 {
-            acc.add_rows(0, r.values()?)
+            acc.add_rows(first, r.values()?)
                 .map_err(|e| in_file(r.path(), e.detail()))?;
         }
         match total.as_mut() {

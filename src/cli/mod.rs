@@ -24,6 +24,7 @@ mod ledger;
 mod mean;
 mod publish;
 mod query;
+mod shards;
 
 /// Differentially private random-projection sketches and local-DP mean estimation.
 #[derive(Debug, Parser)]
@@ -61,6 +62,9 @@ enum Command {
     Audit(audit::AuditArgs),
     /// Build an HNSW index over a release for fast approximate queries.
     Index(index::IndexArgs),
+    /// Sharded releases: `dprp shards finish DIR` writes the manifest of shards written by
+    /// workers (`publish --shard i/N`).
+    Shards(shards::ShardsArgs),
     /// How much utility each mechanism keeps at given ε and k (retrieval or a linear SVM), before
     /// publishing: tables, CSV/JSON and plots.
     Eval(eval::EvalArgs),
@@ -163,6 +167,7 @@ fn run(cli: Cli) -> Result<()> {
         Command::Estimate(a) => estimate::run(a),
         Command::Query(a) => query::run(a),
         Command::Index(a) => index::run(a),
+        Command::Shards(a) => shards::run(a),
         Command::Ledger(a) => ledger::run(a),
         Command::Mean(a) => mean::run(a),
         Command::Aggregate(a) => aggregate::run(a),

@@ -48,10 +48,21 @@ pub struct PublishArgs {
     /// values (inputs in [0, R]).
     #[arg(long, allow_negative_numbers = true)]
     radius: Option<f64>,
-    /// Local mechanisms with per-row maps (projunit): the id of the first row, so shards of users
+    /// The id of the first row. With --shard: the global id of the shard's first row (a multiple
+    /// of 256). Otherwise, for local mechanisms with per-row maps (projunit): so shards of users
     /// published under one seed get disjoint maps (default 0).
     #[arg(long, default_value_t = 0)]
     first_row: u64,
+    /// Write a sharded release: a directory (the --output) of N shard files and a manifest, the
+    /// rows split into N contiguous ranges; each row is in one shard, so the guarantee is one
+    /// shard's.
+    #[arg(long, value_name = "N", conflicts_with = "shard")]
+    shards: Option<u32>,
+    /// Write shard i of N of a sharded release from this input alone (a worker), as
+    /// OUTPUT/shard-i-of-N.dprp, its rows starting at global id --first-row; `dprp shards finish
+    /// OUTPUT` writes the manifest once every shard is there.
+    #[arg(long, value_name = "i/N")]
+    shard: Option<String>,
     /// Public projection seed, up to 64 hex digits (default: fresh from the OS, recorded).
     #[arg(long)]
     projection_seed: Option<String>,
@@ -143,7 +154,7 @@ pub fn run(a: PublishArgs) -> Result<()> {
             map,
             epsilon_norm: a.epsilon_norm,
             radius: a.radius,
-            first_row: a.first_row,
+            first_row: if a.shard.is_some() { 0 } else { a.first_row },
         },
     };
     let noise = match &a.noise_seed {
@@ -166,6 +177,7 @@ pub fn run(a: PublishArgs) -> Result<()> {
     let opts = PublishOptions {
         memory_budget: a.memory.saturating_mul(1 << 20),
         on_warning: Some(|w| super::output::warn(w)),
+        part: None,
         noise: match &a.noise {
             Some(_) if !kind.adds_gaussian_noise() => {
                 return Err(Error::param(
@@ -197,7 +209,24 @@ pub fn run(a: PublishArgs) -> Result<()> {
             ))
         })?),
     };
-    let out = publish_gated(&req, &noise, &opts, gate.as_mut())?;
+    if gate.is_some() && (a.shards.is_some() || a.shard.is_some()) {
+        return Err(Error::param(
+            "--ledger",
+            "sharded releases cannot be recorded in a ledger yet (publish without --shards/--shard, \
+             or without --ledger)",
+        ));
+    }
+    let (out, shard_line) = match (a.shards, &a.shard) {
+        (Some(n), _) => {
+            let (o, l) = super::shards::publish_all(&req, &noise, &opts, n)?;
+            (o, Some(l))
+        }
+        (None, Some(spec)) => {
+            let (o, l) = super::shards::publish_one(&req, &noise, &opts, spec, a.first_row)?;
+            (o, Some(l))
+        }
+        (None, None) => (publish_gated(&req, &noise, &opts, gate.as_mut())?, None),
+    };
     let m = &out.meta;
     outln!(
         "published {}: {} rows, {} → {} {} per row with {}",
@@ -237,6 +266,9 @@ pub fn run(a: PublishArgs) -> Result<()> {
         )?;
     }
     outln!("guarantee: {}", m.statement)?;
+    if let Some(line) = shard_line {
+        outln!("{line}")?;
+    }
     if a.timings {
         let t = &out.timings;
         outln!(

@@ -6,7 +6,7 @@ use crate::data::scale::scale_queries;
 use crate::data::{read_all, InputOptions};
 use crate::error::{Error, Result};
 use crate::mechanism::{self, Mechanism, Payload};
-use crate::release::Release;
+use crate::release::{Release, ReleaseMeta, ReleaseSet};
 use crate::search::hnsw::HnswIndex;
 use crate::search::queries::QuerySketches;
 use crate::search::{exact, Hit, Measure, Sketch};
@@ -69,7 +69,7 @@ pub struct Prepared {
 /// the release's rows ([`scale_queries`]: the public scaling the release records, unless
 /// `no_scale`), saying on stderr what was applied.
 pub fn read_raw_queries(
-    r: &Release,
+    r: &ReleaseMeta,
     path: &std::path::Path,
     option: &str,
     no_scale: bool,
@@ -78,25 +78,18 @@ pub fn read_raw_queries(
     if q.n == 0 {
         return Err(Error::format(path, "the query file has no rows"));
     }
-    if q.p != r.meta().p {
+    if q.p != r.p {
         return Err(Error::param(
             option,
             format!(
                 "{}: queries have {} features, the release was made from {}-dimensional rows",
                 path.display(),
                 q.p,
-                r.meta().p
+                r.p
             ),
         ));
     }
-    let applied = scale_queries(
-        &r.meta().scaling,
-        &q.scaling,
-        &mut q.values,
-        q.p,
-        path,
-        no_scale,
-    )?;
+    let applied = scale_queries(&r.scaling, &q.scaling, &mut q.values, q.p, path, no_scale)?;
     if !applied.0.is_empty() {
         super::output::note(format_args!(
             "note: queries scaled as the release's rows were: {} (--no-scale to opt out)",
@@ -109,7 +102,7 @@ pub fn read_raw_queries(
 /// Project raw query vectors with the release's public map (signs packed for sign releases),
 /// after [`read_raw_queries`].
 pub fn prepare_raw(
-    r: &Release,
+    r: &ReleaseMeta,
     m: &dyn Mechanism,
     path: &std::path::Path,
     no_scale: bool,
@@ -117,7 +110,7 @@ pub fn prepare_raw(
     let q = read_raw_queries(r, path, "--queries", no_scale)?;
     let ids = (0..q.n as u64).collect();
     Ok(
-        match crate::search::queries::sketch_queries(m, r.meta().payload, &q.values)? {
+        match crate::search::queries::sketch_queries(m, r.payload, &q.values)? {
             QuerySketches::Real(real) => Prepared {
                 real,
                 bits: Vec::new(),
@@ -134,9 +127,9 @@ pub fn prepare_raw(
 
 /// Use the rows of another release as queries, after checking it was made with the same public
 /// map, k and payload kind.
-pub fn prepare_release(r: &Release, path: &std::path::Path) -> Result<Prepared> {
+pub fn prepare_release(a: &ReleaseMeta, path: &std::path::Path) -> Result<Prepared> {
     let q = Release::open(path)?;
-    let (a, b) = (r.meta(), q.meta());
+    let b = q.meta();
     if a.payload != b.payload {
         return Err(Error::param(
             "--queries",
@@ -191,12 +184,21 @@ pub fn progress_bar(len: u64, what: &str) -> indicatif::ProgressBar {
 }
 
 pub fn run(a: QueryArgs) -> Result<()> {
-    let r = Release::open(&a.release)?;
-    let m = mechanism::from_record(&r.meta().mechanism, &r.meta().guarantee)?;
-    let k = r.k();
+    let set = ReleaseSet::open(&a.release)?;
+    if set.is_sharded() && a.index.is_some() {
+        return Err(Error::param(
+            "--index",
+            "an HNSW index is built over one release file; a sharded release is searched exactly, \
+             shard by shard, with the results merged (omit --index)",
+        ));
+    }
+    let r = &set.parts()[0];
+    let meta = set.meta();
+    let m = mechanism::from_record(&meta.mechanism, &meta.guarantee)?;
+    let k = set.k();
     let q = match a.query_mode.as_str() {
-        "raw" => prepare_raw(&r, m.as_ref(), &a.queries, a.no_scale)?,
-        "release" => prepare_release(&r, &a.queries)?,
+        "raw" => prepare_raw(meta, m.as_ref(), &a.queries, a.no_scale)?,
+        "release" => prepare_release(meta, &a.queries)?,
         o => {
             return Err(Error::param(
                 "--query-mode",
@@ -222,7 +224,14 @@ pub fn run(a: QueryArgs) -> Result<()> {
         None if db.is_bits() => Measure::Hamming,
         None => Measure::Cosine,
     };
-    crate::search::check_request(&db, &qs, measure, a.top)?;
+    let parts = crate::search::sharded::part_sketches(&set)?;
+    crate::search::check_request(&db, &qs, measure, 1)?;
+    if a.top > set.n() {
+        return Err(Error::param(
+            "--top",
+            format!("K = {} exceeds the {} rows of the release", a.top, set.n()),
+        ));
+    }
     let nq = qs.rows();
     let index = match &a.index {
         Some(path) => {
@@ -273,14 +282,15 @@ pub fn run(a: QueryArgs) -> Result<()> {
         let tick = |done: usize| pb.set_position((start + done) as u64);
         let hits = match &index {
             Some((index, ef)) => index.search(&part, a.top, *ef, Some(&tick))?,
-            None => exact::search(&db, &part, measure, a.top, Some(&tick))?,
+            None if parts.len() == 1 => exact::search(&db, &part, measure, a.top, Some(&tick))?,
+            None => crate::search::sharded::search(&set, &parts, &part, measure, a.top)?,
         };
         if a.check_recall && index.is_some() {
             let truth = exact::search(&db, &part, measure, a.top, None)?;
             found += crate::search::recall(&hits, &truth) * (end - start) as f64;
             total += end - start;
         }
-        printer.write(&r, &q.ids[start..end], &hits)?;
+        printer.write(&set, &q.ids[start..end], &hits)?;
     }
     pb.finish_and_clear();
     printer.finish()?;
@@ -296,6 +306,16 @@ pub fn run(a: QueryArgs) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// The release's id of a hit: for one file, the id of its row; for a sharded release, hits
+/// carry global ids already ([`crate::search::sharded::search`]).
+fn hit_id(r: &ReleaseSet, h: &Hit) -> u64 {
+    if r.is_sharded() {
+        h.row as u64
+    } else {
+        r.id(0, h.row)
+    }
 }
 
 /// Queries per batch so that one batch of results (`top` hits per query, kept while searching and
@@ -349,7 +369,7 @@ impl HitPrinter {
         })
     }
 
-    fn write(&mut self, r: &Release, qids: &[u64], hits: &[Vec<Hit>]) -> Result<()> {
+    fn write(&mut self, r: &ReleaseSet, qids: &[u64], hits: &[Vec<Hit>]) -> Result<()> {
         use std::io::Write;
         let io = super::output::stdout_error;
         let out = &mut self.out;
@@ -358,7 +378,7 @@ impl HitPrinter {
                 HitFormat::Json => {
                     let v = serde_json::json!({
                         "query": q,
-                        "neighbours": h.iter().map(|x| serde_json::json!({"id": r.id(x.row), "score": x.score})).collect::<Vec<_>>(),
+                        "neighbours": h.iter().map(|x| serde_json::json!({"id": hit_id(r, x), "score": x.score})).collect::<Vec<_>>(),
                     });
                     out.write_all(if self.first { b"\n    " } else { b",\n    " })
                         .map_err(io)?;
@@ -367,13 +387,13 @@ impl HitPrinter {
                 }
                 HitFormat::Csv => {
                     for (rank, x) in h.iter().enumerate() {
-                        writeln!(out, "{q},{},{},{}", rank + 1, r.id(x.row), x.score)
+                        writeln!(out, "{q},{},{},{}", rank + 1, hit_id(r, x), x.score)
                             .map_err(io)?;
                     }
                 }
                 HitFormat::Text => {
                     for x in h {
-                        writeln!(out, "{q} {} {}", r.id(x.row), x.score).map_err(io)?;
+                        writeln!(out, "{q} {} {}", hit_id(r, x), x.score).map_err(io)?;
                     }
                 }
             }

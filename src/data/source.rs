@@ -62,3 +62,76 @@ pub fn read_exact_or_truncated(
     }
     Ok(())
 }
+
+/// The rows `skip..skip + take` of another reader (a shard's part of an input): the first `skip`
+/// rows are read and dropped, then at most `take` rows are passed on.
+pub struct Window<'r> {
+    inner: Box<dyn super::RowReader + 'r>,
+    skip: u64,
+    left: Option<u64>,
+}
+
+impl<'r> Window<'r> {
+    /// Rows `skip..skip + take` of `inner` (`take = None`: to the end).
+    pub fn new(inner: Box<dyn super::RowReader + 'r>, skip: u64, take: Option<u64>) -> Self {
+        Window {
+            inner,
+            skip,
+            left: take,
+        }
+    }
+
+    fn skip_rows(&mut self) -> Result<()> {
+        let (mut v, mut l) = (Vec::new(), Vec::new());
+        while self.skip > 0 {
+            v.clear();
+            l.clear();
+            let want = self.skip.min(4096) as usize;
+            let got = self.inner.read_chunk(want, &mut v, &mut l)?;
+            if got == 0 {
+                break;
+            }
+            self.skip -= got as u64;
+        }
+        self.skip = 0;
+        Ok(())
+    }
+}
+
+impl super::RowReader for Window<'_> {
+    fn dim(&self) -> usize {
+        self.inner.dim()
+    }
+    fn rows_hint(&self) -> Option<u64> {
+        let rest = self.inner.rows_hint()?.saturating_sub(self.skip);
+        Some(self.left.map_or(rest, |t| rest.min(t)))
+    }
+    fn has_labels(&self) -> bool {
+        self.inner.has_labels()
+    }
+    fn scaling(&self) -> super::Scaling {
+        self.inner.scaling()
+    }
+    fn read_chunk(
+        &mut self,
+        max_rows: usize,
+        values: &mut Vec<f32>,
+        labels: &mut Vec<f32>,
+    ) -> Result<usize> {
+        if self.skip > 0 {
+            self.skip_rows()?;
+        }
+        let want = match self.left {
+            Some(left) => (max_rows as u64).min(left) as usize,
+            None => max_rows,
+        };
+        if want == 0 {
+            return Ok(0);
+        }
+        let got = self.inner.read_chunk(want, values, labels)?;
+        if let Some(left) = self.left.as_mut() {
+            *left -= got as u64;
+        }
+        Ok(got)
+    }
+}

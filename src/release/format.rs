@@ -59,6 +59,23 @@ pub struct ReleaseMeta {
     /// (see [`crate::ledger`]); absent otherwise, and in releases written before it existed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dataset: Option<DatasetRecord>,
+    /// Where this file sits in a sharded release (see [`crate::release::shards`]); absent for a
+    /// release in one file.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shard: Option<ShardRecord>,
+}
+
+/// One shard of a sharded release: shard `index` of `count`, holding the rows whose global ids
+/// are `first_row, first_row + 1, …` (its noise blocks and, for local mechanisms, its per-row
+/// public maps are those of these global rows).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ShardRecord {
+    /// Position of the shard, from 0.
+    pub index: u32,
+    /// Shards in the release.
+    pub count: u32,
+    /// Global id of the shard's first row (a multiple of the 256-row noise block).
+    pub first_row: u64,
 }
 
 /// Which dataset a release was made from, as a *keyed* hash (see [`crate::ledger::fingerprint`]).

@@ -25,8 +25,10 @@
 
 mod format;
 mod reader;
+pub mod shards;
 mod writer;
 
 pub use format::*;
 pub use reader::Release;
+pub use shards::ReleaseSet;
 pub use writer::ReleaseWriter;

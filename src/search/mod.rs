@@ -15,6 +15,7 @@ mod huge;
 mod kernels;
 mod quant;
 pub mod queries;
+pub mod sharded;
 
 use serde::{Deserialize, Serialize};
 

@@ -1,0 +1,236 @@
+//! Sharded publishing (`publish --shards N`, `publish --shard i/N`) and `dprp shards finish`:
+//! thin wrappers over [`crate::publish`] and [`crate::release::shards`].
+
+use std::path::{Path, PathBuf};
+
+use clap::{Args, Subcommand};
+
+use crate::atomic::StagingDir;
+use crate::data::open_reader;
+use crate::error::{Error, Result};
+use crate::privacy::noise::{NoiseSource, BLOCK_ROWS};
+use crate::publish::{publish_with, Part, PublishOptions, PublishOutcome, PublishRequest};
+use crate::release::shards::{finish, shard_file_name};
+use crate::release::ShardRecord;
+
+#[derive(Args, Debug)]
+pub struct ShardsArgs {
+    #[command(subcommand)]
+    cmd: ShardsCmd,
+}
+
+#[derive(Subcommand, Debug)]
+enum ShardsCmd {
+    /// Check the shards that workers wrote into DIR (`publish --shard i/N`) — all present, one
+    /// release (same mechanism, parameters, public seed), disjoint rows — and write its manifest.
+    Finish {
+        /// The shard directory.
+        dir: PathBuf,
+    },
+}
+
+pub fn run(a: ShardsArgs) -> Result<()> {
+    match a.cmd {
+        ShardsCmd::Finish { dir } => {
+            let m = finish(&dir)?;
+            outln!(
+                "wrote {}: {} shards, {} rows; guarantee (each row is in one shard): {}",
+                dir.join(crate::release::shards::MANIFEST).display(),
+                m.count,
+                m.n,
+                m.release.statement
+            )?;
+            Ok(())
+        }
+    }
+}
+
+/// Parse `i/N`.
+pub fn parse_shard(s: &str) -> Result<(u32, u32)> {
+    let bad = || {
+        Error::param(
+            "--shard",
+            format!("'{s}' is not i/N (shard i of N, 0 ≤ i < N, e.g. 3/16)"),
+        )
+    };
+    let (i, n) = s.split_once('/').ok_or_else(bad)?;
+    let (i, n): (u32, u32) = (
+        i.trim().parse().map_err(|_| bad())?,
+        n.trim().parse().map_err(|_| bad())?,
+    );
+    if n == 0 || i >= n {
+        return Err(bad());
+    }
+    Ok((i, n))
+}
+
+/// Rows of the input: the format's count, else one pass over it.
+fn count_rows(req: &PublishRequest) -> Result<u64> {
+    let mut r = open_reader(&req.input, &req.input_opts)?;
+    if let Some(n) = r.rows_hint() {
+        return Ok(n);
+    }
+    let (mut v, mut l, mut n) = (Vec::new(), Vec::new(), 0u64);
+    loop {
+        v.clear();
+        l.clear();
+        let got = r.read_chunk(4096, &mut v, &mut l)?;
+        if got == 0 {
+            return Ok(n);
+        }
+        n += got as u64;
+    }
+}
+
+/// `publish --shards N`: the rows split into N contiguous ranges of `⌈n/N⌉` rows rounded up to the
+/// noise block (the last range shorter), each published as a shard with the global ids of its
+/// rows, then the manifest; all written into a staging directory that becomes `req.output` only
+/// when everything succeeded.
+pub fn publish_all(
+    req: &PublishRequest,
+    noise: &NoiseSource,
+    opts: &PublishOptions,
+    count: u32,
+) -> Result<(PublishOutcome, String)> {
+    if count == 0 {
+        return Err(Error::param("--shards", "at least one shard"));
+    }
+    check_output_dir(&req.output)?;
+    let n = count_rows(req)?;
+    let block = BLOCK_ROWS as u64;
+    let per = n.div_ceil(count as u64).div_ceil(block) * block;
+    if n == 0 || per * (count as u64 - 1) >= n {
+        return Err(Error::param(
+            "--shards",
+            format!(
+                "{count} shards of {n} rows would leave a shard empty (shards hold whole \
+                 {BLOCK_ROWS}-row noise blocks): use at most {}",
+                n.div_ceil(block).max(1)
+            ),
+        ));
+    }
+    let staging = StagingDir::create(&req.output)?;
+    let mut timings = crate::publish::StageTimes::default();
+    let mut warnings = Vec::new();
+    for i in 0..count {
+        let mut r = req.clone();
+        r.output = staging.path().join(shard_file_name(i, count));
+        let mut o = *opts;
+        o.part = Some(Part {
+            shard: ShardRecord {
+                index: i,
+                count,
+                first_row: i as u64 * per,
+            },
+            skip: i as u64 * per,
+            take: Some(per),
+        });
+        if i > 0 {
+            // warnings are the same for every shard: say them once
+            o.on_warning = None;
+        }
+        let out = publish_with(&r, noise, &o)?;
+        add_times(&mut timings, &out.timings);
+        if i == 0 {
+            warnings = out.warnings;
+        }
+    }
+    let manifest = finish(staging.path())?;
+    staging.commit()?;
+    let line = format!(
+        "shards: {count} files of up to {per} rows in {}, with {} (each row is in one shard: the \
+         release's guarantee is one shard's)",
+        req.output.display(),
+        crate::release::shards::MANIFEST
+    );
+    Ok((
+        PublishOutcome {
+            meta: manifest.release,
+            warnings,
+            timings,
+        },
+        line,
+    ))
+}
+
+/// `publish --shard i/N --first-row R`: one worker's shard, all of its input, written as
+/// `DIR/shard-i-of-N.dprp` (DIR created if missing); `dprp shards finish DIR` completes the
+/// release once every worker is done.
+pub fn publish_one(
+    req: &PublishRequest,
+    noise: &NoiseSource,
+    opts: &PublishOptions,
+    spec: &str,
+    first_row: u64,
+) -> Result<(PublishOutcome, String)> {
+    let (index, count) = parse_shard(spec)?;
+    if req.output.exists() && !req.output.is_dir() {
+        return Err(Error::param(
+            "--output",
+            format!(
+                "{} is a file; with --shard the output is the shard directory",
+                req.output.display()
+            ),
+        ));
+    }
+    std::fs::create_dir_all(&req.output).map_err(|e| Error::io(&req.output, e))?;
+    let mut r = req.clone();
+    r.output = req.output.join(shard_file_name(index, count));
+    let mut o = *opts;
+    o.part = Some(Part {
+        shard: ShardRecord {
+            index,
+            count,
+            first_row,
+        },
+        skip: 0,
+        take: None,
+    });
+    let out = publish_with(&r, noise, &o)?;
+    let line = format!(
+        "shard {index} of {count}: wrote {} (rows {first_row}..{}); when every shard is written, \
+         run `dprp shards finish {}`",
+        r.output.display(),
+        first_row + out.meta.n,
+        req.output.display()
+    );
+    Ok((out, line))
+}
+
+fn check_output_dir(out: &Path) -> Result<()> {
+    if out.is_file() {
+        return Err(Error::param(
+            "--output",
+            format!(
+                "{} is a file; with --shards the output is a directory",
+                out.display()
+            ),
+        ));
+    }
+    if out.is_dir() {
+        let mut entries = std::fs::read_dir(out).map_err(|e| Error::io(out, e))?;
+        if entries.next().is_some() {
+            return Err(Error::param(
+                "--output",
+                format!(
+                    "{} is a directory that is not empty; a sharded release needs a new or empty \
+                     one",
+                    out.display()
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn add_times(t: &mut crate::publish::StageTimes, o: &crate::publish::StageTimes) {
+    t.setup += o.setup;
+    t.read += o.read;
+    t.privatise += o.privatise;
+    t.wait_read += o.wait_read;
+    t.wait_write += o.wait_write;
+    t.write += o.write;
+    t.finish += o.finish;
+    t.total += o.total;
+    t.chunks += o.chunks;
+}

@@ -1,0 +1,431 @@
+//! Sharded releases: one release written as N shard files in a directory, with a manifest.
+//!
+//! ```text
+//! DIR/
+//!   shard-00000-of-00004.dprp   a complete release of its rows (header, payload, metadata), whose
+//!   shard-00001-of-00004.dprp   metadata also records {index, count, first_row} (ShardRecord)
+//!   …
+//!   manifest.json               {"format": "dprp-shards", "version": 1, "count": N, "n": total
+//!                                rows, "shards": [{file, index, first_row, n, checksum}], "release":
+//!                                the shared metadata once}
+//! ```
+//!
+//! Every shard uses the same public randomness (the projection seed is in the shared metadata) and
+//! its own secret noise: `publish --shards N` draws one OS key for the run and every row its own
+//! ChaCha20 stream of it (the stream of its global noise block, as in a one-file release), and a
+//! worker that writes one shard (`publish --shard i/N`) draws its own key. Shard `i` holds the rows
+//! with global ids `first_row, …, first_row + n − 1`; ranges are disjoint, in shard order, each
+//! starting on a 256-row noise block.
+//!
+//! **Privacy.** The shards partition the rows: a neighbouring dataset (one row changed, or added or
+//! removed) changes the input of exactly one shard, and each shard is the mechanism applied to its
+//! own rows with independent noise. By parallel composition the whole sharded release has the
+//! guarantee of one shard — the same `(ε, δ)` as the one-file release, stated once in the
+//! manifest. Shards made with different mechanisms, parameters, scalings or public seeds are not
+//! one release and are refused.
+//!
+//! The manifest records each shard file's BLAKE3 checksum (the one in its header, which
+//! [`Release::open`] verifies against the file), so a shard replaced after the manifest was written
+//! is refused as well as a damaged one.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use super::{Release, ReleaseMeta, ShardRecord};
+use crate::atomic::AtomicFile;
+use crate::error::{Error, Result};
+use crate::privacy::noise::BLOCK_ROWS;
+
+/// The manifest's file name in a shard directory.
+pub const MANIFEST: &str = "manifest.json";
+/// The manifest's `format` field.
+pub const MANIFEST_FORMAT: &str = "dprp-shards";
+/// The manifest's version.
+pub const MANIFEST_VERSION: u32 = 1;
+
+/// File name of shard `index` of `count`: `shard-00003-of-00016.dprp`.
+pub fn shard_file_name(index: u32, count: u32) -> String {
+    format!("shard-{index:05}-of-{count:05}.dprp")
+}
+
+/// The manifest of a shard directory.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Manifest {
+    /// Always [`MANIFEST_FORMAT`].
+    pub format: String,
+    /// [`MANIFEST_VERSION`].
+    pub version: u32,
+    /// Shards.
+    pub count: u32,
+    /// Rows in all shards.
+    pub n: u64,
+    /// The shards, in order.
+    pub shards: Vec<ManifestShard>,
+    /// The metadata the shards share (that of shard 0, with `n` the total and no shard record).
+    pub release: ReleaseMeta,
+}
+
+/// One shard in the manifest.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct ManifestShard {
+    /// File name in the directory.
+    pub file: String,
+    /// Position, from 0.
+    pub index: u32,
+    /// Global id of the first row.
+    pub first_row: u64,
+    /// Rows.
+    pub n: u64,
+    /// BLAKE3 checksum of the shard file (the one in its header), hex.
+    pub checksum: String,
+}
+
+fn hex(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+/// What every shard of one release must share: everything in the metadata but the rows, the
+/// creation time, the shard record and the dataset fingerprint.
+fn shared_part(m: &ReleaseMeta) -> Result<serde_json::Value> {
+    let mut v = serde_json::to_value(m)
+        .map_err(|e| Error::param("metadata", format!("cannot encode: {e}")))?;
+    if let Some(o) = v.as_object_mut() {
+        for key in ["n", "created", "shard", "dataset", "labels", "ids"] {
+            o.remove(key);
+        }
+    }
+    Ok(v)
+}
+
+/// The first field where two shards' shared metadata differ, for the error message.
+fn first_difference(a: &serde_json::Value, b: &serde_json::Value) -> String {
+    match (a.as_object(), b.as_object()) {
+        (Some(x), Some(y)) => x
+            .iter()
+            .find(|(k, v)| y.get(*k) != Some(*v))
+            .map(|(k, _)| k.clone())
+            .or_else(|| y.keys().find(|k| !x.contains_key(*k)).cloned())
+            .unwrap_or_else(|| "metadata".into()),
+        _ => "metadata".into(),
+    }
+}
+
+/// Open every `.dprp` file of `dir` and check that they are the complete, consistent shards of
+/// one release: returns them in shard order.
+fn open_shards(dir: &Path) -> Result<Vec<(String, Release)>> {
+    let mut files: Vec<String> = std::fs::read_dir(dir)
+        .map_err(|e| Error::io(dir, e))?
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|f| f.ends_with(".dprp") && !f.starts_with('.'))
+        .collect();
+    files.sort();
+    if files.is_empty() {
+        return Err(Error::format(
+            dir,
+            "no shard files (*.dprp) in the directory",
+        ));
+    }
+    let mut by_index: BTreeMap<u32, (String, Release)> = BTreeMap::new();
+    let mut count = None;
+    for f in files {
+        let path = dir.join(&f);
+        let r = Release::open(&path)?;
+        let Some(s) = r.meta().shard else {
+            return Err(Error::format(
+                &path,
+                "is a release in one file, not a shard: a shard directory holds only the shards \
+                 of one release",
+            ));
+        };
+        match count {
+            None => count = Some(s.count),
+            Some(c) if c != s.count => {
+                return Err(Error::format(
+                    &path,
+                    format!(
+                        "is shard {} of {}, but other shards here are of {c}",
+                        s.index, s.count
+                    ),
+                ))
+            }
+            Some(_) => {}
+        }
+        if let Some((other, _)) = by_index.get(&s.index) {
+            return Err(Error::format(
+                &path,
+                format!("is shard {} of {}, and so is {other}", s.index, s.count),
+            ));
+        }
+        by_index.insert(s.index, (f, r));
+    }
+    let count = count.unwrap_or(0);
+    if let Some(missing) = (0..count).find(|i| !by_index.contains_key(i)) {
+        return Err(Error::format(
+            dir,
+            format!(
+                "shard {missing} of {count} is missing ({} expected)",
+                shard_file_name(missing, count)
+            ),
+        ));
+    }
+    let shards: Vec<(String, Release)> = by_index.into_values().collect();
+    let base = shared_part(shards[0].1.meta())?;
+    let mut next_free = 0u64;
+    for (f, r) in &shards {
+        let path = dir.join(f);
+        let here = shared_part(r.meta())?;
+        if here != base {
+            return Err(Error::format(
+                &path,
+                format!(
+                    "is not a shard of the same release as {}: its {} differs (mechanism, \
+                     parameters, public seed, scaling and guarantee must be the same)",
+                    shards[0].0,
+                    first_difference(&base, &here)
+                ),
+            ));
+        }
+        let s = r.meta().shard.unwrap_or(ShardRecord {
+            index: 0,
+            count,
+            first_row: 0,
+        });
+        if s.first_row % BLOCK_ROWS as u64 != 0 || s.first_row < next_free {
+            return Err(Error::format(
+                &path,
+                format!(
+                    "its rows start at {}, which overlaps the shard before it (rows before {}) or \
+                     is not on a {BLOCK_ROWS}-row noise block",
+                    s.first_row, next_free
+                ),
+            ));
+        }
+        next_free = s.first_row + r.n() as u64;
+    }
+    if shards.iter().any(|(_, r)| r.meta().labels) != shards.iter().all(|(_, r)| r.meta().labels) {
+        return Err(Error::format(
+            dir,
+            "some shards carry labels and others do not",
+        ));
+    }
+    Ok(shards)
+}
+
+/// Check the shards in `dir` and write its manifest (`dprp shards finish`; `publish --shards`
+/// does this itself). Returns the manifest.
+pub fn finish(dir: &Path) -> Result<Manifest> {
+    let shards = open_shards(dir)?;
+    let manifest = manifest_of(&shards)?;
+    let json = serde_json::to_vec_pretty(&manifest)
+        .map_err(|e| Error::param("manifest", format!("cannot encode: {e}")))?;
+    let mut f = AtomicFile::create(&dir.join(MANIFEST))?;
+    f.write_all(&json)?;
+    f.commit()?;
+    Ok(manifest)
+}
+
+fn manifest_of(shards: &[(String, Release)]) -> Result<Manifest> {
+    let n: u64 = shards.iter().map(|(_, r)| r.n() as u64).sum();
+    let mut release = shards[0].1.meta().clone();
+    release.n = n;
+    release.shard = None;
+    release.dataset = None;
+    Ok(Manifest {
+        format: MANIFEST_FORMAT.into(),
+        version: MANIFEST_VERSION,
+        count: shards.len() as u32,
+        n,
+        shards: shards
+            .iter()
+            .map(|(f, r)| ManifestShard {
+                file: f.clone(),
+                index: r.meta().shard.map_or(0, |s| s.index),
+                first_row: r.meta().shard.map_or(0, |s| s.first_row),
+                n: r.n() as u64,
+                checksum: hex(&r.checksum()),
+            })
+            .collect(),
+        release,
+    })
+}
+
+/// A release opened for reading: one file, or the shards of a shard directory (checked against
+/// its manifest). Rows are addressed by global id: `first_row(part) + local row`.
+pub struct ReleaseSet {
+    path: PathBuf,
+    parts: Vec<Release>,
+    first_rows: Vec<u64>,
+    meta: ReleaseMeta,
+    sharded: bool,
+}
+
+impl ReleaseSet {
+    /// Open a release file or a shard directory.
+    pub fn open(path: &Path) -> Result<ReleaseSet> {
+        if !path.is_dir() {
+            let r = Release::open(path)?;
+            let meta = r.meta().clone();
+            return Ok(ReleaseSet {
+                path: path.to_path_buf(),
+                first_rows: vec![r.meta().shard.map_or(0, |s| s.first_row)],
+                parts: vec![r],
+                meta,
+                sharded: false,
+            });
+        }
+        let mpath = path.join(MANIFEST);
+        let bytes = match std::fs::read(&mpath) {
+            Ok(b) => b,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return Err(Error::format(
+                    path,
+                    format!(
+                        "is a directory without a {MANIFEST}: not a sharded release (if its \
+                         shards were written by workers with --shard, run `dprp shards finish \
+                         {}`)",
+                        path.display()
+                    ),
+                ))
+            }
+            Err(e) => return Err(Error::io(&mpath, e)),
+        };
+        let manifest: Manifest = serde_json::from_slice(&bytes)
+            .map_err(|e| Error::format(&mpath, format!("bad manifest: {e}")))?;
+        if manifest.format != MANIFEST_FORMAT || manifest.version != MANIFEST_VERSION {
+            return Err(Error::format(
+                &mpath,
+                format!(
+                    "not a dprp shard manifest of version {MANIFEST_VERSION} (format '{}', \
+                     version {})",
+                    manifest.format, manifest.version
+                ),
+            ));
+        }
+        let listed: std::collections::BTreeSet<&str> =
+            manifest.shards.iter().map(|s| s.file.as_str()).collect();
+        for e in std::fs::read_dir(path).map_err(|e| Error::io(path, e))? {
+            let f = e.map_err(|e| Error::io(path, e))?.file_name();
+            let f = f.to_string_lossy();
+            if f.ends_with(".dprp") && !f.starts_with('.') && !listed.contains(f.as_ref()) {
+                return Err(Error::format(
+                    path.join(f.as_ref()),
+                    format!("is not listed in {MANIFEST}: an extra or foreign shard"),
+                ));
+            }
+        }
+        for s in &manifest.shards {
+            if s.file.contains('/') || s.file.contains('\\') || s.file.starts_with('.') {
+                return Err(Error::format(
+                    &mpath,
+                    format!("bad shard file name '{}'", s.file),
+                ));
+            }
+            let f = path.join(&s.file);
+            if !f.exists() {
+                return Err(Error::format(
+                    &f,
+                    format!("shard {} of {} is missing", s.index, manifest.count),
+                ));
+            }
+        }
+        let shards = open_shards(path)?;
+        let now = manifest_of(&shards)?;
+        for (want, got) in manifest.shards.iter().zip(&now.shards) {
+            if want != got {
+                return Err(Error::format(
+                    path.join(&got.file),
+                    format!(
+                        "does not match {MANIFEST} (checksum, rows or position differ): the shard \
+                         was replaced or modified after the manifest was written"
+                    ),
+                ));
+            }
+        }
+        if manifest.shards.len() != now.shards.len()
+            || shared_part(&manifest.release)? != shared_part(&now.release)?
+        {
+            return Err(Error::format(
+                &mpath,
+                "does not describe the shards in the directory",
+            ));
+        }
+        Ok(ReleaseSet {
+            path: path.to_path_buf(),
+            first_rows: now.shards.iter().map(|s| s.first_row).collect(),
+            parts: shards.into_iter().map(|(_, r)| r).collect(),
+            meta: now.release,
+            sharded: true,
+        })
+    }
+
+    /// The parts with the global id of each one's first row.
+    pub fn into_parts(self) -> Vec<(Release, u64)> {
+        self.parts.into_iter().zip(self.first_rows).collect()
+    }
+
+    /// The path given to [`open`](Self::open).
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+    /// Whether this is a shard directory.
+    pub fn is_sharded(&self) -> bool {
+        self.sharded
+    }
+    /// The shared metadata (for a shard directory: `n` is the total, no shard record).
+    pub fn meta(&self) -> &ReleaseMeta {
+        &self.meta
+    }
+    /// Rows in all parts.
+    pub fn n(&self) -> usize {
+        self.parts.iter().map(|r| r.n()).sum()
+    }
+    /// Values (or bits) per row.
+    pub fn k(&self) -> usize {
+        self.meta.k
+    }
+    /// The parts: one release, or the shards in order.
+    pub fn parts(&self) -> &[Release] {
+        &self.parts
+    }
+    /// Global id of part `i`'s first row.
+    pub fn first_row(&self, i: usize) -> u64 {
+        self.first_rows[i]
+    }
+    /// Global id of row `row` of part `part`.
+    pub fn id(&self, part: usize, row: usize) -> u64 {
+        if self.sharded {
+            self.first_rows[part] + row as u64
+        } else {
+            self.parts[part].id(row)
+        }
+    }
+    /// The part and row of the row with global id `id` (for a one-file release, its row index).
+    pub fn locate(&self, id: u64) -> Result<(usize, usize)> {
+        for (i, r) in self.parts.iter().enumerate() {
+            let lo = if self.sharded { self.first_rows[i] } else { 0 };
+            if id >= lo && id - lo < r.n() as u64 {
+                return Ok((i, (id - lo) as usize));
+            }
+        }
+        let ranges = if self.sharded {
+            format!(
+                " (its shards hold rows {})",
+                self.parts
+                    .iter()
+                    .zip(&self.first_rows)
+                    .map(|(r, &f)| format!("{f}..{}", f + r.n() as u64))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
+        } else {
+            format!(" (0..{})", self.n())
+        };
+        Err(Error::param(
+            "row",
+            format!("row {id} is not in the release{ranges}"),
+        ))
+    }
+}
