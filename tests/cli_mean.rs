@@ -428,6 +428,7 @@ fn the_mean_of_an_empty_release_is_refused() {
         labels: false,
         ids: false,
         dataset: None,
+        shard: None,
     };
     w.finish(meta).unwrap();
     let o = dprp(dir.path(), &["mean", "empty.dprp", "-o", "m.npy"]);
