@@ -1,0 +1,436 @@
+//! Sharded releases (`publish --shards N`, `publish --shard i/N`, `dprp shards finish`): the same
+//! rows and payload bytes as the one-file release under one `--noise-seed`, the commands that read
+//! a shard directory, and every way a shard directory can be wrong.
+
+mod cli_helpers;
+
+#[allow(unused_imports)]
+use cli_helpers::*;
+
+/// 2000 rows × 8 features in [0, 1) as `.npy` (2000 rows in 3 shards: 768 + 768 + 464, so the
+/// shard count does not divide n and the last shard is short).
+fn rows_npy(dir: &Path, name: &str, n: usize, first: usize) {
+    let p = 8;
+    let vals: Vec<f32> = (first * p..(first + n) * p)
+        .map(|i| ((i * 37 + i / 7) % 101) as f32 / 101.0)
+        .collect();
+    put(dir, name, &npy("<f4", n, p, &f32_le(&vals)));
+}
+
+fn args<'a>(input: &'a str, mech: &'a str, out: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
+    let mut v = vec![
+        "publish",
+        input,
+        "-m",
+        mech,
+        "-e",
+        "5",
+        "-k",
+        "4",
+        "--projection-seed",
+        "5eed",
+        "--noise-seed",
+        "n",
+        "-o",
+        out,
+    ];
+    if mech.starts_with("dp-rp") {
+        v.extend(["-d", "1e-6"]);
+    }
+    v.extend_from_slice(extra);
+    v
+}
+
+fn shard_files(dir: &Path) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "dprp"))
+        .collect();
+    v.sort();
+    v
+}
+
+/// The payload bytes of a release file, whatever its kind (the header's offset and length).
+fn payload_bytes(path: &Path) -> Vec<u8> {
+    let b = std::fs::read(path).unwrap();
+    let (off, len) = (u64_at(&b, 32) as usize, u64_at(&b, 40) as usize);
+    b[off..off + len].to_vec()
+}
+
+/// The payloads of the shards, concatenated in shard order.
+fn sharded_payload(dir: &Path) -> Vec<u8> {
+    shard_files(dir)
+        .iter()
+        .flat_map(|f| payload_bytes(f))
+        .collect()
+}
+
+#[test]
+fn sharded_release_equals_the_one_file_release_under_one_noise_seed() {
+    let d = tmp();
+    rows_npy(d.path(), "x.npy", 2000, 0);
+    put(d.path(), "q.npy", &npy("<f4", 3, 8, &f32_le(&[0.3f32; 24])));
+    for mech in ["dp-rp-g-opt", "dp-signoporp-rr"] {
+        let one = format!("{mech}.dprp");
+        let dir = format!("{mech}-shards");
+        ok(d.path(), &args("x.npy", mech, &one, &[]));
+        let out = ok(d.path(), &args("x.npy", mech, &dir, &["--shards", "3"]));
+        assert!(out.contains("shards: 3 files"), "{out}");
+        let files = shard_files(&d.path().join(&dir));
+        assert_eq!(files.len(), 3);
+        // same rows in the same order, same bytes
+        let single = payload_bytes(&d.path().join(&one));
+        assert!(!single.is_empty());
+        assert!(
+            sharded_payload(&d.path().join(&dir)) == single,
+            "{mech}: payloads differ"
+        );
+        // info: total rows, the shard ranges, the guarantee once
+        let j = info_json(d.path(), &dir);
+        assert_eq!(j["n"], 2000);
+        let ranges: Vec<(u64, u64)> = j["shards"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| (s["first_row"].as_u64().unwrap(), s["n"].as_u64().unwrap()))
+            .collect();
+        assert_eq!(ranges, vec![(0, 768), (768, 768), (1536, 464)]);
+        let one_info = info_json(d.path(), &one);
+        assert_eq!(j["guarantee"], one_info["guarantee"]);
+        assert_eq!(j["mechanism"], one_info["mechanism"]);
+        // query: the merged per-shard top-k is the one-file top-k, ids included
+        for top in ["1", "10", "2000"] {
+            let q = |rel: &str| {
+                ok(
+                    d.path(),
+                    &["query", rel, "--queries", "q.npy", "--top", top],
+                )
+            };
+            assert_eq!(q(&dir), q(&one), "{mech} top {top}");
+        }
+        // estimate across shards
+        let e = |rel: &str| ok(d.path(), &["estimate", rel, "--rows", "5,1900"]);
+        assert_eq!(e(&dir), e(&one));
+        let bad = dprp(d.path(), &["estimate", &dir, "--rows", "5,2000"]);
+        assert!(!bad.status.success());
+        assert!(
+            text(&bad.stderr).contains("1536..2000"),
+            "{}",
+            text(&bad.stderr)
+        );
+    }
+}
+
+#[test]
+fn workers_write_shards_and_finish_assembles_the_same_release() {
+    let d = tmp();
+    rows_npy(d.path(), "x.npy", 2000, 0);
+    ok(
+        d.path(),
+        &args("x.npy", "dp-rp-g-opt", "all", &["--shards", "3"]),
+    );
+    // three workers, each with its own rows only, knowing its shard and first global row
+    for (i, (first, n)) in [(0, 768), (768, 768), (1536, 464)].into_iter().enumerate() {
+        let input = format!("x{i}.npy");
+        rows_npy(d.path(), &input, n, first);
+        let spec = format!("{i}/3");
+        let first = first.to_string();
+        let out = ok(
+            d.path(),
+            &args(
+                &input,
+                "dp-rp-g-opt",
+                "w",
+                &["--shard", &spec, "--first-row", &first],
+            ),
+        );
+        assert!(out.contains("dprp shards finish"), "{out}");
+    }
+    // before the manifest, the directory is not a release
+    fails(
+        d.path(),
+        &["info", "w"],
+        &["without a manifest.json", "shards finish"],
+    );
+    ok(d.path(), &["shards", "finish", "w"]);
+    assert!(sharded_payload(&d.path().join("w")) == sharded_payload(&d.path().join("all")));
+    let q = |rel: &str| ok(d.path(), &["estimate", rel, "--rows", "0,1999"]);
+    assert_eq!(q("w"), q("all"));
+}
+
+#[test]
+fn local_mean_over_a_shard_directory_equals_the_one_file_mean() {
+    let d = tmp();
+    // unit rows in 6 dimensions
+    let mut csv = String::new();
+    for i in 0..1000 {
+        let a = i as f64 * 0.37;
+        csv.push_str(&format!(
+            "{},{},{},{},0,0\n",
+            a.cos() * 0.6,
+            a.sin() * 0.6,
+            0.8 * (a * 0.5).cos(),
+            0.8 * (a * 0.5).sin()
+        ));
+    }
+    put(d.path(), "u.csv", csv.as_bytes());
+    for mech in ["projunit", "privunitg"] {
+        let base = |out: &'static str| {
+            vec![
+                "publish",
+                "u.csv",
+                "-m",
+                mech,
+                "-e",
+                "4",
+                "--projection-seed",
+                "ab",
+                "--noise-seed",
+                "n",
+                "--normalize",
+                "l2",
+                "-o",
+                out,
+            ]
+        };
+        let mut one = base("one.dprp");
+        let mut sh = base("sh");
+        if mech == "projunit" {
+            one.extend(["-k", "3"]);
+            sh.extend(["-k", "3"]);
+        }
+        sh.extend(["--shards", "2"]);
+        let _ = std::fs::remove_dir_all(d.path().join("sh"));
+        ok(d.path(), &one);
+        ok(d.path(), &sh);
+        // the same estimate up to the order of the f64 sums (two accumulators merged vs one)
+        let m = |rel: &str| -> Value {
+            let mut v: Value =
+                serde_json::from_str(&ok(d.path(), &["mean", rel, "--json"])).unwrap();
+            v.as_object_mut().unwrap().remove("releases");
+            v
+        };
+        let (mut a, mut b) = (m("sh"), m("one.dprp"));
+        let (ma, mb) = (a["mean"].take(), b["mean"].take());
+        assert_eq!(a, b, "{mech}");
+        let (ma, mb) = (ma.as_array().unwrap(), mb.as_array().unwrap());
+        assert_eq!(ma.len(), 6);
+        for (x, y) in ma.iter().zip(mb) {
+            let (x, y) = (x.as_f64().unwrap(), y.as_f64().unwrap());
+            assert!((x - y).abs() <= 1e-12, "{mech}: {x} vs {y}");
+        }
+        // power: another noise seed moves the mean by far more than that
+        let mut other = base("other.dprp");
+        other[9] = "m";
+        if mech == "projunit" {
+            other.extend(["-k", "3"]);
+        }
+        ok(d.path(), &other);
+        let mo = m("other.dprp")["mean"].take();
+        let moved = mo
+            .as_array()
+            .unwrap()
+            .iter()
+            .zip(mb)
+            .map(|(x, y)| (x.as_f64().unwrap() - y.as_f64().unwrap()).abs())
+            .fold(0.0, f64::max);
+        assert!(moved > 1e-6, "{mech}: {moved}");
+    }
+}
+
+#[test]
+fn a_wrong_shard_directory_is_refused_naming_the_shard() {
+    let d = tmp();
+    rows_npy(d.path(), "x.npy", 2000, 0);
+    ok(
+        d.path(),
+        &args("x.npy", "dp-rp-g-opt", "good", &["--shards", "3"]),
+    );
+    let copy = |name: &str| {
+        let to = d.path().join(name);
+        std::fs::create_dir(&to).unwrap();
+        for e in std::fs::read_dir(d.path().join("good")).unwrap() {
+            let e = e.unwrap();
+            std::fs::copy(e.path(), to.join(e.file_name())).unwrap();
+        }
+        to
+    };
+    fn query(rel: &str) -> Vec<&str> {
+        vec!["query", rel, "--queries", "x.npy", "--top", "3"]
+    }
+    // a missing shard
+    let dir = copy("missing");
+    std::fs::remove_file(dir.join("shard-00001-of-00003.dprp")).unwrap();
+    fails(
+        d.path(),
+        &query("missing"),
+        &["shard-00001-of-00003.dprp", "missing"],
+    );
+    // an extra shard file
+    let dir = copy("extra");
+    std::fs::copy(
+        d.path().join("good/shard-00000-of-00003.dprp"),
+        dir.join("stray.dprp"),
+    )
+    .unwrap();
+    fails(d.path(), &query("extra"), &["stray.dprp", "not listed"]);
+    // a damaged shard (one payload bit)
+    let dir = copy("damaged");
+    let f = dir.join("shard-00002-of-00003.dprp");
+    let mut b = std::fs::read(&f).unwrap();
+    b[200] ^= 1;
+    std::fs::write(&f, b).unwrap();
+    fails(
+        d.path(),
+        &query("damaged"),
+        &["shard-00002-of-00003.dprp", "checksum"],
+    );
+    // a shard replaced by another release's shard (other noise): its checksum is not the
+    // manifest's
+    ok(
+        d.path(),
+        &[
+            "publish",
+            "x.npy",
+            "-m",
+            "dp-rp-g-opt",
+            "-e",
+            "5",
+            "-d",
+            "1e-6",
+            "-k",
+            "4",
+            "--projection-seed",
+            "5eed",
+            "--noise-seed",
+            "other",
+            "--shards",
+            "3",
+            "-o",
+            "other",
+        ],
+    );
+    let dir = copy("replaced");
+    std::fs::copy(
+        d.path().join("other/shard-00001-of-00003.dprp"),
+        dir.join("shard-00001-of-00003.dprp"),
+    )
+    .unwrap();
+    fails(
+        d.path(),
+        &query("replaced"),
+        &["shard-00001-of-00003.dprp", "does not match manifest.json"],
+    );
+    // a worker with another public seed: finish refuses it
+    for (i, seed) in [(0, "5eed"), (1, "beef")] {
+        let spec = format!("{i}/2");
+        let first = (i * 1024).to_string();
+        ok(
+            d.path(),
+            &[
+                "publish",
+                "x.npy",
+                "-m",
+                "dp-rp-g-opt",
+                "-e",
+                "5",
+                "-d",
+                "1e-6",
+                "-k",
+                "4",
+                "--projection-seed",
+                seed,
+                "--shard",
+                &spec,
+                "--first-row",
+                &first,
+                "-o",
+                "mixed",
+            ],
+        );
+    }
+    fails(
+        d.path(),
+        &["shards", "finish", "mixed"],
+        &[
+            "shard-00001-of-00002.dprp",
+            "not a shard of the same release",
+            "mechanism",
+        ],
+    );
+    assert!(!d.path().join("mixed/manifest.json").exists());
+    // overlapping rows (shard 1 starts inside shard 0's 2000 rows)
+    for i in 0..2 {
+        let spec = format!("{i}/2");
+        let first = (i * 1024).to_string();
+        ok(
+            d.path(),
+            &args(
+                "x.npy",
+                "dp-rp-g-opt",
+                "overlap",
+                &["--shard", &spec, "--first-row", &first],
+            ),
+        );
+    }
+    fails(
+        d.path(),
+        &["shards", "finish", "overlap"],
+        &["shard-00001-of-00002.dprp", "overlaps"],
+    );
+    // a first row off the noise block
+    fails(
+        d.path(),
+        &args(
+            "x.npy",
+            "dp-rp-g-opt",
+            "off",
+            &["--shard", "0/2", "--first-row", "100"],
+        ),
+        &["multiple of the 256-row noise block"],
+    );
+    assert!(shard_files(&d.path().join("off")).is_empty());
+    // bad --shard specs and shard counts
+    for spec in ["3/3", "1", "a/2", "0/0"] {
+        fails(
+            d.path(),
+            &args("x.npy", "dp-rp-g-opt", "s", &["--shard", spec]),
+            &["--shard", "i/N"],
+        );
+    }
+    fails_clean(
+        d.path(),
+        &args("x.npy", "dp-rp-g-opt", "many", &["--shards", "9"]),
+        "many",
+        &["leave a shard empty", "at most 8"],
+    );
+    // the output directory must be new or empty; the index is per file
+    fails(
+        d.path(),
+        &args("x.npy", "dp-rp-g-opt", "good", &["--shards", "2"]),
+        &["not empty"],
+    );
+    fails(
+        d.path(),
+        &["index", "good", "-o", "g.idx"],
+        &["is a directory", "one release file"],
+    );
+    fails(
+        d.path(),
+        &["query", "good", "--queries", "x.npy", "--index", "g.idx"],
+        &["--index", "sharded"],
+    );
+    // no ledger for sharded releases yet
+    fails_clean(
+        d.path(),
+        &args(
+            "x.npy",
+            "dp-rp-g-opt",
+            "led",
+            &["--shards", "2", "--ledger", "."],
+        ),
+        "led",
+        &["ledger", "sharded"],
+    );
+}
