@@ -7,8 +7,8 @@ mod cli_helpers;
 #[allow(unused_imports)]
 use cli_helpers::*;
 
-/// 2000 rows × 8 features in [0, 1) as `.npy` (2000 rows in 3 shards: 768 + 768 + 464, so the
-/// shard count does not divide n and the last shard is short).
+/// Rows × 8 features in [0, 1) as `.npy` (2000 rows in 3 shards: 512 + 768 + 720 — eight noise
+/// blocks split as evenly as they go, the last one short).
 fn rows_npy(dir: &Path, name: &str, n: usize, first: usize) {
     let p = 8;
     let vals: Vec<f32> = (first * p..(first + n) * p)
@@ -95,7 +95,7 @@ fn sharded_release_equals_the_one_file_release_under_one_noise_seed() {
             .iter()
             .map(|s| (s["first_row"].as_u64().unwrap(), s["n"].as_u64().unwrap()))
             .collect();
-        assert_eq!(ranges, vec![(0, 768), (768, 768), (1536, 464)]);
+        assert_eq!(ranges, vec![(0, 512), (512, 768), (1280, 720)]);
         let one_info = info_json(d.path(), &one);
         assert_eq!(j["guarantee"], one_info["guarantee"]);
         assert_eq!(j["mechanism"], one_info["mechanism"]);
@@ -115,7 +115,7 @@ fn sharded_release_equals_the_one_file_release_under_one_noise_seed() {
         let bad = dprp(d.path(), &["estimate", &dir, "--rows", "5,2000"]);
         assert!(!bad.status.success());
         assert!(
-            text(&bad.stderr).contains("1536..2000"),
+            text(&bad.stderr).contains("1280..2000"),
             "{}",
             text(&bad.stderr)
         );
@@ -131,7 +131,7 @@ fn workers_write_shards_and_finish_assembles_the_same_release() {
         &args("x.npy", "dp-rp-g-opt", "all", &["--shards", "3"]),
     );
     // three workers, each with its own rows only, knowing its shard and first global row
-    for (i, (first, n)) in [(0, 768), (768, 768), (1536, 464)].into_iter().enumerate() {
+    for (i, (first, n)) in [(0, 512), (512, 768), (1280, 720)].into_iter().enumerate() {
         let input = format!("x{i}.npy");
         rows_npy(d.path(), &input, n, first);
         let spec = format!("{i}/3");

@@ -13,6 +13,7 @@ from ._dprp import (
     __version__,
     calibrate,
     eval_retrieval,
+    finish_shards,
     privatise,
     publish,
 )
@@ -24,6 +25,7 @@ __all__ = [
     "__version__",
     "calibrate",
     "eval_retrieval",
+    "finish_shards",
     "privatise",
     "publish",
 ]

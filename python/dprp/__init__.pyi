@@ -1,7 +1,7 @@
 """Type stubs of the dprp Python module (the compiled ``dprp._dprp``)."""
 
 import os
-from typing import Any, Optional, Tuple, Union
+from typing import Any, List, Optional, Tuple, Union
 
 import numpy as np
 import numpy.typing as npt
@@ -32,7 +32,13 @@ class Release:
     def __len__(self) -> int: ...
     @property
     def sketches(self) -> Union[npt.NDArray[np.float32], npt.NDArray[np.uint64]]:
-        """Read-only view of the payload (no copy): n×k float32, or n×⌈k/64⌉ uint64 sign words."""
+        """Read-only view of the payload (no copy): n×k float32, or n×⌈k/64⌉ uint64 sign words.
+        A sharded release has one payload per shard: use ``shards``."""
+    @property
+    def shards(self) -> List["Release"]:
+        """The shards of a sharded release (one-file Releases with global row ids)."""
+    @property
+    def sharded(self) -> bool: ...
     def unpack_signs(self) -> npt.NDArray[np.int8]:
         """n×k array of ±1 signs of a sign release."""
     @property
@@ -81,8 +87,16 @@ def publish(
     clip: bool = False,
     clip_norm: Optional[float] = None,
     memory: int = 256,
+    shard: Optional[Tuple[int, int]] = None,
 ) -> Release:
-    """Publish x as a private release at output (the file ``dprp publish`` writes)."""
+    """Publish x as a private release at output (the file ``dprp publish`` writes).
+
+    With ``shard=(i, N)``, write shard i of N of a sharded release: ``output`` is the shard
+    directory, the rows get the global ids ``first_row, first_row + 1, ...`` (``first_row`` a
+    multiple of 256), and ``finish_shards(output)`` writes the manifest once every shard exists."""
+
+def finish_shards(dir: PathLike) -> Release:
+    """Check the shards in dir and write its manifest (``dprp shards finish``); open it."""
 
 def calibrate(
     *,

@@ -55,6 +55,7 @@ fn _dprp(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add_function(wrap_pyfunction!(publish::publish, m)?)?;
     m.add_function(wrap_pyfunction!(publish::calibrate, m)?)?;
+    m.add_function(wrap_pyfunction!(publish::finish_shards, m)?)?;
     m.add_class::<release::Release>()?;
     m.add_function(wrap_pyfunction!(ldp::privatise, m)?)?;
     m.add_class::<ldp::MeanAccumulator>()?;

@@ -128,7 +128,7 @@ enum Input<'py> {
 #[pyo3(signature = (x, *, mechanism, epsilon, output, delta=None, k=None, seed=None, beta=None,
     neighbour=None, projection=None, min_norm=None, individual_dp=false, epsilon_norm=None,
     radius=None, first_row=0, noise=None, noise_seed=None, labels=None, scale=None,
-    normalize=None, clip=false, clip_norm=None, memory=256))]
+    normalize=None, clip=false, clip_norm=None, memory=256, shard=None))]
 #[allow(clippy::too_many_arguments)]
 pub fn publish<'py>(
     py: Python<'py>,
@@ -155,7 +155,35 @@ pub fn publish<'py>(
     clip: bool,
     clip_norm: Option<f64>,
     memory: usize,
+    shard: Option<(u32, u32)>,
 ) -> PyResult<Release> {
+    // One shard of a sharded release (a Spark executor, a worker): `output` is the shard
+    // directory, the rows get the global ids `first_row, …`, and the file is
+    // output/shard-i-of-N.dprp; `dprp.finish_shards(output)` writes the manifest at the end.
+    let (output, part) = match shard {
+        None => (output, None),
+        Some((i, n)) => {
+            if n == 0 || i >= n {
+                return Err(param(
+                    "shard",
+                    format!("({i}, {n}) is not (i, N) with 0 ≤ i < N"),
+                ));
+            }
+            std::fs::create_dir_all(&output).map_err(|e| err(dprp::Error::io(&output, e)))?;
+            let file = output.join(dprp::release::shards::shard_file_name(i, n));
+            let part = dprp::publish::Part {
+                shard: dprp::release::ShardRecord {
+                    index: i,
+                    count: n,
+                    first_row,
+                },
+                skip: 0,
+                take: None,
+            };
+            (file, Some(part))
+        }
+    };
+    let first_row = if part.is_some() { 0 } else { first_row };
     let params = params(
         mechanism,
         epsilon,
@@ -209,7 +237,7 @@ pub fn publish<'py>(
         memory_budget: memory.saturating_mul(1 << 20),
         on_warning: None,
         noise: noise_choice(params.kind, noise).map_err(err)?,
-        part: None,
+        part,
     };
     let source = match noise_seed {
         Some(s) => NoiseSource::from_seed(s),
@@ -268,6 +296,16 @@ pub fn publish<'py>(
         }
     }
     Release::open_path(py, &output, true)
+}
+
+/// Check the shards that `publish(..., shard=(i, N))` calls wrote into `dir` — all present, one
+/// release (same mechanism, parameters, public seed), disjoint rows — and write the manifest that
+/// makes `dir` a sharded release (`dprp shards finish`). Returns the opened release.
+#[pyfunction]
+pub fn finish_shards(py: Python<'_>, dir: PathBuf) -> PyResult<Release> {
+    py.detach(|| dprp::release::shards::finish(&dir))
+        .map_err(err)?;
+    Release::open_path(py, &dir, true)
 }
 
 /// The pipeline over a numpy array (`view`) or, without one, the file `req.input`; both readers

@@ -12,6 +12,7 @@ use dprp::data::scale::scale_queries;
 use dprp::data::Scaling;
 use dprp::estimate::{agreements, estimate_ip, sign_cosine, Estimator, QueryMode};
 use dprp::mechanism::{self, Mechanism, Payload};
+use dprp::release::ReleaseSet;
 use dprp::search::queries::{sketch_queries, QuerySketches};
 use dprp::search::{exact, Measure, Sketch};
 
@@ -22,47 +23,42 @@ use crate::{err, param};
 /// `sketches` is a view of the map, never a copy.
 #[pyclass(module = "dprp", frozen)]
 pub struct Release {
-    inner: dprp::release::Release,
+    inner: ReleaseSet,
     mech: Box<dyn Mechanism>,
 }
 
 impl Release {
-    /// Open `path` (the one place a release is opened from Python: a sharded directory will be
-    /// accepted here).
+    /// Open `path`, a release file or a sharded release's directory (the one place a release is
+    /// opened from Python).
     pub fn open_path(py: Python<'_>, path: &Path, verify: bool) -> PyResult<Release> {
         let inner = py
-            .detach(|| dprp::release::Release::open_with(path, verify))
+            .detach(|| ReleaseSet::open_with(path, verify))
             .map_err(err)?;
         let mech = mechanism::from_record(&inner.meta().mechanism, &inner.meta().guarantee)
             .map_err(err)?;
         Ok(Release { inner, mech })
     }
 
-    fn check_row(&self, i: usize, what: &str) -> PyResult<()> {
-        if i >= self.inner.n() {
-            return Err(param(
-                what,
-                format!(
-                    "row {i} is out of range (the release has {} rows)",
-                    self.inner.n()
-                ),
-            ));
-        }
-        Ok(())
+    /// The part and local row of the row with id `i` (global ids in a sharded release).
+    fn locate(&self, i: usize, what: &str) -> PyResult<(usize, usize)> {
+        self.inner
+            .locate(i as u64)
+            .map_err(|e| param(what, e.detail()))
     }
 
-    fn sketch(&self) -> PyResult<Sketch<'_>> {
-        let k = self.inner.k();
-        Ok(match self.inner.meta().payload {
-            Payload::F32 => Sketch::Real {
-                data: self.inner.values().map_err(err)?,
-                k,
-            },
-            Payload::Bits => Sketch::Bits {
-                data: self.inner.bits().map_err(err)?,
-                k,
-            },
-        })
+    /// The one payload of a release in one file; a sharded release has one per shard.
+    fn single(&self) -> PyResult<&dprp::release::Release> {
+        match self.inner.parts() {
+            [one] => Ok(one),
+            parts => Err(param(
+                "release",
+                format!(
+                    "a sharded release has one payload per shard ({} shards): use .shards, a \
+                     list of per-shard Releases (each with its own zero-copy .sketches)",
+                    parts.len()
+                ),
+            )),
+        }
     }
 }
 
@@ -96,6 +92,23 @@ impl Release {
     #[getter]
     fn verified(&self) -> bool {
         self.inner.verified()
+    }
+
+    /// The shards of a sharded release, in order, as Releases of one file each (their `ids` are
+    /// the rows' global ids); a release in one file is its own only shard.
+    #[getter]
+    fn shards(&self, py: Python<'_>) -> PyResult<Vec<Release>> {
+        self.inner
+            .parts()
+            .iter()
+            .map(|p| Release::open_path(py, p.path(), false))
+            .collect()
+    }
+
+    /// Whether this is a sharded release (a directory of shards with a manifest).
+    #[getter]
+    fn sharded(&self) -> bool {
+        self.inner.is_sharded()
     }
 
     /// The file the release was read from.
@@ -149,11 +162,12 @@ impl Release {
     #[getter]
     fn sketches<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
         let me = slf.get();
-        let n = me.inner.n();
+        let one = me.single()?;
+        let n = one.n();
         let arr = match me.inner.meta().payload {
             Payload::F32 => {
-                let k = me.inner.k();
-                let v = me.inner.values().map_err(err)?;
+                let k = one.k();
+                let v = one.values().map_err(err)?;
                 let view = ArrayView2::from_shape((n, k), v).map_err(|e| param("release", e))?;
                 // SAFETY: the view borrows the release's memory map, which lives as long as the
                 // Release object; that object becomes the array's base, so it outlives the array.
@@ -161,8 +175,8 @@ impl Release {
                 unsafe { PyArray2::borrow_from_array(&view, slf.clone().into_any()) }.into_any()
             }
             Payload::Bits => {
-                let w = me.inner.k().div_ceil(64);
-                let b = me.inner.bits().map_err(err)?;
+                let w = one.k().div_ceil(64);
+                let b = one.bits().map_err(err)?;
                 let view = ArrayView2::from_shape((n, w), b).map_err(|e| param("release", e))?;
                 // SAFETY: as above.
                 unsafe { PyArray2::borrow_from_array(&view, slf.clone().into_any()) }.into_any()
@@ -177,12 +191,15 @@ impl Release {
     /// Signs of a sign release as an `n × k` int8 array of ±1 (a copy; `sketches` holds the
     /// packed words).
     fn unpack_signs<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyArray2<i8>>> {
-        let bits = self.inner.bits().map_err(err)?;
+        let mut bits: Vec<&[u64]> = Vec::new();
+        for p in self.inner.parts() {
+            bits.push(p.bits().map_err(err)?);
+        }
         let (n, k) = (self.inner.n(), self.inner.k());
         let w = k.div_ceil(64);
         let mut out = Array2::<i8>::zeros((n, k));
-        for (i, mut row) in out.rows_mut().into_iter().enumerate() {
-            let words = &bits[i * w..(i + 1) * w];
+        let rows = bits.iter().flat_map(|b| b.chunks_exact(w.max(1)));
+        for (mut row, words) in out.rows_mut().into_iter().zip(rows) {
             for (j, s) in row.iter_mut().enumerate() {
                 *s = if (words[j / 64] >> (j % 64)) & 1 == 1 {
                     1
@@ -199,13 +216,16 @@ impl Release {
     fn labels<'py>(&self, py: Python<'py>) -> Option<Bound<'py, numpy::PyArray1<f32>>> {
         self.inner
             .labels()
-            .map(|l| numpy::PyArray1::from_slice(py, l))
+            .map(|l| numpy::PyArray1::from_slice(py, &l))
     }
 
     /// Row ids (index in the published input) as uint64.
     #[getter]
     fn ids<'py>(&self, py: Python<'py>) -> Bound<'py, numpy::PyArray1<u64>> {
-        let ids: Vec<u64> = (0..self.inner.n()).map(|i| self.inner.id(i)).collect();
+        let ids: Vec<u64> = (0..self.inner.parts().len())
+            .flat_map(|p| (0..self.inner.parts()[p].n()).map(move |i| (p, i)))
+            .map(|(p, i)| self.inner.id(p, i))
+            .collect();
         ids.into_pyarray(py)
     }
 
@@ -252,7 +272,8 @@ impl Release {
         if view.rows() == 0 {
             return Err(param("queries", "no query rows"));
         }
-        let db = self.sketch()?;
+        let parts = dprp::search::sharded::part_sketches(&self.inner).map_err(err)?;
+        let db = parts[0];
         let measure = match measure {
             Some(s) => Measure::parse(s).map_err(err)?,
             None if db.is_bits() => Measure::Hamming,
@@ -281,15 +302,34 @@ impl Release {
                 QuerySketches::Real(v) => Sketch::Real { data: v, k },
                 QuerySketches::Bits(v) => Sketch::Bits { data: v, k },
             };
-            dprp::search::check_request(&db, &qs, measure, top)?;
+            dprp::search::check_request(&db, &qs, measure, 1)?;
+            if top > self.inner.n() {
+                return Err(dprp::Error::param(
+                    "top",
+                    format!(
+                        "K = {top} exceeds the {} rows of the release",
+                        self.inner.n()
+                    ),
+                ));
+            }
             let mut ids = Vec::with_capacity(nq * top);
             let mut scores = Vec::with_capacity(nq * top);
             for start in (0..nq).step_by(SEARCH_BATCH) {
                 cancel.check()?;
                 let end = (start + SEARCH_BATCH).min(nq);
-                for hits in exact::search(&db, &qs.rows_range(start, end), measure, top, None)? {
+                let batch = qs.rows_range(start, end);
+                let found = if parts.len() == 1 {
+                    exact::search(&db, &batch, measure, top, None)?
+                } else {
+                    dprp::search::sharded::search(&self.inner, &parts, &batch, measure, top)?
+                };
+                for hits in found {
                     for h in &hits {
-                        ids.push(self.inner.id(h.row));
+                        ids.push(if parts.len() == 1 {
+                            self.inner.id(0, h.row)
+                        } else {
+                            h.row as u64
+                        });
                         scores.push(h.score);
                     }
                     // top ≤ n, so every query has `top` hits; pad defensively all the same
@@ -316,8 +356,9 @@ impl Release {
     /// randomised response, the cosine debiased from the sign agreements (Theorem 4.5) and the
     /// standard error of the cosine (delta method). Returns `(value, standard_error)`.
     fn estimate(&self, i: usize, j: usize) -> PyResult<(f64, f64)> {
-        self.check_row(i, "i")?;
-        self.check_row(j, "j")?;
+        let (pi, ri) = self.locate(i, "i")?;
+        let (pj, rj) = self.locate(j, "j")?;
+        let (a, b) = (&self.inner.parts()[pi], &self.inner.parts()[pj]);
         let k = self.inner.k();
         match self.mech.estimator().map_err(err)? {
             Estimator::Sign { eps_prime, .. } => {
@@ -329,14 +370,14 @@ impl Release {
                     ));
                 };
                 let w = k.div_ceil(64);
-                let b = self.inner.bits().map_err(err)?;
-                let agree = agreements(&b[i * w..(i + 1) * w], &b[j * w..(j + 1) * w], k);
+                let (ba, bb) = (a.bits().map_err(err)?, b.bits().map_err(err)?);
+                let agree = agreements(&ba[ri * w..(ri + 1) * w], &bb[rj * w..(rj + 1) * w], k);
                 let s = sign_cosine(agree, k, Some(eps), QueryMode::BothPrivate);
                 Ok((s.cosine, s.se_cosine))
             }
             est => {
-                let x = self.inner.row(i).map_err(err)?;
-                let y = self.inner.row(j).map_err(err)?;
+                let x = a.row(ri).map_err(err)?;
+                let y = b.row(rj).map_err(err)?;
                 let e = estimate_ip(&est, x, y, None)
                     .ok_or_else(|| param("release", "no estimator for this release"))?;
                 Ok((e.inner_product, e.se))

@@ -65,7 +65,7 @@ pub fn run(a: EstimateArgs) -> Result<()> {
     let m = mechanism::from_record(&r.meta().mechanism, &r.meta().guarantee)?;
     let n = r.n();
     for &i in &a.rows {
-        if r.is_sharded() {
+        if r.is_sharded() || r.first_row(0) > 0 {
             r.locate(i as u64)
                 .map_err(|e| Error::param("--rows", e.detail()))?;
         } else if i >= n {

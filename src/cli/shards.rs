@@ -82,10 +82,11 @@ fn count_rows(req: &PublishRequest) -> Result<u64> {
     }
 }
 
-/// `publish --shards N`: the rows split into N contiguous ranges of `⌈n/N⌉` rows rounded up to the
-/// noise block (the last range shorter), each published as a shard with the global ids of its
-/// rows, then the manifest; all written into a staging directory that becomes `req.output` only
-/// when everything succeeded.
+/// `publish --shards N`: the rows split into N contiguous ranges of whole 256-row noise blocks,
+/// as even as blocks allow (shard i gets blocks `⌊iB/N⌋..⌊(i+1)B/N⌋` of the `B = ⌈n/256⌉`; the
+/// last block may be short), each published as a shard with the global ids of its rows, then the
+/// manifest; all written into a staging directory that becomes `req.output` only when everything
+/// succeeded.
 pub fn publish_all(
     req: &PublishRequest,
     noise: &NoiseSource,
@@ -98,17 +99,19 @@ pub fn publish_all(
     check_output_dir(&req.output)?;
     let n = count_rows(req)?;
     let block = BLOCK_ROWS as u64;
-    let per = n.div_ceil(count as u64).div_ceil(block) * block;
-    if n == 0 || per * (count as u64 - 1) >= n {
+    let blocks = n.div_ceil(block);
+    if count as u64 > blocks {
         return Err(Error::param(
             "--shards",
             format!(
                 "{count} shards of {n} rows would leave a shard empty (shards hold whole \
                  {BLOCK_ROWS}-row noise blocks): use at most {}",
-                n.div_ceil(block).max(1)
+                blocks.max(1)
             ),
         ));
     }
+    let start = |i: u64| i * blocks / count as u64 * block;
+    let per = start(1);
     let staging = StagingDir::create(&req.output)?;
     let mut timings = crate::publish::StageTimes::default();
     let mut warnings = Vec::new();
@@ -116,14 +119,15 @@ pub fn publish_all(
         let mut r = req.clone();
         r.output = staging.path().join(shard_file_name(i, count));
         let mut o = *opts;
+        let (lo, hi) = (start(i as u64), start(i as u64 + 1));
         o.part = Some(Part {
             shard: ShardRecord {
                 index: i,
                 count,
-                first_row: i as u64 * per,
+                first_row: lo,
             },
-            skip: i as u64 * per,
-            take: Some(per),
+            skip: lo,
+            take: Some(hi - lo),
         });
         if i > 0 {
             // warnings are the same for every shard: say them once
@@ -138,7 +142,7 @@ pub fn publish_all(
     let manifest = finish(staging.path())?;
     staging.commit()?;
     let line = format!(
-        "shards: {count} files of up to {per} rows in {}, with {} (each row is in one shard: the \
+        "shards: {count} files of about {per} rows in {}, with {} (each row is in one shard: the \
          release's guarantee is one shard's)",
         req.output.display(),
         crate::release::shards::MANIFEST

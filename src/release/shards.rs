@@ -114,7 +114,7 @@ fn first_difference(a: &serde_json::Value, b: &serde_json::Value) -> String {
 
 /// Open every `.dprp` file of `dir` and check that they are the complete, consistent shards of
 /// one release: returns them in shard order.
-fn open_shards(dir: &Path) -> Result<Vec<(String, Release)>> {
+fn open_shards(dir: &Path, verify: bool) -> Result<Vec<(String, Release)>> {
     let mut files: Vec<String> = std::fs::read_dir(dir)
         .map_err(|e| Error::io(dir, e))?
         .filter_map(|e| e.ok())
@@ -132,7 +132,7 @@ fn open_shards(dir: &Path) -> Result<Vec<(String, Release)>> {
     let mut count = None;
     for f in files {
         let path = dir.join(&f);
-        let r = Release::open(&path)?;
+        let r = Release::open_with(&path, verify)?;
         let Some(s) = r.meta().shard else {
             return Err(Error::format(
                 &path,
@@ -217,7 +217,7 @@ fn open_shards(dir: &Path) -> Result<Vec<(String, Release)>> {
 /// Check the shards in `dir` and write its manifest (`dprp shards finish`; `publish --shards`
 /// does this itself). Returns the manifest.
 pub fn finish(dir: &Path) -> Result<Manifest> {
-    let shards = open_shards(dir)?;
+    let shards = open_shards(dir, true)?;
     let manifest = manifest_of(&shards)?;
     let json = serde_json::to_vec_pretty(&manifest)
         .map_err(|e| Error::param("manifest", format!("cannot encode: {e}")))?;
@@ -263,10 +263,16 @@ pub struct ReleaseSet {
 }
 
 impl ReleaseSet {
-    /// Open a release file or a shard directory.
+    /// Open a release file or a shard directory, verifying every file's checksum.
     pub fn open(path: &Path) -> Result<ReleaseSet> {
+        ReleaseSet::open_with(path, true)
+    }
+
+    /// [`open`](Self::open), verifying the files' checksums only when `verify` is true (see
+    /// [`Release::open_with`]; the manifest is still checked against every shard's header).
+    pub fn open_with(path: &Path, verify: bool) -> Result<ReleaseSet> {
         if !path.is_dir() {
-            let r = Release::open(path)?;
+            let r = Release::open_with(path, verify)?;
             let meta = r.meta().clone();
             return Ok(ReleaseSet {
                 path: path.to_path_buf(),
@@ -331,7 +337,7 @@ impl ReleaseSet {
                 ));
             }
         }
-        let shards = open_shards(path)?;
+        let shards = open_shards(path, verify)?;
         let now = manifest_of(&shards)?;
         for (want, got) in manifest.shards.iter().zip(&now.shards) {
             if want != got {
@@ -359,6 +365,27 @@ impl ReleaseSet {
             meta: now.release,
             sharded: true,
         })
+    }
+
+    /// Verify the checksum of every part not verified yet.
+    pub fn verify(&self) -> Result<()> {
+        self.parts.iter().try_for_each(|p| p.verify())
+    }
+    /// Whether every part's checksum has been verified.
+    pub fn verified(&self) -> bool {
+        self.parts.iter().all(|p| p.verified())
+    }
+    /// The labels of all rows in order, when the release has labels (borrowed for one part, a
+    /// copy for several).
+    pub fn labels(&self) -> Option<std::borrow::Cow<'_, [f32]>> {
+        if self.parts.len() == 1 {
+            return self.parts[0].labels().map(std::borrow::Cow::Borrowed);
+        }
+        let mut all = Vec::with_capacity(self.n());
+        for p in &self.parts {
+            all.extend_from_slice(p.labels()?);
+        }
+        Some(std::borrow::Cow::Owned(all))
     }
 
     /// The parts with the global id of each one's first row.
@@ -394,23 +421,20 @@ impl ReleaseSet {
     pub fn first_row(&self, i: usize) -> u64 {
         self.first_rows[i]
     }
-    /// Global id of row `row` of part `part`.
+    /// Global id of row `row` of part `part` (a shard file opened on its own keeps the global
+    /// ids of its rows).
     pub fn id(&self, part: usize, row: usize) -> u64 {
-        if self.sharded {
-            self.first_rows[part] + row as u64
-        } else {
-            self.parts[part].id(row)
-        }
+        self.first_rows[part] + self.parts[part].id(row)
     }
     /// The part and row of the row with global id `id` (for a one-file release, its row index).
     pub fn locate(&self, id: u64) -> Result<(usize, usize)> {
         for (i, r) in self.parts.iter().enumerate() {
-            let lo = if self.sharded { self.first_rows[i] } else { 0 };
+            let lo = self.first_rows[i];
             if id >= lo && id - lo < r.n() as u64 {
                 return Ok((i, (id - lo) as usize));
             }
         }
-        let ranges = if self.sharded {
+        let ranges = if self.sharded || self.first_rows[0] > 0 {
             format!(
                 " (its shards hold rows {})",
                 self.parts
