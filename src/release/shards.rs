@@ -434,9 +434,9 @@ impl ReleaseSet {
                 return Ok((i, (id - lo) as usize));
             }
         }
-        let ranges = if self.sharded || self.first_rows[0] > 0 {
+        let ranges = |what: &str| {
             format!(
-                " (its shards hold rows {})",
+                "row {id} is not in the release ({what} rows {})",
                 self.parts
                     .iter()
                     .zip(&self.first_rows)
@@ -444,12 +444,18 @@ impl ReleaseSet {
                     .collect::<Vec<_>>()
                     .join(", ")
             )
-        } else {
-            format!(" (0..{})", self.n())
         };
-        Err(Error::param(
-            "row",
-            format!("row {id} is not in the release{ranges}"),
-        ))
+        let msg = if self.sharded {
+            ranges("its shards hold")
+        } else if self.first_rows[0] > 0 {
+            ranges("this shard holds")
+        } else {
+            format!(
+                "row {id} is out of range (the release has {} rows, 0..{})",
+                self.n(),
+                self.n()
+            )
+        };
+        Err(Error::param("row", msg))
     }
 }
