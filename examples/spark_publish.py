@@ -1,0 +1,150 @@
+"""Publish a Parquet dataset on Spark as a sharded dprp release: one shard per partition.
+
+    python examples/spark_publish.py INPUT.parquet OUTPUT_DIR --column emb --shards 8 \
+        --mechanism dp-oporp --epsilon 5 --delta 1e-6 --k 64
+    dprp query OUTPUT_DIR --queries q.npy --top 10        # the CLI reads the sharded release
+
+(or `spark-submit examples/spark_publish.py ...` on a cluster; see the README's "Publishing on
+Spark"). What runs where:
+
+* the driver counts the rows (in the order of --order-by, else Spark's read order), splits them into N contiguous ranges of whole 256-row noise blocks
+  (shard i: blocks ⌊iB/N⌋..⌊(i+1)B/N⌋ of B = ⌈n/256⌉ — the split of `dprp publish --shards N`),
+  numbers the rows (`zipWithIndex`), sends shard i's rows to partition i, and draws the public
+  projection seed once (or takes --projection-seed);
+* each executor, in `mapInArrow`, gathers its partition's rows in order and calls
+  `dprp.publish(x, ..., shard=(i, N), first_row=start_i, seed=SEED, output=OUTPUT_DIR)`: the
+  public seed is the only thing it is sent; its secret noise comes from its own operating system's
+  CSPRNG inside dprp and never leaves it;
+* the driver then calls `dprp.finish_shards(OUTPUT_DIR)`, which checks the shards (all present,
+  one release, disjoint rows) and writes the manifest.
+
+OUTPUT_DIR must be a directory every executor can write (local mode: any local path; a cluster: a
+shared file system mounted at the same path on every node). Each executor holds one shard's rows
+in memory while publishing it (n·p·4 bytes / N).
+
+`--noise-seed` is for tests only: every executor then derives its noise from that seed, the
+release is NOT private, and its payload equals `dprp publish --shards N --noise-seed ...` on the
+same rows (tests/python/test_spark.py checks this).
+"""
+
+import argparse
+import os
+import sys
+
+BLOCK = 256  # rows per noise block (dprp::privacy::noise::BLOCK_ROWS)
+
+
+def shard_starts(n, shards):
+    """Global id of each shard's first row, plus n: the split of `dprp publish --shards`."""
+    blocks = -(-n // BLOCK)
+    if shards > blocks:
+        raise SystemExit(f"{shards} shards of {n} rows would leave a shard empty: use at most "
+                         f"{max(blocks, 1)}")
+    return [min(n, i * blocks // shards * BLOCK) for i in range(shards)] + [n]
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("input", help="Parquet file or directory")
+    ap.add_argument("output", help="the sharded release's directory (new or empty)")
+    ap.add_argument("--column", required=True, help="a list<float>/array<float> column")
+    ap.add_argument("--order-by", help="number the rows in this column's order (e.g. an id); "
+                    "without it, in the order Spark reads them, which is not the files' order")
+    ap.add_argument("--shards", type=int, required=True)
+    ap.add_argument("--mechanism", required=True)
+    ap.add_argument("--epsilon", type=float, required=True)
+    ap.add_argument("--delta", type=float)
+    ap.add_argument("--k", type=int)
+    ap.add_argument("--projection-seed", help="public seed, hex (default: fresh from the OS)")
+    ap.add_argument("--noise-seed", help="TESTS ONLY: reproducible noise, NOT private")
+    ap.add_argument("--master", default=os.environ.get("SPARK_MASTER", "local[2]"))
+    a = ap.parse_args(argv)
+
+    # executors run the same Python as the driver (local mode; on a cluster set PYSPARK_PYTHON)
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    from pyspark import TaskContext
+    from pyspark.sql import SparkSession
+
+    import dprp
+
+    if os.path.isdir(a.output) and os.listdir(a.output):
+        raise SystemExit(f"{a.output} is a directory that is not empty")
+    seed = a.projection_seed or os.urandom(32).hex()  # public: recorded in every shard
+    spark = (SparkSession.builder.master(a.master).appName("dprp-publish")
+             .config("spark.ui.enabled", "false").getOrCreate())
+    try:
+        df = spark.read.parquet(a.input)
+        if a.order_by:
+            df = df.orderBy(a.order_by)
+        df = df.select(a.column)
+        n = df.count()
+        if n == 0:
+            raise SystemExit(f"{a.input}: no rows")
+        starts = shard_starts(n, a.shards)
+        count = a.shards
+
+        def shard_of(idx):
+            # the last shard whose first row is at or before idx
+            lo, hi = 0, count - 1
+            while lo < hi:
+                mid = (lo + hi + 1) // 2
+                if starts[mid] <= idx:
+                    lo = mid
+                else:
+                    hi = mid - 1
+            return lo
+
+        rows = (df.rdd.zipWithIndex()
+                .map(lambda t: (shard_of(t[1]), (t[1], t[0][0])))
+                .partitionBy(count, lambda s: s)
+                .map(lambda kv: kv[1]))
+        indexed = spark.createDataFrame(rows, f"idx long, {a.column} array<float>")
+        out = os.path.abspath(a.output)
+        opts = dict(mechanism=a.mechanism, epsilon=a.epsilon, delta=a.delta, k=a.k, seed=seed,
+                    output=out, noise_seed=a.noise_seed)
+        column = a.column
+
+        def publish_partition(batches):
+            import warnings
+
+            import numpy as np
+            import pyarrow as pa
+
+            import dprp as d
+
+            i = TaskContext.get().partitionId()
+            table = pa.Table.from_batches(list(batches))
+            if table.num_rows == 0:
+                return
+            table = table.sort_by("idx")
+            idx = table.column("idx").to_numpy()
+            lo = starts[i]
+            if not np.array_equal(idx, np.arange(lo, lo + len(idx))):
+                raise RuntimeError(f"partition {i}: rows are not ids {lo}.. in order")
+            vec = table.column(column).combine_chunks()
+            lengths = vec.value_lengths().to_numpy(zero_copy_only=False)
+            if vec.null_count or len(set(lengths.tolist())) != 1:
+                raise RuntimeError(f"partition {i}: column {column!r} has nulls or ragged rows")
+            x = vec.flatten().to_numpy(zero_copy_only=False).astype(np.float32, copy=False)
+            x = x.reshape(len(idx), int(lengths[0]))
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # the driver says NOT private once, below
+                r = d.publish(x, shard=(i, count), first_row=lo, **opts)
+            yield pa.RecordBatch.from_pydict({"shard": [i], "first_row": [lo], "rows": [r.n]})
+
+        done = indexed.mapInArrow(publish_partition,
+                                  "shard long, first_row long, rows long").collect()
+    finally:
+        spark.stop()
+    rel = dprp.finish_shards(a.output)
+    print(f"published {a.output}: {rel.n} rows in {len(done)} shards "
+          f"({', '.join(f'{s.first_row}+{s.rows}' for s in sorted(done))}), "
+          f"{rel.k} per row with {a.mechanism}")
+    if a.noise_seed:
+        print("warning: --noise-seed makes the release reproducible and therefore NOT private",
+              file=sys.stderr)
+    print(f"guarantee: {rel.guarantee}")
+
+
+if __name__ == "__main__":
+    main()
