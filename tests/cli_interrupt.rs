@@ -246,3 +246,64 @@ fn index_interrupted_while_building_leaves_no_output() {
     assert!(!d.path().join("r.hnsw").exists());
     assert!(temp_files(d.path()).is_empty());
 }
+
+/// `publish --shards` writes into a staging directory: interrupted while its shards are being
+/// written, it leaves neither the output directory nor the staging directory.
+#[test]
+fn sharded_publish_interrupted_leaves_no_directory() {
+    let d = tempfile::tempdir().unwrap();
+    let (n, p) = (200_000usize, 32usize);
+    let mut b = b"\x93NUMPY\x01\x00".to_vec();
+    let dict = format!("{{'descr': '<f4', 'fortran_order': False, 'shape': ({n}, {p}), }}");
+    let pad = (64 - (10 + dict.len() + 1) % 64) % 64;
+    let header = format!("{dict}{}\n", " ".repeat(pad));
+    b.extend_from_slice(&(header.len() as u16).to_le_bytes());
+    b.extend_from_slice(header.as_bytes());
+    for i in 0..n * p {
+        b.extend_from_slice(&(((i * 31) % 97) as f32 / 97.0).to_le_bytes());
+    }
+    std::fs::write(d.path().join("x.npy"), b).unwrap();
+    let mut child = Command::new(bin())
+        .args([
+            "publish",
+            "x.npy",
+            "-m",
+            "dp-rp-g-opt",
+            "-e",
+            "5",
+            "-d",
+            "1e-6",
+            "-k",
+            "512",
+            "--shards",
+            "4",
+            "-o",
+            "out",
+        ])
+        .current_dir(d.path())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // the staging directory exists: the shards are being written
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while temp_files(d.path()).is_empty() {
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "dprp finished before the signal: {}",
+            stderr_of(&mut child)
+        );
+        assert!(Instant::now() < deadline, "no staging directory appeared");
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    send(&child, libc::SIGINT);
+    let st = wait_with_deadline(&mut child);
+    let err = stderr_of(&mut child);
+    check_interrupted(st, &err, libc::SIGINT, "SIGINT");
+    assert!(!d.path().join("out").exists());
+    assert!(
+        temp_files(d.path()).is_empty(),
+        "{:?}",
+        temp_files(d.path())
+    );
+}

@@ -421,6 +421,26 @@ fn a_wrong_shard_directory_is_refused_naming_the_shard() {
         &["query", "good", "--queries", "x.npy", "--index", "g.idx"],
         &["--index", "sharded"],
     );
+    // --shards reads its input more than once: not from a pipe
+    #[cfg(unix)]
+    {
+        use std::os::unix::ffi::OsStrExt;
+        let fifo = d.path().join("rows.fifo");
+        let c = std::ffi::CString::new(fifo.as_os_str().as_bytes()).unwrap();
+        // SAFETY: a valid NUL-terminated path; mkfifo has no other preconditions.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o644) }, 0);
+        fails_clean(
+            d.path(),
+            &args(
+                "rows.fifo",
+                "dp-rp-g-opt",
+                "pipe",
+                &["--shards", "2", "--format", "csv"],
+            ),
+            "pipe",
+            &["not a regular file", "once per shard"],
+        );
+    }
     // no ledger for sharded releases yet
     fails_clean(
         d.path(),

@@ -97,6 +97,16 @@ pub fn publish_all(
         return Err(Error::param("--shards", "at least one shard"));
     }
     check_output_dir(&req.output)?;
+    if !std::fs::metadata(&req.input).is_ok_and(|m| m.is_file()) {
+        return Err(Error::param(
+            "--shards",
+            format!(
+                "{} is not a regular file: --shards reads its input once to count the rows and \
+                 once per shard (save a pipe's rows to a file first)",
+                req.input.display()
+            ),
+        ));
+    }
     let n = count_rows(req)?;
     let block = BLOCK_ROWS as u64;
     let blocks = n.div_ceil(block);
