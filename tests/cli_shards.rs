@@ -421,6 +421,31 @@ fn a_wrong_shard_directory_is_refused_naming_the_shard() {
         &["query", "good", "--queries", "x.npy", "--index", "g.idx"],
         &["--index", "sharded"],
     );
+    // without --projection-seed, every shard still gets the one seed drawn for the release
+    ok(
+        d.path(),
+        &[
+            "publish", "x.npy", "-m", "dp-oporp", "-e", "5", "-d", "1e-6", "-k", "4", "--shards",
+            "3", "-o", "fresh",
+        ],
+    );
+    let seeds: Vec<Value> = shard_files(&d.path().join("fresh"))
+        .iter()
+        .map(|f| info_json(d.path(), f.to_str().unwrap())["mechanism"]["projection"].clone())
+        .collect();
+    assert_eq!(seeds.len(), 3);
+    assert!(seeds.iter().all(|s| *s == seeds[0]), "{seeds:?}");
+    ok(d.path(), &["info", "fresh"]);
+    // a worker must be given the release's public seed
+    fails(
+        d.path(),
+        &[
+            "publish", "x.npy", "-m", "dp-oporp", "-e", "5", "-d", "1e-6", "-k", "4", "--shard",
+            "0/2", "-o", "noseed",
+        ],
+        &["--projection-seed", "public seed"],
+    );
+    assert!(!d.path().join("noseed").exists());
     // --shards reads its input more than once: not from a pipe
     #[cfg(unix)]
     {

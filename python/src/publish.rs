@@ -169,6 +169,13 @@ pub fn publish<'py>(
                     format!("({i}, {n}) is not (i, N) with 0 ≤ i < N"),
                 ));
             }
+            if seed.is_none() {
+                return Err(param(
+                    "seed",
+                    "the shards of one release share its public seed: pass the same seed to \
+                     every worker's publish(..., shard=(i, N))",
+                ));
+            }
             std::fs::create_dir_all(&output).map_err(|e| err(dprp::Error::io(&output, e)))?;
             let file = output.join(dprp::release::shards::shard_file_name(i, n));
             let part = dprp::publish::Part {

@@ -122,6 +122,13 @@ pub fn publish_all(
     }
     let start = |i: u64| i * blocks / count as u64 * block;
     let per = start(1);
+    // One public seed for every shard: drawn here once when none was given (each publish would
+    // otherwise draw its own, and the shards would not be one release).
+    let mut req = req.clone();
+    if req.params.seed.is_none() {
+        req.params.seed = Some(crate::projection::Seed::random()?);
+    }
+    let req = &req;
     let staging = StagingDir::create(&req.output)?;
     let mut timings = crate::publish::StageTimes::default();
     let mut warnings = Vec::new();
@@ -178,6 +185,13 @@ pub fn publish_one(
     first_row: u64,
 ) -> Result<(PublishOutcome, String)> {
     let (index, count) = parse_shard(spec)?;
+    if req.params.seed.is_none() {
+        return Err(Error::missing(
+            "--projection-seed",
+            "the shards of one release share its public seed: give every worker the same \
+             --projection-seed (e.g. one drawn by whoever starts them)",
+        ));
+    }
     if req.output.exists() && !req.output.is_dir() {
         return Err(Error::param(
             "--output",

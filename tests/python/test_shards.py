@@ -76,5 +76,8 @@ def test_workers_write_shards_and_finish(tmp_path):
     assert "dprp-shards" in (out / "manifest.json").read_text()
     with pytest.raises(dprp.DprpError, match="shard"):
         dprp.publish(x, output=tmp_path / "bad", shard=(3, 3), **ARGS)
+    with pytest.raises(dprp.DprpError, match="public seed"):
+        dprp.publish(x, output=tmp_path / "bad", shard=(0, 3), mechanism="dp-oporp", epsilon=5.0,
+                     delta=1e-6, k=16)
     with pytest.raises(dprp.DprpError, match="multiple of the 256-row"):
         dprp.publish(x, output=tmp_path / "bad", shard=(0, 3), first_row=100, **ARGS)
