@@ -26,6 +26,8 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--rows", type=int, default=1_000_000)
     ap.add_argument("--shards", type=int, default=2)
+    ap.add_argument("--order-by-id", action="store_true",
+                    help="number rows by the id column (a sort: one more shuffle)")
     a = ap.parse_args()
     d = os.path.join(ROOT, "target", "spark-bench")
     os.makedirs(d, exist_ok=True)
@@ -48,7 +50,8 @@ def main():
     cli = time.perf_counter() - t
     t = time.perf_counter()
     subprocess.run([sys.executable, os.path.join(ROOT, "examples", "spark_publish.py"), pqt,
-                    os.path.join(d, "spark"), "--column", "emb", "--order-by", "id",
+                    os.path.join(d, "spark"), "--column", "emb",
+                    *(["--order-by", "id"] if a.order_by_id else []),
                     "--shards", str(a.shards), *common], check=True, capture_output=True,
                    env=dict(os.environ, PYSPARK_PYTHON=sys.executable))
     spark = time.perf_counter() - t

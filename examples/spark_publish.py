@@ -7,11 +7,12 @@
 (or `spark-submit examples/spark_publish.py ...` on a cluster; see the README's "Publishing on
 Spark"). What runs where:
 
-* the driver counts the rows (in the order of --order-by, else Spark's read order), splits them into N contiguous ranges of whole 256-row noise blocks
-  (shard i: blocks ⌊iB/N⌋..⌊(i+1)B/N⌋ of B = ⌈n/256⌉ — the split of `dprp publish --shards N`),
-  numbers the rows (`zipWithIndex`), sends shard i's rows to partition i, and draws the public
-  projection seed once (or takes --projection-seed);
-* each executor, in `mapInArrow`, gathers its partition's rows in order and calls
+* the driver numbers the rows 0..n-1 (in the order of --order-by, else Spark's read order) from
+  a count per partition, with DataFrame expressions only (no row passes through Python), splits
+  them into N contiguous ranges of whole 256-row noise blocks (shard i: blocks ⌊iB/N⌋..⌊(i+1)B/N⌋
+  of B = ⌈n/256⌉ — the split of `dprp publish --shards N`), repartitions by shard, and draws the
+  public projection seed once (or takes --projection-seed);
+* each executor, in `mapInArrow`, gathers each shard's rows in its partition, in order, and calls
   `dprp.publish(x, ..., shard=(i, N), first_row=start_i, seed=SEED, output=OUTPUT_DIR)`: the
   public seed is the only thing it is sent; its secret noise comes from its own operating system's
   CSPRNG inside dprp and never leaves it;
@@ -58,12 +59,16 @@ def main(argv=None):
     ap.add_argument("--projection-seed", help="public seed, hex (default: fresh from the OS)")
     ap.add_argument("--noise-seed", help="TESTS ONLY: reproducible noise, NOT private")
     ap.add_argument("--master", default=os.environ.get("SPARK_MASTER", "local[2]"))
+    ap.add_argument("--driver-memory", default="4g",
+                    help="JVM heap of the driver (in local mode also the executors'); Spark's 1g "
+                         "default runs out on large vector columns")
     a = ap.parse_args(argv)
 
     # executors run the same Python as the driver (local mode; on a cluster set PYSPARK_PYTHON)
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    from pyspark import TaskContext
+    from pyspark import StorageLevel
     from pyspark.sql import SparkSession
+    from pyspark.sql import functions as F
 
     import dprp
 
@@ -71,69 +76,75 @@ def main(argv=None):
         raise SystemExit(f"{a.output} is a directory that is not empty")
     seed = a.projection_seed or os.urandom(32).hex()  # public: recorded in every shard
     spark = (SparkSession.builder.master(a.master).appName("dprp-publish")
-             .config("spark.ui.enabled", "false").getOrCreate())
+             .config("spark.ui.enabled", "false")
+             .config("spark.driver.memory", a.driver_memory).getOrCreate())
     try:
         df = spark.read.parquet(a.input)
         if a.order_by:
             df = df.orderBy(a.order_by)
-        df = df.select(a.column)
-        n = df.count()
+        # Number the rows 0..n-1 without moving them through Python: each partition's rows get
+        # its offset (from a count per partition) plus their position in it.
+        df = (df.select(a.column)
+              .withColumn("_pid", F.spark_partition_id())
+              .withColumn("_mid", F.monotonically_increasing_id())
+              .persist(StorageLevel.MEMORY_AND_DISK))
+        counts = dict(df.groupBy("_pid").count().collect())
+        n = sum(counts.values())
         if n == 0:
             raise SystemExit(f"{a.input}: no rows")
         starts = shard_starts(n, a.shards)
         count = a.shards
-
-        def shard_of(idx):
-            # the last shard whose first row is at or before idx
-            lo, hi = 0, count - 1
-            while lo < hi:
-                mid = (lo + hi + 1) // 2
-                if starts[mid] <= idx:
-                    lo = mid
-                else:
-                    hi = mid - 1
-            return lo
-
-        rows = (df.rdd.zipWithIndex()
-                .map(lambda t: (shard_of(t[1]), (t[1], t[0][0])))
-                .partitionBy(count, lambda s: s)
-                .map(lambda kv: kv[1]))
-        indexed = spark.createDataFrame(rows, f"idx long, {a.column} array<float>")
+        blocks = -(-n // BLOCK)
+        offsets, acc = {}, 0
+        for pid in sorted(counts):
+            offsets[pid] = acc
+            acc += counts[pid]
+        offset_of = F.create_map(*[F.lit(x) for kv in offsets.items() for x in kv])
+        idx = offset_of[F.col("_pid")] + (F.col("_mid") - F.shiftleft(F.col("_pid").cast("long"), 33))
+        # shard of a row: the last i with ⌊iB/N⌋·256 ≤ idx, i.e. ⌊((⌊idx/256⌋ + 1)·N − 1)/B⌋
+        shard = F.floor(((F.floor(idx / BLOCK) + 1) * count - 1) / blocks).cast("long")
+        indexed = (df.select(shard.alias("shard"), idx.cast("long").alias("idx"), a.column)
+                   .repartition(count, "shard"))
         out = os.path.abspath(a.output)
         opts = dict(mechanism=a.mechanism, epsilon=a.epsilon, delta=a.delta, k=a.k, seed=seed,
                     output=out, noise_seed=a.noise_seed)
         column = a.column
 
         def publish_partition(batches):
+            """Publish every shard in this partition (hash partitioning by shard puts each
+            shard's rows in one partition, sometimes two shards in one)."""
             import warnings
 
             import numpy as np
             import pyarrow as pa
+            import pyarrow.compute as pc
 
             import dprp as d
 
-            i = TaskContext.get().partitionId()
-            table = pa.Table.from_batches(list(batches))
-            if table.num_rows == 0:
+            batches = list(batches)
+            if not batches:  # an empty partition (hash partitioning can leave some)
                 return
-            table = table.sort_by("idx")
-            idx = table.column("idx").to_numpy()
-            lo = starts[i]
-            if not np.array_equal(idx, np.arange(lo, lo + len(idx))):
-                raise RuntimeError(f"partition {i}: rows are not ids {lo}.. in order")
-            vec = table.column(column).combine_chunks()
-            lengths = vec.value_lengths().to_numpy(zero_copy_only=False)
-            if vec.null_count or len(set(lengths.tolist())) != 1:
-                raise RuntimeError(f"partition {i}: column {column!r} has nulls or ragged rows")
-            x = vec.flatten().to_numpy(zero_copy_only=False).astype(np.float32, copy=False)
-            x = x.reshape(len(idx), int(lengths[0]))
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")  # the driver says NOT private once, below
-                r = d.publish(x, shard=(i, count), first_row=lo, **opts)
-            yield pa.RecordBatch.from_pydict({"shard": [i], "first_row": [lo], "rows": [r.n]})
+            table = pa.Table.from_batches(batches)
+            for i in sorted(set(table.column("shard").to_pylist())):
+                part = table.filter(pc.equal(table.column("shard"), i)).sort_by("idx")
+                ids = part.column("idx").to_numpy()
+                lo = starts[i]
+                if not np.array_equal(ids, np.arange(lo, lo + len(ids))):
+                    raise RuntimeError(f"shard {i}: rows are not ids {lo}.. in order")
+                vec = part.column(column).combine_chunks()
+                lengths = vec.value_lengths().to_numpy(zero_copy_only=False)
+                if vec.null_count or len(set(lengths.tolist())) != 1:
+                    raise RuntimeError(f"shard {i}: column {column!r} has nulls or ragged rows")
+                x = vec.flatten().to_numpy(zero_copy_only=False).astype(np.float32, copy=False)
+                x = x.reshape(len(ids), int(lengths[0]))
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")  # the driver says NOT private once, below
+                    r = d.publish(x, shard=(i, count), first_row=lo, **opts)
+                yield pa.RecordBatch.from_pydict({"shard": [i], "first_row": [lo], "rows": [r.n]})
 
         done = indexed.mapInArrow(publish_partition,
                                   "shard long, first_row long, rows long").collect()
+        df.unpersist()
     finally:
         spark.stop()
     rel = dprp.finish_shards(a.output)
