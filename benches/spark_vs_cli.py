@@ -26,6 +26,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--rows", type=int, default=1_000_000)
     ap.add_argument("--shards", type=int, default=2)
+    ap.add_argument("--read", choices=["spark", "direct"], default="direct")
     ap.add_argument("--order-by-id", action="store_true",
                     help="number rows by the id column (a sort: one more shuffle)")
     a = ap.parse_args()
@@ -51,12 +52,12 @@ def main():
     t = time.perf_counter()
     subprocess.run([sys.executable, os.path.join(ROOT, "examples", "spark_publish.py"), pqt,
                     os.path.join(d, "spark"), "--column", "emb",
-                    *(["--order-by", "id"] if a.order_by_id else []),
+                    *(["--order-by", "id"] if a.order_by_id else []), "--read", a.read,
                     "--shards", str(a.shards), *common], check=True, capture_output=True,
                    env=dict(os.environ, PYSPARK_PYTHON=sys.executable))
     spark = time.perf_counter() - t
     print(f"{a.rows} rows x 96, dp-oporp k = 64, {a.shards} shards, {os.cpu_count()} cores: "
-          f"CLI {cli:.2f} s ({a.rows / cli:,.0f} rows/s), Spark local[2] {spark:.2f} s "
+          f"CLI {cli:.2f} s ({a.rows / cli:,.0f} rows/s), Spark local[2] --read {a.read} {spark:.2f} s "
           f"({a.rows / spark:,.0f} rows/s); Spark / CLI time = {spark / cli:.2f}")
 
 

@@ -44,6 +44,53 @@ def shard_starts(n, shards):
     return [min(n, i * blocks // shards * BLOCK) for i in range(shards)] + [n]
 
 
+def to_matrix(table, column, what):
+    """The list column of an Arrow table as an n x p float32 array (one copy at most)."""
+    import numpy as np
+
+    vec = table.column(column).combine_chunks()
+    lengths = vec.value_lengths().to_numpy(zero_copy_only=False)
+    if vec.null_count or len(set(lengths.tolist())) > 1:
+        raise RuntimeError(f"{what}: column {column!r} has nulls or rows of different lengths")
+    x = vec.flatten().to_numpy(zero_copy_only=False).astype(np.float32, copy=False)
+    return x.reshape(len(vec), int(lengths[0]) if len(lengths) else 0)
+
+
+def plan_files(path):
+    """The Parquet files under path (sorted by name) and their row groups in order, each with
+    the global id of its first row: (file, row group, first row, rows), and n."""
+    import pyarrow.parquet as pq
+
+    if os.path.isfile(path):
+        files = [path]
+    else:
+        files = sorted(os.path.join(r, f) for r, _, fs in os.walk(path) for f in fs
+                       if f.endswith(".parquet") and not f.startswith(("_", ".")))
+    groups, n = [], 0
+    for f in files:
+        md = pq.ParquetFile(f).metadata
+        for g in range(md.num_row_groups):
+            rows = md.row_group(g).num_rows
+            groups.append((f, g, n, rows))
+            n += rows
+    return groups, n
+
+
+def read_rows(groups, column, lo, hi):
+    """Rows lo..hi of the planned files, reading only the row groups that hold them."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    parts = []
+    for f, g, start, rows in groups:
+        if start + rows <= lo or start >= hi:
+            continue
+        t = pq.ParquetFile(f).read_row_group(g, columns=[column])
+        a = max(lo, start) - start
+        parts.append(t.slice(a, min(hi, start + rows) - start - a))
+    return pa.concat_tables(parts)
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("input", help="Parquet file or directory")
@@ -58,6 +105,12 @@ def main(argv=None):
     ap.add_argument("--k", type=int)
     ap.add_argument("--projection-seed", help="public seed, hex (default: fresh from the OS)")
     ap.add_argument("--noise-seed", help="TESTS ONLY: reproducible noise, NOT private")
+    ap.add_argument("--read", choices=["spark", "direct"], default="spark",
+                    help="spark: Spark reads the data and moves each shard's rows to one task "
+                         "(any Spark source; --order-by); direct: Spark only schedules one task "
+                         "per shard, which reads its rows from the Parquet files with pyarrow "
+                         "(rows in file-name and row-group order; every executor must see the "
+                         "files)")
     ap.add_argument("--master", default=os.environ.get("SPARK_MASTER", "local[2]"))
     ap.add_argument("--driver-memory", default="4g",
                     help="JVM heap of the driver (in local mode also the executors'); Spark's 1g "
@@ -79,72 +132,98 @@ def main(argv=None):
              .config("spark.ui.enabled", "false")
              .config("spark.driver.memory", a.driver_memory).getOrCreate())
     try:
-        df = spark.read.parquet(a.input)
-        if a.order_by:
-            df = df.orderBy(a.order_by)
-        # Number the rows 0..n-1 without moving them through Python: each partition's rows get
-        # its offset (from a count per partition) plus their position in it.
-        df = (df.select(a.column)
-              .withColumn("_pid", F.spark_partition_id())
-              .withColumn("_mid", F.monotonically_increasing_id())
-              .persist(StorageLevel.MEMORY_AND_DISK))
-        counts = dict(df.groupBy("_pid").count().collect())
-        n = sum(counts.values())
-        if n == 0:
-            raise SystemExit(f"{a.input}: no rows")
-        starts = shard_starts(n, a.shards)
-        count = a.shards
-        blocks = -(-n // BLOCK)
-        offsets, acc = {}, 0
-        for pid in sorted(counts):
-            offsets[pid] = acc
-            acc += counts[pid]
-        offset_of = F.create_map(*[F.lit(x) for kv in offsets.items() for x in kv])
-        idx = offset_of[F.col("_pid")] + (F.col("_mid") - F.shiftleft(F.col("_pid").cast("long"), 33))
-        # shard of a row: the last i with ⌊iB/N⌋·256 ≤ idx, i.e. ⌊((⌊idx/256⌋ + 1)·N − 1)/B⌋
-        shard = F.floor(((F.floor(idx / BLOCK) + 1) * count - 1) / blocks).cast("long")
-        indexed = (df.select(shard.alias("shard"), idx.cast("long").alias("idx"), a.column)
-                   .repartition(count, "shard"))
         out = os.path.abspath(a.output)
         opts = dict(mechanism=a.mechanism, epsilon=a.epsilon, delta=a.delta, k=a.k, seed=seed,
                     output=out, noise_seed=a.noise_seed)
-        column = a.column
+        column, count = a.column, a.shards
+        if a.read == "direct":
+            if a.order_by:
+                raise SystemExit("--order-by needs --read spark (direct reading keeps file order)")
+            groups, n = plan_files(a.input)
+            if n == 0:
+                raise SystemExit(f"{a.input}: no rows")
+            starts = shard_starts(n, count)
 
-        def publish_partition(batches):
-            """Publish every shard in this partition (hash partitioning by shard puts each
-            shard's rows in one partition, sometimes two shards in one)."""
-            import warnings
+            def publish_shards(batches):
+                """One task per shard: read its rows from the files, publish them."""
+                import warnings
 
-            import numpy as np
-            import pyarrow as pa
-            import pyarrow.compute as pc
+                import pyarrow as pa
 
-            import dprp as d
+                import dprp as d
 
-            batches = list(batches)
-            if not batches:  # an empty partition (hash partitioning can leave some)
-                return
-            table = pa.Table.from_batches(batches)
-            for i in sorted(set(table.column("shard").to_pylist())):
-                part = table.filter(pc.equal(table.column("shard"), i)).sort_by("idx")
-                ids = part.column("idx").to_numpy()
-                lo = starts[i]
-                if not np.array_equal(ids, np.arange(lo, lo + len(ids))):
-                    raise RuntimeError(f"shard {i}: rows are not ids {lo}.. in order")
-                vec = part.column(column).combine_chunks()
-                lengths = vec.value_lengths().to_numpy(zero_copy_only=False)
-                if vec.null_count or len(set(lengths.tolist())) != 1:
-                    raise RuntimeError(f"shard {i}: column {column!r} has nulls or ragged rows")
-                x = vec.flatten().to_numpy(zero_copy_only=False).astype(np.float32, copy=False)
-                x = x.reshape(len(ids), int(lengths[0]))
-                with warnings.catch_warnings():
-                    warnings.simplefilter("ignore")  # the driver says NOT private once, below
-                    r = d.publish(x, shard=(i, count), first_row=lo, **opts)
-                yield pa.RecordBatch.from_pydict({"shard": [i], "first_row": [lo], "rows": [r.n]})
+                for b in batches:
+                    for i in b.column("shard").to_pylist():
+                        lo, hi = starts[i], starts[i + 1]
+                        x = to_matrix(read_rows(groups, column, lo, hi), column, f"shard {i}")
+                        with warnings.catch_warnings():
+                            warnings.simplefilter("ignore")  # said once by the driver
+                            r = d.publish(x, shard=(i, count), first_row=lo, **opts)
+                        yield pa.RecordBatch.from_pydict(
+                            {"shard": [i], "first_row": [lo], "rows": [r.n]})
 
-        done = indexed.mapInArrow(publish_partition,
-                                  "shard long, first_row long, rows long").collect()
-        df.unpersist()
+            shards = spark.range(0, count, 1, count).withColumnRenamed("id", "shard")
+            done = shards.mapInArrow(publish_shards,
+                                     "shard long, first_row long, rows long").collect()
+        else:
+            df = spark.read.parquet(a.input)
+            if a.order_by:
+                df = df.orderBy(a.order_by)
+            # Number the rows 0..n-1 without moving them through Python: each partition's rows get
+            # its offset (from a count per partition) plus their position in it.
+            df = (df.select(a.column)
+                  .withColumn("_pid", F.spark_partition_id())
+                  .withColumn("_mid", F.monotonically_increasing_id())
+                  .persist(StorageLevel.MEMORY_AND_DISK))
+            counts = dict(df.groupBy("_pid").count().collect())
+            n = sum(counts.values())
+            if n == 0:
+                raise SystemExit(f"{a.input}: no rows")
+            starts = shard_starts(n, count)
+            blocks = -(-n // BLOCK)
+            offsets, acc = {}, 0
+            for pid in sorted(counts):
+                offsets[pid] = acc
+                acc += counts[pid]
+            offset_of = F.create_map(*[F.lit(x) for kv in offsets.items() for x in kv])
+            pid = F.col("_pid").cast("long")
+            idx = offset_of[F.col("_pid")] + (F.col("_mid") - F.shiftleft(pid, 33))
+            # shard of a row: the last i with ⌊iB/N⌋·256 ≤ idx, i.e. ⌊((⌊idx/256⌋ + 1)·N − 1)/B⌋
+            shard = F.floor(((F.floor(idx / BLOCK) + 1) * count - 1) / blocks).cast("long")
+            indexed = (df.select(shard.alias("shard"), idx.cast("long").alias("idx"), a.column)
+                       .repartition(count, "shard"))
+
+            def publish_partition(batches):
+                """Publish every shard in this partition (hash partitioning by shard puts each
+                shard's rows in one partition, sometimes two shards in one)."""
+                import warnings
+
+                import numpy as np
+                import pyarrow as pa
+                import pyarrow.compute as pc
+
+                import dprp as d
+
+                batches = list(batches)
+                if not batches:  # an empty partition (hash partitioning can leave some)
+                    return
+                table = pa.Table.from_batches(batches)
+                for i in sorted(set(table.column("shard").to_pylist())):
+                    part = table.filter(pc.equal(table.column("shard"), i)).sort_by("idx")
+                    ids = part.column("idx").to_numpy()
+                    lo = starts[i]
+                    if not np.array_equal(ids, np.arange(lo, lo + len(ids))):
+                        raise RuntimeError(f"shard {i}: rows are not ids {lo}.. in order")
+                    x = to_matrix(part, column, f"shard {i}")
+                    with warnings.catch_warnings():
+                        warnings.simplefilter("ignore")  # the driver says NOT private once, below
+                        r = d.publish(x, shard=(i, count), first_row=lo, **opts)
+                    yield pa.RecordBatch.from_pydict(
+                        {"shard": [i], "first_row": [lo], "rows": [r.n]})
+
+            done = indexed.mapInArrow(publish_partition,
+                                      "shard long, first_row long, rows long").collect()
+            df.unpersist()
     finally:
         spark.stop()
     rel = dprp.finish_shards(a.output)

@@ -1,5 +1,6 @@
 """examples/spark_publish.py in Spark local mode (pyspark from PyPI, the machine's Java 17): a
-Parquet dataset published shard by shard in executors, then read by the CLI. Under a test-only
+Parquet dataset published shard by shard in executors (Spark reading the data, or each task
+reading its shard's rows with pyarrow), then read by the CLI. Under a test-only
 --noise-seed the sharded payload equals `dprp publish --shards N` on the same rows, so the
 executors privatise exactly what the CLI does; with OS noise the release is private and complete.
 Needs Java on PATH (or JAVA_HOME): a missing Java is a failure, not a skip."""
@@ -65,6 +66,17 @@ def test_spark_local_mode_publishes_a_sharded_release(tmp_path: pathlib.Path):
     query = lambda rel: run_cli("query", str(tmp_path / rel), "--queries",  # noqa: E731
                                 str(tmp_path / "q.npy"), "--top", "4")
     assert query("spark") == query("cli")
+
+    # --read direct: Spark only schedules one task per shard, which reads its rows from the files
+    # (file-name then row-group order: a.parquet, b.parquet — the order of x); same bytes again
+    no_order = [c for c in common if c not in ("--order-by", "id")]
+    out = spark_publish(str(tmp_path / "data"), str(tmp_path / "direct"), "--column", "emb",
+                        "--shards", "3", "--noise-seed", "t", "--read", "direct", *no_order)
+    assert "1500 rows in 3 shards" in out, out
+    c = dprp.Release.open(tmp_path / "direct")
+    for s, t in zip(c.shards, b.shards):
+        assert np.array_equal(s.sketches, t.sketches)
+    assert query("direct") == query("cli")
 
     # OS noise (the real use): private, complete, queryable by the CLI
     out = spark_publish(str(tmp_path / "data"), str(tmp_path / "private"), "--column", "emb",
