@@ -35,8 +35,8 @@ pub fn run(a: InfoArgs) -> Result<()> {
     }
     let shards = r.is_sharded().then(|| {
         format!(
-            "{} shard files (rows {}); each row is in one shard, so the guarantee below is the \
-             whole release's (parallel composition)",
+            "{} shard files (rows {}): the one-file release of these rows split into files, with \
+             its guarantee",
             r.parts().len(),
             (0..r.parts().len())
                 .map(|i| format!(

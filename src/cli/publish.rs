@@ -54,8 +54,8 @@ pub struct PublishArgs {
     #[arg(long, default_value_t = 0)]
     first_row: u64,
     /// Write a sharded release: a directory (the --output) of N shard files and a manifest, the
-    /// rows split into N contiguous ranges; each row is in one shard, so the guarantee is one
-    /// shard's.
+    /// rows split into N contiguous ranges: the one-file release split into files, with its
+    /// guarantee.
     #[arg(long, value_name = "N", conflicts_with = "shard")]
     shards: Option<u32>,
     /// Write shard i of N of a sharded release from this input alone (a worker), as

@@ -34,7 +34,7 @@ pub fn run(a: ShardsArgs) -> Result<()> {
         ShardsCmd::Finish { dir } => {
             let m = finish(&dir)?;
             outln!(
-                "wrote {}: {} shards, {} rows; guarantee (each row is in one shard): {}",
+                "wrote {}: {} shards, {} rows; guarantee: {}",
                 dir.join(crate::release::shards::MANIFEST).display(),
                 m.count,
                 m.n,
@@ -159,8 +159,8 @@ pub fn publish_all(
     let manifest = finish(staging.path())?;
     staging.commit()?;
     let line = format!(
-        "shards: {count} files of about {per} rows in {}, with {} (each row is in one shard: the \
-         release's guarantee is one shard's)",
+        "shards: {count} files of about {per} rows in {}, with {} (the one-file release split \
+         into files: the guarantee above is the whole release's)",
         req.output.display(),
         crate::release::shards::MANIFEST
     );

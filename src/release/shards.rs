@@ -17,12 +17,16 @@
 //! with global ids `first_row, …, first_row + n − 1`; ranges are disjoint, in shard order, each
 //! starting on a 256-row noise block.
 //!
-//! **Privacy.** The shards partition the rows: a neighbouring dataset (one row changed, or added or
-//! removed) changes the input of exactly one shard, and each shard is the mechanism applied to its
-//! own rows with independent noise. By parallel composition the whole sharded release has the
-//! guarantee of one shard — the same `(ε, δ)` as the one-file release, stated once in the
-//! manifest. Shards made with different mechanisms, parameters, scalings or public seeds are not
-//! one release and are refused.
+//! **Privacy.** A sharded release *is* the one-file release of the same rows, split into files:
+//! every mechanism in dprp privatises each row on its own (its value, the public map of its global
+//! id, and noise from its own stream), so row `r`'s output has the same distribution whether it
+//! is written to one file or to shard `i`, and independently of every other row's — with one noise
+//! key (`publish --shards`: the same bytes) or one key per worker (independent streams, the same
+//! joint distribution). The guarantee is therefore the one-file release's, for the same neighbour
+//! relation, stated once in the manifest. (It is not a parallel-composition argument over a
+//! data-dependent split: the split is by position, and a row's position is its global id.)
+//! Shards made with different mechanisms, parameters, scalings or public seeds are not one release
+//! and are refused.
 //!
 //! The manifest records each shard file's BLAKE3 checksum (the one in its header, which
 //! [`Release::open`] verifies against the file), so a shard replaced after the manifest was written
