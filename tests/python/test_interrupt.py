@@ -10,6 +10,16 @@ import pytest
 import dprp
 
 
+@pytest.fixture(autouse=True)
+def python_handles_sigint():
+    """Python raises KeyboardInterrupt only if SIGINT was not ignored when it started; a test run
+    launched in the background by a non-interactive shell (`cmd &`) inherits SIG_IGN. Install
+    Python's handler for these tests, as an interactive session has it, and restore what was."""
+    before = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, before)
+
+
 def interrupt_after(seconds):
     main = threading.main_thread().ident
     t = threading.Timer(seconds, lambda: signal.pthread_kill(main, signal.SIGINT))
