@@ -48,6 +48,8 @@ pub struct PublishOptions {
     /// Publish only part of the input as one shard of a sharded release (`None`: all of it, one
     /// file).
     pub part: Option<Part>,
+    /// The release's file format (`--output-format`): native (default) or Parquet.
+    pub container: crate::release::Container,
 }
 
 /// The rows of one shard (see [`crate::release::shards`]): skip `skip` rows of the input, take
@@ -71,6 +73,7 @@ impl Default for PublishOptions {
             on_warning: None,
             noise: crate::privacy::lattice::NoiseChoice::default(),
             part: None,
+            container: crate::release::Container::Native,
         }
     }
 }
@@ -439,7 +442,8 @@ pub fn first_row_after(n: usize) -> u64 {
     n.div_ceil(BLOCK_ROWS) as u64 * BLOCK_ROWS as u64
 }
 
-type Chunk = (Vec<f32>, Vec<f32>);
+/// Rows, their labels and their explicit ids (empty unless the input has ids).
+type Chunk = (Vec<f32>, Vec<f32>, Vec<u64>);
 
 /// Run a publish request with noise from `noise` and the default [`PublishOptions`].
 pub fn publish(req: &PublishRequest, noise: &NoiseSource) -> Result<PublishOutcome> {
@@ -515,6 +519,14 @@ pub fn publish_from<'r>(
         })
     };
     let mut reader = open()?;
+    let has_ids = reader.has_ids();
+    if has_ids && opts.part.is_some() {
+        return Err(Error::param(
+            "--id-column",
+            "a sharded release numbers its rows globally (shard first row + position); explicit \
+             ids are stored only in a release in one file",
+        ));
+    }
     let p = reader.dim();
     let mut scaling: Scaling = reader.scaling();
     let col_max = if req.scaling.needs_column_stats() {
@@ -626,7 +638,15 @@ pub fn publish_from<'r>(
             }
         }
     }
-    let mut writer = ReleaseWriter::create(&req.output, payload, k, has_labels, false)?;
+    let mut writer = ReleaseWriter::create_as(
+        &req.output,
+        opts.container,
+        payload,
+        k,
+        has_labels,
+        has_ids,
+        first_row,
+    )?;
     let mut histogram = vec![0u64; k + 1];
     times.setup = t_start.elapsed().as_secs_f64();
 
@@ -649,19 +669,29 @@ pub fn publish_from<'r>(
                     .unwrap_or_else(|_| Vec::with_capacity(chunk * p));
                 v.clear();
                 let mut l = Vec::new();
+                let mut ids = Vec::new();
                 // The fingerprint hashes the rows as read, before any scaling.
-                let read =
-                    reader
-                        .read_chunk(chunk, &mut v, &mut l)
-                        .and_then(|got| match fp.as_mut() {
-                            Some(f) if got > 0 => f.update(&v).map(|()| got),
-                            _ => Ok(got),
-                        });
+                let read = reader
+                    .read_rows(chunk, &mut v, &mut l, &mut ids)
+                    .and_then(|got| {
+                        // A reader (or a wrapper) that says it has ids must give one per row.
+                        if has_ids && ids.len() != got {
+                            return Err(Error::param(
+                                "input",
+                                format!("the reader gave {} ids for {got} rows", ids.len()),
+                            ));
+                        }
+                        Ok(got)
+                    })
+                    .and_then(|got| match fp.as_mut() {
+                        Some(f) if got > 0 => f.update(&v).map(|()| got),
+                        _ => Ok(got),
+                    });
                 busy += t.elapsed().as_secs_f64();
                 match read {
                     Ok(0) => break,
                     Ok(_) => {
-                        if tx.send(Ok((v, l))).is_err() {
+                        if tx.send(Ok((v, l, ids))).is_err() {
                             break;
                         }
                     }
@@ -673,14 +703,14 @@ pub fn publish_from<'r>(
             }
             (fp.map(|f| f.finish()), busy)
         });
-        let (wtx, wrx) = sync_channel::<(OutBuf, Vec<f32>)>(2);
+        let (wtx, wrx) = sync_channel::<(OutBuf, Vec<f32>, Vec<u64>)>(2);
         let wh = s.spawn(move || -> Result<(ReleaseWriter, f64)> {
             let mut busy = 0.0;
-            for (out, labels) in wrx {
+            for (out, labels, ids) in wrx {
                 let t = std::time::Instant::now();
                 match &out {
-                    OutBuf::F32(v) => writer.write_f32(v, &labels, &[])?,
-                    OutBuf::Bits(v) => writer.write_bits(v, &labels, &[])?,
+                    OutBuf::F32(v) => writer.write_f32(v, &labels, &ids)?,
+                    OutBuf::Bits(v) => writer.write_bits(v, &labels, &ids)?,
                 }
                 busy += t.elapsed().as_secs_f64();
                 let _ = out_pool_tx.send(out);
@@ -696,7 +726,7 @@ pub fn publish_from<'r>(
         for msg in rx {
             wait_read += t.elapsed().as_secs_f64();
             t = std::time::Instant::now();
-            let (mut v, l) = match msg {
+            let (mut v, l, ids) = match msg {
                 Ok(c) => c,
                 Err(e) => {
                     failure = Some(e);
@@ -731,7 +761,7 @@ pub fn publish_from<'r>(
             chunks += 1;
             busy += t.elapsed().as_secs_f64();
             t = std::time::Instant::now();
-            if wtx.send((out, l)).is_err() {
+            if wtx.send((out, l, ids)).is_err() {
                 break; // the writer failed; its error is reported below
             }
             wait_write += t.elapsed().as_secs_f64();
@@ -765,6 +795,7 @@ pub fn publish_from<'r>(
             "the input has no rows: nothing to publish",
         ));
     }
+    writer.check_unique_ids(&req.input)?;
     let guarantee = mech.guarantee();
     let private = !noise.is_seeded();
     let mut statement = guarantee.sentence();
@@ -834,7 +865,7 @@ pub fn publish_from<'r>(
         },
         scaling,
         labels: has_labels,
-        ids: false,
+        ids: has_ids,
         dataset,
         shard: opts.part.map(|p| p.shard),
     };

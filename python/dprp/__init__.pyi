@@ -88,8 +88,17 @@ def publish(
     clip_norm: Optional[float] = None,
     memory: int = 256,
     shard: Optional[Tuple[int, int]] = None,
+    output_format: Optional[str] = None,
+    column: Optional[str] = None,
+    label_column: Optional[str] = None,
+    id_column: Optional[str] = None,
 ) -> Release:
     """Publish x as a private release at output (the file ``dprp publish`` writes).
+
+    ``output_format`` is ``"native"`` or ``"parquet"`` (default: parquet when output ends in
+    ``.parquet``). For a Parquet file x, ``column`` names the vector column (default: its only
+    list column), ``label_column`` a numeric label column and ``id_column`` unique non-negative
+    integer row ids stored in the release (CSV: ``label_column`` is a column number).
 
     With ``shard=(i, N)``, write shard i of N of a sharded release: ``output`` is the shard
     directory, the rows get the global ids ``first_row, first_row + 1, ...`` (``first_row`` a

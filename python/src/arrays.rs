@@ -203,4 +203,17 @@ impl RowReader for CancellableReader<'_> {
         self.cancel.check()?;
         self.inner.read_chunk(max_rows, values, labels)
     }
+    fn has_ids(&self) -> bool {
+        self.inner.has_ids()
+    }
+    fn read_rows(
+        &mut self,
+        max_rows: usize,
+        values: &mut Vec<f32>,
+        labels: &mut Vec<f32>,
+        ids: &mut Vec<u64>,
+    ) -> dprp::Result<usize> {
+        self.cancel.check()?;
+        self.inner.read_rows(max_rows, values, labels, ids)
+    }
 }

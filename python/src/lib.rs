@@ -29,9 +29,31 @@ pyo3::create_exception!(
      message is dprp's own, naming what and where."
 );
 
-/// Turn a dprp error into a Python exception carrying its message.
+/// Turn a dprp error into a Python exception carrying its message. A parameter named by its
+/// command-line flag (`--label-column`) is named as the keyword argument (`label_column`).
 pub(crate) fn err(e: dprp::Error) -> PyErr {
+    let e = match e {
+        dprp::Error::Param { name, msg } => dprp::Error::Param {
+            name: keyword(name),
+            msg,
+        },
+        dprp::Error::Missing { name, msg } => dprp::Error::Missing {
+            name: keyword(name),
+            msg,
+        },
+        other => other,
+    };
     DprpError::new_err(e.to_string())
+}
+
+/// `--label-column` → `label_column`; other names unchanged.
+fn keyword(name: String) -> String {
+    match name.strip_prefix("--") {
+        Some(flag) if flag.chars().all(|c| c.is_ascii_alphanumeric() || c == '-') => {
+            flag.replace('-', "_")
+        }
+        _ => name,
+    }
 }
 
 /// A parameter error raised from the bindings themselves, worded as dprp words its own.

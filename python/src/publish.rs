@@ -128,7 +128,8 @@ enum Input<'py> {
 #[pyo3(signature = (x, *, mechanism, epsilon, output, delta=None, k=None, seed=None, beta=None,
     neighbour=None, projection=None, min_norm=None, individual_dp=false, epsilon_norm=None,
     radius=None, first_row=0, noise=None, noise_seed=None, labels=None, scale=None,
-    normalize=None, clip=false, clip_norm=None, memory=256, shard=None))]
+    normalize=None, clip=false, clip_norm=None, memory=256, shard=None, output_format=None,
+    column=None, label_column=None, id_column=None))]
 #[allow(clippy::too_many_arguments)]
 pub fn publish<'py>(
     py: Python<'py>,
@@ -156,7 +157,17 @@ pub fn publish<'py>(
     clip_norm: Option<f64>,
     memory: usize,
     shard: Option<(u32, u32)>,
+    output_format: Option<&str>,
+    column: Option<String>,
+    label_column: Option<String>,
+    id_column: Option<String>,
 ) -> PyResult<Release> {
+    let container = match output_format {
+        Some(f) => {
+            dprp::release::Container::parse(f).map_err(|e| param("output_format", e.detail()))?
+        }
+        None => dprp::release::Container::from_path(&output),
+    };
     // One shard of a sharded release (a Spark executor, a worker): `output` is the shard
     // directory, the rows get the global ids `first_row, …`, and the file is
     // output/shard-i-of-N.dprp; `dprp.finish_shards(output)` writes the manifest at the end.
@@ -177,7 +188,7 @@ pub fn publish<'py>(
                 ));
             }
             std::fs::create_dir_all(&output).map_err(|e| err(dprp::Error::io(&output, e)))?;
-            let file = output.join(dprp::release::shards::shard_file_name(i, n));
+            let file = output.join(dprp::release::shards::shard_file_name_as(i, n, container));
             let part = dprp::publish::Part {
                 shard: dprp::release::ShardRecord {
                     index: i,
@@ -245,6 +256,7 @@ pub fn publish<'py>(
         on_warning: None,
         noise: noise_choice(params.kind, noise).map_err(err)?,
         part,
+        container,
     };
     let source = match noise_seed {
         Some(s) => NoiseSource::from_seed(s),
@@ -277,7 +289,15 @@ pub fn publish<'py>(
     };
     let req = PublishRequest {
         input: input_path.clone(),
-        input_opts: InputOptions::default(),
+        input_opts: InputOptions {
+            csv_label_column: label_column.as_deref().and_then(|l| l.parse().ok()),
+            columns: dprp::data::parquet::Columns {
+                vectors: column,
+                label: label_column,
+                id: id_column,
+            },
+            ..InputOptions::default()
+        },
         scaling,
         params,
         output: output.clone(),

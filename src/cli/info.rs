@@ -23,6 +23,11 @@ pub fn run(a: InfoArgs) -> Result<()> {
         if let Some(o) = v.as_object_mut() {
             o.insert("file".into(), a.release.display().to_string().into());
             o.insert("checksum_verified".into(), true.into());
+            let parquet = r.parts().iter().any(|p| p.is_parquet());
+            o.insert(
+                "file_format".into(),
+                if parquet { "parquet" } else { "native" }.into(),
+            );
             if r.is_sharded() {
                 o.insert("shards".into(), shards_json(&r));
             }
@@ -35,9 +40,14 @@ pub fn run(a: InfoArgs) -> Result<()> {
     }
     let shards = r.is_sharded().then(|| {
         format!(
-            "{} shard files (rows {}): the one-file release of these rows split into files, with \
-             its guarantee",
+            "{} shard files{} (rows {}): the one-file release of these rows split into files, \
+             with its guarantee",
             r.parts().len(),
+            if r.parts().iter().any(|p| p.is_parquet()) {
+                " in Parquet"
+            } else {
+                ""
+            },
             (0..r.parts().len())
                 .map(|i| format!(
                     "{}..{}",
@@ -106,8 +116,15 @@ pub fn describe_meta(path: &std::path::Path, m: &ReleaseMeta, shards: Option<Str
     line(
         "format",
         format!(
-            "version {}, written by {} at {}",
-            m.format_version, m.tool, m.created
+            "version {}{}, written by {} at {}",
+            m.format_version,
+            if crate::release::parquet::is_parquet(path) {
+                " as Parquet (columns id, label, sketch; the checksum is that of the native release)"
+            } else {
+                ""
+            },
+            m.tool,
+            m.created
         ),
     );
     line(

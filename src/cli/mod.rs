@@ -82,7 +82,8 @@ enum Command {
 /// How to read the input (shared by convert and publish).
 #[derive(Debug, Args, Clone, Default)]
 pub struct InputArgs {
-    /// Input format, when the file name does not tell (native, npy, fvecs, bvecs, svm, idx, csv).
+    /// Input format, when the file name does not tell (native, npy, fvecs, bvecs, svm, idx, csv,
+    /// parquet).
     #[arg(long)]
     format: Option<String>,
     /// Number of features for LIBSVM input (default: the largest index in the file).
@@ -94,9 +95,17 @@ pub struct InputArgs {
     /// CSV: whether the first line is a header (default: detect).
     #[arg(long, value_name = "yes|no")]
     csv_header: Option<String>,
-    /// CSV: zero-based column holding a label.
-    #[arg(long)]
-    label_column: Option<usize>,
+    /// The column holding a label: a number counted from 0 for CSV, a column name for Parquet.
+    #[arg(long, value_name = "COLUMN")]
+    label_column: Option<String>,
+    /// Parquet: the column holding the vectors (a fixed_size_list or list of numbers; default:
+    /// the file's only list column).
+    #[arg(long, value_name = "NAME")]
+    column: Option<String>,
+    /// Parquet: a column of unique non-negative integer row ids, stored in the release (default:
+    /// row i has id i).
+    #[arg(long, value_name = "NAME")]
+    id_column: Option<String>,
 }
 
 impl InputArgs {
@@ -119,7 +128,12 @@ impl InputArgs {
                     ))
                 }
             },
-            csv_label_column: self.label_column,
+            csv_label_column: self.label_column.as_deref().and_then(|l| l.parse().ok()),
+            columns: crate::data::parquet::Columns {
+                vectors: self.column.clone(),
+                label: self.label_column.clone(),
+                id: self.id_column.clone(),
+            },
         })
     }
 }

@@ -83,6 +83,11 @@ pub struct PublishArgs {
     /// Output release file.
     #[arg(short, long)]
     output: PathBuf,
+    /// The release's file format: native (dprp's own, memory-mapped by readers) or parquet (the
+    /// same release as columns id, label, sketch, with the metadata in the file's key-value
+    /// metadata, for DuckDB, Spark, pandas). Default: parquet when --output ends in .parquet.
+    #[arg(long, value_name = "native|parquet")]
+    output_format: Option<String>,
     /// Memory budget for the pipeline's row buffers, in MiB (chunks of rows are sized to fit; the
     /// public projection matrix, p·k·4 bytes for dense maps, comes on top).
     #[arg(long, value_name = "MiB", default_value_t = 256)]
@@ -178,6 +183,10 @@ pub fn run(a: PublishArgs) -> Result<()> {
         memory_budget: a.memory.saturating_mul(1 << 20),
         on_warning: Some(|w| super::output::warn(w)),
         part: None,
+        container: match &a.output_format {
+            Some(f) => crate::release::Container::parse(f)?,
+            None => crate::release::Container::from_path(&a.output),
+        },
         noise: match &a.noise {
             Some(_) if !kind.adds_gaussian_noise() => {
                 return Err(Error::param(

@@ -10,7 +10,7 @@ use crate::data::open_reader;
 use crate::error::{Error, Result};
 use crate::privacy::noise::{NoiseSource, BLOCK_ROWS};
 use crate::publish::{publish_with, Part, PublishOptions, PublishOutcome, PublishRequest};
-use crate::release::shards::{finish, shard_file_name};
+use crate::release::shards::{finish, shard_file_name_as};
 use crate::release::ShardRecord;
 
 #[derive(Args, Debug)]
@@ -134,7 +134,9 @@ pub fn publish_all(
     let mut warnings = Vec::new();
     for i in 0..count {
         let mut r = req.clone();
-        r.output = staging.path().join(shard_file_name(i, count));
+        r.output = staging
+            .path()
+            .join(shard_file_name_as(i, count, opts.container));
         let mut o = *opts;
         let (lo, hi) = (start(i as u64), start(i as u64 + 1));
         o.part = Some(Part {
@@ -203,7 +205,9 @@ pub fn publish_one(
     }
     std::fs::create_dir_all(&req.output).map_err(|e| Error::io(&req.output, e))?;
     let mut r = req.clone();
-    r.output = req.output.join(shard_file_name(index, count));
+    r.output = req
+        .output
+        .join(shard_file_name_as(index, count, opts.container));
     let mut o = *opts;
     o.part = Some(Part {
         shard: ShardRecord {

@@ -14,6 +14,7 @@ pub mod idx;
 pub mod libsvm;
 pub mod native;
 pub mod npy;
+pub mod parquet;
 pub mod sample;
 pub mod scale;
 pub mod source;
@@ -61,6 +62,8 @@ pub enum Format {
     Idx,
     /// Comma-separated numbers, one row per line.
     Csv,
+    /// Apache Parquet: one vector per row in a list column (see [`parquet`]).
+    Parquet,
 }
 
 impl Format {
@@ -76,6 +79,7 @@ impl Format {
             "bvecs" => Format::Bvecs,
             "svm" | "svmlight" | "libsvm" | "t" | "trn" | "tst" => Format::Svm,
             "csv" => Format::Csv,
+            "parquet" | "parq" | "pq" => Format::Parquet,
             _ if name.contains("idx1-ubyte") || name.contains("idx3-ubyte") => Format::Idx,
             "idx" | "idx3" | "ubyte" => Format::Idx,
             _ => return None,
@@ -92,11 +96,12 @@ impl Format {
             "svm" | "libsvm" | "svmlight" => Format::Svm,
             "idx" | "mnist" => Format::Idx,
             "csv" => Format::Csv,
+            "parquet" | "pq" => Format::Parquet,
             other => {
                 return Err(Error::param(
                     "--format",
                     format!(
-                        "unknown format '{other}' (expected native, npy, fvecs, bvecs, svm, idx or csv)"
+                        "unknown format '{other}' (expected native, npy, fvecs, bvecs, svm, idx, csv or parquet)"
                     ),
                 ))
             }
@@ -118,6 +123,8 @@ pub struct InputOptions {
     pub csv_header: Option<bool>,
     /// CSV: zero-based column holding the label (removed from the features).
     pub csv_label_column: Option<usize>,
+    /// Parquet: the vector, label and id columns, by name.
+    pub columns: parquet::Columns,
 }
 
 /// A streaming source of rows.
@@ -141,6 +148,22 @@ pub trait RowReader: Send {
         values: &mut Vec<f32>,
         labels: &mut Vec<f32>,
     ) -> Result<usize>;
+    /// Whether rows carry explicit ids (a Parquet `--id-column`); otherwise row `i` of the input
+    /// has id `i`.
+    fn has_ids(&self) -> bool {
+        false
+    }
+    /// [`read_chunk`](RowReader::read_chunk) that also appends one id per row to `ids` when
+    /// [`has_ids`](RowReader::has_ids).
+    fn read_rows(
+        &mut self,
+        max_rows: usize,
+        values: &mut Vec<f32>,
+        labels: &mut Vec<f32>,
+        _ids: &mut Vec<u64>,
+    ) -> Result<usize> {
+        self.read_chunk(max_rows, values, labels)
+    }
 }
 
 /// Open `path` as a streaming row reader, guessing its format from the name unless
@@ -153,7 +176,7 @@ pub fn open_reader(path: &Path, opts: &InputOptions) -> Result<Box<dyn RowReader
             Error::format(
                 path,
                 "unknown input format: expected a name ending in .bin, .npy, .fvecs, .bvecs, \
-                 .svm, .csv or an MNIST idx*-ubyte file (optionally .gz), or pass --format",
+                 .svm, .csv, .parquet or an MNIST idx*-ubyte file (optionally .gz), or pass --format",
             )
         })?,
     };
@@ -169,7 +192,37 @@ pub fn open_reader(path: &Path, opts: &InputOptions) -> Result<Box<dyn RowReader
             "the dimension can only be set for LIBSVM/svmlight input",
         ));
     }
+    let cols = &opts.columns;
+    if format != Format::Parquet {
+        if cols.vectors.is_some() || cols.id.is_some() {
+            let flag = if cols.vectors.is_some() {
+                "--column"
+            } else {
+                "--id-column"
+            };
+            return Err(Error::param(
+                flag,
+                "columns are named only in Parquet input",
+            ));
+        }
+        if cols.label.is_some() && format != Format::Csv {
+            return Err(Error::param(
+                "--label-column",
+                "a label column is read only from CSV (a column number) and Parquet (a column \
+                 name) input",
+            ));
+        }
+    }
+    if format == Format::Csv {
+        if let (Some(l), None) = (&cols.label, opts.csv_label_column) {
+            return Err(Error::param(
+                "--label-column",
+                format!("'{l}': for CSV input the label column is a number, counted from 0"),
+            ));
+        }
+    }
     Ok(match format {
+        Format::Parquet => Box::new(parquet::ParquetReader::open(path, cols)?),
         Format::Native => Box::new(native::NativeReader::open(path)?),
         Format::Npy => Box::new(npy::NpyReader::open(path)?),
         Format::Fvecs => Box::new(vecs::VecsReader::open(path, vecs::Kind::F32)?),

@@ -112,11 +112,23 @@ impl super::RowReader for Window<'_> {
     fn scaling(&self) -> super::Scaling {
         self.inner.scaling()
     }
+    fn has_ids(&self) -> bool {
+        self.inner.has_ids()
+    }
     fn read_chunk(
         &mut self,
         max_rows: usize,
         values: &mut Vec<f32>,
         labels: &mut Vec<f32>,
+    ) -> Result<usize> {
+        self.read_rows(max_rows, values, labels, &mut Vec::new())
+    }
+    fn read_rows(
+        &mut self,
+        max_rows: usize,
+        values: &mut Vec<f32>,
+        labels: &mut Vec<f32>,
+        ids: &mut Vec<u64>,
     ) -> Result<usize> {
         if self.skip > 0 {
             self.skip_rows()?;
@@ -128,7 +140,7 @@ impl super::RowReader for Window<'_> {
         if want == 0 {
             return Ok(0);
         }
-        let got = self.inner.read_chunk(want, values, labels)?;
+        let got = self.inner.read_rows(want, values, labels, ids)?;
         if let Some(left) = self.left.as_mut() {
             *left -= got as u64;
         }

@@ -141,3 +141,41 @@ pub fn utc_civil(secs: u64) -> (i64, i64, i64, u64) {
     let y = yoe + era * 400 + (m <= 2) as i64;
     (y, m, d, rem)
 }
+
+/// The fields of the fixed header (all but the checksum).
+#[derive(Debug, Clone, Copy)]
+pub struct Header {
+    /// Payload element type.
+    pub payload: Payload,
+    /// Rows.
+    pub n: u64,
+    /// Values (or bits) per row.
+    pub k: u64,
+    /// Payload bytes (the payload starts at [`HEADER_LEN`]).
+    pub payload_len: u64,
+    /// Offset of the row ids (0: none).
+    pub ids_off: u64,
+    /// Offset of the labels (0: none).
+    pub labels_off: u64,
+    /// Offset of the metadata JSON.
+    pub meta_off: u64,
+    /// Length of the metadata JSON.
+    pub meta_len: u64,
+}
+
+/// The fixed header's bytes, with the checksum field zero.
+pub fn header(h: &Header) -> [u8; HEADER_LEN] {
+    let mut b = [0u8; HEADER_LEN];
+    b[0..8].copy_from_slice(MAGIC);
+    b[8..12].copy_from_slice(&VERSION.to_le_bytes());
+    b[12..16].copy_from_slice(&payload_code(h.payload).to_le_bytes());
+    b[16..24].copy_from_slice(&h.n.to_le_bytes());
+    b[24..32].copy_from_slice(&h.k.to_le_bytes());
+    b[32..40].copy_from_slice(&(HEADER_LEN as u64).to_le_bytes());
+    b[40..48].copy_from_slice(&h.payload_len.to_le_bytes());
+    b[48..56].copy_from_slice(&h.ids_off.to_le_bytes());
+    b[56..64].copy_from_slice(&h.labels_off.to_le_bytes());
+    b[64..72].copy_from_slice(&h.meta_off.to_le_bytes());
+    b[72..80].copy_from_slice(&h.meta_len.to_le_bytes());
+    b
+}

@@ -24,6 +24,7 @@
 //! contains the secret noise key, a `--noise-seed`, or the ledger's key.
 
 mod format;
+pub mod parquet;
 mod reader;
 pub mod shards;
 mod writer;
@@ -31,4 +32,4 @@ mod writer;
 pub use format::*;
 pub use reader::Release;
 pub use shards::ReleaseSet;
-pub use writer::ReleaseWriter;
+pub use writer::{Container, ReleaseWriter};

@@ -7,11 +7,29 @@ use super::format::*;
 use crate::error::{Error, Result};
 use crate::mechanism::Payload;
 
-/// A release opened for reading: memory-mapped, header and checksum verified, metadata parsed.
-/// The payload is borrowed from the map, never copied.
+/// The bytes of a release: a native file mapped into memory, or the native image of a Parquet
+/// release decoded into memory (8-byte-aligned words and the length in bytes).
+enum Bytes {
+    Mapped(Mmap),
+    Decoded(Vec<u64>, usize),
+}
+
+impl std::ops::Deref for Bytes {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        match self {
+            Bytes::Mapped(m) => m,
+            Bytes::Decoded(w, len) => &bytemuck::cast_slice::<u64, u8>(w)[..*len],
+        }
+    }
+}
+
+/// A release opened for reading: header and checksum verified, metadata parsed. A native release
+/// is memory-mapped and its payload borrowed from the map, never copied; a Parquet release
+/// ([`super::parquet`]) is decoded into memory once, on opening.
 pub struct Release {
     path: PathBuf,
-    map: Mmap,
+    map: Bytes,
     meta: ReleaseMeta,
     payload_off: usize,
     payload_len: usize,
@@ -72,6 +90,16 @@ impl Release {
         // another program truncates the file, which the checksum check below would then catch
         // only for the part read so far. This is the usual contract of memory-mapped readers.
         let map = unsafe { Mmap::map(&file) }.map_err(|e| Error::io(path, e))?;
+        if map.get(..4) == Some(crate::data::parquet::MAGIC.as_slice()) {
+            let (words, len) = super::parquet::native_image(path)?;
+            return Release::from_bytes(path, Bytes::Decoded(words, len), verify);
+        }
+        Release::from_bytes(path, Bytes::Mapped(map), verify)
+    }
+
+    /// Validate a release's bytes.
+    fn from_bytes(path: &Path, map: Bytes, verify: bool) -> Result<Release> {
+        let len = map.len() as u64;
         let h = &map[..HEADER_LEN];
         if &h[0..8] != MAGIC {
             return Err(Error::format(
@@ -188,6 +216,12 @@ impl Release {
     /// [`verify`](Self::verify) not yet called).
     pub fn verified(&self) -> bool {
         self.verified.load(std::sync::atomic::Ordering::Acquire)
+    }
+
+    /// Whether the release was read from Parquet (decoded into memory) rather than mapped from
+    /// a native file.
+    pub fn is_parquet(&self) -> bool {
+        matches!(self.map, Bytes::Decoded(..))
     }
 
     /// The file this release was read from.

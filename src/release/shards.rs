@@ -51,7 +51,22 @@ pub const MANIFEST_VERSION: u32 = 1;
 
 /// File name of shard `index` of `count`: `shard-00003-of-00016.dprp`.
 pub fn shard_file_name(index: u32, count: u32) -> String {
-    format!("shard-{index:05}-of-{count:05}.dprp")
+    shard_file_name_as(index, count, super::Container::Native)
+}
+
+/// File name of shard `index` of `count` in a container: `shard-00003-of-00016.dprp` or
+/// `shard-00003-of-00016.parquet`.
+pub fn shard_file_name_as(index: u32, count: u32, container: super::Container) -> String {
+    let ext = match container {
+        super::Container::Native => "dprp",
+        super::Container::Parquet => "parquet",
+    };
+    format!("shard-{index:05}-of-{count:05}.{ext}")
+}
+
+/// Whether a directory entry is a shard file by its name (`*.dprp` or `*.parquet`, not hidden).
+pub fn is_shard_file(name: &str) -> bool {
+    (name.ends_with(".dprp") || name.ends_with(".parquet")) && !name.starts_with('.')
 }
 
 /// The manifest of a shard directory.
@@ -123,13 +138,13 @@ fn open_shards(dir: &Path, verify: bool) -> Result<Vec<(String, Release)>> {
         .map_err(|e| Error::io(dir, e))?
         .filter_map(|e| e.ok())
         .map(|e| e.file_name().to_string_lossy().into_owned())
-        .filter(|f| f.ends_with(".dprp") && !f.starts_with('.'))
+        .filter(|f| is_shard_file(f))
         .collect();
     files.sort();
     if files.is_empty() {
         return Err(Error::format(
             dir,
-            "no shard files (*.dprp) in the directory",
+            "no shard files (*.dprp or *.parquet) in the directory",
         ));
     }
     let mut by_index: BTreeMap<u32, (String, Release)> = BTreeMap::new();
@@ -319,7 +334,7 @@ impl ReleaseSet {
         for e in std::fs::read_dir(path).map_err(|e| Error::io(path, e))? {
             let f = e.map_err(|e| Error::io(path, e))?.file_name();
             let f = f.to_string_lossy();
-            if f.ends_with(".dprp") && !f.starts_with('.') && !listed.contains(f.as_ref()) {
+            if is_shard_file(&f) && !listed.contains(f.as_ref()) {
                 return Err(Error::format(
                     path.join(f.as_ref()),
                     format!("is not listed in {MANIFEST}: an extra or foreign shard"),

@@ -5,10 +5,65 @@ use crate::atomic::AtomicFile;
 use crate::error::{Error, Result};
 use crate::mechanism::Payload;
 
+/// The file format of a release.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Container {
+    /// dprp's own format (see [`crate::release`]): memory-mapped by readers.
+    #[default]
+    Native,
+    /// Apache Parquet (see [`super::parquet`]): the same release as columns, for data tools.
+    Parquet,
+}
+
+impl Container {
+    /// Parse `native` or `parquet` (`--output-format`).
+    pub fn parse(s: &str) -> Result<Container> {
+        match s.to_ascii_lowercase().as_str() {
+            "native" | "dprp" => Ok(Container::Native),
+            "parquet" => Ok(Container::Parquet),
+            o => Err(Error::param(
+                "--output-format",
+                format!("'{o}' is not native or parquet"),
+            )),
+        }
+    }
+
+    /// The format an output path asks for: Parquet for a `.parquet` name, native otherwise.
+    pub fn from_path(path: &Path) -> Container {
+        let parquet = path
+            .extension()
+            .is_some_and(|e| e.eq_ignore_ascii_case("parquet"));
+        if parquet {
+            Container::Parquet
+        } else {
+            Container::Native
+        }
+    }
+
+    /// `native` or `parquet`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Container::Native => "native",
+            Container::Parquet => "parquet",
+        }
+    }
+}
+
+/// Where the bytes go: the native file itself, or a Parquet file while the native image is only
+/// hashed (its checksum is the Parquet release's, see [`super::parquet`]).
+enum Sink {
+    Native(AtomicFile),
+    Parquet {
+        sink: Box<super::parquet::ParquetSink>,
+        /// Length of the native image so far.
+        position: u64,
+    },
+}
+
 /// Streams a release to disk: rows are appended as they are produced, hashed on the way, and the
 /// file appears at its path only when [`finish`](ReleaseWriter::finish) succeeds.
 pub struct ReleaseWriter {
-    out: AtomicFile,
+    out: Sink,
     hasher: blake3::Hasher,
     payload: Payload,
     k: usize,
@@ -26,8 +81,41 @@ impl ReleaseWriter {
         has_labels: bool,
         explicit_ids: bool,
     ) -> Result<ReleaseWriter> {
-        let mut out = AtomicFile::create(path)?;
-        out.write_all(&[0u8; HEADER_LEN])?;
+        ReleaseWriter::create_as(
+            path,
+            Container::Native,
+            payload,
+            k,
+            has_labels,
+            explicit_ids,
+            0,
+        )
+    }
+
+    /// Start a release in the given container; `first_row` is the id of the first row when ids
+    /// are implicit (a shard's first row; a Parquet release writes every row's id).
+    pub fn create_as(
+        path: &Path,
+        container: Container,
+        payload: Payload,
+        k: usize,
+        has_labels: bool,
+        explicit_ids: bool,
+        first_row: u64,
+    ) -> Result<ReleaseWriter> {
+        let out = match container {
+            Container::Native => {
+                let mut out = AtomicFile::create(path)?;
+                out.write_all(&[0u8; HEADER_LEN])?;
+                Sink::Native(out)
+            }
+            Container::Parquet => Sink::Parquet {
+                sink: Box::new(super::parquet::ParquetSink::create(
+                    path, payload, k, has_labels, first_row,
+                )?),
+                position: HEADER_LEN as u64,
+            },
+        };
         Ok(ReleaseWriter {
             out,
             hasher: blake3::Hasher::new(),
@@ -39,13 +127,44 @@ impl ReleaseWriter {
         })
     }
 
+    /// Hash bytes of the native image and write them (native) or count them (Parquet).
     fn body(&mut self, bytes: &[u8]) -> Result<()> {
         if bytes.len() >= 1 << 20 {
             self.hasher.update_rayon(bytes);
         } else {
             self.hasher.update(bytes);
         }
-        self.out.write_all(bytes)
+        match &mut self.out {
+            Sink::Native(out) => out.write_all(bytes),
+            Sink::Parquet { position, .. } => {
+                *position += bytes.len() as u64;
+                Ok(())
+            }
+        }
+    }
+
+    /// Payload bytes of `rows` rows, with their labels and ids: into the native image, and to
+    /// the Parquet file as a record batch.
+    fn append_rows(
+        &mut self,
+        bytes: &[u8],
+        rows: usize,
+        labels: &[f32],
+        ids: &[u64],
+    ) -> Result<()> {
+        if let Sink::Parquet { sink, .. } = &mut self.out {
+            let labels = if self.labels.is_some() { labels } else { &[] };
+            let ids = if self.ids.is_some() { ids } else { &[] };
+            sink.append(bytes, rows, labels, ids)?;
+        }
+        self.body(bytes)
+    }
+
+    fn position(&self) -> u64 {
+        match &self.out {
+            Sink::Native(out) => out.position(),
+            Sink::Parquet { position, .. } => *position,
+        }
     }
 
     /// Append real-valued rows (`values.len()` a multiple of k).
@@ -58,7 +177,7 @@ impl ReleaseWriter {
         }
         let rows = values.len() / self.k;
         self.side(rows, labels, ids)?;
-        self.body(bytemuck::cast_slice(values))?;
+        self.append_rows(bytemuck::cast_slice(values), rows, labels, ids)?;
         self.n += rows as u64;
         Ok(())
     }
@@ -75,10 +194,10 @@ impl ReleaseWriter {
         let rows = words.len() / wpr;
         self.side(rows, labels, ids)?;
         if cfg!(target_endian = "little") {
-            self.body(bytemuck::cast_slice(words))?;
+            self.append_rows(bytemuck::cast_slice(words), rows, labels, ids)?;
         } else {
             let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
-            self.body(&bytes)?;
+            self.append_rows(&bytes, rows, labels, ids)?;
         }
         self.n += rows as u64;
         Ok(())
@@ -102,6 +221,32 @@ impl ReleaseWriter {
                 ));
             }
             v.extend_from_slice(ids);
+        }
+        Ok(())
+    }
+
+    /// Refuse explicit ids that repeat (naming the id and the two rows of `input` that carry it):
+    /// a release's ids name its rows.
+    pub fn check_unique_ids(&self, input: &Path) -> Result<()> {
+        let Some(ids) = self.ids.as_ref() else {
+            return Ok(());
+        };
+        let mut sorted = ids.clone();
+        sorted.sort_unstable();
+        if let Some(w) = sorted.windows(2).find(|w| w[0] == w[1]) {
+            let id = w[0];
+            let mut rows = ids
+                .iter()
+                .enumerate()
+                .filter(|(_, &v)| v == id)
+                .map(|(i, _)| i);
+            let first = rows.next().unwrap_or(0);
+            let second = rows.next().unwrap_or(0);
+            return Err(Error::Row {
+                path: input.to_path_buf(),
+                row: second as u64,
+                msg: format!("its id {id} is also the id of row {first}: ids must be unique"),
+            });
         }
         Ok(())
     }
@@ -131,48 +276,52 @@ impl ReleaseWriter {
         meta.payload = self.payload;
         meta.labels = self.labels.is_some();
         meta.ids = self.ids.is_some();
-        let payload_len = self.out.position() - HEADER_LEN as u64;
+        let payload_len = self.position() - HEADER_LEN as u64;
         let mut ids_off = 0u64;
         if let Some(ids) = self.ids.take() {
             self.pad()?;
-            ids_off = self.out.position();
+            ids_off = self.position();
             let bytes: Vec<u8> = ids.iter().flat_map(|w| w.to_le_bytes()).collect();
             self.body(&bytes)?;
         }
         let mut labels_off = 0u64;
         if let Some(labels) = self.labels.take() {
             self.pad()?;
-            labels_off = self.out.position();
+            labels_off = self.position();
             self.body(bytemuck::cast_slice(&labels))?;
         }
         self.pad()?;
-        let meta_off = self.out.position();
+        let meta_off = self.position();
         let json = serde_json::to_vec_pretty(&meta)
             .map_err(|e| Error::param("metadata", format!("cannot encode: {e}")))?;
         self.body(&json)?;
-        let mut h = [0u8; HEADER_LEN];
-        h[0..8].copy_from_slice(MAGIC);
-        h[8..12].copy_from_slice(&VERSION.to_le_bytes());
-        h[12..16].copy_from_slice(&payload_code(self.payload).to_le_bytes());
-        h[16..24].copy_from_slice(&self.n.to_le_bytes());
-        h[24..32].copy_from_slice(&(self.k as u64).to_le_bytes());
-        h[32..40].copy_from_slice(&(HEADER_LEN as u64).to_le_bytes());
-        h[40..48].copy_from_slice(&payload_len.to_le_bytes());
-        h[48..56].copy_from_slice(&ids_off.to_le_bytes());
-        h[56..64].copy_from_slice(&labels_off.to_le_bytes());
-        h[64..72].copy_from_slice(&meta_off.to_le_bytes());
-        h[72..80].copy_from_slice(&(json.len() as u64).to_le_bytes());
+        let mut h = header(&Header {
+            payload: self.payload,
+            n: self.n,
+            k: self.k as u64,
+            payload_len,
+            ids_off,
+            labels_off,
+            meta_off,
+            meta_len: json.len() as u64,
+        });
         self.hasher.update(&h[..HASHED_HEADER]);
         let sum = self.hasher.finalize();
         h[80..112].copy_from_slice(sum.as_bytes());
-        self.out.patch(0, &h)?;
+        let out = match self.out {
+            Sink::Native(mut out) => {
+                out.patch(0, &h)?;
+                out
+            }
+            Sink::Parquet { sink, .. } => sink.close(&json, sum.as_bytes())?,
+        };
         gate(&meta, sum.as_bytes())?;
-        self.out.commit()?;
+        out.commit()?;
         Ok(meta)
     }
 
     fn pad(&mut self) -> Result<()> {
-        let rem = self.out.position() % 64;
+        let rem = self.position() % 64;
         if rem != 0 {
             let zeros = vec![0u8; (64 - rem) as usize];
             self.body(&zeros)?;

@@ -1,0 +1,419 @@
+//! A release as Apache Parquet (`publish --output-format parquet`), for DuckDB, Spark, pandas and
+//! LanceDB to read directly.
+//!
+//! One row per released row, with the columns
+//!
+//! ```text
+//! id      int64, not null        the row's id: the explicit id (--id-column), or its global
+//!                                 position (a shard's first row + its position in the shard)
+//! label   float, not null        only when the release stores labels
+//! sketch  fixed_size_list<float, k> not null   (real-valued mechanisms), or
+//!         fixed_size_binary(8·⌈k/64⌉) not null (sign mechanisms: the packed sign words,
+//!                                 little-endian, bit j of word w is sign 64w + j: 1 = +)
+//! ```
+//!
+//! and the release metadata in the file's key-value metadata: `dprp.release` holds the same JSON
+//! ([`ReleaseMeta`]) as a native release, byte for byte, and `dprp.checksum` the BLAKE3 checksum of
+//! the **equivalent native release** — the file `publish` would have written with
+//! `--output-format native` from the same rows and noise. A reader rebuilds that native image in
+//! memory from the columns and the metadata and checks the checksum against it, so a Parquet
+//! release is verified exactly as a native one (a changed value, id, label or metadata byte is a
+//! checksum mismatch), and everything that reads releases (`info`, `query`, `estimate`, `mean`,
+//! the Python module, sharded directories) reads both. Unlike a native release, a Parquet
+//! release is decoded into memory on opening (not memory-mapped).
+//!
+//! The pages are written uncompressed and without dictionaries (noise does not compress) in row
+//! groups of about [`ROW_GROUP_BYTES`].
+
+use std::fs::File;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use arrow_array::cast::AsArray;
+use arrow_array::types::{Float32Type, Int64Type};
+use arrow_array::{
+    Array, ArrayRef, FixedSizeBinaryArray, FixedSizeListArray, Float32Array, Int64Array,
+    RecordBatch,
+};
+use arrow_buffer::Buffer;
+use arrow_schema::{DataType, Field, Schema, SchemaRef};
+use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+use parquet::arrow::ArrowWriter;
+use parquet::file::metadata::KeyValue;
+use parquet::file::properties::{EnabledStatistics, WriterProperties};
+
+use super::format::*;
+use crate::atomic::AtomicFile;
+use crate::error::{Error, Result};
+use crate::mechanism::Payload;
+
+/// Key of the release metadata (the JSON of [`ReleaseMeta`]) in the Parquet key-value metadata.
+pub const META_KEY: &str = "dprp.release";
+/// Key of the checksum (64 hex digits) of the equivalent native release.
+pub const CHECKSUM_KEY: &str = "dprp.checksum";
+/// Bytes of sketches per row group (the row group is buffered in memory before it is written).
+pub const ROW_GROUP_BYTES: usize = 32 << 20;
+
+/// The Arrow schema of a release's rows.
+pub fn schema(payload: Payload, k: usize, labels: bool) -> Result<SchemaRef> {
+    let mut fields = vec![Field::new("id", DataType::Int64, false)];
+    if labels {
+        fields.push(Field::new("label", DataType::Float32, false));
+    }
+    let sketch = match payload {
+        Payload::F32 => DataType::FixedSizeList(
+            Arc::new(Field::new("item", DataType::Float32, false)),
+            i32::try_from(k).map_err(|_| Error::param("k", "too large for Parquet"))?,
+        ),
+        Payload::Bits => DataType::FixedSizeBinary(
+            i32::try_from(row_bytes(payload, k))
+                .map_err(|_| Error::param("k", "too large for Parquet"))?,
+        ),
+    };
+    fields.push(Field::new("sketch", sketch, false));
+    Ok(Arc::new(Schema::new(fields)))
+}
+
+/// The output file under the Parquet writer, keeping the first error of the release's own kind.
+struct Out {
+    file: AtomicFile,
+    error: Option<Error>,
+}
+
+impl Write for Out {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        match self.file.write_all(buf) {
+            Ok(()) => Ok(buf.len()),
+            Err(e) => {
+                let msg = e.to_string();
+                self.error.get_or_insert(e);
+                Err(std::io::Error::other(msg))
+            }
+        }
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// The Parquet side of a [`ReleaseWriter`](super::ReleaseWriter): each appended chunk of rows
+/// becomes a record batch.
+pub struct ParquetSink {
+    path: PathBuf,
+    writer: ArrowWriter<Out>,
+    schema: SchemaRef,
+    k: usize,
+    /// Id of the next row when ids are implicit (the shard's first row + rows so far).
+    next_id: u64,
+}
+
+impl ParquetSink {
+    /// Start a Parquet release at `path`.
+    pub fn create(
+        path: &Path,
+        payload: Payload,
+        k: usize,
+        labels: bool,
+        first_row: u64,
+    ) -> Result<ParquetSink> {
+        let schema = schema(payload, k, labels)?;
+        let file = AtomicFile::create(path)?;
+        let group = (ROW_GROUP_BYTES / row_bytes(payload, k).max(1)).clamp(1024, 1 << 20);
+        let props = WriterProperties::builder()
+            .set_max_row_group_row_count(Some(group))
+            .set_dictionary_enabled(false)
+            .set_statistics_enabled(EnabledStatistics::None)
+            .set_column_statistics_enabled("id".into(), EnabledStatistics::Chunk)
+            .set_created_by(format!("dprp {}", env!("CARGO_PKG_VERSION")))
+            .build();
+        let out = Out { file, error: None };
+        let writer = ArrowWriter::try_new(out, schema.clone(), Some(props))
+            .map_err(|e| Error::format(path, format!("cannot start the Parquet file: {e}")))?;
+        Ok(ParquetSink {
+            path: path.to_path_buf(),
+            writer,
+            schema,
+            k,
+            next_id: first_row,
+        })
+    }
+
+    fn fail(&mut self, e: parquet::errors::ParquetError) -> Error {
+        match self.writer.inner_mut().error.take() {
+            Some(own) => own,
+            None => Error::format(&self.path, format!("cannot write Parquet: {e}")),
+        }
+    }
+
+    /// Append rows: `payload` holds their sketches as the native payload bytes (f32 values or
+    /// packed sign words, little-endian), `labels` one per row when stored, `ids` one per row
+    /// when explicit (else the ids continue from the shard's first row).
+    pub fn append(
+        &mut self,
+        payload: &[u8],
+        rows: usize,
+        labels: &[f32],
+        ids: &[u64],
+    ) -> Result<()> {
+        if rows == 0 {
+            return Ok(());
+        }
+        let id: Int64Array = if ids.is_empty() {
+            let start = self.next_id;
+            (start..start + rows as u64).map(|i| i as i64).collect()
+        } else {
+            let mut v = Vec::with_capacity(rows);
+            for &i in ids {
+                v.push(i64::try_from(i).map_err(|_| {
+                    Error::param("ids", format!("id {i} does not fit Parquet's int64"))
+                })?);
+            }
+            Int64Array::from(v)
+        };
+        self.next_id += rows as u64;
+        let mut cols: Vec<ArrayRef> = vec![Arc::new(id)];
+        if self.schema.fields().len() == 3 {
+            cols.push(Arc::new(Float32Array::from(labels.to_vec())));
+        }
+        let bytes = Buffer::from(payload.to_vec());
+        let sketch: ArrayRef = match self
+            .schema
+            .field(self.schema.fields().len() - 1)
+            .data_type()
+        {
+            DataType::FixedSizeList(item, k) => {
+                let values = Float32Array::new(bytes.into(), None);
+                Arc::new(
+                    FixedSizeListArray::try_new(item.clone(), *k, Arc::new(values), None)
+                        .map_err(|e| Error::param("payload", e.to_string()))?,
+                )
+            }
+            _ => {
+                let width = payload.len() / rows;
+                Arc::new(
+                    FixedSizeBinaryArray::try_new(width as i32, bytes, None)
+                        .map_err(|e| Error::param("payload", e.to_string()))?,
+                )
+            }
+        };
+        cols.push(sketch);
+        let batch = RecordBatch::try_new(self.schema.clone(), cols)
+            .map_err(|e| Error::param("payload", e.to_string()))?;
+        debug_assert_eq!(batch.num_rows(), rows);
+        let _ = self.k;
+        match self.writer.write(&batch) {
+            Ok(()) => Ok(()),
+            Err(e) => Err(self.fail(e)),
+        }
+    }
+
+    /// Write the footer with the metadata JSON and the checksum; the file, not yet in place.
+    pub fn close(mut self, json: &[u8], checksum: &[u8; 32]) -> Result<AtomicFile> {
+        let json =
+            String::from_utf8(json.to_vec()).map_err(|_| Error::param("metadata", "not UTF-8"))?;
+        self.writer
+            .append_key_value_metadata(KeyValue::new(META_KEY.to_string(), json));
+        self.writer
+            .append_key_value_metadata(KeyValue::new(CHECKSUM_KEY.to_string(), hex(checksum)));
+        if let Err(e) = self.writer.flush() {
+            return Err(self.fail(e));
+        }
+        let path = self.path;
+        match self.writer.into_inner() {
+            Ok(out) => Ok(out.file),
+            Err(e) => Err(Error::format(path, format!("cannot write Parquet: {e}"))),
+        }
+    }
+}
+
+fn hex(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+fn unhex(s: &str) -> Option<[u8; 32]> {
+    let s = s.as_bytes();
+    if s.len() != 64 {
+        return None;
+    }
+    let mut out = [0u8; 32];
+    for (i, o) in out.iter_mut().enumerate() {
+        let pair = std::str::from_utf8(&s[2 * i..2 * i + 2]).ok()?;
+        *o = u8::from_str_radix(pair, 16).ok()?;
+    }
+    Some(out)
+}
+
+/// Whether the file at `path` starts with Parquet's magic bytes.
+pub fn is_parquet(path: &Path) -> bool {
+    let mut head = [0u8; 4];
+    File::open(path)
+        .ok()
+        .and_then(|mut f| crate::data::source::read_up_to(&mut f, &mut head).ok())
+        == Some(4)
+        && &head == crate::data::parquet::MAGIC
+}
+
+/// The native image of the Parquet release at `path` (header, payload, ids, labels, metadata,
+/// laid out as [`ReleaseWriter`](super::ReleaseWriter) writes them, with the recorded checksum
+/// in the header), as 8-byte-aligned words and its length in bytes. The caller validates it as
+/// a native release.
+pub fn native_image(path: &Path) -> Result<(Vec<u64>, usize)> {
+    let corrupt = |m: String| Error::corrupt(path, m);
+    let file = File::open(path).map_err(|e| Error::io(path, e))?;
+    let builder = ParquetRecordBatchReaderBuilder::try_new(file)
+        .map_err(|e| Error::format(path, format!("not a readable Parquet file: {e}")))?;
+    let kv = builder.metadata().file_metadata().key_value_metadata();
+    let get = |key: &str| {
+        kv.and_then(|kv| kv.iter().find(|e| e.key == key))
+            .and_then(|e| e.value.clone())
+    };
+    let Some(json) = get(META_KEY) else {
+        return Err(Error::format(
+            path,
+            format!(
+                "a Parquet file without the '{META_KEY}' metadata of a dprp release (to publish its \
+                 vectors, give it to `dprp publish` as input)"
+            ),
+        ));
+    };
+    let checksum = get(CHECKSUM_KEY)
+        .as_deref()
+        .and_then(unhex)
+        .ok_or_else(|| corrupt(format!("missing or malformed '{CHECKSUM_KEY}' metadata")))?;
+    let meta: ReleaseMeta = serde_json::from_str(&json)
+        .map_err(|e| corrupt(format!("bad metadata in '{META_KEY}': {e}")))?;
+    let (payload, k, n) = (meta.payload, meta.k, meta.n);
+    let want = schema(payload, k, meta.labels)?;
+    let got = builder.schema();
+    let same = got.fields().len() == want.fields().len()
+        && got
+            .fields()
+            .iter()
+            .zip(want.fields())
+            .all(|(g, w)| g.name() == w.name() && g.data_type() == w.data_type());
+    if !same {
+        return Err(corrupt(format!(
+            "the columns ({}) are not those of a {}-row release with k = {k}{}",
+            got.fields()
+                .iter()
+                .map(|f| format!("{}: {}", f.name(), f.data_type()))
+                .collect::<Vec<_>>()
+                .join(", "),
+            n,
+            if meta.labels { " and labels" } else { "" }
+        )));
+    }
+    let rows = builder.metadata().file_metadata().num_rows();
+    if u64::try_from(rows).ok() != Some(n) {
+        return Err(corrupt(format!(
+            "the file holds {rows} rows but its metadata says {n}"
+        )));
+    }
+    let rb = row_bytes(payload, k);
+    let first_row = meta.shard.map_or(0, |s| s.first_row);
+    let mut image: Vec<u8> = vec![0u8; HEADER_LEN];
+    let mut ids: Vec<u64> = Vec::new();
+    let mut labels: Vec<f32> = Vec::new();
+    let mut seen = 0u64;
+    let reader = builder
+        .with_batch_size(8192)
+        .build()
+        .map_err(|e| corrupt(format!("cannot read: {e}")))?;
+    for batch in reader {
+        let batch = batch.map_err(|e| corrupt(format!("cannot decode rows after {seen}: {e}")))?;
+        let m = batch.num_rows();
+        let cols = batch.columns();
+        if cols.iter().any(|c| c.null_count() > 0) {
+            return Err(corrupt(format!(
+                "null values in rows {seen}..{}",
+                seen + m as u64
+            )));
+        }
+        let id = cols[0].as_primitive::<Int64Type>().values();
+        for (j, &v) in id.iter().enumerate() {
+            let row = seen + j as u64;
+            if meta.ids {
+                ids.push(
+                    u64::try_from(v)
+                        .map_err(|_| corrupt(format!("row {row} has the negative id {v}")))?,
+                );
+            } else if u64::try_from(v).ok() != Some(first_row + row) {
+                return Err(corrupt(format!(
+                    "row {row} has id {v}, but its position makes it {}",
+                    first_row + row
+                )));
+            }
+        }
+        if meta.labels {
+            labels.extend_from_slice(cols[1].as_primitive::<Float32Type>().values());
+        }
+        let sketch = &cols[cols.len() - 1];
+        match payload {
+            Payload::F32 => {
+                let list = sketch.as_fixed_size_list();
+                let values = list.values().slice(list.value_offset(0) as usize, m * k);
+                if values.null_count() > 0 {
+                    return Err(corrupt(format!("null sketch values in rows {seen}..")));
+                }
+                let v = values.as_primitive::<Float32Type>().values();
+                image.extend_from_slice(bytemuck::cast_slice::<f32, u8>(v));
+            }
+            Payload::Bits => {
+                let bin = sketch.as_fixed_size_binary();
+                for r in 0..m {
+                    image.extend_from_slice(bin.value(r));
+                }
+            }
+        }
+        seen += m as u64;
+        if seen > n {
+            break;
+        }
+    }
+    if seen != n || image.len() - HEADER_LEN != rb * n as usize {
+        return Err(corrupt(format!(
+            "{seen} rows decoded, the metadata says {n}"
+        )));
+    }
+    let payload_len = (image.len() - HEADER_LEN) as u64;
+    let pad = |image: &mut Vec<u8>| {
+        let rem = image.len() % 64;
+        if rem != 0 {
+            image.resize(image.len() + 64 - rem, 0);
+        }
+    };
+    let mut ids_off = 0u64;
+    if meta.ids {
+        pad(&mut image);
+        ids_off = image.len() as u64;
+        for i in &ids {
+            image.extend_from_slice(&i.to_le_bytes());
+        }
+    }
+    let mut labels_off = 0u64;
+    if meta.labels {
+        pad(&mut image);
+        labels_off = image.len() as u64;
+        image.extend_from_slice(bytemuck::cast_slice(&labels));
+    }
+    pad(&mut image);
+    let meta_off = image.len() as u64;
+    image.extend_from_slice(json.as_bytes());
+    let h = header(&Header {
+        payload,
+        n,
+        k: k as u64,
+        payload_len,
+        ids_off,
+        labels_off,
+        meta_off,
+        meta_len: json.len() as u64,
+    });
+    image[..HEADER_LEN].copy_from_slice(&h);
+    image[80..112].copy_from_slice(&checksum);
+    let len = image.len();
+    let mut words = vec![0u64; len.div_ceil(8)];
+    bytemuck::cast_slice_mut::<u64, u8>(&mut words)[..len].copy_from_slice(&image);
+    Ok((words, len))
+}
