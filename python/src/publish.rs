@@ -264,6 +264,19 @@ pub fn publish<'py>(
     };
     let (view, label_values, input_path) = match &input {
         Input::Array(m) => {
+            for (name, given) in [
+                ("column", column.is_some()),
+                ("label_column", label_column.is_some()),
+                ("id_column", id_column.is_some()),
+            ] {
+                if given {
+                    return Err(param(
+                        name,
+                        "columns are named only in Parquet (or CSV) input files; with a numpy \
+                         array pass labels=",
+                    ));
+                }
+            }
             let view = m.view();
             let l = labels.map(|l| arrays::labels(l, view.rows())).transpose()?;
             let name = format!(
