@@ -18,13 +18,13 @@ RUNS="${RUNS:-10000000}"
 # No leak check and no quarantine: leaks are not what this looks for, and both cost more than
 # half of the executions; out-of-bounds accesses are still caught.
 export ASAN_OPTIONS="${ASAN_OPTIONS:-quarantine_size_mb=0:detect_leaks=0}"
-ALL=(native npy fvecs bvecs libsvm csv idx release hnsw record)
+ALL=(native npy fvecs bvecs libsvm csv idx release hnsw record parquet parquet_release)
 TARGETS=("$@")
 [ ${#TARGETS[@]} -eq 0 ] && TARGETS=("${ALL[@]}")
 
 max_len() {
     case "$1" in
-        release | hnsw) echo 16384 ;;
+        release | hnsw | parquet | parquet_release) echo 16384 ;;
         *) echo 8192 ;;
     esac
 }

@@ -176,8 +176,24 @@ impl ParquetReader {
                 ));
             }
         }
-        let rows = u64::try_from(builder.metadata().file_metadata().num_rows())
-            .map_err(|_| fail("the footer gives a negative number of rows".into()))?;
+        // The rows are those of the row groups (what the reader yields, or fails on); the
+        // footer's total must agree with them.
+        let md = builder.metadata();
+        let rows = md
+            .row_groups()
+            .iter()
+            .try_fold(0u64, |acc, g| {
+                u64::try_from(g.num_rows())
+                    .ok()
+                    .and_then(|r| acc.checked_add(r))
+            })
+            .ok_or_else(|| fail("a row group of the footer has a negative row count".into()))?;
+        if u64::try_from(md.file_metadata().num_rows()).ok() != Some(rows) {
+            return Err(fail(format!(
+                "the footer says {} rows but its row groups hold {rows}",
+                md.file_metadata().num_rows()
+            )));
+        }
         let mask = ProjectionMask::roots(builder.parquet_schema(), roots);
         let batches = builder
             .with_projection(mask)

@@ -312,7 +312,8 @@ pub fn native_image(path: &Path) -> Result<(Vec<u64>, usize)> {
     }
     let rb = row_bytes(payload, k);
     let first_row = meta.shard.map_or(0, |s| s.first_row);
-    let mut image: Vec<u8> = vec![0u8; HEADER_LEN];
+    let mut image = Image::default();
+    image.resize(HEADER_LEN);
     let mut ids: Vec<u64> = Vec::new();
     let mut labels: Vec<f32> = Vec::new();
     let mut seen = 0u64;
@@ -357,12 +358,12 @@ pub fn native_image(path: &Path) -> Result<(Vec<u64>, usize)> {
                     return Err(corrupt(format!("null sketch values in rows {seen}..")));
                 }
                 let v = values.as_primitive::<Float32Type>().values();
-                image.extend_from_slice(bytemuck::cast_slice::<f32, u8>(v));
+                image.extend(bytemuck::cast_slice::<f32, u8>(v));
             }
             Payload::Bits => {
                 let bin = sketch.as_fixed_size_binary();
                 for r in 0..m {
-                    image.extend_from_slice(bin.value(r));
+                    image.extend(bin.value(r));
                 }
             }
         }
@@ -371,35 +372,30 @@ pub fn native_image(path: &Path) -> Result<(Vec<u64>, usize)> {
             break;
         }
     }
-    if seen != n || image.len() - HEADER_LEN != rb * n as usize {
+    if seen != n || image.len - HEADER_LEN != rb * n as usize {
         return Err(corrupt(format!(
             "{seen} rows decoded, the metadata says {n}"
         )));
     }
-    let payload_len = (image.len() - HEADER_LEN) as u64;
-    let pad = |image: &mut Vec<u8>| {
-        let rem = image.len() % 64;
-        if rem != 0 {
-            image.resize(image.len() + 64 - rem, 0);
-        }
-    };
+    let payload_len = (image.len - HEADER_LEN) as u64;
+    let pad = |image: &mut Image| image.resize(image.len.next_multiple_of(64));
     let mut ids_off = 0u64;
     if meta.ids {
         pad(&mut image);
-        ids_off = image.len() as u64;
+        ids_off = image.len as u64;
         for i in &ids {
-            image.extend_from_slice(&i.to_le_bytes());
+            image.extend(&i.to_le_bytes());
         }
     }
     let mut labels_off = 0u64;
     if meta.labels {
         pad(&mut image);
-        labels_off = image.len() as u64;
-        image.extend_from_slice(bytemuck::cast_slice(&labels));
+        labels_off = image.len as u64;
+        image.extend(bytemuck::cast_slice(&labels));
     }
     pad(&mut image);
-    let meta_off = image.len() as u64;
-    image.extend_from_slice(json.as_bytes());
+    let meta_off = image.len as u64;
+    image.extend(json.as_bytes());
     let h = header(&Header {
         payload,
         n,
@@ -410,10 +406,37 @@ pub fn native_image(path: &Path) -> Result<(Vec<u64>, usize)> {
         meta_off,
         meta_len: json.len() as u64,
     });
-    image[..HEADER_LEN].copy_from_slice(&h);
-    image[80..112].copy_from_slice(&checksum);
-    let len = image.len();
-    let mut words = vec![0u64; len.div_ceil(8)];
-    bytemuck::cast_slice_mut::<u64, u8>(&mut words)[..len].copy_from_slice(&image);
-    Ok((words, len))
+    image.bytes_mut()[..HEADER_LEN].copy_from_slice(&h);
+    image.bytes_mut()[80..112].copy_from_slice(&checksum);
+    Ok((image.words, image.len))
+}
+
+/// A byte buffer kept in 8-byte words (so the payload can be viewed as f32 or u64 in place).
+#[derive(Default)]
+struct Image {
+    words: Vec<u64>,
+    len: usize,
+}
+
+impl Image {
+    fn resize(&mut self, len: usize) {
+        self.words.resize(len.div_ceil(8), 0);
+        if len < self.len {
+            let tail = self.len.min(self.words.len() * 8);
+            self.bytes_mut_all()[len..tail].fill(0);
+        }
+        self.len = len;
+    }
+    fn extend(&mut self, b: &[u8]) {
+        let at = self.len;
+        self.resize(at + b.len());
+        self.bytes_mut()[at..].copy_from_slice(b);
+    }
+    fn bytes_mut_all(&mut self) -> &mut [u8] {
+        bytemuck::cast_slice_mut(&mut self.words)
+    }
+    fn bytes_mut(&mut self) -> &mut [u8] {
+        let len = self.len;
+        &mut self.bytes_mut_all()[..len]
+    }
 }
