@@ -56,39 +56,17 @@ def to_matrix(table, column, what):
     return x.reshape(len(vec), int(lengths[0]) if len(lengths) else 0)
 
 
-def plan_files(path):
-    """The Parquet files under path (sorted by name) and their row groups in order, each with
-    the global id of its first row: (file, row group, first row, rows), and n."""
+def count_rows(path):
+    """Rows of the Parquet file, or of the `*.parquet` files of the directory (top level, not
+    hidden or `_`-prefixed, in name order: the dataset dprp reads), from their footers."""
     import pyarrow.parquet as pq
 
     if os.path.isfile(path):
         files = [path]
     else:
-        files = sorted(os.path.join(r, f) for r, _, fs in os.walk(path) for f in fs
-                       if f.endswith(".parquet") and not f.startswith(("_", ".")))
-    groups, n = [], 0
-    for f in files:
-        md = pq.ParquetFile(f).metadata
-        for g in range(md.num_row_groups):
-            rows = md.row_group(g).num_rows
-            groups.append((f, g, n, rows))
-            n += rows
-    return groups, n
-
-
-def read_rows(groups, column, lo, hi):
-    """Rows lo..hi of the planned files, reading only the row groups that hold them."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    parts = []
-    for f, g, start, rows in groups:
-        if start + rows <= lo or start >= hi:
-            continue
-        t = pq.ParquetFile(f).read_row_group(g, columns=[column])
-        a = max(lo, start) - start
-        parts.append(t.slice(a, min(hi, start + rows) - start - a))
-    return pa.concat_tables(parts)
+        files = sorted(os.path.join(path, f) for f in os.listdir(path)
+                       if f.lower().endswith(".parquet") and not f.startswith(("_", ".")))
+    return sum(pq.ParquetFile(f).metadata.num_rows for f in files)
 
 
 def main(argv=None):
@@ -108,9 +86,9 @@ def main(argv=None):
     ap.add_argument("--read", choices=["spark", "direct"], default="spark",
                     help="spark: Spark reads the data and moves each shard's rows to one task "
                          "(any Spark source; --order-by); direct: Spark only schedules one task "
-                         "per shard, which reads its rows from the Parquet files with pyarrow "
-                         "(rows in file-name and row-group order; every executor must see the "
-                         "files)")
+                         "per shard, in which dprp reads the shard's rows from the Parquet file "
+                         "(or the directory's *.parquet files in name order) itself, skipping "
+                         "whole row groups before them (every executor must see the files)")
     ap.add_argument("--master", default=os.environ.get("SPARK_MASTER", "local[2]"))
     ap.add_argument("--driver-memory", default="4g",
                     help="JVM heap of the driver (in local mode also the executors'); Spark's 1g "
@@ -139,13 +117,14 @@ def main(argv=None):
         if a.read == "direct":
             if a.order_by:
                 raise SystemExit("--order-by needs --read spark (direct reading keeps file order)")
-            groups, n = plan_files(a.input)
+            source = os.path.abspath(a.input)
+            n = count_rows(source)
             if n == 0:
                 raise SystemExit(f"{a.input}: no rows")
             starts = shard_starts(n, count)
 
             def publish_shards(batches):
-                """One task per shard: read its rows from the files, publish them."""
+                """One task per shard: dprp reads its rows from the files and publishes them."""
                 import warnings
 
                 import pyarrow as pa
@@ -155,10 +134,10 @@ def main(argv=None):
                 for b in batches:
                     for i in b.column("shard").to_pylist():
                         lo, hi = starts[i], starts[i + 1]
-                        x = to_matrix(read_rows(groups, column, lo, hi), column, f"shard {i}")
                         with warnings.catch_warnings():
                             warnings.simplefilter("ignore")  # said once by the driver
-                            r = d.publish(x, shard=(i, count), first_row=lo, **opts)
+                            r = d.publish(source, column=column, rows=(lo, hi),
+                                          shard=(i, count), first_row=lo, **opts)
                         yield pa.RecordBatch.from_pydict(
                             {"shard": [i], "first_row": [lo], "rows": [r.n]})
 

@@ -738,3 +738,112 @@ fn bad_parquet_input_is_refused_by_name_and_row() {
     write_parquet(&dir.join("none.parquet"), vec![("v", list_f64(&[]))], 1000);
     pubs("none.parquet", &[], &["no rows"]);
 }
+
+#[test]
+fn a_directory_of_parquet_files_is_one_table_and_shards_skip_row_groups() {
+    let d = tmp();
+    let dir = d.path();
+    fixtures(dir);
+    let v = values();
+    std::fs::create_dir(dir.join("ds")).unwrap();
+    // three files of 250, 100 and 250 rows in row groups of 64, read in name order
+    let cuts = [0, 250, 350, N];
+    for f in 0..3 {
+        let (a, b) = (cuts[f], cuts[f + 1]);
+        write_parquet(
+            &dir.join(format!("ds/part-{f}.parquet")),
+            vec![("emb", fsl(&v[a * P..b * P], P))],
+            64,
+        );
+    }
+    put(&dir.join("ds"), "_SUCCESS", b"");
+    put(&dir.join("ds"), ".hidden.parquet", b"not read");
+    ok(dir, &publish_args("x.npy", "dp-oporp", "npy.dprp", &[]));
+    ok(dir, &publish_args("ds", "dp-oporp", "ds.dprp", &[]));
+    assert_eq!(
+        payload(&dir.join("ds.dprp")),
+        payload(&dir.join("npy.dprp"))
+    );
+    // a worker's shard read from the whole dataset (rows 256..512 span files 0 and 1) equals
+    // the same shard of `publish --shards`, and to the one-file payload's rows
+    ok(
+        dir,
+        &publish_args("x.npy", "dp-oporp", "all", &["--shards", "2"]),
+    );
+    let lib = dprp::publish::PublishOptions {
+        part: Some(dprp::publish::Part {
+            shard: dprp::release::ShardRecord {
+                index: 1,
+                count: 2,
+                first_row: 256,
+            },
+            skip: 256,
+            take: Some(344),
+        }),
+        ..Default::default()
+    };
+    let req = dprp::publish::PublishRequest {
+        input: dir.join("ds"),
+        input_opts: Default::default(),
+        scaling: Default::default(),
+        params: dprp::mechanism::MechanismParams {
+            kind: dprp::mechanism::MechanismKind::DpOporp,
+            epsilon: 5.0,
+            delta: Some(1e-6),
+            beta: 1.0,
+            neighbour: dprp::privacy::guarantee::Neighbour::Coordinate,
+            p: 0,
+            k: Some(6),
+            projection: None,
+            seed: Some(dprp::projection::Seed::parse_hex("5eed").unwrap()),
+            min_norm: None,
+            individual_dp: false,
+            local: Default::default(),
+        },
+        output: dir.join("w1.dprp"),
+    };
+    dprp::publish::publish_with(
+        &req,
+        &dprp::privacy::noise::NoiseSource::from_seed("n"),
+        &lib,
+    )
+    .unwrap();
+    assert_eq!(
+        payload(&dir.join("w1.dprp")),
+        payload(&dir.join("all/shard-00001-of-00002.dprp"))
+    );
+    // a file whose columns differ from the first file's is named
+    write_parquet(
+        &dir.join("ds/part-3.parquet"),
+        vec![("emb", list_f64(&rows_of(&v[..10 * P])))],
+        64,
+    );
+    let a = publish_args("ds", "dp-oporp", "out.dprp", &[]);
+    fails_clean(dir, &a, "out.dprp", &["part-3.parquet", "same columns"]);
+    std::fs::remove_file(dir.join("ds/part-3.parquet")).unwrap();
+    // a bad row in the second file names the file and the row in it
+    let mut rows = rows_of(&v[..100 * P]);
+    rows[40] = None;
+    std::fs::create_dir(dir.join("ds2")).unwrap();
+    write_parquet(
+        &dir.join("ds2/a.parquet"),
+        vec![("emb", list_f64(&rows_of(&v[..300 * P])))],
+        64,
+    );
+    write_parquet(
+        &dir.join("ds2/b.parquet"),
+        vec![("emb", list_f64(&rows))],
+        64,
+    );
+    let a = publish_args("ds2", "dp-oporp", "out.dprp", &[]);
+    fails_clean(
+        dir,
+        &a,
+        "out.dprp",
+        &["row 340", "in b.parquet, its row 40", "null"],
+    );
+    // an empty directory
+    std::fs::create_dir(dir.join("empty")).unwrap();
+    let a = publish_args("empty", "dp-oporp", "out.dprp", &[]);
+    fails_clean(dir, &a, "out.dprp", &["empty", "without Parquet files"]);
+}

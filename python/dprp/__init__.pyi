@@ -92,6 +92,7 @@ def publish(
     column: Optional[str] = None,
     label_column: Optional[str] = None,
     id_column: Optional[str] = None,
+    rows: Optional[Tuple[int, int]] = None,
 ) -> Release:
     """Publish x as a private release at output (the file ``dprp publish`` writes).
 
@@ -99,6 +100,8 @@ def publish(
     ``.parquet``). For a Parquet file x, ``column`` names the vector column (default: its only
     list column), ``label_column`` a numeric label column and ``id_column`` unique non-negative
     integer row ids stored in the release (CSV: ``label_column`` is a column number).
+    With ``shard``, ``rows=(lo, hi)`` publishes only input rows lo..hi of the file (or directory
+    of Parquet files; whole row groups before lo are not read): a worker's part of one dataset.
 
     With ``shard=(i, N)``, write shard i of N of a sharded release: ``output`` is the shard
     directory, the rows get the global ids ``first_row, first_row + 1, ...`` (``first_row`` a

@@ -206,6 +206,10 @@ impl RowReader for CancellableReader<'_> {
     fn has_ids(&self) -> bool {
         self.inner.has_ids()
     }
+    fn skip_rows(&mut self, n: u64) -> dprp::Result<u64> {
+        self.cancel.check()?;
+        self.inner.skip_rows(n)
+    }
     fn read_rows(
         &mut self,
         max_rows: usize,

@@ -129,7 +129,7 @@ enum Input<'py> {
     neighbour=None, projection=None, min_norm=None, individual_dp=false, epsilon_norm=None,
     radius=None, first_row=0, noise=None, noise_seed=None, labels=None, scale=None,
     normalize=None, clip=false, clip_norm=None, memory=256, shard=None, output_format=None,
-    column=None, label_column=None, id_column=None))]
+    column=None, label_column=None, id_column=None, rows=None))]
 #[allow(clippy::too_many_arguments)]
 pub fn publish<'py>(
     py: Python<'py>,
@@ -161,6 +161,7 @@ pub fn publish<'py>(
     column: Option<String>,
     label_column: Option<String>,
     id_column: Option<String>,
+    rows: Option<(u64, u64)>,
 ) -> PyResult<Release> {
     let container = match output_format {
         Some(f) => {
@@ -195,12 +196,32 @@ pub fn publish<'py>(
                     count: n,
                     first_row,
                 },
-                skip: 0,
-                take: None,
+                skip: rows.map_or(0, |r| r.0),
+                take: rows.map(|(lo, hi)| hi.saturating_sub(lo)),
             };
+            if let Some((lo, hi)) = rows {
+                if hi <= lo {
+                    return Err(param(
+                        "rows",
+                        format!("({lo}, {hi}) is not (lo, hi) with lo < hi"),
+                    ));
+                }
+                if x.extract::<PathBuf>().is_err() {
+                    return Err(param(
+                        "rows",
+                        "selects rows of an input file; slice a numpy array instead",
+                    ));
+                }
+            }
             (file, Some(part))
         }
     };
+    if rows.is_some() && part.is_none() {
+        return Err(param(
+            "rows",
+            "rows=(lo, hi) picks a shard's rows from a whole input file: use it with shard=(i, N)",
+        ));
+    }
     let first_row = if part.is_some() { 0 } else { first_row };
     let params = params(
         mechanism,

@@ -164,11 +164,33 @@ pub trait RowReader: Send {
     ) -> Result<usize> {
         self.read_chunk(max_rows, values, labels)
     }
+    /// Skip the next `n` rows (fewer at the end of the input); returns how many were skipped.
+    /// By default they are read and dropped; a reader that can seek (Parquet: by row group)
+    /// does better.
+    fn skip_rows(&mut self, n: u64) -> Result<u64> {
+        let (mut v, mut l) = (Vec::new(), Vec::new());
+        let mut done = 0u64;
+        while done < n {
+            v.clear();
+            l.clear();
+            let want = (n - done).min(4096) as usize;
+            let got = self.read_chunk(want, &mut v, &mut l)?;
+            if got == 0 {
+                break;
+            }
+            done += got as u64;
+        }
+        Ok(done)
+    }
 }
 
 /// Open `path` as a streaming row reader, guessing its format from the name unless
 /// `opts.format` says otherwise.
 pub fn open_reader(path: &Path, opts: &InputOptions) -> Result<Box<dyn RowReader>> {
+    if path.is_dir() && matches!(opts.format, None | Some(Format::Parquet)) {
+        // a directory of Parquet files (a Spark, DuckDB or pyarrow dataset)
+        return Ok(Box::new(parquet::ParquetReader::open(path, &opts.columns)?));
+    }
     crate::atomic::check_input_file(path)?;
     let format = match opts.format {
         Some(f) => f,

@@ -23,7 +23,9 @@ use arrow_array::cast::AsArray;
 use arrow_array::types::*;
 use arrow_array::{Array, ArrayRef, RecordBatch};
 use arrow_schema::{DataType, Field};
-use parquet::arrow::arrow_reader::{ParquetRecordBatchReader, ParquetRecordBatchReaderBuilder};
+use parquet::arrow::arrow_reader::{
+    ParquetRecordBatchReader, ParquetRecordBatchReaderBuilder, RowSelection, RowSelector,
+};
 use parquet::arrow::ProjectionMask;
 
 use super::RowReader;
@@ -47,10 +49,38 @@ pub struct Columns {
     pub id: Option<String>,
 }
 
-/// Streaming reader of the vectors (and labels and ids) in a Parquet file.
-pub struct ParquetReader {
+/// One Parquet file of the input.
+struct FilePart {
     path: PathBuf,
-    batches: ParquetRecordBatchReader,
+    /// Rows in each row group.
+    groups: Vec<u64>,
+    rows: u64,
+    /// Global id of the file's first row.
+    start: u64,
+    /// The projected root columns (vectors, then label and id when asked for).
+    roots: Vec<usize>,
+}
+
+/// The columns of the input, resolved by the first file: names and types.
+#[derive(Clone)]
+struct Resolved {
+    vectors: String,
+    label: Option<String>,
+    id: Option<String>,
+    types: Vec<DataType>,
+}
+
+/// Streaming reader of the vectors (and labels and ids) in a Parquet file, or in the Parquet
+/// files of a directory (`*.parquet` in name order, as Spark, DuckDB and pyarrow write datasets:
+/// one table whose rows are the files' rows in that order, every file with the same columns).
+pub struct ParquetReader {
+    /// The input as given (a file or a directory).
+    input: PathBuf,
+    files: Vec<FilePart>,
+    /// The file being read, and where in it reading starts when its reader is (re)built.
+    file: usize,
+    from: u64,
+    batches: Option<ParquetRecordBatchReader>,
     /// The batch being handed out and the next row in it.
     batch: Option<RecordBatch>,
     at: usize,
@@ -59,7 +89,7 @@ pub struct ParquetReader {
     id: Option<String>,
     dim: usize,
     rows: u64,
-    /// Rows handed out so far (the index of the next row in the file).
+    /// Rows handed out (or skipped) so far: the global index of the next row.
     pos: u64,
 }
 
@@ -84,134 +114,206 @@ fn list_item(t: &DataType) -> Option<&Field> {
     }
 }
 
-impl ParquetReader {
-    /// Open `path`, check the named columns' types and read the first batch (a `list<T>` column
-    /// has its dimension in its first row).
-    pub fn open(path: &Path, cols: &Columns) -> Result<ParquetReader> {
-        let fail = |m: String| Error::format(path, m);
-        let file = File::open(path).map_err(|e| Error::io(path, e))?;
-        let builder = ParquetRecordBatchReaderBuilder::try_new(file)
-            .map_err(|e| fail(format!("not a readable Parquet file: {e}")))?;
-        let schema = builder.schema().clone();
-        let names: Vec<&str> = schema.fields().iter().map(|f| f.name().as_str()).collect();
-        let listing = names.join(", ");
-        let find = |flag: &str, name: &str| -> Result<usize> {
-            schema.index_of(name).map_err(|_| {
-                fail(format!(
-                    "no column '{name}' (given with {flag}); the file has: {listing}"
-                ))
-            })
-        };
-        let vectors = match &cols.vectors {
-            Some(name) => name.clone(),
-            None => {
-                let lists: Vec<&str> = schema
-                    .fields()
-                    .iter()
-                    .filter(|f| list_item(f.data_type()).is_some())
-                    .map(|f| f.name().as_str())
-                    .collect();
-                match lists.as_slice() {
-                    [one] => one.to_string(),
-                    [] => {
-                        return Err(fail(format!(
-                            "no list column to read vectors from (columns: {listing}); dprp reads \
-                             one vector per row from a fixed_size_list or list column of numbers"
-                        )))
-                    }
-                    many => {
-                        return Err(fail(format!(
-                            "{} list columns ({}): say which holds the vectors with --column",
-                            many.len(),
-                            many.join(", ")
-                        )))
-                    }
+/// The Parquet files of a directory: `*.parquet` (not hidden, not `_`-prefixed), sorted by name.
+fn dataset_files(dir: &Path) -> Result<Vec<PathBuf>> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map_err(|e| Error::io(dir, e))?
+        .filter_map(|e| e.ok())
+        .filter(|e| {
+            let name = e.file_name().to_string_lossy().to_ascii_lowercase();
+            name.ends_with(".parquet") && !name.starts_with(['.', '_'])
+        })
+        .map(|e| e.path())
+        .collect();
+    files.sort();
+    if files.is_empty() {
+        return Err(Error::format(
+            dir,
+            "a directory without Parquet files (*.parquet): nothing to read",
+        ));
+    }
+    Ok(files)
+}
+
+/// Open one file's footer and resolve the columns in it (`want`: the first file's, to compare).
+fn inspect(path: &Path, cols: &Columns, want: Option<&Resolved>) -> Result<(FilePart, Resolved)> {
+    let fail = |m: String| Error::format(path, m);
+    let file = File::open(path).map_err(|e| Error::io(path, e))?;
+    let builder = ParquetRecordBatchReaderBuilder::try_new(file)
+        .map_err(|e| fail(format!("not a readable Parquet file: {e}")))?;
+    let schema = builder.schema().clone();
+    let names: Vec<&str> = schema.fields().iter().map(|f| f.name().as_str()).collect();
+    let listing = names.join(", ");
+    let find = |flag: &str, name: &str| -> Result<usize> {
+        schema.index_of(name).map_err(|_| {
+            fail(format!(
+                "no column '{name}' (given with {flag}); the file has: {listing}"
+            ))
+        })
+    };
+    let vectors = match (&cols.vectors, want) {
+        (_, Some(w)) => w.vectors.clone(),
+        (Some(name), None) => name.clone(),
+        (None, None) => {
+            let lists: Vec<&str> = schema
+                .fields()
+                .iter()
+                .filter(|f| list_item(f.data_type()).is_some())
+                .map(|f| f.name().as_str())
+                .collect();
+            match lists.as_slice() {
+                [one] => one.to_string(),
+                [] => {
+                    return Err(fail(format!(
+                        "no list column to read vectors from (columns: {listing}); dprp reads \
+                         one vector per row from a fixed_size_list or list column of numbers"
+                    )))
+                }
+                many => {
+                    return Err(fail(format!(
+                        "{} list columns ({}): say which holds the vectors with --column",
+                        many.len(),
+                        many.join(", ")
+                    )))
                 }
             }
-        };
-        let vi = find("--column", &vectors)?;
-        let vtype = schema.field(vi).data_type();
-        match list_item(vtype) {
-            Some(item) if is_number(item.data_type()) => {}
-            Some(item) => {
-                return Err(fail(format!(
-                    "column '{vectors}' is a list of {}, not of numbers",
-                    item.data_type()
-                )))
-            }
-            None => {
-                return Err(fail(format!(
-                    "column '{vectors}' is {}, not a list of numbers (dprp reads one vector per \
-                     row from a fixed_size_list or list column; name it with --column)",
-                    describe(vtype)
-                )))
-            }
         }
-        let mut roots = vec![vi];
-        let mut scalar = |flag: &str, name: &Option<String>, ok: fn(&DataType) -> bool, want| {
-            let Some(name) = name else {
-                return Ok(None);
-            };
-            let i = find(flag, name)?;
-            let t = schema.field(i).data_type();
-            if !ok(t) {
-                return Err(fail(format!(
-                    "column '{name}' (given with {flag}) is {}, not {want}",
-                    describe(t)
-                )));
-            }
-            if name == &vectors {
-                return Err(Error::param(flag, format!("'{name}' is the vector column")));
-            }
-            roots.push(i);
-            Ok(Some(name.clone()))
-        };
-        let label = scalar("--label-column", &cols.label, is_number, "a number")?;
-        let id = scalar("--id-column", &cols.id, DataType::is_integer, "an integer")?;
-        if let (Some(l), Some(i)) = (&label, &id) {
-            if l == i {
-                return Err(Error::param(
-                    "--id-column",
-                    format!("'{i}' is also the label column"),
-                ));
-            }
-        }
-        // The rows are those of the row groups (what the reader yields, or fails on); the
-        // footer's total must agree with them.
-        let md = builder.metadata();
-        let rows = md
-            .row_groups()
-            .iter()
-            .try_fold(0u64, |acc, g| {
-                u64::try_from(g.num_rows())
-                    .ok()
-                    .and_then(|r| acc.checked_add(r))
-            })
-            .ok_or_else(|| fail("a row group of the footer has a negative row count".into()))?;
-        if u64::try_from(md.file_metadata().num_rows()).ok() != Some(rows) {
+    };
+    let vi = find("--column", &vectors)?;
+    let vtype = schema.field(vi).data_type();
+    match list_item(vtype) {
+        Some(item) if is_number(item.data_type()) => {}
+        Some(item) => {
             return Err(fail(format!(
-                "the footer says {} rows but its row groups hold {rows}",
-                md.file_metadata().num_rows()
+                "column '{vectors}' is a list of {}, not of numbers",
+                item.data_type()
+            )))
+        }
+        None => {
+            return Err(fail(format!(
+                "column '{vectors}' is {}, not a list of numbers (dprp reads one vector per \
+                 row from a fixed_size_list or list column; name it with --column)",
+                describe(vtype)
+            )))
+        }
+    }
+    let mut roots = vec![vi];
+    let mut types = vec![vtype.clone()];
+    let mut scalar = |flag: &str, name: &Option<String>, ok: fn(&DataType) -> bool, want| {
+        let Some(name) = name else {
+            return Ok(None);
+        };
+        let i = find(flag, name)?;
+        let t = schema.field(i).data_type();
+        if !ok(t) {
+            return Err(fail(format!(
+                "column '{name}' (given with {flag}) is {}, not {want}",
+                describe(t)
             )));
         }
-        let mask = ProjectionMask::roots(builder.parquet_schema(), roots);
-        let batches = builder
-            .with_projection(mask)
-            .with_batch_size(BATCH_ROWS)
-            .build()
-            .map_err(|e| fail(format!("cannot read the Parquet file: {e}")))?;
-        let dim = match vtype {
+        if name == &vectors {
+            return Err(Error::param(flag, format!("'{name}' is the vector column")));
+        }
+        roots.push(i);
+        types.push(t.clone());
+        Ok(Some(name.clone()))
+    };
+    let label = scalar("--label-column", &cols.label, is_number, "a number")?;
+    let id = scalar("--id-column", &cols.id, DataType::is_integer, "an integer")?;
+    if let (Some(l), Some(i)) = (&label, &id) {
+        if l == i {
+            return Err(Error::param(
+                "--id-column",
+                format!("'{i}' is also the label column"),
+            ));
+        }
+    }
+    let resolved = Resolved {
+        vectors,
+        label,
+        id,
+        types,
+    };
+    if let Some(w) = want {
+        if w.types != resolved.types {
+            let show = |t: &[DataType]| t.iter().map(describe).collect::<Vec<_>>().join(", ");
+            return Err(fail(format!(
+                "the columns are {} here but {} in the dataset's first file: every file of a \
+                 directory must have the same columns",
+                show(&resolved.types),
+                show(&w.types)
+            )));
+        }
+    }
+    // The rows are those of the row groups (what the reader yields, or fails on); the footer's
+    // total must agree with them.
+    let md = builder.metadata();
+    let groups = md
+        .row_groups()
+        .iter()
+        .map(|g| u64::try_from(g.num_rows()).ok())
+        .collect::<Option<Vec<u64>>>()
+        .ok_or_else(|| fail("a row group of the footer has a negative row count".into()))?;
+    let rows = groups
+        .iter()
+        .try_fold(0u64, |acc, &r| acc.checked_add(r))
+        .ok_or_else(|| fail("the row groups hold more than 2^64 rows".into()))?;
+    if u64::try_from(md.file_metadata().num_rows()).ok() != Some(rows) {
+        return Err(fail(format!(
+            "the footer says {} rows but its row groups hold {rows}",
+            md.file_metadata().num_rows()
+        )));
+    }
+    let part = FilePart {
+        path: path.to_path_buf(),
+        groups,
+        rows,
+        start: 0,
+        roots,
+    };
+    Ok((part, resolved))
+}
+
+impl ParquetReader {
+    /// Open `path` (a Parquet file, or a directory of them), check the named columns' types in
+    /// every file and read the first batch (a `list<T>` column has its dimension in its first
+    /// row).
+    pub fn open(path: &Path, cols: &Columns) -> Result<ParquetReader> {
+        let paths = if path.is_dir() {
+            dataset_files(path)?
+        } else {
+            vec![path.to_path_buf()]
+        };
+        let mut files = Vec::with_capacity(paths.len());
+        let mut first: Option<Resolved> = None;
+        let mut rows = 0u64;
+        for p in &paths {
+            let (mut part, resolved) = inspect(p, cols, first.as_ref())?;
+            part.start = rows;
+            rows = rows
+                .checked_add(part.rows)
+                .ok_or_else(|| Error::format(path, "more than 2^64 rows"))?;
+            files.push(part);
+            first.get_or_insert(resolved);
+        }
+        let Some(first) = first else {
+            return Err(Error::format(path, "no Parquet files"));
+        };
+        let dim = match &first.types[0] {
             DataType::FixedSizeList(_, d) => usize::try_from(*d).unwrap_or(0),
             _ => 0,
         };
         let mut reader = ParquetReader {
-            path: path.to_path_buf(),
-            batches,
+            input: path.to_path_buf(),
+            files,
+            file: 0,
+            from: 0,
+            batches: None,
             batch: None,
             at: 0,
-            vectors,
-            label,
-            id,
+            vectors: first.vectors,
+            label: first.label,
+            id: first.id,
             dim,
             rows,
             pos: 0,
@@ -223,6 +325,7 @@ impl ParquetReader {
                 Some(b) => list_len(b.column_by_name(&reader.vectors), 0),
                 None => None,
             };
+            let fail = |m: String| Error::format(path, m);
             reader.dim = match first {
                 Some(d) if d > 0 => d,
                 Some(_) => {
@@ -243,31 +346,114 @@ impl ParquetReader {
         Ok(reader)
     }
 
-    /// Fetch the next non-empty batch into `self.batch` (`None` at the end of the file).
+    /// A reader of file `f` from its row `from` on (whole row groups before it are not read).
+    fn build(&self, f: usize, from: u64) -> Result<ParquetRecordBatchReader> {
+        let part = &self.files[f];
+        let fail = |e: parquet::errors::ParquetError| {
+            Error::format(&part.path, format!("cannot read the Parquet file: {e}"))
+        };
+        let file = File::open(&part.path).map_err(|e| Error::io(&part.path, e))?;
+        let builder = ParquetRecordBatchReaderBuilder::try_new(file).map_err(fail)?;
+        let mask = ProjectionMask::roots(builder.parquet_schema(), part.roots.iter().copied());
+        let mut builder = builder.with_projection(mask).with_batch_size(BATCH_ROWS);
+        if from > 0 {
+            // the row group holding row `from`, and the rows to skip in it
+            let (mut g, mut start) = (0, 0u64);
+            while g < part.groups.len() && start + part.groups[g] <= from {
+                start += part.groups[g];
+                g += 1;
+            }
+            let rest: u64 = part.groups[g..].iter().sum();
+            let skip = usize::try_from(from - start).unwrap_or(usize::MAX);
+            let take = usize::try_from(rest.saturating_sub(from - start)).unwrap_or(usize::MAX);
+            builder = builder
+                .with_row_groups((g..part.groups.len()).collect())
+                .with_row_selection(RowSelection::from(vec![
+                    RowSelector::skip(skip),
+                    RowSelector::select(take),
+                ]));
+        }
+        builder.build().map_err(fail)
+    }
+
+    /// Fetch the next non-empty batch into `self.batch` (`None` at the end of the input).
     fn next_batch(&mut self) -> Result<()> {
         self.batch = None;
         self.at = 0;
-        for b in self.batches.by_ref() {
-            let b = b.map_err(|e| {
-                Error::format(
-                    &self.path,
-                    format!("cannot decode the rows after row {}: {e}", self.pos),
-                )
-            })?;
-            if b.num_rows() > 0 {
-                self.batch = Some(b);
-                break;
+        loop {
+            if self.batches.is_none() {
+                if self.file >= self.files.len() {
+                    return Ok(());
+                }
+                self.batches = Some(self.build(self.file, self.from)?);
+                self.from = 0;
+            }
+            let next = self.batches.as_mut().and_then(|b| b.next());
+            match next {
+                Some(Ok(b)) if b.num_rows() > 0 => {
+                    self.batch = Some(b);
+                    return Ok(());
+                }
+                Some(Ok(_)) => {}
+                Some(Err(e)) => {
+                    return Err(Error::format(
+                        &self.files[self.file].path,
+                        format!("cannot decode the rows after row {}: {e}", self.pos),
+                    ))
+                }
+                None => {
+                    self.batches = None;
+                    self.file += 1;
+                }
             }
         }
-        Ok(())
+    }
+
+    /// Continue from global row `row` (clamped to the end): files and row groups before it are
+    /// not read.
+    fn seek(&mut self, row: u64) {
+        let row = row.min(self.rows);
+        self.batch = None;
+        self.batches = None;
+        self.at = 0;
+        self.pos = row;
+        self.file = self
+            .files
+            .iter()
+            .position(|f| row < f.start + f.rows)
+            .unwrap_or(self.files.len());
+        self.from = self.files.get(self.file).map_or(0, |f| row - f.start);
+    }
+
+    /// The file that holds global row `row`.
+    fn file_of(&self, row: u64) -> Option<&FilePart> {
+        self.files
+            .iter()
+            .find(|f| row < f.start + f.rows)
+            .or(self.files.last())
+    }
+
+    /// Where global row `row` is, for messages: the input, and for a directory the file too.
+    fn place(&self, row: u64, msg: String) -> (PathBuf, String) {
+        match self.file_of(row) {
+            Some(f) if self.files.len() > 1 => (
+                self.input.clone(),
+                format!(
+                    "{msg} (in {}, its row {})",
+                    f.path.file_name().map_or_else(
+                        || f.path.display().to_string(),
+                        |n| n.to_string_lossy().into_owned()
+                    ),
+                    row - f.start
+                ),
+            ),
+            _ => (self.input.clone(), msg),
+        }
     }
 
     fn row_error(&self, row: u64, msg: String) -> Error {
-        Error::Row {
-            path: self.path.clone(),
-            row,
-            msg,
-        }
+        let (path, msg) = self.place(row, msg);
+        Error::Row { path, row, msg }
     }
 
     /// Rows `at..at + take` of `batch`, appended.
@@ -282,12 +468,12 @@ impl ParquetReader {
     ) -> Result<()> {
         let col = batch
             .column_by_name(&self.vectors)
-            .ok_or_else(|| Error::format(&self.path, "the vector column vanished"))?;
+            .ok_or_else(|| Error::format(&self.input, "the vector column vanished"))?;
         self.vectors_of(col, at, take, values)?;
         if let Some(name) = &self.label {
             let c = batch
                 .column_by_name(name)
-                .ok_or_else(|| Error::format(&self.path, "the label column vanished"))?;
+                .ok_or_else(|| Error::format(&self.input, "the label column vanished"))?;
             let start = labels.len();
             self.numbers(c, at, take, labels, &format!("label column '{name}'"))?;
             if let Some(j) = labels[start..].iter().position(|l| !l.is_finite()) {
@@ -300,7 +486,7 @@ impl ParquetReader {
         if let Some(name) = self.id.clone() {
             let c = batch
                 .column_by_name(&name)
-                .ok_or_else(|| Error::format(&self.path, "the id column vanished"))?;
+                .ok_or_else(|| Error::format(&self.input, "the id column vanished"))?;
             self.ids_of(c, at, take, ids, &name)?;
         }
         Ok(())
@@ -341,7 +527,7 @@ impl ParquetReader {
             }
             t => {
                 return Err(Error::format(
-                    &self.path,
+                    &self.input,
                     format!("{what} is {}, not a list", describe(t)),
                 ))
             }
@@ -350,11 +536,13 @@ impl ParquetReader {
         let sliced = child.slice(start, take * d);
         if sliced.null_count() > 0 {
             let j = (0..take * d).find(|&j| sliced.is_null(j)).unwrap_or(0);
+            let row = self.pos + (j / d) as u64;
+            let (path, msg) = self.place(row, format!("null value in {what}"));
             return Err(Error::Value {
-                path: self.path.clone(),
-                row: self.pos + (j / d) as u64,
+                path,
+                row,
                 col: (j % d) as u64,
-                msg: format!("null value in {what}"),
+                msg,
             });
         }
         self.numbers(&sliced, 0, take * d, values, &what)?;
@@ -425,7 +613,7 @@ impl ParquetReader {
             DataType::UInt64 => conv!(UInt64Type),
             t => {
                 return Err(Error::format(
-                    &self.path,
+                    &self.input,
                     format!("{what} holds {t}, not numbers"),
                 ))
             }
@@ -485,7 +673,7 @@ impl ParquetReader {
             DataType::UInt64 => unsigned!(UInt64Type),
             t => {
                 return Err(Error::format(
-                    &self.path,
+                    &self.input,
                     format!("the id column '{name}' holds {t}, not integers"),
                 ))
             }
@@ -526,6 +714,21 @@ impl RowReader for ParquetReader {
     }
     fn has_ids(&self) -> bool {
         self.id.is_some()
+    }
+    fn skip_rows(&mut self, n: u64) -> Result<u64> {
+        let before = self.pos;
+        let target = before.saturating_add(n).min(self.rows);
+        let left_in_batch = self
+            .batch
+            .as_ref()
+            .map_or(0, |b| (b.num_rows() - self.at) as u64);
+        if target - before < left_in_batch {
+            self.at += (target - before) as usize;
+            self.pos = target;
+        } else {
+            self.seek(target);
+        }
+        Ok(target - before)
     }
     fn read_chunk(
         &mut self,

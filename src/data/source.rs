@@ -81,18 +81,8 @@ impl<'r> Window<'r> {
         }
     }
 
-    fn skip_rows(&mut self) -> Result<()> {
-        let (mut v, mut l) = (Vec::new(), Vec::new());
-        while self.skip > 0 {
-            v.clear();
-            l.clear();
-            let want = self.skip.min(4096) as usize;
-            let got = self.inner.read_chunk(want, &mut v, &mut l)?;
-            if got == 0 {
-                break;
-            }
-            self.skip -= got as u64;
-        }
+    fn skip_ahead(&mut self) -> Result<()> {
+        self.inner.skip_rows(self.skip)?;
         self.skip = 0;
         Ok(())
     }
@@ -131,7 +121,7 @@ impl super::RowReader for Window<'_> {
         ids: &mut Vec<u64>,
     ) -> Result<usize> {
         if self.skip > 0 {
-            self.skip_rows()?;
+            self.skip_ahead()?;
         }
         let want = match self.left {
             Some(left) => (max_rows as u64).min(left) as usize,

@@ -100,3 +100,35 @@ def test_bad_parquet_input_raises_dprp_errors(tmp_path):
     with pytest.raises(dprp.DprpError, match="invalid output_format"):
         dprp.publish(rows(), output=tmp_path / "o.x", output_format="arrow", **args)
     assert not (tmp_path / "o.parquet").exists() and not (tmp_path / "o.x").exists()
+
+
+def test_a_worker_publishes_its_rows_of_a_parquet_dataset(tmp_path):
+    """rows=(lo, hi) with shard=: dprp reads only the shard's rows of the whole dataset (a
+    directory of files, as Spark writes it), giving the shard `--shards` writes."""
+    x = rows(1000, 24, seed=9)
+    np.save(tmp_path / "x.npy", x)
+    (tmp_path / "ds").mkdir()
+    for j, (a, b) in enumerate([(0, 300), (300, 610), (610, 1000)]):
+        pq.write_table(pa.table({"emb": pa.FixedSizeListArray.from_arrays(
+            pa.array(x[a:b].ravel()), 24)}), tmp_path / "ds" / f"part-{j}.parquet",
+            row_group_size=100)
+    run_cli("publish", str(tmp_path / "x.npy"), "-m", "dp-oporp", "-e", "5", "-d", "1e-6",
+            "-k", "16", "--projection-seed", "5eed", "--noise-seed", "n", "--shards", "3",
+            "-o", str(tmp_path / "cli"))
+    cli = dprp.Release.open(tmp_path / "cli")
+    (tmp_path / "w").mkdir()
+    with pytest.warns(UserWarning, match="NOT private"):
+        for i, part in enumerate(cli.shards):
+            lo = int(part.ids[0])
+            dprp.publish(tmp_path / "ds", column="emb", shard=(i, 3), first_row=lo,
+                         rows=(lo, lo + part.n), output=tmp_path / "w", **ARGS)
+    w = dprp.finish_shards(tmp_path / "w")
+    assert np.array_equal(np.concatenate([p.sketches for p in w.shards]), cli_payload(cli))
+    with pytest.raises(dprp.DprpError, match="invalid rows: .*shard="):
+        dprp.publish(tmp_path / "ds", rows=(0, 10), output=tmp_path / "o.dprp", **ARGS)
+    with pytest.raises(dprp.DprpError, match="invalid rows: .*slice a numpy array"):
+        dprp.publish(x, rows=(0, 10), shard=(0, 2), output=tmp_path / "o2", **ARGS)
+
+
+def cli_payload(release):
+    return np.concatenate([p.sketches for p in release.shards])
