@@ -24,12 +24,23 @@ use arrow_array::types::*;
 use arrow_array::{Array, ArrayRef, RecordBatch};
 use arrow_schema::{DataType, Field};
 use parquet::arrow::arrow_reader::{
-    ParquetRecordBatchReader, ParquetRecordBatchReaderBuilder, RowSelection, RowSelector,
+    ArrowReaderOptions, ParquetRecordBatchReader, ParquetRecordBatchReaderBuilder, RowSelection,
+    RowSelector,
 };
 use parquet::arrow::ProjectionMask;
 
 use super::RowReader;
 use crate::error::{Error, Result};
+
+/// How dprp opens Parquet files: the Arrow schema that Arrow writers embed in the key-value
+/// metadata (`ARROW:schema`, an IPC-encoded flatbuffer) is ignored and the Arrow types come from
+/// the Parquet schema alone. That hint only restores types Parquet lacks (a `fixed_size_list`
+/// reads back as a `list` of the same values, which dprp reads alike), and decoding it is where
+/// a hostile file made the `arrow-ipc` crate panic (`fuzz/`, target `parquet`); without it the
+/// same file is an error.
+pub fn reader_options() -> ArrowReaderOptions {
+    ArrowReaderOptions::new().with_skip_arrow_metadata(true)
+}
 
 /// Rows per decoded Arrow batch (a row group is decoded in batches of this many rows).
 pub const BATCH_ROWS: usize = 8192;
@@ -139,7 +150,7 @@ fn dataset_files(dir: &Path) -> Result<Vec<PathBuf>> {
 fn inspect(path: &Path, cols: &Columns, want: Option<&Resolved>) -> Result<(FilePart, Resolved)> {
     let fail = |m: String| Error::format(path, m);
     let file = File::open(path).map_err(|e| Error::io(path, e))?;
-    let builder = ParquetRecordBatchReaderBuilder::try_new(file)
+    let builder = ParquetRecordBatchReaderBuilder::try_new_with_options(file, reader_options())
         .map_err(|e| fail(format!("not a readable Parquet file: {e}")))?;
     let schema = builder.schema().clone();
     let names: Vec<&str> = schema.fields().iter().map(|f| f.name().as_str()).collect();
@@ -353,7 +364,8 @@ impl ParquetReader {
             Error::format(&part.path, format!("cannot read the Parquet file: {e}"))
         };
         let file = File::open(&part.path).map_err(|e| Error::io(&part.path, e))?;
-        let builder = ParquetRecordBatchReaderBuilder::try_new(file).map_err(fail)?;
+        let builder = ParquetRecordBatchReaderBuilder::try_new_with_options(file, reader_options())
+            .map_err(fail)?;
         let mask = ProjectionMask::roots(builder.parquet_schema(), part.roots.iter().copied());
         let mut builder = builder.with_projection(mask).with_batch_size(BATCH_ROWS);
         if from > 0 {

@@ -244,6 +244,29 @@ fn unhex(s: &str) -> Option<[u8; 32]> {
     Some(out)
 }
 
+/// Every list between consecutive `offsets` has `k` values (rows counted from `first`).
+fn check_lengths(
+    offsets: impl Iterator<Item = i64>,
+    k: usize,
+    first: u64,
+    corrupt: &dyn Fn(String) -> Error,
+) -> Result<()> {
+    let mut prev = None;
+    for (r, o) in offsets.enumerate() {
+        if let Some(p) = prev {
+            if o - p != k as i64 {
+                return Err(corrupt(format!(
+                    "row {} has {} sketch values, not k = {k}",
+                    first + r as u64 - 1,
+                    o - p
+                )));
+            }
+        }
+        prev = Some(o);
+    }
+    Ok(())
+}
+
 /// Whether the file at `path` starts with Parquet's magic bytes.
 pub fn is_parquet(path: &Path) -> bool {
     let mut head = [0u8; 4];
@@ -261,8 +284,11 @@ pub fn is_parquet(path: &Path) -> bool {
 pub fn native_image(path: &Path) -> Result<(Vec<u64>, usize)> {
     let corrupt = |m: String| Error::corrupt(path, m);
     let file = File::open(path).map_err(|e| Error::io(path, e))?;
-    let builder = ParquetRecordBatchReaderBuilder::try_new(file)
-        .map_err(|e| Error::format(path, format!("not a readable Parquet file: {e}")))?;
+    let builder = ParquetRecordBatchReaderBuilder::try_new_with_options(
+        file,
+        crate::data::parquet::reader_options(),
+    )
+    .map_err(|e| Error::format(path, format!("not a readable Parquet file: {e}")))?;
     let kv = builder.metadata().file_metadata().key_value_metadata();
     let get = |key: &str| {
         kv.and_then(|kv| kv.iter().find(|e| e.key == key))
@@ -286,12 +312,16 @@ pub fn native_image(path: &Path) -> Result<(Vec<u64>, usize)> {
     let (payload, k, n) = (meta.payload, meta.k, meta.n);
     let want = schema(payload, k, meta.labels)?;
     let got = builder.schema();
+    // Read without the Arrow schema hint (see `crate::data::parquet::reader_options`), the
+    // fixed_size_list of a real-valued sketch comes back as a list: its lengths are checked below.
     let same = got.fields().len() == want.fields().len()
-        && got
-            .fields()
-            .iter()
-            .zip(want.fields())
-            .all(|(g, w)| g.name() == w.name() && g.data_type() == w.data_type());
+        && got.fields().iter().zip(want.fields()).all(|(g, w)| {
+            g.name() == w.name()
+                && (g.data_type() == w.data_type()
+                    || matches!((g.data_type(), payload),
+                        (DataType::List(f) | DataType::LargeList(f), Payload::F32)
+                            if f.data_type() == &DataType::Float32))
+        });
     if !same {
         return Err(corrupt(format!(
             "the columns ({}) are not those of a {}-row release with k = {k}{}",
@@ -352,8 +382,26 @@ pub fn native_image(path: &Path) -> Result<(Vec<u64>, usize)> {
         let sketch = &cols[cols.len() - 1];
         match payload {
             Payload::F32 => {
-                let list = sketch.as_fixed_size_list();
-                let values = list.values().slice(list.value_offset(0) as usize, m * k);
+                let (child, start) = match sketch.data_type() {
+                    DataType::FixedSizeList(..) => {
+                        let list = sketch.as_fixed_size_list();
+                        (list.values().clone(), list.value_offset(0) as usize)
+                    }
+                    DataType::List(_) => {
+                        let off = sketch.as_list::<i32>().value_offsets();
+                        check_lengths(off.iter().map(|&o| o as i64), k, seen, &corrupt)?;
+                        (sketch.as_list::<i32>().values().clone(), off[0] as usize)
+                    }
+                    _ => {
+                        let off = sketch.as_list::<i64>().value_offsets();
+                        check_lengths(off.iter().copied(), k, seen, &corrupt)?;
+                        (sketch.as_list::<i64>().values().clone(), off[0] as usize)
+                    }
+                };
+                if child.len() < start + m * k {
+                    return Err(corrupt(format!("short sketch values in rows {seen}..")));
+                }
+                let values = child.slice(start, m * k);
                 if values.null_count() > 0 {
                     return Err(corrupt(format!("null sketch values in rows {seen}..")));
                 }
