@@ -405,21 +405,11 @@ fn a_wrong_shard_directory_is_refused_naming_the_shard() {
         "many",
         &["leave a shard empty", "at most 8"],
     );
-    // the output directory must be new or empty; the index is per file
+    // the output directory must be new or empty
     fails(
         d.path(),
         &args("x.npy", "dp-rp-g-opt", "good", &["--shards", "2"]),
         &["not empty"],
-    );
-    fails(
-        d.path(),
-        &["index", "good", "-o", "g.idx"],
-        &["is a directory", "one release file"],
-    );
-    fails(
-        d.path(),
-        &["query", "good", "--queries", "x.npy", "--index", "g.idx"],
-        &["--index", "sharded"],
     );
     // without --projection-seed, every shard still gets the one seed drawn for the release
     ok(
@@ -477,5 +467,102 @@ fn a_wrong_shard_directory_is_refused_naming_the_shard() {
         ),
         "led",
         &["ledger", "sharded"],
+    );
+}
+
+/// `dprp index DIR` builds one HNSW graph over every shard's rows; `query DIR --index` answers
+/// with global ids, as the exact sharded search does, and an index no longer matches once any
+/// shard is replaced.
+#[test]
+fn an_index_over_a_shard_directory_answers_with_global_ids() {
+    let d = tmp();
+    let dir = d.path();
+    rows_npy(dir, "x.npy", 2000, 0);
+    rows_npy(dir, "q.npy", 20, 5000);
+    ok(
+        dir,
+        &args("x.npy", "dp-oporp", "set", &["-d", "1e-6", "--shards", "3"]),
+    );
+    ok(dir, &args("x.npy", "dp-oporp", "one.dprp", &["-d", "1e-6"]));
+    let out = ok(dir, &["index", "set", "-o", "set.hnsw"]);
+    assert!(out.contains("indexed 2000 rows"), "{out}");
+    ok(dir, &["index", "one.dprp", "-o", "one.hnsw"]);
+    let q = |rel: &str, idx: Option<&str>| {
+        let mut a = vec![
+            "query",
+            rel,
+            "--queries",
+            "q.npy",
+            "--top",
+            "5",
+            "--ef",
+            "400",
+        ];
+        if let Some(i) = idx {
+            a.extend(["--index", i, "--check-recall"]);
+        }
+        let (out, err) = ok2(dir, &a);
+        let hits: Vec<(u64, u64)> = out
+            .lines()
+            .map(|l| {
+                let mut w = l.split_whitespace();
+                (
+                    w.next().unwrap().parse().unwrap(),
+                    w.next().unwrap().parse().unwrap(),
+                )
+            })
+            .collect();
+        (hits, err)
+    };
+    let (exact, _) = q("set", None);
+    let (indexed, err) = q("set", Some("set.hnsw"));
+    let (one, _) = q("one.dprp", Some("one.hnsw"));
+    assert_eq!(indexed.len(), 100);
+    // global ids: the exact search's answers, in every shard (recall measured on the same rows)
+    let same = indexed.iter().filter(|h| exact.contains(h)).count();
+    assert!(same >= 95, "{same} of 100 index hits are exact hits\n{err}");
+    assert!(
+        indexed.iter().any(|h| h.1 >= 1024),
+        "hits in the last shard"
+    );
+    assert!(err.contains("recall@5 of the index"), "{err}");
+    let same_one = indexed.iter().filter(|h| one.contains(h)).count();
+    assert!(same_one >= 95, "{same_one}");
+    // an index is bound to the shards' rows and checksums: other shards are caught, and so is
+    // the one-file release's index on the directory (the same rows, another release)
+    ok(
+        dir,
+        &args(
+            "x.npy",
+            "dp-oporp",
+            "other",
+            &["-d", "1e-6", "--shards", "3"],
+        ),
+    );
+    let mut other = args(
+        "x.npy",
+        "dp-oporp",
+        "other2",
+        &["-d", "1e-6", "--shards", "3"],
+    );
+    other[11] = "m"; // another noise seed: other bytes in every shard
+    ok(dir, &other);
+    ok(dir, &["index", "other", "-o", "other.hnsw"]);
+    fails(
+        dir,
+        &[
+            "query",
+            "other2",
+            "--queries",
+            "q.npy",
+            "--index",
+            "other.hnsw",
+        ],
+        &["other.hnsw", "different sketches"],
+    );
+    fails(
+        dir,
+        &["query", "set", "--queries", "q.npy", "--index", "one.hnsw"],
+        &["--index", "different release"],
     );
 }

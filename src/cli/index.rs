@@ -2,15 +2,16 @@ use std::path::PathBuf;
 
 use clap::Args;
 
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::mechanism::Payload;
-use crate::release::Release;
+use crate::release::ReleaseSet;
 use crate::search::hnsw::{HnswIndex, HnswParams};
+use crate::search::sharded::Concatenated;
 use crate::search::{Measure, Sketch};
 
 #[derive(Debug, Args)]
 pub struct IndexArgs {
-    /// Release to index.
+    /// Release to index: a file, or a sharded release's directory (one index over all shards).
     release: PathBuf,
     /// Output index file.
     #[arg(short, long)]
@@ -28,24 +29,26 @@ pub struct IndexArgs {
 
 pub fn run(a: IndexArgs) -> Result<()> {
     crate::atomic::check_not_input(&a.release, &a.output)?;
-    if a.release.is_dir() {
-        return Err(Error::param(
-            "release",
-            format!(
-                "{} is a directory (a sharded release?): an HNSW index is built over one release \
-                 file; `dprp query` searches a sharded release exactly, shard by shard",
-                a.release.display()
-            ),
-        ));
-    }
-    let r = Release::open(&a.release)?;
-    let k = r.k();
-    let db = match r.meta().payload {
-        Payload::F32 => Sketch::Real {
-            data: r.values()?,
-            k,
-        },
-        Payload::Bits => Sketch::Bits { data: r.bits()?, k },
+    let set = ReleaseSet::open(&a.release)?;
+    let k = set.k();
+    // A shard directory is indexed as one graph over all its rows (copied one after the other,
+    // like faiss's merged shards); the index is bound to the checksums of all shards.
+    let concatenated = set
+        .is_sharded()
+        .then(|| Concatenated::of(&set))
+        .transpose()?;
+    let db = match &concatenated {
+        Some(c) => c.sketch(k),
+        None => {
+            let r = &set.parts()[0];
+            match r.meta().payload {
+                Payload::F32 => Sketch::Real {
+                    data: r.values()?,
+                    k,
+                },
+                Payload::Bits => Sketch::Bits { data: r.bits()?, k },
+            }
+        }
     };
     let measure = match &a.measure {
         Some(s) => Measure::parse(s)?,
@@ -65,10 +68,10 @@ pub fn run(a: IndexArgs) -> Result<()> {
     };
     let start = std::time::Instant::now();
     let index = HnswIndex::build(&db, measure, &params)?;
-    index.save(&a.output, r.checksum())?;
+    index.save(&a.output, set.checksum())?;
     outln!(
         "indexed {} rows of {} ({} measure, m = {}, ef-construction = {}) in {:.1} s → {}",
-        r.n(),
+        set.n(),
         a.release.display(),
         measure.name(),
         a.m,

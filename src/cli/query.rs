@@ -185,13 +185,6 @@ pub fn progress_bar(len: u64, what: &str) -> indicatif::ProgressBar {
 
 pub fn run(a: QueryArgs) -> Result<()> {
     let set = ReleaseSet::open(&a.release)?;
-    if set.is_sharded() && a.index.is_some() {
-        return Err(Error::param(
-            "--index",
-            "an HNSW index is built over one release file; a sharded release is searched exactly, \
-             shard by shard, with the results merged (omit --index)",
-        ));
-    }
     let r = &set.parts()[0];
     let meta = set.meta();
     let m = mechanism::from_record(&meta.mechanism, &meta.guarantee)?;
@@ -206,16 +199,26 @@ pub fn run(a: QueryArgs) -> Result<()> {
             ))
         }
     };
+    // An index over a shard directory was built on all shards' rows one after the other.
+    let concatenated = (set.is_sharded() && a.index.is_some())
+        .then(|| crate::search::sharded::Concatenated::of(&set))
+        .transpose()?;
     let (db, qs) = match r.meta().payload {
         Payload::F32 => (
-            Sketch::Real {
-                data: r.values()?,
-                k,
+            match &concatenated {
+                Some(c) => c.sketch(k),
+                None => Sketch::Real {
+                    data: r.values()?,
+                    k,
+                },
             },
             Sketch::Real { data: &q.real, k },
         ),
         Payload::Bits => (
-            Sketch::Bits { data: r.bits()?, k },
+            match &concatenated {
+                Some(c) => c.sketch(k),
+                None => Sketch::Bits { data: r.bits()?, k },
+            },
             Sketch::Bits { data: &q.bits, k },
         ),
     };
@@ -236,7 +239,7 @@ pub fn run(a: QueryArgs) -> Result<()> {
     let index = match &a.index {
         Some(path) => {
             let (index, header) = HnswIndex::load(path, &db)?;
-            if header.release_checksum != r.checksum() {
+            if header.release_checksum != set.checksum() {
                 return Err(Error::param(
                     "--index",
                     format!(
@@ -280,7 +283,7 @@ pub fn run(a: QueryArgs) -> Result<()> {
         let end = (start + batch).min(nq);
         let part = qs.rows_range(start, end);
         let tick = |done: usize| pb.set_position((start + done) as u64);
-        let hits = match &index {
+        let mut hits = match &index {
             Some((index, ef)) => index.search(&part, a.top, *ef, Some(&tick))?,
             None if parts.len() == 1 => exact::search(&db, &part, measure, a.top, Some(&tick))?,
             None => crate::search::sharded::search(&set, &parts, &part, measure, a.top)?,
@@ -289,6 +292,12 @@ pub fn run(a: QueryArgs) -> Result<()> {
             let truth = exact::search(&db, &part, measure, a.top, None)?;
             found += crate::search::recall(&hits, &truth) * (end - start) as f64;
             total += end - start;
+        }
+        if concatenated.is_some() {
+            // rows of the concatenated shards → global ids, as the sharded exact search gives
+            for h in hits.iter_mut().flatten() {
+                h.row = set.id_of_concatenated(h.row) as usize;
+            }
         }
         printer.write(&set, &q.ids[start..end], &hits)?;
     }

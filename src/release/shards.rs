@@ -445,6 +445,33 @@ impl ReleaseSet {
     pub fn id(&self, part: usize, row: usize) -> u64 {
         self.first_rows[part] + self.parts[part].id(row)
     }
+    /// A checksum of the whole release: the release's own for one file; for a shard directory,
+    /// BLAKE3 of `dprp-shards` followed by every shard's checksum in shard order (what an HNSW
+    /// index over the directory is bound to: it changes when any shard does).
+    pub fn checksum(&self) -> [u8; 32] {
+        if !self.sharded {
+            return self.parts[0].checksum();
+        }
+        let mut h = blake3::Hasher::new();
+        h.update(b"dprp-shards");
+        for p in &self.parts {
+            h.update(&p.checksum());
+        }
+        *h.finalize().as_bytes()
+    }
+
+    /// Global id of row `row` of all parts' rows taken one after the other (shard order).
+    pub fn id_of_concatenated(&self, row: usize) -> u64 {
+        let mut row = row;
+        for (i, p) in self.parts.iter().enumerate() {
+            if row < p.n() {
+                return self.id(i, row);
+            }
+            row -= p.n();
+        }
+        row as u64
+    }
+
     /// The part and row of the row with global id `id` (for a one-file release, its row index).
     pub fn locate(&self, id: u64) -> Result<(usize, usize)> {
         for (i, r) in self.parts.iter().enumerate() {

@@ -54,3 +54,43 @@ pub fn search(
     }
     Ok(merged)
 }
+
+/// The payload of every part of `set`, one after the other (shard order), copied into one
+/// buffer: the database an HNSW index over a shard directory is built on and searched with
+/// (row `r` of it has the global id [`ReleaseSet::id_of_concatenated`]`(r)`).
+pub enum Concatenated {
+    /// f32 sketches, `n·k`.
+    Real(Vec<f32>),
+    /// Packed sign words, `n·⌈k/64⌉`.
+    Bits(Vec<u64>),
+}
+
+impl Concatenated {
+    /// Copy the parts' payloads.
+    pub fn of(set: &ReleaseSet) -> Result<Concatenated> {
+        Ok(match set.meta().payload {
+            Payload::F32 => {
+                let mut v = Vec::with_capacity(set.n() * set.k());
+                for p in set.parts() {
+                    v.extend_from_slice(p.values()?);
+                }
+                Concatenated::Real(v)
+            }
+            Payload::Bits => {
+                let mut v = Vec::with_capacity(set.n() * set.k().div_ceil(64));
+                for p in set.parts() {
+                    v.extend_from_slice(p.bits()?);
+                }
+                Concatenated::Bits(v)
+            }
+        })
+    }
+
+    /// As a [`Sketch`] of `k` values (or bits) per row.
+    pub fn sketch(&self, k: usize) -> Sketch<'_> {
+        match self {
+            Concatenated::Real(v) => Sketch::Real { data: v, k },
+            Concatenated::Bits(v) => Sketch::Bits { data: v, k },
+        }
+    }
+}
