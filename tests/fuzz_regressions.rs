@@ -272,3 +272,38 @@ fn parquet_release_with_a_broken_arrow_schema_hint_does_not_panic() {
         Err(e) => assert!(e.to_string().contains("r.parquet"), "{e}"),
     }
 }
+
+/// A footer whose column chunk has a negative start: the parquet crate asserts on it
+/// (`ColumnChunkMetaData::byte_range`, "column start and length should not be negative"; found
+/// by the `parquet` fuzz target). dprp runs every call into the crate on a file's bytes under
+/// `data::parquet::guarded`, which turns such a panic into an error naming the file, quietly.
+#[test]
+fn parquet_footer_that_makes_the_parquet_crate_assert_is_an_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let bytes = fixture("parquet-negative-column-start.parquet");
+    let path = file(&dir, "x.parquet", &bytes);
+    let opts = InputOptions {
+        format: Some(Format::Parquet),
+        ..Default::default()
+    };
+    let read = open_reader(&path, &opts).and_then(|mut r| {
+        let (mut v, mut l) = (Vec::new(), Vec::new());
+        while r.read_chunk(3, &mut v, &mut l)? > 0 {}
+        Ok(v.len())
+    });
+    let e = read.expect_err("a damaged file");
+    assert!(e.to_string().contains("x.parquet"), "{e}");
+    // the same file through the CLI: an error, no panic message, no output
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_dprp"))
+        .args(["convert", "x.parquet", "-o", "x.bin"])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        !err.contains("panicked") && err.contains("x.parquet"),
+        "{err}"
+    );
+    assert!(!dir.path().join("x.bin").exists());
+}

@@ -42,6 +42,80 @@ pub fn reader_options() -> ArrowReaderOptions {
     ArrowReaderOptions::new().with_skip_arrow_metadata(true)
 }
 
+/// Run `f`, which calls the `parquet` crate on a file, turning a panic inside that crate into an
+/// error naming `path`. The crate checks some footer fields with assertions (fuzzing found
+/// "column start and length should not be negative" in `ColumnChunkMetaData::byte_range` for a
+/// hostile footer): dprp must not panic on any input, so every call into it on a file's bytes runs
+/// here. While `f` runs, the panic message is kept for the error instead of being printed.
+pub fn guarded<T>(path: &Path, f: impl FnOnce() -> Result<T>) -> Result<T> {
+    quiet_panics::install();
+    let _quiet = quiet_panics::Quiet::enter();
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
+        Ok(r) => r,
+        Err(_) => Err(Error::format(
+            path,
+            format!(
+                "the Parquet reader failed on this file ({}): it is damaged or not Parquet",
+                quiet_panics::last().unwrap_or_else(|| "an internal check".into())
+            ),
+        )),
+    }
+}
+
+/// A panic hook that stays silent on the threads inside [`guarded`] and keeps the message.
+mod quiet_panics {
+    use std::cell::{Cell, RefCell};
+    use std::sync::Once;
+
+    thread_local! {
+        static DEPTH: Cell<u32> = const { Cell::new(0) };
+        static LAST: RefCell<Option<String>> = const { RefCell::new(None) };
+    }
+
+    /// Chain the hook in front of the one installed before (once per process).
+    pub fn install() {
+        static ONCE: Once = Once::new();
+        ONCE.call_once(|| {
+            let previous = std::panic::take_hook();
+            std::panic::set_hook(Box::new(move |info| {
+                if DEPTH.with(|d| d.get()) > 0 {
+                    let msg = info
+                        .payload()
+                        .downcast_ref::<&str>()
+                        .map(|s| s.to_string())
+                        .or_else(|| info.payload().downcast_ref::<String>().cloned())
+                        .unwrap_or_else(|| "a panic".into());
+                    LAST.with(|l| *l.borrow_mut() = Some(msg));
+                } else {
+                    previous(info);
+                }
+            }));
+        });
+    }
+
+    /// Marks the current thread as inside [`super::guarded`] while alive.
+    pub struct Quiet;
+
+    impl Quiet {
+        pub fn enter() -> Quiet {
+            DEPTH.with(|d| d.set(d.get() + 1));
+            LAST.with(|l| *l.borrow_mut() = None);
+            Quiet
+        }
+    }
+
+    impl Drop for Quiet {
+        fn drop(&mut self) {
+            DEPTH.with(|d| d.set(d.get().saturating_sub(1)));
+        }
+    }
+
+    /// The message of the last panic caught on this thread.
+    pub fn last() -> Option<String> {
+        LAST.with(|l| l.borrow_mut().take())
+    }
+}
+
 /// Rows per decoded Arrow batch (a row group is decoded in batches of this many rows).
 pub const BATCH_ROWS: usize = 8192;
 
@@ -148,6 +222,14 @@ fn dataset_files(dir: &Path) -> Result<Vec<PathBuf>> {
 
 /// Open one file's footer and resolve the columns in it (`want`: the first file's, to compare).
 fn inspect(path: &Path, cols: &Columns, want: Option<&Resolved>) -> Result<(FilePart, Resolved)> {
+    guarded(path, || inspect_unguarded(path, cols, want))
+}
+
+fn inspect_unguarded(
+    path: &Path,
+    cols: &Columns,
+    want: Option<&Resolved>,
+) -> Result<(FilePart, Resolved)> {
     let fail = |m: String| Error::format(path, m);
     let file = File::open(path).map_err(|e| Error::io(path, e))?;
     let builder = ParquetRecordBatchReaderBuilder::try_new_with_options(file, reader_options())
@@ -360,6 +442,10 @@ impl ParquetReader {
     /// A reader of file `f` from its row `from` on (whole row groups before it are not read).
     fn build(&self, f: usize, from: u64) -> Result<ParquetRecordBatchReader> {
         let part = &self.files[f];
+        guarded(&part.path, || Self::build_unguarded(part, from))
+    }
+
+    fn build_unguarded(part: &FilePart, from: u64) -> Result<ParquetRecordBatchReader> {
         let fail = |e: parquet::errors::ParquetError| {
             Error::format(&part.path, format!("cannot read the Parquet file: {e}"))
         };
@@ -400,7 +486,9 @@ impl ParquetReader {
                 self.batches = Some(self.build(self.file, self.from)?);
                 self.from = 0;
             }
-            let next = self.batches.as_mut().and_then(|b| b.next());
+            let path = self.files[self.file].path.clone();
+            let batches = &mut self.batches;
+            let next = guarded(&path, || Ok(batches.as_mut().and_then(|b| b.next())))?;
             match next {
                 Some(Ok(b)) if b.num_rows() > 0 => {
                     self.batch = Some(b);

@@ -282,6 +282,10 @@ pub fn is_parquet(path: &Path) -> bool {
 /// in the header), as 8-byte-aligned words and its length in bytes. The caller validates it as
 /// a native release.
 pub fn native_image(path: &Path) -> Result<(Vec<u64>, usize)> {
+    crate::data::parquet::guarded(path, || native_image_unguarded(path))
+}
+
+fn native_image_unguarded(path: &Path) -> Result<(Vec<u64>, usize)> {
     let corrupt = |m: String| Error::corrupt(path, m);
     let file = File::open(path).map_err(|e| Error::io(path, e))?;
     let builder = ParquetRecordBatchReaderBuilder::try_new_with_options(
