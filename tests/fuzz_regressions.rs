@@ -246,17 +246,8 @@ fn parquet_input_with_a_broken_arrow_schema_hint_does_not_panic() {
     let dir = tempfile::tempdir().unwrap();
     let bytes = fixture("parquet-arrow-schema-panic.parquet");
     let path = file(&dir, "x.parquet", &bytes);
-    let opts = InputOptions {
-        format: Some(Format::Parquet),
-        ..Default::default()
-    };
     // the file is damaged further on too: an error naming it, where there was a panic
-    let read = open_reader(&path, &opts).and_then(|mut r| {
-        let (mut v, mut l) = (Vec::new(), Vec::new());
-        while r.read_chunk(1, &mut v, &mut l)? > 0 {}
-        Ok(v.len())
-    });
-    let e = read.expect_err("a damaged file");
+    let e = read_all(&path, Format::Parquet).expect_err("a damaged file");
     assert!(e.to_string().contains("x.parquet"), "{e}");
 }
 
@@ -282,16 +273,7 @@ fn parquet_footer_that_makes_the_parquet_crate_assert_is_an_error() {
     let dir = tempfile::tempdir().unwrap();
     let bytes = fixture("parquet-negative-column-start.parquet");
     let path = file(&dir, "x.parquet", &bytes);
-    let opts = InputOptions {
-        format: Some(Format::Parquet),
-        ..Default::default()
-    };
-    let read = open_reader(&path, &opts).and_then(|mut r| {
-        let (mut v, mut l) = (Vec::new(), Vec::new());
-        while r.read_chunk(3, &mut v, &mut l)? > 0 {}
-        Ok(v.len())
-    });
-    let e = read.expect_err("a damaged file");
+    let e = read_all(&path, Format::Parquet).expect_err("a damaged file");
     assert!(e.to_string().contains("x.parquet"), "{e}");
     // the same file through the CLI: an error, no panic message, no output
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_dprp"))

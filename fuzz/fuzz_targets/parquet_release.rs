@@ -5,7 +5,6 @@
 //! decoding and the checks after it. An opened release is read as `query` reads one.
 #![no_main]
 
-use dprp::mechanism::Payload;
 use dprp::release::Release;
 use libfuzzer_sys::fuzz_target;
 
@@ -14,22 +13,6 @@ fuzz_target!(|data: &[u8]| {
     let Ok(r) = Release::open_with(&path, false) else {
         return;
     };
-    let n = r.n();
-    match r.meta().payload {
-        Payload::F32 => {
-            let v = r.values().expect("values of an f32 release");
-            assert_eq!(v.len(), n * r.k());
-        }
-        Payload::Bits => {
-            let b = r.bits().expect("bits of a sign release");
-            assert_eq!(b.len(), n * r.k().div_ceil(64));
-        }
-    }
-    for i in 0..n {
-        let _ = r.id(i);
-    }
-    if let Some(l) = r.labels() {
-        assert_eq!(l.len(), n);
-    }
+    dprp_fuzz::read_release(&r);
     let _ = r.verify();
 });

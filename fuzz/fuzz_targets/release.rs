@@ -7,7 +7,6 @@
 //! map at the p and k the metadata states, see `fuzz/README.md`.)
 #![no_main]
 
-use dprp::mechanism::Payload;
 use dprp::release::{Release, HASHED_HEADER, HEADER_LEN};
 use libfuzzer_sys::fuzz_target;
 
@@ -23,25 +22,5 @@ fuzz_target!(|data: &[u8]| {
     let Ok(r) = Release::open(&path) else {
         return;
     };
-    let n = r.n();
-    match r.meta().payload {
-        Payload::F32 => {
-            let v = r.values().expect("values of an f32 release");
-            assert_eq!(v.len(), n * r.k());
-            for i in 0..n {
-                assert_eq!(r.row(i).expect("row in range").len(), r.k());
-            }
-            assert!(r.row(n).is_err());
-        }
-        Payload::Bits => {
-            let b = r.bits().expect("bits of a sign release");
-            assert_eq!(b.len(), n * r.k().div_ceil(64));
-        }
-    }
-    for i in 0..n {
-        let _ = r.id(i);
-    }
-    if let Some(l) = r.labels() {
-        assert_eq!(l.len(), n);
-    }
+    dprp_fuzz::read_release(&r);
 });

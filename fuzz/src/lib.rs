@@ -93,7 +93,10 @@ pub fn drain_with_ids(reader: &mut dyn RowReader, max_rows: usize) -> dprp::Resu
         labels.clear();
         ids.clear();
         let got = reader.read_rows(max_rows, &mut values, &mut labels, &mut ids)?;
-        assert!(got <= max_rows, "{got} rows returned for a chunk of {max_rows}");
+        assert!(
+            got <= max_rows,
+            "{got} rows returned for a chunk of {max_rows}"
+        );
         assert_eq!(values.len(), got * dim, "values of {got} rows × {dim}");
         assert_eq!(labels.len(), if labelled { got } else { 0 }, "labels");
         assert_eq!(ids.len(), if with_ids { got } else { 0 }, "ids");
@@ -103,7 +106,37 @@ pub fn drain_with_ids(reader: &mut dyn RowReader, max_rows: usize) -> dprp::Resu
         total += got as u64;
     }
     if let Some(n) = hint {
-        assert_eq!(total, n, "the reader announced {n} rows and returned {total}");
+        assert_eq!(
+            total, n,
+            "the reader announced {n} rows and returned {total}"
+        );
     }
     Ok(total)
+}
+
+/// Read an opened release as `query`/`estimate` read one — every row's values or sign words,
+/// every id and label — checking the sizes agree with `n` and `k`.
+pub fn read_release(r: &dprp::release::Release) {
+    use dprp::mechanism::Payload;
+    let n = r.n();
+    match r.meta().payload {
+        Payload::F32 => {
+            let v = r.values().expect("values of an f32 release");
+            assert_eq!(v.len(), n * r.k());
+            for i in 0..n {
+                assert_eq!(r.row(i).expect("row in range").len(), r.k());
+            }
+            assert!(r.row(n).is_err());
+        }
+        Payload::Bits => {
+            let b = r.bits().expect("bits of a sign release");
+            assert_eq!(b.len(), n * r.k().div_ceil(64));
+        }
+    }
+    for i in 0..n {
+        let _ = r.id(i);
+    }
+    if let Some(l) = r.labels() {
+        assert_eq!(l.len(), n);
+    }
 }
