@@ -847,3 +847,54 @@ fn a_directory_of_parquet_files_is_one_table_and_shards_skip_row_groups() {
     let a = publish_args("empty", "dp-oporp", "out.dprp", &[]);
     fails_clean(dir, &a, "out.dprp", &["empty", "without Parquet files"]);
 }
+
+#[test]
+fn eval_reads_parquet_with_its_column_flags() {
+    let d = tmp();
+    let dir = d.path();
+    fixtures(dir);
+    // two list columns: --column picks one; --label-column gives the SVM its classes
+    write_parquet(
+        &dir.join("two.parquet"),
+        vec![
+            ("y", Arc::new(Float32Array::from(labels())) as ArrayRef),
+            ("emb", fsl(&values(), P)),
+            ("other", list_f64(&rows_of(&values()))),
+        ],
+        1000,
+    );
+    let common = [
+        "--mechanisms",
+        "dp-oporp",
+        "--epsilon",
+        "50",
+        "--k",
+        "4",
+        "--delta",
+        "1e-6",
+    ];
+    let mut a = vec![
+        "eval",
+        "retrieval",
+        "--train",
+        "two.parquet",
+        "--test",
+        "two.parquet",
+    ];
+    a.extend(["--queries", "10", "--out", "r"]);
+    fails(dir, &with(&a, &common), &["2 list columns", "--column"]);
+    a.extend(["--column", "emb"]);
+    ok(dir, &with(&a, &common));
+    let mut s = vec![
+        "eval",
+        "svm",
+        "--train",
+        "two.parquet",
+        "--test",
+        "two.parquet",
+    ];
+    s.extend(["--column", "emb", "--label-column", "y", "--out", "s"]);
+    ok(dir, &with(&s, &common));
+    let report = std::fs::read_to_string(dir.join("s/report.json")).unwrap();
+    assert!(report.contains("dp-oporp"), "{report}");
+}

@@ -54,9 +54,16 @@ pub struct CommonArgs {
     /// MNIST IDX label file for --test.
     #[arg(long)]
     test_labels: Option<PathBuf>,
-    /// Input format when the file names do not tell (native, npy, fvecs, bvecs, svm, idx, csv).
+    /// Input format when the file names do not tell (native, npy, fvecs, bvecs, svm, idx, csv,
+    /// parquet).
     #[arg(long)]
     format: Option<String>,
+    /// Parquet: the vector column of --train and --test (default: each file's only list column).
+    #[arg(long, value_name = "NAME")]
+    column: Option<String>,
+    /// Parquet: the label column of --train and --test (the SVM's classes).
+    #[arg(long, value_name = "NAME")]
+    label_column: Option<String>,
     /// Mechanisms: a comma-separated list of names, `name:projection` for a dense kind (e.g.
     /// dp-rp-g-opt:gaussian), `all` (the sketch mechanisms); retrieval also takes the local-DP
     /// ones (privunit2, duchi, privunitg, projunit[:rotation|gaussian|srht], projunit-correlated,
@@ -196,11 +203,13 @@ fn load(
     format: Option<Format>,
     req: &ScalingRequest,
     dim: Option<usize>,
+    columns: &crate::data::parquet::Columns,
 ) -> Result<Dataset> {
     let opts = InputOptions {
         format,
         labels: labels.cloned(),
         dim,
+        columns: columns.clone(),
         ..Default::default()
     };
     let d = load_scaled(path, &opts, req)?;
@@ -214,6 +223,7 @@ struct Resolved {
     test: PathBuf,
     train_labels: Option<PathBuf>,
     test_labels: Option<PathBuf>,
+    columns: crate::data::parquet::Columns,
     scaling: ScalingRequest,
     mechanisms: Vec<MechanismSpec>,
     epsilons: Vec<f64>,
@@ -303,6 +313,11 @@ fn resolve(c: &CommonArgs, default_ks: &str) -> Result<Resolved> {
         test,
         train_labels,
         test_labels,
+        columns: crate::data::parquet::Columns {
+            vectors: c.column.clone(),
+            label: c.label_column.clone(),
+            id: None,
+        },
         scaling,
         mechanisms: MechanismSpec::parse_list(&mechanisms)?,
         epsilons: parse_f64_list("--epsilon", c.epsilon.as_deref().unwrap_or(PAPER_EPSILONS))?,
@@ -323,8 +338,22 @@ fn run_retrieval(a: RetrievalArgs) -> Result<()> {
     let format = c.format.as_deref().map(Format::parse).transpose()?;
     // the output directory is checked (and staged) before the work
     let staging = stage_out(c.out.as_deref())?;
-    let train = load(&r.train, r.train_labels.as_ref(), format, &r.scaling, None)?;
-    let mut test = load(&r.test, r.test_labels.as_ref(), format, &r.scaling, None)?;
+    let train = load(
+        &r.train,
+        r.train_labels.as_ref(),
+        format,
+        &r.scaling,
+        None,
+        &r.columns,
+    )?;
+    let mut test = load(
+        &r.test,
+        r.test_labels.as_ref(),
+        format,
+        &r.scaling,
+        None,
+        &r.columns,
+    )?;
     let queries = a.queries.or(if c.preset.as_deref() == Some("paper-mnist") {
         Some(PAPER_MNIST_QUERIES)
     } else {
@@ -494,8 +523,22 @@ fn commit_out(staging: Option<crate::atomic::StagingDir>) -> Result<()> {
 /// Load train and test; LIBSVM files whose largest feature index differs are read again with the
 /// larger dimension (the same feature space).
 fn load_pair(r: &Resolved, format: Option<Format>) -> Result<(Dataset, Dataset)> {
-    let train = load(&r.train, r.train_labels.as_ref(), format, &r.scaling, None)?;
-    let test = load(&r.test, r.test_labels.as_ref(), format, &r.scaling, None)?;
+    let train = load(
+        &r.train,
+        r.train_labels.as_ref(),
+        format,
+        &r.scaling,
+        None,
+        &r.columns,
+    )?;
+    let test = load(
+        &r.test,
+        r.test_labels.as_ref(),
+        format,
+        &r.scaling,
+        None,
+        &r.columns,
+    )?;
     if train.p == test.p {
         return Ok((train, test));
     }
@@ -520,6 +563,7 @@ fn load_pair(r: &Resolved, format: Option<Format>) -> Result<(Dataset, Dataset)>
             format,
             &r.scaling,
             Some(dim),
+            &r.columns,
         )?,
         load(
             &r.test,
@@ -527,6 +571,7 @@ fn load_pair(r: &Resolved, format: Option<Format>) -> Result<(Dataset, Dataset)>
             format,
             &r.scaling,
             Some(dim),
+            &r.columns,
         )?,
     ))
 }
