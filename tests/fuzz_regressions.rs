@@ -289,3 +289,17 @@ fn parquet_footer_that_makes_the_parquet_crate_assert_is_an_error() {
     );
     assert!(!dir.path().join("x.bin").exists());
 }
+
+/// A 903-byte file whose page header claims a field far longer than the file: the parquet crate
+/// skipped it with millions of empty reads at the end of the file (7 s in a release build, a
+/// timeout under the fuzzer; found by the `parquet` target). dprp gives the crate a
+/// `data::parquet::StrictFile`, whose reads past the end are errors: the file fails at once, and
+/// the message says why (the old one was "failed to fill whole buffer", after the 7 s).
+#[test]
+fn parquet_page_header_longer_than_the_file_fails_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let bytes = fixture("parquet-page-header-past-the-end.parquet");
+    let path = file(&dir, "x.parquet", &bytes);
+    let e = read_all(&path, Format::Parquet).expect_err("a damaged file");
+    assert!(e.to_string().contains("past the end of the file"), "{e}");
+}

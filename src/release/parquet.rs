@@ -287,7 +287,7 @@ pub fn native_image(path: &Path) -> Result<(Vec<u64>, usize)> {
 
 fn native_image_unguarded(path: &Path) -> Result<(Vec<u64>, usize)> {
     let corrupt = |m: String| Error::corrupt(path, m);
-    let file = File::open(path).map_err(|e| Error::io(path, e))?;
+    let file = crate::data::parquet::StrictFile::open(path)?;
     let builder = ParquetRecordBatchReaderBuilder::try_new_with_options(
         file,
         crate::data::parquet::reader_options(),
