@@ -83,6 +83,10 @@ def main(argv=None):
     ap.add_argument("--k", type=int)
     ap.add_argument("--projection-seed", help="public seed, hex (default: fresh from the OS)")
     ap.add_argument("--noise-seed", help="TESTS ONLY: reproducible noise, NOT private")
+    ap.add_argument("--output-format", choices=["native", "parquet"], default="native",
+                    help="the shard files: dprp's own (memory-mapped by readers) or Parquet "
+                         "(columns id, label, sketch: `spark.read.parquet(OUTPUT_DIR)` reads the "
+                         "release as one table)")
     ap.add_argument("--read", choices=["spark", "direct"], default="spark",
                     help="spark: Spark reads the data and moves each shard's rows to one task "
                          "(any Spark source; --order-by); direct: Spark only schedules one task "
@@ -112,7 +116,7 @@ def main(argv=None):
     try:
         out = os.path.abspath(a.output)
         opts = dict(mechanism=a.mechanism, epsilon=a.epsilon, delta=a.delta, k=a.k, seed=seed,
-                    output=out, noise_seed=a.noise_seed)
+                    output=out, noise_seed=a.noise_seed, output_format=a.output_format)
         column, count = a.column, a.shards
         if a.read == "direct":
             if a.order_by:

@@ -379,7 +379,7 @@ fn parquet_shards_are_the_one_file_release() {
     assert_eq!(
         files,
         [
-            "manifest.json",
+            "_manifest.json",
             "shard-00000-of-00002.parquet",
             "shard-00001-of-00002.parquet"
         ]

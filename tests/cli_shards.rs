@@ -151,7 +151,7 @@ fn workers_write_shards_and_finish_assembles_the_same_release() {
     fails(
         d.path(),
         &["info", "w"],
-        &["without a manifest.json", "shards finish"],
+        &["without a _manifest.json", "shards finish"],
     );
     ok(d.path(), &["shards", "finish", "w"]);
     assert!(sharded_payload(&d.path().join("w")) == sharded_payload(&d.path().join("all")));
@@ -320,7 +320,7 @@ fn a_wrong_shard_directory_is_refused_naming_the_shard() {
     fails(
         d.path(),
         &query("replaced"),
-        &["shard-00001-of-00003.dprp", "does not match manifest.json"],
+        &["shard-00001-of-00003.dprp", "does not match _manifest.json"],
     );
     // a worker with another public seed: finish refuses it
     for (i, seed) in [(0, "5eed"), (1, "beef")] {
@@ -359,7 +359,7 @@ fn a_wrong_shard_directory_is_refused_naming_the_shard() {
             "mechanism",
         ],
     );
-    assert!(!d.path().join("mixed/manifest.json").exists());
+    assert!(!d.path().join("mixed/_manifest.json").exists());
     // overlapping rows (shard 1 starts inside shard 0's 2000 rows)
     for i in 0..2 {
         let spec = format!("{i}/2");
@@ -405,6 +405,13 @@ fn a_wrong_shard_directory_is_refused_naming_the_shard() {
         "many",
         &["leave a shard empty", "at most 8"],
     );
+    // a directory written before the manifest was renamed (manifest.json) still opens
+    std::fs::rename(
+        d.path().join("good/_manifest.json"),
+        d.path().join("good/manifest.json"),
+    )
+    .unwrap();
+    ok(d.path(), &["info", "good"]);
     // the output directory must be new or empty
     fails(
         d.path(),

@@ -5,7 +5,7 @@
 //!   shard-00000-of-00004.dprp   a complete release of its rows (header, payload, metadata), whose
 //!   shard-00001-of-00004.dprp   metadata also records {index, count, first_row} (ShardRecord)
 //!   …
-//!   manifest.json               {"format": "dprp-shards", "version": 1, "count": N, "n": total
+//!   _manifest.json              {"format": "dprp-shards", "version": 1, "count": N, "n": total
 //!                                rows, "shards": [{file, index, first_row, n, checksum}], "release":
 //!                                the shared metadata once}
 //! ```
@@ -42,8 +42,11 @@ use crate::atomic::AtomicFile;
 use crate::error::{Error, Result};
 use crate::privacy::noise::BLOCK_ROWS;
 
-/// The manifest's file name in a shard directory.
-pub const MANIFEST: &str = "manifest.json";
+/// The manifest's file name in a shard directory. The leading `_` makes Spark, pyarrow and Hive
+/// skip it when they read the directory's Parquet shards as one table (as they skip `_SUCCESS`).
+pub const MANIFEST: &str = "_manifest.json";
+/// The manifest's name in shard directories written before it was [`MANIFEST`] (still read).
+pub const LEGACY_MANIFEST: &str = "manifest.json";
 /// The manifest's `format` field.
 pub const MANIFEST_FORMAT: &str = "dprp-shards";
 /// The manifest's version.
@@ -301,7 +304,10 @@ impl ReleaseSet {
                 sharded: false,
             });
         }
-        let mpath = path.join(MANIFEST);
+        let mut mpath = path.join(MANIFEST);
+        if !mpath.exists() && path.join(LEGACY_MANIFEST).exists() {
+            mpath = path.join(LEGACY_MANIFEST);
+        }
         let bytes = match std::fs::read(&mpath) {
             Ok(b) => b,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {

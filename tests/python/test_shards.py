@@ -73,7 +73,7 @@ def test_workers_write_shards_and_finish(tmp_path):
     rel = dprp.finish_shards(out)
     assert rel.sharded and rel.n == 700
     assert np.array_equal(np.concatenate([p.sketches for p in rel.shards]), whole.sketches)
-    assert "dprp-shards" in (out / "manifest.json").read_text()
+    assert "dprp-shards" in (out / "_manifest.json").read_text()
     with pytest.raises(dprp.DprpError, match="shard"):
         dprp.publish(x, output=tmp_path / "bad", shard=(3, 3), **ARGS)
     with pytest.raises(dprp.DprpError, match="public seed"):

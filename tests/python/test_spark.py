@@ -67,16 +67,22 @@ def test_spark_local_mode_publishes_a_sharded_release(tmp_path: pathlib.Path):
                                 str(tmp_path / "q.npy"), "--top", "4")
     assert query("spark") == query("cli")
 
-    # --read direct: Spark only schedules one task per shard, which reads its rows from the files
-    # (file-name then row-group order: a.parquet, b.parquet — the order of x); same bytes again
+    # --read direct: Spark only schedules one task per shard, in which dprp reads the shard's rows
+    # from the files (file-name then row-group order: a.parquet, b.parquet — the order of x);
+    # same bytes again, here written as Parquet shards that pyarrow reads as one table
     no_order = [c for c in common if c not in ("--order-by", "id")]
     out = spark_publish(str(tmp_path / "data"), str(tmp_path / "direct"), "--column", "emb",
-                        "--shards", "3", "--noise-seed", "t", "--read", "direct", *no_order)
+                        "--shards", "3", "--noise-seed", "t", "--read", "direct",
+                        "--output-format", "parquet", *no_order)
     assert "1500 rows in 3 shards" in out, out
     c = dprp.Release.open(tmp_path / "direct")
     for s, t in zip(c.shards, b.shards):
         assert np.array_equal(s.sketches, t.sketches)
     assert query("direct") == query("cli")
+    table = pq.read_table(tmp_path / "direct", columns=["id", "sketch"]).sort_by("id")
+    assert np.array_equal(table["id"].to_numpy(), np.arange(n))
+    assert np.array_equal(np.stack(table["sketch"].to_numpy(zero_copy_only=False)),
+                          np.concatenate([t.sketches for t in b.shards]))
 
     # OS noise (the real use): private, complete, queryable by the CLI
     out = spark_publish(str(tmp_path / "data"), str(tmp_path / "private"), "--column", "emb",
