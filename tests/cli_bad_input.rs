@@ -47,9 +47,16 @@ fn unknown_input_format() {
     );
     fails_clean(
         d.path(),
+        &["convert", "x.xyz", "--format", "arrow", "-o", "d.bin"],
+        "d.bin",
+        &["--format", "arrow", "csv or parquet"],
+    );
+    // a known format that the bytes are not
+    fails_clean(
+        d.path(),
         &["convert", "x.xyz", "--format", "parquet", "-o", "d.bin"],
         "d.bin",
-        &["--format", "parquet"],
+        &["x.xyz", "not a readable Parquet file"],
     );
 }
 
