@@ -42,22 +42,38 @@ pub fn chunk_rows(selector: u8) -> usize {
 /// way (a broken contract panics: that is a bug the fuzzer must report). Returns the number of rows
 /// read, or the reader's error.
 pub fn drain(reader: &mut dyn RowReader, max_rows: usize) -> dprp::Result<u64> {
+    drain_rows(reader, max_rows, false)
+}
+
+/// [`drain`] through `read_rows`, also checking that a reader with ids gives one per row.
+pub fn drain_with_ids(reader: &mut dyn RowReader, max_rows: usize) -> dprp::Result<u64> {
+    drain_rows(reader, max_rows, true)
+}
+
+fn drain_rows(reader: &mut dyn RowReader, max_rows: usize, with_ids: bool) -> dprp::Result<u64> {
     let dim = reader.dim();
     assert!(dim > 0, "a reader opened with 0 features per row");
     let hint = reader.rows_hint();
     let labelled = reader.has_labels();
-    let (mut values, mut labels) = (Vec::new(), Vec::new());
+    let has_ids = with_ids && reader.has_ids();
+    let (mut values, mut labels, mut ids) = (Vec::new(), Vec::new(), Vec::new());
     let mut total = 0u64;
     loop {
         values.clear();
         labels.clear();
-        let got = reader.read_chunk(max_rows, &mut values, &mut labels)?;
+        ids.clear();
+        let got = if with_ids {
+            reader.read_rows(max_rows, &mut values, &mut labels, &mut ids)?
+        } else {
+            reader.read_chunk(max_rows, &mut values, &mut labels)?
+        };
         assert!(
             got <= max_rows,
             "{got} rows returned for a chunk of {max_rows}"
         );
         assert_eq!(values.len(), got * dim, "values of {got} rows × {dim}");
         assert_eq!(labels.len(), if labelled { got } else { 0 }, "labels");
+        assert_eq!(ids.len(), if has_ids { got } else { 0 }, "ids");
         if got == 0 {
             break;
         }
@@ -78,40 +94,6 @@ pub fn read_all(name: &str, bytes: &[u8], opts: &InputOptions, max_rows: usize) 
     if let Ok(mut r) = dprp::data::open_reader(&path, opts) {
         let _ = drain(r.as_mut(), max_rows);
     }
-}
-
-/// [`drain`] through `read_rows`, also checking that a reader with ids gives one per row.
-pub fn drain_with_ids(reader: &mut dyn RowReader, max_rows: usize) -> dprp::Result<u64> {
-    let dim = reader.dim();
-    assert!(dim > 0, "a reader opened with 0 features per row");
-    let hint = reader.rows_hint();
-    let (labelled, with_ids) = (reader.has_labels(), reader.has_ids());
-    let (mut values, mut labels, mut ids) = (Vec::new(), Vec::new(), Vec::new());
-    let mut total = 0u64;
-    loop {
-        values.clear();
-        labels.clear();
-        ids.clear();
-        let got = reader.read_rows(max_rows, &mut values, &mut labels, &mut ids)?;
-        assert!(
-            got <= max_rows,
-            "{got} rows returned for a chunk of {max_rows}"
-        );
-        assert_eq!(values.len(), got * dim, "values of {got} rows × {dim}");
-        assert_eq!(labels.len(), if labelled { got } else { 0 }, "labels");
-        assert_eq!(ids.len(), if with_ids { got } else { 0 }, "ids");
-        if got == 0 {
-            break;
-        }
-        total += got as u64;
-    }
-    if let Some(n) = hint {
-        assert_eq!(
-            total, n,
-            "the reader announced {n} rows and returned {total}"
-        );
-    }
-    Ok(total)
 }
 
 /// Read an opened release as `query`/`estimate` read one — every row's values or sign words,
