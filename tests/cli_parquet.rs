@@ -898,3 +898,59 @@ fn eval_reads_parquet_with_its_column_flags() {
     let report = std::fs::read_to_string(dir.join("s/report.json")).unwrap();
     assert!(report.contains("dp-oporp"), "{report}");
 }
+
+/// A dictionary page whose header claims more values than its bytes hold is refused before the
+/// parquet crate decodes it (the crate sizes the dictionary from the header alone: a fuzzed
+/// 2.6 KB file made it allocate 4.7 GB — `fuzz/known/parquet-dictionary-oom`). Here the header of
+/// a real 3-value dictionary is edited to claim 60.
+#[test]
+fn a_dictionary_page_claiming_more_values_than_its_bytes_is_refused() {
+    let d = tmp();
+    let dir = d.path();
+    let v = values();
+    let ids: Vec<i64> = (0..N as i64).map(|i| [5, 7, 9][i as usize % 3]).collect();
+    write_parquet(
+        &dir.join("dict.parquet"),
+        vec![
+            ("id", Arc::new(Int64Array::from(ids)) as ArrayRef),
+            ("emb", fsl(&v, P)),
+        ],
+        1000,
+    );
+    let a = publish_args(
+        "dict.parquet",
+        "dp-oporp",
+        "out.dprp",
+        &["--label-column", "id"],
+    );
+    ok(dir, &a);
+    std::fs::remove_file(dir.join("out.dprp")).unwrap();
+    let mut bytes = std::fs::read(dir.join("dict.parquet")).unwrap();
+    let b = ParquetRecordBatchReaderBuilder::try_new(
+        std::fs::File::open(dir.join("dict.parquet")).unwrap(),
+    )
+    .unwrap();
+    let off = b
+        .metadata()
+        .row_group(0)
+        .column(0)
+        .dictionary_page_offset()
+        .unwrap() as usize;
+    // compact thrift: field 7 (dictionary_page_header, a struct) then its field 1 (num_values,
+    // an i32 as a zigzag varint): 3 values are the byte 6; 60 values the byte 120.
+    let at = (off..off + 64)
+        .find(|&i| matches!(bytes[i], 0x3C | 0x4C) && bytes[i + 1] == 0x15 && bytes[i + 2] == 6)
+        .expect("the dictionary page header's value count");
+    bytes[at + 2] = 120;
+    put(dir, "dict.parquet", &bytes);
+    fails_clean(
+        dir,
+        &a,
+        "out.dprp",
+        &[
+            "dict.parquet",
+            "row group 0",
+            "claims 60 values in 24 bytes",
+        ],
+    );
+}

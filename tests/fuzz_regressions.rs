@@ -317,3 +317,38 @@ fn parquet_footer_that_is_slow_to_reject_is_an_error() {
     let e = read_all(&path, Format::Parquet).expect_err("a damaged footer");
     assert!(e.to_string().contains("x.parquet"), "{e}");
 }
+
+/// A 2.6 KB file whose dictionary page header (column `i`) claims about 6·10⁸ values: the parquet
+/// crate sized the dictionary from the header and allocated and filled 4.7 GB (9.9 s) before
+/// failing (found by the `parquet` target with `--column v --label-column l --id-column i`).
+/// `data::parquet::check_dictionaries` now reads each dictionary page header first and refuses
+/// the file (here the page reader already rejects its sizes).
+#[test]
+fn parquet_dictionary_page_header_cannot_make_the_crate_allocate_gigabytes() {
+    let dir = tempfile::tempdir().unwrap();
+    let bytes = fixture("parquet-dictionary-oom.parquet");
+    let path = file(&dir, "x.parquet", &bytes);
+    let opts = InputOptions {
+        format: Some(Format::Parquet),
+        columns: dprp::data::parquet::Columns {
+            vectors: Some("v".into()),
+            label: Some("l".into()),
+            id: Some("i".into()),
+        },
+        ..Default::default()
+    };
+    let e = open_reader(&path, &opts)
+        .and_then(|mut r| {
+            let (mut v, mut l, mut i) = (Vec::new(), Vec::new(), Vec::new());
+            while r.read_rows(64, &mut v, &mut l, &mut i)? > 0 {}
+            Ok(())
+        })
+        .expect_err("a damaged file");
+    // refused by the dictionary check, before the crate decodes the column (its own error, after
+    // the 4.7 GB, was "Not enough bytes to decode")
+    let msg = e.to_string();
+    assert!(
+        msg.contains("x.parquet") && msg.contains("row group 0"),
+        "{msg}"
+    );
+}

@@ -338,6 +338,12 @@ fn native_image_unguarded(path: &Path) -> Result<(Vec<u64>, usize)> {
             if meta.labels { " and labels" } else { "" }
         )));
     }
+    let columns = builder.parquet_schema().num_columns();
+    crate::data::parquet::check_dictionaries(
+        path,
+        builder.metadata(),
+        &(0..columns).collect::<Vec<_>>(),
+    )?;
     let rows = builder.metadata().file_metadata().num_rows();
     if u64::try_from(rows).ok() != Some(n) {
         return Err(corrupt(format!(
