@@ -1,0 +1,234 @@
+//! Reading Parquet files that may be damaged or hostile: the `parquet` crate is handed a file that
+//! ends strictly ([`StrictFile`]), never the embedded Arrow schema ([`reader_options`]), and
+//! every dictionary page is checked before the crate sizes a dictionary from it
+//! ([`check_dictionaries`]); a panic inside the crate becomes an error ([`guarded`]). Each of these
+//! answers an input the fuzzer found (`fuzz/README.md`, `tests/fuzz_regressions.rs`).
+
+use std::fs::File;
+use std::path::Path;
+
+use parquet::arrow::arrow_reader::ArrowReaderOptions;
+
+use crate::error::{Error, Result};
+
+/// How dprp opens Parquet files: the Arrow schema that Arrow writers embed in the key-value
+/// metadata (`ARROW:schema`, an IPC-encoded flatbuffer) is ignored and the Arrow types come from
+/// the Parquet schema alone. That hint only restores types Parquet lacks (a `fixed_size_list`
+/// reads back as a `list` of the same values, which dprp reads alike), and decoding it is where
+/// a hostile file made the `arrow-ipc` crate panic (`fuzz/`, target `parquet`); without it the
+/// same file is an error.
+pub fn reader_options() -> ArrowReaderOptions {
+    ArrowReaderOptions::new().with_skip_arrow_metadata(true)
+}
+
+/// Run `f`, which calls the `parquet` crate on a file, turning a panic inside that crate into an
+/// error naming `path`. The crate checks some footer fields with assertions (fuzzing found
+/// "column start and length should not be negative" in `ColumnChunkMetaData::byte_range` for a
+/// hostile footer): dprp must not panic on any input, so every call into it on a file's bytes runs
+/// here. While `f` runs, the panic message is kept for the error instead of being printed.
+pub fn guarded<T>(path: &Path, f: impl FnOnce() -> Result<T>) -> Result<T> {
+    quiet_panics::install();
+    let _quiet = quiet_panics::Quiet::enter();
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
+        Ok(r) => r,
+        Err(_) => Err(Error::format(
+            path,
+            format!(
+                "the Parquet reader failed on this file ({}): it is damaged or not Parquet",
+                quiet_panics::last().unwrap_or_else(|| "an internal check".into())
+            ),
+        )),
+    }
+}
+
+/// A panic hook that stays silent on the threads inside [`guarded`] and keeps the message.
+mod quiet_panics {
+    use std::cell::{Cell, RefCell};
+    use std::sync::Once;
+
+    thread_local! {
+        static DEPTH: Cell<u32> = const { Cell::new(0) };
+        static LAST: RefCell<Option<String>> = const { RefCell::new(None) };
+    }
+
+    /// Chain the hook in front of the one installed before (once per process).
+    pub fn install() {
+        static ONCE: Once = Once::new();
+        ONCE.call_once(|| {
+            let previous = std::panic::take_hook();
+            std::panic::set_hook(Box::new(move |info| {
+                if DEPTH.with(|d| d.get()) > 0 {
+                    let msg = info
+                        .payload()
+                        .downcast_ref::<&str>()
+                        .map(|s| s.to_string())
+                        .or_else(|| info.payload().downcast_ref::<String>().cloned())
+                        .unwrap_or_else(|| "a panic".into());
+                    LAST.with(|l| *l.borrow_mut() = Some(msg));
+                } else {
+                    previous(info);
+                }
+            }));
+        });
+    }
+
+    /// Marks the current thread as inside [`super::guarded`] while alive.
+    pub struct Quiet;
+
+    impl Quiet {
+        pub fn enter() -> Quiet {
+            DEPTH.with(|d| d.set(d.get() + 1));
+            LAST.with(|l| *l.borrow_mut() = None);
+            Quiet
+        }
+    }
+
+    impl Drop for Quiet {
+        fn drop(&mut self) {
+            DEPTH.with(|d| d.set(d.get().saturating_sub(1)));
+        }
+    }
+
+    /// The message of the last panic caught on this thread.
+    pub fn last() -> Option<String> {
+        LAST.with(|l| l.borrow_mut().take())
+    }
+}
+
+/// A Parquet file as the `parquet` crate reads it, strict about its end: a read that starts at
+/// or past the end of the file is an error, not the `Ok(0)` of a plain file. Parquet always
+/// knows how many bytes it wants, so a read past the end only happens on a damaged file — where
+/// the crate, told that a thrift field or page is gigabytes long, would otherwise retry empty
+/// reads millions of times (fuzzing found a 900-byte file that took 7 s of `read` calls, 3.4
+/// million of them). `get_bytes` checks the range against the file's length before allocating.
+pub struct StrictFile {
+    file: File,
+    len: u64,
+}
+
+impl StrictFile {
+    /// Open `path`.
+    pub fn open(path: &Path) -> Result<StrictFile> {
+        let file = File::open(path).map_err(|e| Error::io(path, e))?;
+        let len = file.metadata().map_err(|e| Error::io(path, e))?.len();
+        Ok(StrictFile { file, len })
+    }
+}
+
+/// A reader of a [`StrictFile`] from some offset on.
+pub struct StrictRead {
+    file: File,
+    pos: u64,
+    len: u64,
+}
+
+impl std::io::Read for StrictRead {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        if buf.is_empty() {
+            return Ok(0);
+        }
+        if self.pos >= self.len {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::UnexpectedEof,
+                "a read past the end of the file",
+            ));
+        }
+        let got = self.file.read(buf)?;
+        self.pos += got as u64;
+        Ok(got)
+    }
+}
+
+impl parquet::file::reader::Length for StrictFile {
+    fn len(&self) -> u64 {
+        self.len
+    }
+}
+
+impl parquet::file::reader::ChunkReader for StrictFile {
+    type T = std::io::BufReader<StrictRead>;
+
+    fn get_read(&self, start: u64) -> parquet::errors::Result<Self::T> {
+        use std::io::Seek;
+        let mut file = self.file.try_clone()?;
+        file.seek(std::io::SeekFrom::Start(start))?;
+        Ok(std::io::BufReader::new(StrictRead {
+            file,
+            pos: start,
+            len: self.len,
+        }))
+    }
+
+    fn get_bytes(&self, start: u64, length: usize) -> parquet::errors::Result<bytes::Bytes> {
+        use std::io::{Read, Seek};
+        let end = start.checked_add(length as u64).filter(|&e| e <= self.len);
+        if end.is_none() {
+            return Err(parquet::errors::ParquetError::EOF(format!(
+                "{length} bytes at offset {start} run past the end of the {}-byte file",
+                self.len
+            )));
+        }
+        let mut file = self.file.try_clone()?;
+        file.seek(std::io::SeekFrom::Start(start))?;
+        let mut buf = vec![0u8; length];
+        file.read_exact(&mut buf)?;
+        Ok(buf.into())
+    }
+}
+
+/// Check every dictionary page of the columns `leaves` (leaf column indices) in every row group
+/// of the file against its bytes, before the `parquet` crate decodes it: the crate sizes a
+/// dictionary by its page header's value count without looking at the page (fuzzing found a
+/// 2.6 KB file whose header claimed 6·10⁸ values: 4.7 GB allocated and filled). A plain-encoded
+/// dictionary of n values needs at least n × (value width) bytes — 4 for a byte array's length
+/// prefix, one bit for a boolean.
+pub fn check_dictionaries(
+    path: &Path,
+    md: &parquet::file::metadata::ParquetMetaData,
+    leaves: &[usize],
+) -> Result<()> {
+    use parquet::basic::Type as Physical;
+    use parquet::column::page::{Page, PageReader};
+    use parquet::file::serialized_reader::SerializedPageReader;
+    let file = std::sync::Arc::new(StrictFile::open(path)?);
+    for (g, rg) in md.row_groups().iter().enumerate() {
+        for &c in leaves {
+            let Some(col) = rg.columns().get(c) else {
+                continue;
+            };
+            if col.dictionary_page_offset().is_none() {
+                continue;
+            }
+            let rows = usize::try_from(rg.num_rows()).unwrap_or(0);
+            let bad = |m: String| Error::format(path, m);
+            let mut pages = SerializedPageReader::new(file.clone(), col, rows, None)
+                .map_err(|e| bad(format!("row group {g}: cannot read column {c}: {e}")))?;
+            let page = pages
+                .get_next_page()
+                .map_err(|e| bad(format!("row group {g}: cannot read column {c}: {e}")))?;
+            if let Some(Page::DictionaryPage {
+                buf, num_values, ..
+            }) = page
+            {
+                let bits_per_value: u64 = match col.column_type() {
+                    Physical::BOOLEAN => 1,
+                    Physical::INT32 | Physical::FLOAT | Physical::BYTE_ARRAY => 32,
+                    Physical::INT64 | Physical::DOUBLE => 64,
+                    Physical::INT96 => 96,
+                    Physical::FIXED_LEN_BYTE_ARRAY => {
+                        8 * u64::try_from(col.column_descr().type_length()).unwrap_or(0)
+                    }
+                };
+                if u64::from(num_values) * bits_per_value > buf.len() as u64 * 8 {
+                    return Err(bad(format!(
+                        "row group {g}, column {}: its dictionary page claims {num_values} values \
+                         in {} bytes: the file is damaged",
+                        col.column_path(),
+                        buf.len()
+                    )));
+                }
+            }
+        }
+    }
+    Ok(())
+}
