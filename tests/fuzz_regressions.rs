@@ -306,16 +306,37 @@ fn parquet_page_header_longer_than_the_file_fails_at_once() {
 
 /// A 939-byte footer that the parquet crate's thrift decoder takes about a second to reject in
 /// a release build (over 10 s under the fuzzer's AddressSanitizer and coverage: reported as a
-/// timeout by the `parquet` target). The time is spent inside the crate's footer decoding,
-/// before dprp sees any field; what dprp guarantees is checked here: an error naming the file,
-/// no panic, no hang (`fuzz/run.sh` gives the Parquet targets a 30 s limit for this reason).
+/// timeout by the `parquet` target): its schema list declares 475 739 881 elements in 642 bytes.
+/// Since `data::parquet::footer` walks the footer first, it is refused in milliseconds, before
+/// the crate decodes it; checked here: an error naming the file and the count, no panic.
 #[test]
 fn parquet_footer_that_is_slow_to_reject_is_an_error() {
     let dir = tempfile::tempdir().unwrap();
     let bytes = fixture("parquet-slow-footer.parquet");
     let path = file(&dir, "x.parquet", &bytes);
     let e = read_all(&path, Format::Parquet).expect_err("a damaged footer");
-    assert!(e.to_string().contains("x.parquet"), "{e}");
+    assert!(
+        e.to_string().contains("x.parquet") && e.to_string().contains("475739881 elements"),
+        "{e}"
+    );
+}
+
+/// A 1.4 KB file whose footer schema gives an element a child count far beyond the elements
+/// there are: the parquet crate (59.3) reserved `Vec::with_capacity(count)` schema nodes, 16 GB,
+/// before failing — an abort wherever the allocator refuses (found by the `parquet` target; an
+/// out-of-memory report under the fuzzer's 2 GiB limit). `data::parquet::footer` now walks the
+/// footer before the crate decodes it and refuses counts larger than what follows them (this
+/// file also has a varint longer than 64 bits, which the crate wraps and dprp refuses).
+#[test]
+fn parquet_footer_child_count_cannot_make_the_crate_reserve_gigabytes() {
+    let dir = tempfile::tempdir().unwrap();
+    let bytes = fixture("parquet-schema-children-16gb.parquet");
+    let path = file(&dir, "x.parquet", &bytes);
+    let e = read_all(&path, Format::Parquet).expect_err("a damaged footer");
+    assert!(
+        e.to_string().contains("x.parquet") && e.to_string().contains("footer is damaged"),
+        "{e}"
+    );
 }
 
 /// A 2.6 KB file whose dictionary page header (column `i`) claims about 6·10⁸ values: the parquet

@@ -1,5 +1,6 @@
 //! Reading Parquet files that may be damaged or hostile: the `parquet` crate is handed a file that
-//! ends strictly ([`StrictFile`]), never the embedded Arrow schema ([`reader_options`]), and
+//! ends strictly ([`StrictFile`]) whose footer has been checked ([`super::footer`]), never the
+//! embedded Arrow schema ([`reader_options`]), and
 //! every dictionary page is checked before the crate sizes a dictionary from it
 //! ([`check_dictionaries`]); a panic inside the crate becomes an error ([`guarded`]). Each of these
 //! answers an input the fuzzer found (`fuzz/README.md`, `tests/fuzz_regressions.rs`).
@@ -111,7 +112,30 @@ impl StrictFile {
     pub fn open(path: &Path) -> Result<StrictFile> {
         let file = File::open(path).map_err(|e| Error::io(path, e))?;
         let len = file.metadata().map_err(|e| Error::io(path, e))?.len();
-        Ok(StrictFile { file, len })
+        let mut f = StrictFile { file, len };
+        f.check_footer(path)?;
+        Ok(f)
+    }
+
+    /// Check the footer before the crate decodes it ([`super::footer`]): the crate reserves
+    /// memory by counts in it that a hostile file sets to billions.
+    fn check_footer(&mut self, path: &Path) -> Result<()> {
+        use std::io::{Read, Seek, SeekFrom};
+        if self.len < 8 {
+            return Ok(());
+        }
+        let io = |e| Error::io(path, e);
+        let mut last8 = [0u8; 8];
+        self.file.seek(SeekFrom::End(-8)).map_err(io)?;
+        self.file.read_exact(&mut last8).map_err(io)?;
+        let Some(n) = super::footer::tail_len(&last8).filter(|&n| n <= self.len) else {
+            return Ok(());
+        };
+        let mut tail = vec![0u8; n as usize];
+        self.file.seek(SeekFrom::End(-(n as i64))).map_err(io)?;
+        self.file.read_exact(&mut tail).map_err(io)?;
+        self.file.rewind().map_err(io)?;
+        super::footer::check_tail(path, &tail, self.len)
     }
 }
 

@@ -30,6 +30,7 @@ use parquet::arrow::ProjectionMask;
 use super::RowReader;
 use crate::error::{Error, Result};
 
+mod footer;
 mod guard;
 
 pub use guard::{check_dictionaries, guarded, reader_options, StrictFile, StrictRead};
