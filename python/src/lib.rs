@@ -43,7 +43,28 @@ pub(crate) fn err(e: dprp::Error) -> PyErr {
         },
         other => other,
     };
-    DprpError::new_err(e.to_string())
+    DprpError::new_err(keywords_in_text(&e.to_string()))
+}
+
+/// Messages that name the CLI flag a value came from ("column 'x' (given with --label-column)")
+/// name the keyword instead ("given as label_column="), so Python users see their own spelling.
+fn keywords_in_text(msg: &str) -> String {
+    const FROM: &str = "given with --";
+    let mut out = String::with_capacity(msg.len());
+    let mut rest = msg;
+    while let Some(i) = rest.find(FROM) {
+        out.push_str(&rest[..i]);
+        let after = &rest[i + FROM.len()..];
+        let end = after
+            .find(|c: char| !(c.is_ascii_alphanumeric() || c == '-'))
+            .unwrap_or(after.len());
+        out.push_str("given as ");
+        out.push_str(&after[..end].replace('-', "_"));
+        out.push('=');
+        rest = &after[end..];
+    }
+    out.push_str(rest);
+    out
 }
 
 /// `--label-column` → `label_column`; other names unchanged.

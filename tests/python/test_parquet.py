@@ -95,8 +95,13 @@ def test_bad_parquet_input_raises_dprp_errors(tmp_path):
     pq.write_table(pa.table({"v": pa.array([[1.0, 2.0]])}), tmp_path / "ok.parquet")
     with pytest.raises(dprp.DprpError, match=r"invalid column: columns are named only in Parquet"):
         dprp.publish(rows(), output=tmp_path / "o.parquet", column="v", **args)
-    with pytest.raises(dprp.DprpError, match="no column 'w'"):
+    # the message names the keyword, not the CLI flag
+    with pytest.raises(dprp.DprpError, match=r"no column 'w' \(given as column=\)") as e:
         dprp.publish(tmp_path / "ok.parquet", output=tmp_path / "o.parquet", column="w", **args)
+    assert "--" not in str(e.value)
+    with pytest.raises(dprp.DprpError, match=r"no column 'y' \(given as label_column=\)"):
+        dprp.publish(tmp_path / "ok.parquet", output=tmp_path / "o.parquet", label_column="y",
+                     **args)
     with pytest.raises(dprp.DprpError, match="invalid output_format"):
         dprp.publish(rows(), output=tmp_path / "o.x", output_format="arrow", **args)
     assert not (tmp_path / "o.parquet").exists() and not (tmp_path / "o.x").exists()
