@@ -609,7 +609,13 @@ pub fn publish_from<'r>(
             !noise.is_seeded(),
         ))?;
     }
-    let mut fingerprint = gate.as_deref().map(|g| g.key().fingerprinter(p));
+    // A shard of `publish --shards N --ledger` records the whole dataset's fingerprint, made
+    // beforehand; otherwise the rows are fingerprinted as they are read.
+    let preset = gate.as_deref().and_then(|g| g.preset_dataset().cloned());
+    let mut fingerprint = gate
+        .as_deref()
+        .filter(|_| preset.is_none())
+        .map(|g| g.key().fingerprinter(p));
     let payload = mech.payload();
     let k = mech.output_dim();
     let has_labels = reader.has_labels();
@@ -788,6 +794,7 @@ pub fn publish_from<'r>(
         }
     });
     let (writer, dataset) = result?;
+    let dataset = dataset.or(preset);
     let t_finish = std::time::Instant::now();
     if writer.rows() == 0 {
         return Err(Error::format(

@@ -451,3 +451,67 @@ fn racing_publishes_cannot_both_pass_the_budget() {
         assert_eq!(journal_lines(&d.join(format!("L{round}"))), 1);
     }
 }
+
+/// `publish --shards N --ledger DIR`: the shard directory is one release of the whole dataset —
+/// every shard and the manifest record the fingerprint of all rows (the same as a one-file
+/// release of the same rows), the directory is checked against the budget and recorded once.
+/// Parquet releases count like native ones; a Parquet file without dprp's metadata (a dataset)
+/// is not a release and is ignored.
+#[test]
+fn a_shard_directory_and_a_parquet_release_count_once_each() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    std::fs::write(d.join("x.csv"), rows_csv(900, 6)).unwrap();
+    let budget = ["--ledger", "L", "--budget", "2.5"];
+    let mut extra = vec!["--shards", "3"];
+    extra.extend_from_slice(&budget);
+    ok(&publish_rr(d, "x.csv", "1", "L/set", &extra));
+    ok(&publish_rr(d, "x.csv", "1", "L/one.parquet", &budget));
+    let (whole, key) = fingerprint(d, "L/one.parquet");
+    assert_eq!(fingerprint(d, "L/set"), (whole.clone(), key.clone()));
+    for i in 0..3 {
+        let shard = format!("L/set/shard-0000{i}-of-00003.dprp");
+        assert_eq!(fingerprint(d, &shard).0, whole, "{shard}");
+    }
+    assert_eq!(journal_lines(&d.join("L")), 2);
+    // A third release of ε = 1 would pass 2.5: refused, nothing written (no directory).
+    let mut extra = vec!["--shards", "2"];
+    extra.extend_from_slice(&budget);
+    let o = publish_rr(d, "x.csv", "1", "L/more", &extra);
+    assert!(!o.status.success());
+    assert!(
+        stderr(&o).contains("2 earlier release(s)") && stderr(&o).contains("L/more not written"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(!d.join("L/more").exists());
+    assert_eq!(journal_lines(&d.join("L")), 2);
+    // A dataset in Parquet beside the releases is no release.
+    ok(&dprp(d, &["convert", "x.csv", "-o", "L/data.parquet"]));
+    let v: Value = serde_json::from_slice(&dprp(d, &["ledger", "L", "--json"]).stdout).unwrap();
+    let rel = v["datasets"][0]["releases"].as_array().unwrap();
+    let files: Vec<&str> = rel.iter().map(|r| r["file"].as_str().unwrap()).collect();
+    assert_eq!(files, ["set", "one.parquet"], "{v}");
+    assert!(rel.iter().all(|r| r["status"] == "present"), "{v}");
+    assert_eq!(v["datasets"].as_array().unwrap().len(), 1, "{v}");
+    // Gone and replaced are still counted, and shown.
+    std::fs::remove_dir_all(d.join("L/set")).unwrap();
+    std::fs::remove_file(d.join("L/one.parquet")).unwrap();
+    ok(&publish_rr(d, "x.csv", "0.5", "L/one.parquet", &[]));
+    let v: Value = serde_json::from_slice(&dprp(d, &["ledger", "L", "--json"]).stdout).unwrap();
+    let rel = v["datasets"][0]["releases"].as_array().unwrap();
+    let status: Vec<&str> = rel.iter().map(|r| r["status"].as_str().unwrap()).collect();
+    assert_eq!(status, ["missing", "replaced"], "{v}");
+    // A damaged Parquet release is reported, and blocks a budget check.
+    let mut bytes = std::fs::read(d.join("L/one.parquet")).unwrap();
+    let n = bytes.len();
+    bytes[n / 2] ^= 1;
+    std::fs::write(d.join("L/one.parquet"), &bytes).unwrap();
+    let o = dprp(d, &["ledger", "L"]);
+    assert!(!o.status.success());
+    assert!(
+        stderr(&o).contains("one.parquet could not be read"),
+        "{}",
+        stderr(&o)
+    );
+}

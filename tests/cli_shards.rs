@@ -463,17 +463,17 @@ fn a_wrong_shard_directory_is_refused_naming_the_shard() {
             &["not a regular file", "once per shard"],
         );
     }
-    // no ledger for sharded releases yet
+    // a worker's shard cannot be recorded in a ledger (it sees only its rows)
     fails_clean(
         d.path(),
         &args(
             "x.npy",
             "dp-rp-g-opt",
             "led",
-            &["--shards", "2", "--ledger", "."],
+            &["--shard", "0/2", "--ledger", "."],
         ),
         "led",
-        &["ledger", "sharded"],
+        &["--ledger", "a worker's shard", "--shards N on one machine"],
     );
 }
 

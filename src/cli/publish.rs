@@ -218,16 +218,18 @@ pub fn run(a: PublishArgs) -> Result<()> {
             ))
         })?),
     };
-    if gate.is_some() && (a.shards.is_some() || a.shard.is_some()) {
+    if gate.is_some() && a.shard.is_some() {
         return Err(Error::param(
             "--ledger",
-            "sharded releases cannot be recorded in a ledger yet (publish without --shards/--shard, \
-             or without --ledger)",
+            "a worker's shard (--shard i/N) cannot be recorded in a ledger: the worker sees only \
+             its rows, while the ledger fingerprints the whole dataset and checks the budget under \
+             one lock; publish with --shards N on one machine to record a sharded release, or \
+             without --ledger",
         ));
     }
     let (out, shard_line) = match (a.shards, &a.shard) {
         (Some(n), _) => {
-            let (o, l) = super::shards::publish_all(&req, &noise, &opts, n)?;
+            let (o, l) = super::shards::publish_all(&req, &noise, &opts, n, gate.as_mut())?;
             (o, Some(l))
         }
         (None, Some(spec)) => {

@@ -8,9 +8,13 @@ use clap::{Args, Subcommand};
 use crate::atomic::StagingDir;
 use crate::data::open_reader;
 use crate::error::{Error, Result};
+use crate::ledger::Gate;
 use crate::privacy::noise::{NoiseSource, BLOCK_ROWS};
-use crate::publish::{publish_with, Part, PublishOptions, PublishOutcome, PublishRequest};
+use crate::publish::{
+    publish_gated, publish_with, Part, PublishOptions, PublishOutcome, PublishRequest,
+};
 use crate::release::shards::{finish, shard_file_name_as};
+use crate::release::DatasetRecord;
 use crate::release::ShardRecord;
 
 #[derive(Args, Debug)]
@@ -65,10 +69,14 @@ pub fn parse_shard(s: &str) -> Result<(u32, u32)> {
 }
 
 /// Rows of the input: the format's count, else one pass over it.
-fn count_rows(req: &PublishRequest) -> Result<u64> {
+/// The input's rows, counted (from the header when the format states it), and with a ledger,
+/// the fingerprint of all of them as read (the shards each see only their own rows, but all must
+/// record the whole dataset's fingerprint).
+fn count_rows(req: &PublishRequest, gate: Option<&Gate>) -> Result<(u64, Option<DatasetRecord>)> {
     let mut r = open_reader(&req.input, &req.input_opts)?;
-    if let Some(n) = r.rows_hint() {
-        return Ok(n);
+    let mut fp = gate.map(|g| g.key().fingerprinter(r.dim()));
+    if let (Some(n), None) = (r.rows_hint(), &fp) {
+        return Ok((n, None));
     }
     let (mut v, mut l, mut n) = (Vec::new(), Vec::new(), 0u64);
     loop {
@@ -76,7 +84,10 @@ fn count_rows(req: &PublishRequest) -> Result<u64> {
         l.clear();
         let got = r.read_chunk(4096, &mut v, &mut l)?;
         if got == 0 {
-            return Ok(n);
+            return Ok((n, fp.map(|f| f.finish())));
+        }
+        if let Some(f) = fp.as_mut() {
+            f.update(&v)?;
         }
         n += got as u64;
     }
@@ -92,6 +103,7 @@ pub fn publish_all(
     noise: &NoiseSource,
     opts: &PublishOptions,
     count: u32,
+    mut gate: Option<&mut Gate>,
 ) -> Result<(PublishOutcome, String)> {
     if count == 0 {
         return Err(Error::param("--shards", "at least one shard"));
@@ -107,7 +119,7 @@ pub fn publish_all(
             ),
         ));
     }
-    let n = count_rows(req)?;
+    let (n, whole) = count_rows(req, gate.as_deref())?;
     let block = BLOCK_ROWS as u64;
     let blocks = n.div_ceil(block);
     if count as u64 > blocks {
@@ -152,13 +164,23 @@ pub fn publish_all(
             // warnings are the same for every shard: say them once
             o.on_warning = None;
         }
-        let out = publish_with(&r, noise, &o)?;
+        if let (Some(g), Some(w)) = (gate.as_deref_mut(), &whole) {
+            g.begin_shards(w.clone());
+        }
+        let out = publish_gated(&r, noise, &o, gate.as_deref_mut())?;
         add_times(&mut timings, &out.timings);
         if i == 0 {
             warnings = out.warnings;
         }
     }
     let manifest = finish(staging.path())?;
+    if let Some(g) = gate {
+        // The directory is one release of the dataset: checked against the budget and recorded
+        // once, before it is moved into place (as a single file is).
+        g.end_shards();
+        let set = crate::release::ReleaseSet::open_with(staging.path(), false)?;
+        g.admit(&req.output, &manifest.release, &set.checksum())?;
+    }
     staging.commit()?;
     let line = format!(
         "shards: {count} files of about {per} rows in {}, with {} (the one-file release split \

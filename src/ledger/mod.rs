@@ -1,8 +1,9 @@
 //! The privacy budget ledger (issue 13): which releases were made of which dataset, what they
 //! spend together, and a budget that `publish` refuses to exceed.
 //!
-//! **The ledger directory** `DIR` holds releases (`*.dprp`, read directly in `DIR`, not in
-//! subdirectories) and a hidden `DIR/.dprp-ledger/` (mode 0700) with
+//! **The ledger directory** `DIR` holds releases (`*.dprp` files, Parquet releases, and shard
+//! directories of `publish --shards`, each counted once as one release; read directly in `DIR`,
+//! not deeper) and a hidden `DIR/.dprp-ledger/` (mode 0700) with
 //!
 //! * `key` — the 32-byte secret ledger key, drawn from the OS CSPRNG on first use and written with
 //!   mode 0600 (dprp refuses a key file that others can read). It fingerprints datasets
@@ -23,7 +24,7 @@
 //! by checksum and groups them by fingerprint; releases without one (published without
 //! `--ledger`) are listed as *unattributed* and counted toward no dataset, and releases
 //! fingerprinted under another ledger's key are listed under their own fingerprint and marked so
-//! (their fingerprints cannot be compared with this ledger's). A `.dprp` file in `DIR` that cannot
+//! (their fingerprints cannot be compared with this ledger's). A release in `DIR` that cannot
 //! be read is reported by name: `dprp ledger` lists the rest and exits non-zero, and `publish
 //! --budget` refuses (that file might be a release of the same dataset).
 //!
@@ -41,7 +42,7 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 
 use crate::error::{Error, Result};
-use crate::release::{DatasetRecord, Release, ReleaseMeta};
+use crate::release::{DatasetRecord, ReleaseMeta, ReleaseSet};
 pub use compose::{Budget, Entry, Totals};
 pub use fingerprint::DatasetKey;
 
@@ -101,7 +102,8 @@ pub struct Listed {
 pub struct Inventory {
     /// Every release, journal order first, then files found only in the directory (by name).
     pub releases: Vec<Listed>,
-    /// `.dprp` files in the directory that could not be read.
+    /// Releases in the directory (`.dprp` files, Parquet files with dprp's metadata, shard
+    /// directories) that could not be read.
     pub unreadable: Vec<Unreadable>,
 }
 
@@ -328,22 +330,48 @@ impl Ledger {
         let mut inv = Inventory::default();
         let mut scanned: Vec<Entry> = Vec::new();
         let rd = std::fs::read_dir(&self.dir).map_err(io_err(&self.dir))?;
-        let mut files: Vec<PathBuf> = Vec::new();
+        let mut found: Vec<PathBuf> = Vec::new();
         for e in rd {
             let e = e.map_err(io_err(&self.dir))?;
             let name = e.file_name();
             let name = name.to_string_lossy();
-            if name.ends_with(".dprp") && !name.starts_with(".dprp-tmp-") {
-                files.push(e.path());
+            // Hidden entries: the ledger's own directory, staging files and directories.
+            if name.starts_with('.') {
+                continue;
+            }
+            let path = e.path();
+            let is_release = if path.is_dir() {
+                path.join(crate::release::shards::MANIFEST).exists()
+                    || path.join(crate::release::shards::LEGACY_MANIFEST).exists()
+            } else {
+                name.ends_with(".dprp") || crate::release::parquet::is_parquet(&path)
+            };
+            if is_release {
+                found.push(path);
             }
         }
-        files.sort();
-        for path in files {
+        found.sort();
+        for path in found {
             let name = path
                 .file_name()
                 .map(|f| f.to_string_lossy().into_owned())
                 .unwrap_or_default();
-            match Release::open(&path) {
+            let parquet = path.is_file() && crate::release::parquet::is_parquet(&path);
+            if parquet {
+                // A Parquet file without dprp's metadata is not a release (a dataset, say).
+                match crate::release::parquet::recorded_checksum(&path) {
+                    Ok(None) => continue,
+                    Ok(Some(_)) => {}
+                    Err(e) => {
+                        inv.unreadable.push(Unreadable {
+                            file: name,
+                            error: e.to_string(),
+                        });
+                        continue;
+                    }
+                }
+            }
+            match ReleaseSet::open(&path) {
                 Ok(r) => scanned.push(Entry::from_meta(name, r.meta(), &r.checksum())),
                 Err(e) => inv.unreadable.push(Unreadable {
                     file: name,
@@ -362,7 +390,7 @@ impl Ledger {
             let status = if scanned.iter().any(|s| s.checksum == entry.checksum) {
                 FileStatus::Present
             } else {
-                match header_checksum(&self.resolve(&entry.file)) {
+                match stored_checksum(&self.resolve(&entry.file)) {
                     None => FileStatus::Missing,
                     Some(c) if fingerprint::hex(&c) == entry.checksum => FileStatus::Present,
                     Some(_) => FileStatus::Replaced,
@@ -421,16 +449,27 @@ fn flock_exclusive(_file: &File, _nonblocking: bool) -> std::io::Result<bool> {
     ))
 }
 
-/// The checksum recorded in a release's header, without verifying it (cheap: 112 bytes).
-fn header_checksum(path: &Path) -> Option<[u8; 32]> {
+/// The checksum a release records, without verifying it: a native release's header (112 bytes),
+/// a Parquet release's footer, a shard directory's set checksum from its shards' headers.
+fn stored_checksum(path: &Path) -> Option<[u8; 32]> {
+    if path.is_dir() {
+        return ReleaseSet::open_with(path, false)
+            .ok()
+            .map(|s| s.checksum());
+    }
     let mut f = File::open(path).ok()?;
     let mut h = [0u8; 112];
-    f.read_exact(&mut h).ok()?;
-    (&h[..8] == crate::release::MAGIC).then(|| {
+    if f.read_exact(&mut h).is_ok() && &h[..8] == crate::release::MAGIC {
         let mut c = [0u8; 32];
         c.copy_from_slice(&h[80..112]);
-        c
-    })
+        return Some(c);
+    }
+    if crate::release::parquet::is_parquet(path) {
+        return crate::release::parquet::recorded_checksum(path)
+            .ok()
+            .flatten();
+    }
+    None
 }
 
 /// What a gated publish ended with.
@@ -453,6 +492,9 @@ pub struct Gate {
     key: DatasetKey,
     budget: Option<Budget>,
     inventory: Inventory,
+    /// While shards are written (`publish --shards N`): the whole dataset's fingerprint, which
+    /// every shard records; each shard's admission is deferred to the directory's.
+    shards: Option<DatasetRecord>,
     /// Set when the release was admitted.
     pub admitted: Option<Admitted>,
 }
@@ -487,6 +529,7 @@ impl Gate {
             key,
             budget,
             inventory,
+            shards: None,
             admitted: None,
         })
     }
@@ -494,6 +537,24 @@ impl Gate {
     /// The key rows are fingerprinted with.
     pub fn key(&self) -> &DatasetKey {
         &self.key
+    }
+
+    /// Publishing the shards of one release of the dataset `whole` (fingerprinted beforehand
+    /// from all its rows): until [`end_shards`](Self::end_shards), every publish through this
+    /// gate records `whole` instead of fingerprinting its own rows, and [`admit`](Self::admit)
+    /// only checks that (the shard directory is admitted once, as one release, at the end).
+    pub fn begin_shards(&mut self, whole: DatasetRecord) {
+        self.shards = Some(whole);
+    }
+
+    /// End [`begin_shards`](Self::begin_shards): the next `admit` is the directory's.
+    pub fn end_shards(&mut self) {
+        self.shards = None;
+    }
+
+    /// The fingerprint to record instead of the rows' own, while shards are written.
+    pub fn preset_dataset(&self) -> Option<&DatasetRecord> {
+        self.shards.as_ref()
     }
 
     /// Before any data is read: refuse a release that alone exceeds the budget.
@@ -523,6 +584,17 @@ impl Gate {
                 "the release has no dataset fingerprint",
             ));
         };
+        if let Some(whole) = &self.shards {
+            // A shard: admitted with its directory.
+            return if *whole == dataset {
+                Ok(())
+            } else {
+                Err(Error::ledger(
+                    &dir,
+                    "a shard does not record its release's dataset fingerprint",
+                ))
+            };
+        }
         let entry = Entry::from_meta(self.ledger.name_of(output), meta, checksum);
         let short = &dataset.fingerprint[..16.min(dataset.fingerprint.len())];
         let (totals, met_by) = match self.budget {

@@ -277,6 +277,36 @@ pub fn is_parquet(path: &Path) -> bool {
         && &head == crate::data::parquet::MAGIC
 }
 
+/// The checksum a Parquet release at `path` records (`dprp.checksum`), read from its footer alone
+/// (the columns are not decoded nor verified): `Ok(None)` for a Parquet file that is not a dprp
+/// release (no `dprp.release` metadata), e.g. a dataset kept beside the releases.
+pub fn recorded_checksum(path: &Path) -> Result<Option<[u8; 32]>> {
+    crate::data::parquet::guarded(path, || {
+        let file = crate::data::parquet::StrictFile::open(path)?;
+        let md = parquet::file::metadata::ParquetMetaDataReader::new()
+            .parse_and_finish(&file)
+            .map_err(|e| Error::format(path, format!("not a readable Parquet file: {e}")))?;
+        let kv = md.file_metadata().key_value_metadata();
+        let get = |key: &str| {
+            kv.and_then(|kv| kv.iter().find(|e| e.key == key))
+                .and_then(|e| e.value.clone())
+        };
+        if get(META_KEY).is_none() {
+            return Ok(None);
+        }
+        get(CHECKSUM_KEY)
+            .as_deref()
+            .and_then(unhex)
+            .map(Some)
+            .ok_or_else(|| {
+                Error::corrupt(
+                    path,
+                    format!("missing or malformed '{CHECKSUM_KEY}' metadata"),
+                )
+            })
+    })
+}
+
 /// The native image of the Parquet release at `path` (header, payload, ids, labels, metadata,
 /// laid out as [`ReleaseWriter`](super::ReleaseWriter) writes them, with the recorded checksum
 /// in the header), as 8-byte-aligned words and its length in bytes. The caller validates it as

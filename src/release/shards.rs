@@ -254,7 +254,12 @@ fn manifest_of(shards: &[(String, Release)]) -> Result<Manifest> {
     let mut release = shards[0].1.meta().clone();
     release.n = n;
     release.shard = None;
-    release.dataset = None;
+    // The dataset fingerprint when every shard records the same one (`publish --shards N
+    // --ledger`: the whole dataset's); none when they differ or have none.
+    let first = &shards[0].1.meta().dataset;
+    if !shards.iter().all(|(_, r)| &r.meta().dataset == first) {
+        release.dataset = None;
+    }
     Ok(Manifest {
         format: MANIFEST_FORMAT.into(),
         version: MANIFEST_VERSION,
