@@ -6,20 +6,35 @@
 //! child count made the crate 59.3 reserve 16 GB: `fuzz/known` in session 16), and the list
 //! of row groups is reserved at its declared length. A process whose allocator refuses such a
 //! reservation aborts, which no `catch_unwind` can turn into an error. So dprp walks the footer
-//! first, allocating nothing that depends on it beyond one `i32` per schema element, and refuses:
+//! first, allocating nothing that depends on it beyond one `i64` per schema element.
 //!
+//! **The walk reads what the crate reads.** The crate reads every field it knows *by its type in
+//! Parquet's thrift IDL*, whatever type the field's header declares, and skips the others by the
+//! declared type (a boolean, even inside a list, taking no bytes). A check that only skipped by
+//! declared types would part ways with the crate at the first field declared with the wrong
+//! type, and the crate would then read counts the check never saw (the fuzzer found that in a
+//! minute). So the walk carries the IDL of every struct the crate reads in the footer
+//! ([`Shape`]: `FileMetaData`, `SchemaElement` with `LogicalType`, `RowGroup`, `ColumnChunk`,
+//! `ColumnMetaData` and the statistics, key-value, sorting, encoding-stats, column-order and
+//! encryption structs), reads known fields by their IDL shape and skips unknown ones as the crate
+//! does. Wherever both accept a footer they read the same bytes the same way. It refuses:
+//!
+//! - a known field whose header declares another type than Parquet gives it, and a list of a
+//!   known field whose elements have another type (no writer produces either);
 //! - a list, set, map or binary field that declares more elements or bytes than remain in the
-//!   footer (every element takes at least one byte on the wire);
+//!   footer (every element of a field the crate reads takes at least one byte on the wire);
 //! - a schema whose child counts ask for more elements than follow (at every element, the
 //!   children still owed to the groups above it and to itself must fit in the elements left), or
 //!   a negative count;
-//! - nesting deeper than [`MAX_DEPTH`] (the walk recurses; a hostile footer must not exhaust the
-//!   stack), and field types the protocol does not have.
+//! - varints longer than 64 bits (the crate wraps them), field ids out of range, nesting deeper
+//!   than [`MAX_DEPTH`] (the walk recurses) and types the protocol does not have.
 //!
 //! After this check, every reservation the crate makes from the footer is bounded by the footer's
-//! length times a small factor. Fields the walk does not look into are skipped by their wire
-//! type, so files from writers with extra or newer fields pass. An encrypted footer (`PARE`)
-//! is left to the crate, which refuses it (dprp builds it without encryption).
+//! length times a small factor. Fields Parquet does not define are skipped, so files from
+//! writers with extra fields pass; a newer Parquet field that the crate does not read is skipped
+//! by both. An encrypted footer (`PARE`) is left to the crate, which refuses it (dprp builds it
+//! without encryption). When the `parquet` dependency is upgraded, its IDL must be compared
+//! with [`Shape`]'s tables (a field the crate newly reads must be added).
 
 use crate::error::{Error, Result};
 use std::path::Path;
@@ -59,20 +74,176 @@ pub fn check_metadata(bytes: &[u8]) -> std::result::Result<(), String> {
 }
 
 // Compact-protocol wire types.
-const STOP: u8 = 0;
-const TRUE: u8 = 1;
-const FALSE: u8 = 2;
-const BYTE: u8 = 3;
-const I16: u8 = 4;
-const I32: u8 = 5;
-const I64: u8 = 6;
-const DOUBLE: u8 = 7;
-const BINARY: u8 = 8;
-const LIST: u8 = 9;
-const SET: u8 = 10;
-const MAP: u8 = 11;
-const STRUCT: u8 = 12;
-const UUID: u8 = 13;
+const T_STOP: u8 = 0;
+const T_TRUE: u8 = 1;
+const T_FALSE: u8 = 2;
+const T_BYTE: u8 = 3;
+const T_I16: u8 = 4;
+const T_I32: u8 = 5;
+const T_I64: u8 = 6;
+const T_DOUBLE: u8 = 7;
+const T_BINARY: u8 = 8;
+const T_LIST: u8 = 9;
+const T_SET: u8 = 10;
+const T_MAP: u8 = 11;
+const T_STRUCT: u8 = 12;
+const T_UUID: u8 = 13;
+
+/// What a field of Parquet's thrift IDL (`parquet.thrift`, as the crate 59 reads it) holds. The
+/// crate reads a field it knows *by this shape, whatever type its header declares*, and skips
+/// the others by their declared type; so dprp refuses a known field whose declared type is
+/// another (a valid file never has one) — otherwise the crate would read those bytes one way
+/// and this walk another, and the crate could meet a count this walk never saw (the first
+/// version of this check skipped by declared type, and the fuzzer got a 6 GB reservation past
+/// it in a minute).
+#[derive(Clone, Copy)]
+enum Shape {
+    Bool,
+    Byte,
+    Int16,
+    Int32,
+    Int64,
+    Double,
+    Binary,
+    List(&'static Shape),
+    /// A struct or a union (a union is a struct with one field set).
+    Struct(&'static [(i16, Shape)]),
+}
+
+use Shape::*;
+
+const EMPTY: Shape = Struct(&[]);
+const STRING_LIST: Shape = List(&Binary);
+const TIME_UNIT: Shape = Struct(&[(1, EMPTY), (2, EMPTY), (3, EMPTY)]);
+const TIME: Shape = Struct(&[(1, Bool), (2, TIME_UNIT)]);
+const LOGICAL_TYPE: Shape = Struct(&[
+    (1, EMPTY),
+    (2, EMPTY),
+    (3, EMPTY),
+    (4, EMPTY),
+    (5, Struct(&[(1, Int32), (2, Int32)])),
+    (6, EMPTY),
+    (7, TIME),
+    (8, TIME),
+    (10, Struct(&[(1, Byte), (2, Bool)])),
+    (11, EMPTY),
+    (12, EMPTY),
+    (13, EMPTY),
+    (14, EMPTY),
+    (15, EMPTY),
+    (16, Struct(&[(1, Byte)])),
+    (17, Struct(&[(1, Binary)])),
+    (18, Struct(&[(1, Binary), (2, Int32)])),
+]);
+/// `SchemaElement`; field 5 is `num_children`.
+const SCHEMA_ELEMENT: &[(i16, Shape)] = &[
+    (1, Int32),
+    (2, Int32),
+    (3, Int32),
+    (4, Binary),
+    (5, Int32),
+    (6, Int32),
+    (7, Int32),
+    (8, Int32),
+    (9, Int32),
+    (10, LOGICAL_TYPE),
+];
+const KEY_VALUE: Shape = Struct(&[(1, Binary), (2, Binary)]);
+const STATISTICS: Shape = Struct(&[
+    (1, Binary),
+    (2, Binary),
+    (3, Int64),
+    (4, Int64),
+    (5, Binary),
+    (6, Binary),
+    (7, Bool),
+    (8, Bool),
+]);
+const PAGE_ENCODING_STATS: Shape = Struct(&[(1, Int32), (2, Int32), (3, Int32)]);
+const SIZE_STATISTICS: Shape = Struct(&[(1, Int64), (2, List(&Int64)), (3, List(&Int64))]);
+const BOUNDING_BOX: Shape = Struct(&[
+    (1, Double),
+    (2, Double),
+    (3, Double),
+    (4, Double),
+    (5, Double),
+    (6, Double),
+    (7, Double),
+    (8, Double),
+]);
+const GEOSPATIAL_STATISTICS: Shape = Struct(&[(1, BOUNDING_BOX), (2, List(&Int32))]);
+const COLUMN_META_DATA: Shape = Struct(&[
+    (1, Int32),
+    (2, List(&Int32)),
+    (3, STRING_LIST),
+    (4, Int32),
+    (5, Int64),
+    (6, Int64),
+    (7, Int64),
+    (8, List(&KEY_VALUE)),
+    (9, Int64),
+    (10, Int64),
+    (11, Int64),
+    (12, STATISTICS),
+    (13, List(&PAGE_ENCODING_STATS)),
+    (14, Int64),
+    (15, Int32),
+    (16, SIZE_STATISTICS),
+    (17, GEOSPATIAL_STATISTICS),
+]);
+const COLUMN_CRYPTO_META_DATA: Shape =
+    Struct(&[(1, EMPTY), (2, Struct(&[(1, STRING_LIST), (2, Binary)]))]);
+const COLUMN_CHUNK: Shape = Struct(&[
+    (1, Binary),
+    (2, Int64),
+    (3, COLUMN_META_DATA),
+    (4, Int64),
+    (5, Int32),
+    (6, Int64),
+    (7, Int32),
+    (8, COLUMN_CRYPTO_META_DATA),
+    (9, Binary),
+]);
+const SORTING_COLUMN: Shape = Struct(&[(1, Int32), (2, Bool), (3, Bool)]);
+const ROW_GROUP: Shape = Struct(&[
+    (1, List(&COLUMN_CHUNK)),
+    (2, Int64),
+    (3, Int64),
+    (4, List(&SORTING_COLUMN)),
+    (5, Int64),
+    (6, Int64),
+    (7, Int16),
+]);
+const AES: Shape = Struct(&[(1, Binary), (2, Binary), (3, Bool)]);
+/// `FileMetaData`; field 2, the schema, is walked by [`Walker::schema`].
+const FILE_META_DATA: &[(i16, Shape)] = &[
+    (1, Int32),
+    (2, List(&Struct(SCHEMA_ELEMENT))),
+    (3, Int64),
+    (4, List(&ROW_GROUP)),
+    (5, List(&KEY_VALUE)),
+    (6, Binary),
+    (7, List(&Struct(&[(1, EMPTY)]))),
+    (8, Struct(&[(1, AES), (2, AES)])),
+    (9, Binary),
+];
+
+impl Shape {
+    /// Whether a field header's or list header's type `ty` is this shape on the wire.
+    fn is_wire(self, ty: u8) -> bool {
+        match self {
+            Bool => ty == T_TRUE || ty == T_FALSE,
+            Byte => ty == T_BYTE,
+            Int16 => ty == T_I16,
+            Int32 => ty == T_I32,
+            Int64 => ty == T_I64,
+            Double => ty == T_DOUBLE,
+            Binary => ty == T_BINARY,
+            List(_) => ty == T_LIST,
+            Struct(_) => ty == T_STRUCT,
+        }
+    }
+}
 
 struct Walker<'a> {
     buf: &'a [u8],
@@ -150,38 +321,32 @@ impl Walker<'_> {
         Ok((self.count(n, "list")?, ty))
     }
 
-    /// Skip the value of a struct field of wire type `ty`: a boolean field's value is in its
-    /// header (the type is TRUE or FALSE), other values follow it.
-    fn skip_field(&mut self, ty: u8, depth: u32) -> R<()> {
-        match ty {
-            TRUE | FALSE => Ok(()),
-            _ => self.skip(ty, depth),
-        }
-    }
-
-    /// Skip one element of a list, set or map of wire type `ty` (a boolean takes one byte).
+    /// Skip a value of declared type `ty` as the crate skips a field it does not know: by the
+    /// type alone, a boolean taking no bytes (also as an element of a list, set or map, where
+    /// it takes one on the wire: the crate's skip consumes none, and this walk follows it).
     fn skip(&mut self, ty: u8, depth: u32) -> R<()> {
         if depth > MAX_DEPTH {
             return Err(format!("it nests deeper than {MAX_DEPTH} levels"));
         }
         match ty {
-            TRUE | FALSE | BYTE => self.advance(1),
-            I16 | I32 | I64 => self.varint().map(|_| ()),
-            DOUBLE => self.advance(8),
-            UUID => self.advance(16),
-            BINARY => {
+            T_TRUE | T_FALSE => Ok(()),
+            T_BYTE => self.advance(1),
+            T_I16 | T_I32 | T_I64 => self.varint().map(|_| ()),
+            T_DOUBLE => self.advance(8),
+            T_UUID => self.advance(16),
+            T_BINARY => {
                 let n = self.varint()?;
                 let n = self.count(n, "binary field")?;
                 self.advance(n)
             }
-            LIST | SET => {
+            T_LIST | T_SET => {
                 let (n, elem) = self.list_header()?;
                 for _ in 0..n {
                     self.skip(elem, depth + 1)?;
                 }
                 Ok(())
             }
-            MAP => {
+            T_MAP => {
                 let n = self.varint()?;
                 let n = self.count(n, "map")?;
                 if n > 0 {
@@ -193,69 +358,119 @@ impl Walker<'_> {
                 }
                 Ok(())
             }
-            STRUCT => self.fields(depth + 1, |w, _, ty, depth| w.skip_field(ty, depth)),
+            T_STRUCT => self.fields(&[], depth + 1, |_, _| Ok(false)),
             other => Err(format!("unknown thrift type {other} at byte {}", self.pos)),
         }
     }
 
-    /// Walk a struct's fields up to its stop byte, handing each (id, type) to `field`, which
-    /// must consume the value.
+    /// Read a value of the expected `shape` (its type already checked). `element`: inside a
+    /// list, where a boolean takes a byte (in a struct field it is in the header).
+    fn read(&mut self, shape: Shape, element: bool, depth: u32) -> R<()> {
+        if depth > MAX_DEPTH {
+            return Err(format!("it nests deeper than {MAX_DEPTH} levels"));
+        }
+        match shape {
+            Bool if element => self.advance(1),
+            Bool => Ok(()),
+            Byte => self.advance(1),
+            Int16 | Int32 | Int64 => self.varint().map(|_| ()),
+            Double => self.advance(8),
+            Binary => {
+                let n = self.varint()?;
+                let n = self.count(n, "binary field")?;
+                self.advance(n)
+            }
+            List(elem) => {
+                let at = self.pos;
+                let (n, ty) = self.list_header()?;
+                if n > 0 && !elem.is_wire(ty) {
+                    return Err(format!(
+                        "a list at byte {at} has elements of the wrong type {ty}"
+                    ));
+                }
+                for _ in 0..n {
+                    self.read(*elem, true, depth + 1)?;
+                }
+                Ok(())
+            }
+            Struct(fields) => self.fields(fields, depth + 1, |_, _| Ok(false)),
+        }
+    }
+
+    /// Walk a struct's fields up to its stop byte: a field in `known` is read by its shape
+    /// (refused when its header declares another type), handing its id and position to
+    /// `seen` first; the others are skipped by their declared type.
     fn fields(
         &mut self,
+        known: &[(i16, Shape)],
         depth: u32,
-        mut field: impl FnMut(&mut Self, i16, u8, u32) -> R<()>,
+        mut seen: impl FnMut(&mut Self, i16) -> R<bool>,
     ) -> R<()> {
         if depth > MAX_DEPTH {
             return Err(format!("it nests deeper than {MAX_DEPTH} levels"));
         }
         let mut last: i16 = 0;
         loop {
+            let at = self.pos;
             let h = self.byte()?;
             let ty = h & 0x0f;
-            if ty == STOP {
+            if ty == T_STOP {
                 return Ok(());
             }
             let id = match h >> 4 {
                 0 => i16::try_from(self.zigzag()?)
-                    .map_err(|_| format!("a field id at byte {} is out of range", self.pos))?,
-                d => last.wrapping_add(i16::from(d)),
+                    .map_err(|_| format!("a field id at byte {at} is out of range"))?,
+                d => last
+                    .checked_add(i16::from(d))
+                    .ok_or_else(|| format!("a field id at byte {at} overflows"))?,
             };
             last = id;
-            field(self, id, ty, depth)?;
+            match known.iter().find(|(i, _)| *i == id) {
+                Some(&(_, shape)) => {
+                    if !shape.is_wire(ty) {
+                        return Err(format!(
+                            "field {id} at byte {at} has type {ty}, not the type Parquet gives it"
+                        ));
+                    }
+                    // `seen` may read the value itself (returns true) or leave it to `read`.
+                    if !seen(self, id)? {
+                        self.read(shape, false, depth)?;
+                    }
+                }
+                None => self.skip(ty, depth)?,
+            }
         }
     }
 
-    /// `FileMetaData`: field 2 is the schema, a list of `SchemaElement`s.
+    /// `FileMetaData`, with its schema (field 2) checked as a tree.
     fn file_metadata(&mut self) -> R<()> {
-        self.fields(0, |w, id, ty, depth| {
-            if id == 2 && ty == LIST {
-                w.schema(depth)
+        self.fields(FILE_META_DATA, 0, |w, id| {
+            if id == 2 {
+                w.schema(1).map(|()| true)
             } else {
-                w.skip_field(ty, depth)
+                Ok(false)
             }
         })
     }
 
-    /// The schema list: collect each element's `num_children` (field 5) and check the tree.
+    /// The schema list: each element's `num_children` (field 5), then the tree they make.
     fn schema(&mut self, depth: u32) -> R<()> {
         let start = self.pos;
         let (n, elem) = self.list_header()?;
-        if elem != STRUCT {
-            // Not a list of structs: the crate refuses it; skip it as it is.
-            for _ in 0..n {
-                self.skip(elem, depth + 1)?;
-            }
-            return Ok(());
+        if n > 0 && elem != T_STRUCT {
+            return Err(format!(
+                "its schema (at byte {start}) is not a list of structs"
+            ));
         }
         let mut children = Vec::with_capacity(n);
         for _ in 0..n {
             let mut count: i64 = 0;
-            self.fields(depth + 1, |w, id, ty, depth| {
-                if id == 5 && ty == I32 {
+            self.fields(SCHEMA_ELEMENT, depth + 1, |w, id| {
+                if id == 5 {
                     count = w.zigzag()?;
-                    Ok(())
+                    Ok(true)
                 } else {
-                    w.skip_field(ty, depth)
+                    Ok(false)
                 }
             })?;
             children.push(count);
@@ -324,15 +539,15 @@ mod tests {
             }
         }
         fn stop(&mut self) -> &mut Self {
-            self.0.push(STOP);
+            self.0.push(T_STOP);
             self
         }
         /// A schema element with a name and optionally a child count.
         fn element(&mut self, name: &str, children: Option<i32>) -> &mut Self {
-            self.field(4, BINARY).varint(name.len() as u64);
+            self.field(4, T_BINARY).varint(name.len() as u64);
             self.0.extend_from_slice(name.as_bytes());
             if let Some(c) = children {
-                self.field(1, I32).i32(c);
+                self.field(1, T_I32).i32(c);
             }
             self.stop()
         }
@@ -341,13 +556,13 @@ mod tests {
     /// FileMetaData { 1: version, 2: schema, 3: num_rows, 4: row_groups (empty) }.
     fn footer(elements: &[(&str, Option<i32>)], row_groups: u64) -> Vec<u8> {
         let mut w = W::default();
-        w.field(1, I32).i32(1);
-        w.field(1, LIST).list(elements.len() as u64, STRUCT);
+        w.field(1, T_I32).i32(1);
+        w.field(1, T_LIST).list(elements.len() as u64, T_STRUCT);
         for (name, c) in elements {
             w.element(name, *c);
         }
-        w.field(1, I64).varint(0);
-        w.field(1, LIST).list(row_groups, STRUCT);
+        w.field(1, T_I64).varint(0);
+        w.field(1, T_LIST).list(row_groups, T_STRUCT);
         w.stop();
         w.0
     }
@@ -359,14 +574,19 @@ mod tests {
             0,
         );
         check_metadata(&f).unwrap();
-        // A boolean field carries its value in its header: no byte follows it.
+        // A boolean field carries its value in its header: no byte follows it. Unknown fields
+        // (ids Parquet does not use) are skipped by their declared type.
         let mut w = W::default();
-        w.field(1, TRUE).field(1, I32).i32(7).field(1, FALSE).stop();
+        w.field(15, T_TRUE)
+            .field(1, T_I32)
+            .i32(7)
+            .field(1, T_FALSE)
+            .stop();
         check_metadata(&w.0).unwrap();
-        // Booleans in a list take one byte each.
+        // Skipping a list of booleans consumes no bytes per element, as the crate's skip does
+        // (the byte after the header is the stop byte here).
         let mut w = W::default();
-        w.field(1, LIST).list(3, TRUE);
-        w.0.extend_from_slice(&[1, 0, 1]);
+        w.field(15, T_LIST).list(1, T_TRUE);
         w.stop();
         check_metadata(&w.0).unwrap();
         // Primitive elements with an explicit zero count (parquet-cpp writes them).
@@ -398,20 +618,52 @@ mod tests {
         let e = check_metadata(&footer(&[("root", Some(0))], 1 << 30)).unwrap_err();
         assert!(e.contains("declares 1073741824 elements"), "{e}");
         let mut w = W::default();
-        w.field(5, BINARY).varint(1 << 40).stop();
+        w.field(6, T_BINARY).varint(1 << 40).stop();
         assert!(check_metadata(&w.0).unwrap_err().contains("binary"));
+    }
+
+    /// The crate reads a field it knows by its Parquet type whatever the header declares: a
+    /// known field declared with another type is refused (the crate and this walk would read
+    /// different bytes from there on), at every level.
+    #[test]
+    fn a_known_field_with_another_type_is_refused() {
+        let mut w = W::default();
+        w.field(3, T_BINARY).varint(2).stop();
+        let e = check_metadata(&w.0).unwrap_err();
+        assert!(e.contains("field 3 at byte 0 has type 8"), "{e}");
+        // num_children declared as a string, inside the schema.
+        let mut w = W::default();
+        w.field(2, T_LIST).list(1, T_STRUCT);
+        w.field(4, T_BINARY).varint(1);
+        w.0.push(b'r');
+        w.field(1, T_BINARY).varint(0).stop();
+        w.stop();
+        let e = check_metadata(&w.0).unwrap_err();
+        assert!(e.contains("field 5") && e.contains("type 8"), "{e}");
+        // A list whose elements have another type.
+        let mut w = W::default();
+        w.field(4, T_LIST).list(1, T_I32).i32(1).stop();
+        let e = check_metadata(&w.0).unwrap_err();
+        assert!(e.contains("wrong type 5"), "{e}");
+        // The same bytes under an id Parquet does not use are skipped.
+        let mut w = W::default();
+        w.field(15, T_BINARY).varint(2);
+        w.0.extend_from_slice(b"ab");
+        w.stop();
+        check_metadata(&w.0).unwrap();
     }
 
     #[test]
     fn deep_nesting_and_unknown_types_are_refused() {
         let mut w = W::default();
+        w.field(15, T_STRUCT);
         for _ in 0..1000 {
-            w.field(1, STRUCT);
+            w.field(1, T_STRUCT);
         }
         let e = check_metadata(&w.0).unwrap_err();
         assert!(e.contains("nests deeper"), "{e}");
         let mut w = W::default();
-        w.field(1, 14);
+        w.field(15, 14);
         assert!(check_metadata(&w.0)
             .unwrap_err()
             .contains("unknown thrift type 14"));
