@@ -146,6 +146,9 @@ pub struct ArrayReader<'a, 'c> {
 }
 
 impl RowReader for ArrayReader<'_, '_> {
+    fn has_ids(&self) -> bool {
+        false // row i has id i
+    }
     fn dim(&self) -> usize {
         self.view.cols()
     }

@@ -338,22 +338,7 @@ fn run_retrieval(a: RetrievalArgs) -> Result<()> {
     let format = c.format.as_deref().map(Format::parse).transpose()?;
     // the output directory is checked (and staged) before the work
     let staging = stage_out(c.out.as_deref())?;
-    let train = load(
-        &r.train,
-        r.train_labels.as_ref(),
-        format,
-        &r.scaling,
-        None,
-        &r.columns,
-    )?;
-    let mut test = load(
-        &r.test,
-        r.test_labels.as_ref(),
-        format,
-        &r.scaling,
-        None,
-        &r.columns,
-    )?;
+    let (train, mut test) = load_train_test(&r, format)?;
     let queries = a.queries.or(if c.preset.as_deref() == Some("paper-mnist") {
         Some(PAPER_MNIST_QUERIES)
     } else {
@@ -522,23 +507,19 @@ fn commit_out(staging: Option<crate::atomic::StagingDir>) -> Result<()> {
 
 /// Load train and test; LIBSVM files whose largest feature index differs are read again with the
 /// larger dimension (the same feature space).
+/// The training and test sets as given (no reconciliation of their widths).
+fn load_train_test(r: &Resolved, format: Option<Format>) -> Result<(Dataset, Dataset)> {
+    let one = |path: &Path, labels: Option<&PathBuf>| {
+        load(path, labels, format, &r.scaling, None, &r.columns)
+    };
+    Ok((
+        one(&r.train, r.train_labels.as_ref())?,
+        one(&r.test, r.test_labels.as_ref())?,
+    ))
+}
+
 fn load_pair(r: &Resolved, format: Option<Format>) -> Result<(Dataset, Dataset)> {
-    let train = load(
-        &r.train,
-        r.train_labels.as_ref(),
-        format,
-        &r.scaling,
-        None,
-        &r.columns,
-    )?;
-    let test = load(
-        &r.test,
-        r.test_labels.as_ref(),
-        format,
-        &r.scaling,
-        None,
-        &r.columns,
-    )?;
+    let (train, test) = load_train_test(r, format)?;
     if train.p == test.p {
         return Ok((train, test));
     }

@@ -146,6 +146,9 @@ fn parse_row(
 }
 
 impl RowReader for CsvReader {
+    fn has_ids(&self) -> bool {
+        false // row i has id i
+    }
     fn dim(&self) -> usize {
         self.fields - usize::from(self.label_column.is_some())
     }

@@ -185,6 +185,9 @@ fn open_labels(path: &Path, images: u64) -> Result<Labels> {
 }
 
 impl RowReader for IdxReader {
+    fn has_ids(&self) -> bool {
+        false // row i has id i
+    }
     fn dim(&self) -> usize {
         self.dim
     }

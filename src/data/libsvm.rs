@@ -202,6 +202,9 @@ impl SvmReader {
 }
 
 impl RowReader for SvmReader {
+    fn has_ids(&self) -> bool {
+        false // row i has id i
+    }
     fn dim(&self) -> usize {
         self.dim
     }

@@ -149,10 +149,10 @@ pub trait RowReader: Send {
         labels: &mut Vec<f32>,
     ) -> Result<usize>;
     /// Whether rows carry explicit ids (a Parquet `--id-column`); otherwise row `i` of the input
-    /// has id `i`.
-    fn has_ids(&self) -> bool {
-        false
-    }
+    /// has id `i`. Required, not defaulted: a reader that wraps another must forward it (and
+    /// [`read_rows`](RowReader::read_rows)), or the ids of the reader inside would be dropped
+    /// silently; the publishing pipeline checks one id per row whenever this says there are ids.
+    fn has_ids(&self) -> bool;
     /// [`read_chunk`](RowReader::read_chunk) that also appends one id per row to `ids` when
     /// [`has_ids`](RowReader::has_ids).
     fn read_rows(
@@ -310,6 +310,9 @@ impl<'a> MemReader<'a> {
 }
 
 impl RowReader for MemReader<'_> {
+    fn has_ids(&self) -> bool {
+        false // row i has id i
+    }
     fn dim(&self) -> usize {
         self.data.p
     }

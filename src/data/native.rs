@@ -166,6 +166,9 @@ pub fn extend_f32_le(out: &mut Vec<f32>, bytes: &[u8]) {
 }
 
 impl RowReader for NativeReader {
+    fn has_ids(&self) -> bool {
+        false // row i has id i
+    }
     fn dim(&self) -> usize {
         self.p
     }

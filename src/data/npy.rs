@@ -535,6 +535,9 @@ fn read_columns(
 }
 
 impl RowReader for NpyReader {
+    fn has_ids(&self) -> bool {
+        false // row i has id i
+    }
     fn dim(&self) -> usize {
         self.p
     }

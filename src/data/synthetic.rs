@@ -66,6 +66,9 @@ fn normalise(v: &mut [f64]) {
 }
 
 impl RowReader for SyntheticRows {
+    fn has_ids(&self) -> bool {
+        false // row i has id i
+    }
     fn dim(&self) -> usize {
         self.d
     }

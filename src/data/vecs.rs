@@ -131,6 +131,9 @@ impl VecsReader {
 }
 
 impl RowReader for VecsReader {
+    fn has_ids(&self) -> bool {
+        false // row i has id i
+    }
     fn dim(&self) -> usize {
         self.d
     }
