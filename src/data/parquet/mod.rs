@@ -95,6 +95,9 @@ pub struct ParquetReader {
     rows: u64,
     /// Rows handed out (or skipped) so far: the global index of the next row.
     pos: u64,
+    /// The global index after the last row decoded from the current file: checked against the
+    /// rows its row groups declare when its batches end (a page may hold fewer or more rows).
+    decoded: u64,
 }
 
 fn is_number(t: &DataType) -> bool {
@@ -334,6 +337,7 @@ impl ParquetReader {
             dim,
             rows,
             pos: 0,
+            decoded: 0,
         };
         if reader.dim == 0 {
             // A list<T> column: the first row says the dimension.
@@ -408,13 +412,30 @@ impl ParquetReader {
                     return Ok(());
                 }
                 self.batches = Some(self.build(self.file, self.from)?);
+                self.decoded = self.files[self.file].start + self.from;
                 self.from = 0;
             }
-            let path = self.files[self.file].path.clone();
+            let part = &self.files[self.file];
+            let (path, end) = (part.path.clone(), part.start + part.rows);
             let batches = &mut self.batches;
             let next = guarded(&path, || Ok(batches.as_mut().and_then(|b| b.next())))?;
+            let short = |decoded: u64| {
+                Error::format(
+                    &path,
+                    format!(
+                        "its row groups declare {} rows but their pages hold {}: the file is \
+                         damaged",
+                        end - part.start,
+                        decoded - part.start
+                    ),
+                )
+            };
             match next {
                 Some(Ok(b)) if b.num_rows() > 0 => {
+                    self.decoded += b.num_rows() as u64;
+                    if self.decoded > end {
+                        return Err(short(self.decoded));
+                    }
                     self.batch = Some(b);
                     return Ok(());
                 }
@@ -426,6 +447,9 @@ impl ParquetReader {
                     ))
                 }
                 None => {
+                    if self.decoded != end {
+                        return Err(short(self.decoded));
+                    }
                     self.batches = None;
                     self.file += 1;
                 }
