@@ -113,7 +113,7 @@ fn bench(c: &mut Criterion) {
             )
         })
     });
-    let dg = *enc.ddg().noise().expect("σ > 0");
+    let dg = enc.ddg().noise().expect("σ > 0").clone();
     let mut zn = vec![0i64; M];
     g.bench_function("noise", |b| {
         b.iter(|| {

@@ -78,45 +78,57 @@ fn without_noise_the_round_decodes_the_exact_quantised_sum() {
 /// only the n clients' discrete Gaussians, variance n·σ²/γ² per coordinate (the discrete
 /// Gaussian's variance is within e^{−2π²σ²/γ²} of its parameter — nothing at σ/γ = 3). Over
 /// 2^16 coordinates the sample variance has relative s.e. √(2/65535) = 0.55%; tolerance 5 s.e.
-/// Power: noise 10% too large in σ is 21% off in variance, caught.
+/// Power: noise 10% too large in σ is 21% off in variance, caught. Both samplers: at σ/γ = 3
+/// CKS Algorithm 3, at σ/γ = 100 (s² = 10⁴ ≥ 2^12) the table sampler.
 #[test]
 fn the_sum_carries_the_noise_the_accountant_assumed() {
-    let (n, d) = (12u64, 1usize << 16);
-    let p = DdgParams {
-        clip: 1.0,
-        gamma: 1.0,
-        sigma: 3.0,
-        beta: 0.0,
-        bits: 20,
-    };
-    let ddg = Ddg::new(d, p, Seed([5; 32])).unwrap();
-    let noise = NoiseSource::from_seed("noise variance");
-    let secagg = round_for(&ddg, n);
-    let mut sum = ModularSum::new(ddg.message_len(), ddg.modulus());
-    let zero = vec![0.0; d];
-    let mut msg = vec![0u64; ddg.message_len()];
-    for i in 0..n {
-        ddg.encode(&zero, &mut msg, &mut noise.block_rng(i), None)
-            .unwrap();
-        secagg.mask(i, &mut msg).unwrap();
-        sum.add(&msg).unwrap();
+    for (sigma, table) in [(3.0, false), (100.0, true)] {
+        let (n, d) = (12u64, 1usize << 16);
+        let p = DdgParams {
+            clip: 1.0,
+            gamma: 1.0,
+            sigma,
+            beta: 0.0,
+            bits: 20,
+        };
+        let ddg = Ddg::new(d, p, Seed([5; 32])).unwrap();
+        let sampler = ddg.noise().unwrap();
+        assert_eq!(
+            matches!(
+                sampler,
+                dprp::mechanism::distributed::ddg::IntegerNoise::Table(_)
+            ),
+            table
+        );
+        assert!(sampler.s2() >= sigma * sigma && sampler.s2() < sigma * sigma + 1.0);
+        let noise = NoiseSource::from_seed("noise variance");
+        let secagg = round_for(&ddg, n);
+        let mut sum = ModularSum::new(ddg.message_len(), ddg.modulus());
+        let zero = vec![0.0; d];
+        let mut msg = vec![0u64; ddg.message_len()];
+        for i in 0..n {
+            ddg.encode(&zero, &mut msg, &mut noise.block_rng(i), None)
+                .unwrap();
+            secagg.mask(i, &mut msg).unwrap();
+            sum.add(&msg).unwrap();
+        }
+        let lifted = sum.lifted();
+        let mean = lifted.iter().map(|&v| v as f64).sum::<f64>() / d as f64;
+        let var = lifted
+            .iter()
+            .map(|&v| (v as f64 - mean).powi(2))
+            .sum::<f64>()
+            / (d - 1) as f64;
+        let want = n as f64 * sigma * sigma;
+        let se = want * (2.0 / (d - 1) as f64).sqrt();
+        assert!(
+            (var - want).abs() < 5.0 * se,
+            "σ = {sigma}: variance {var}, want {want} ± {se}"
+        );
+        assert!(mean.abs() < 5.0 * (want / d as f64).sqrt(), "mean {mean}");
+        let off = n as f64 * (1.1 * sigma).powi(2);
+        assert!((off - want).abs() > 5.0 * se, "power");
     }
-    let lifted = sum.lifted();
-    let mean = lifted.iter().map(|&v| v as f64).sum::<f64>() / d as f64;
-    let var = lifted
-        .iter()
-        .map(|&v| (v as f64 - mean).powi(2))
-        .sum::<f64>()
-        / (d - 1) as f64;
-    let want = n as f64 * 9.0;
-    let se = want * (2.0 / (d - 1) as f64).sqrt();
-    assert!(
-        (var - want).abs() < 5.0 * se,
-        "variance {var}, want {want} ± {se}"
-    );
-    assert!(mean.abs() < 5.0 * (want / d as f64).sqrt(), "mean {mean}");
-    let off = n as f64 * (3.3f64).powi(2);
-    assert!((off - want).abs() > 5.0 * se, "power");
 }
 
 /// A modulus too small for the sum is reported by the check, not hidden.

@@ -38,8 +38,11 @@
 //!    Gaussian densities); the discrete Gaussian `N_ℤ(r, s²)` is `φ_s(z − r)·√(2π)s/Θ_s(0)`, in
 //!    the same range (its own η is smaller since `s ≥ s₂`). So the laws of `M'` and of the
 //!    lattice mechanism differ pointwise by a factor in `[1/c, c]`, `c = (1+η)/(1−η)`, per
-//!    coordinate, `c^k` per row. The sampler ([`TableGaussian`]) is itself within a factor
-//!    `(1+e)/(1−e)` of `N_ℤ(0, s²)` pointwise (`e` = [`WEIGHT_ERROR`]), which multiplies `c`.
+//!    coordinate, `c^k` per row. The sampler ([`TableGaussian`]) was within a factor
+//!    `(1+e)/(1−e)` of `N_ℤ(0, s²)` pointwise (`e` = [`WEIGHT_ERROR`]) until it gained an exact
+//!    correction of its envelope weights (session 17); the accounting still multiplies `c` by that
+//!    factor — a charge of about 10⁻⁹ in ε that is now conservative, kept so that recorded
+//!    calibrations do not change.
 //!    Rounding `s²` up to an integer only adds continuous noise (a larger `s₁`), so the same
 //!    argument holds with the larger `s₁`.
 //! 4. *Accounting.* For any event `S`: `P(x ∈ S) ≤ c^k P'(x ∈ S) ≤ c^k(e^{ε₀}P'(x' ∈ S) + δ₀) ≤

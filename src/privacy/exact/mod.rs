@@ -22,7 +22,7 @@
 //! | [`Geometric`] | `P(k) ∝ e^{−k/τ}` on `ℕ` | CKS Algorithm 2 (first steps) |
 //! | [`DiscreteLaplace`], [`fill_discrete_laplace`] | `P(y) ∝ e^{−\|y\|/τ}` on `ℤ` | CKS Algorithm 2 |
 //! | [`DiscreteGaussian`], [`discrete_gaussian`], [`fill_discrete_gaussian`] | `P(x) ∝ e^{−x²/(2σ²)}` on `ℤ` | CKS Algorithm 3 |
-//! | [`TableGaussian`] | `N_ℤ(0, s²)`, integer `s² ≥ 2^12`, within a factor `(1+e)/(1−e)` pointwise | alias-table histogram envelope + exact rejection (lattice noise) |
+//! | [`TableGaussian`] | `N_ℤ(0, s²)`, integer `s² ∈ [2^12, 2^62]` | guide-table histogram envelope + exact rejection and exact weight correction (lattice noise, DDG) |
 //! | [`binomial_half`], [`fill_binomial_half`] | `Bin(N, ½)` | popcount of CSPRNG words |
 //! | [`Binomial`], [`binomial`] | `Bin(N, p)`, rational `p` | all trials at once, digit by digit of `p` |
 //! | [`uniform_below`] | uniform on `{0, …, n−1}` | Lemire's multiply-and-reject |
@@ -65,6 +65,7 @@ mod binomial;
 mod bits;
 mod gaussian;
 mod laplace;
+mod near_one;
 mod rational;
 mod table_gaussian;
 
@@ -73,7 +74,9 @@ pub use binomial::{binomial, binomial_half, fill_binomial_half, Binomial};
 pub use gaussian::{discrete_gaussian, fill_discrete_gaussian, DiscreteGaussian};
 pub use laplace::{fill_discrete_laplace, DiscreteLaplace, Geometric, MAX_MAGNITUDE};
 pub use rational::Rational;
-pub use table_gaussian::{TableGaussian, MAX_S2 as TABLE_GAUSSIAN_MAX_S2, WEIGHT_ERROR};
+pub use table_gaussian::{
+    TableGaussian, MAX_S2 as TABLE_GAUSSIAN_MAX_S2, MIN_S2 as TABLE_GAUSSIAN_MIN_S2, WEIGHT_ERROR,
+};
 
 use rand::CryptoRng;
 
