@@ -223,7 +223,7 @@ pub(crate) fn decide<R: CryptoRng + ?Sized>(
             ((-k.e) as usize, j as usize)
         };
         if let Some(h) = &hi {
-            let lhs = (&u + BigUint::one()) * &h.num << left_shift;
+            let lhs = ((&u + BigUint::one()) * &h.num) << left_shift;
             let rhs = (&km * &h.den) << right_shift;
             if lhs <= rhs {
                 return true;
