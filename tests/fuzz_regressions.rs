@@ -294,14 +294,41 @@ fn parquet_footer_that_makes_the_parquet_crate_assert_is_an_error() {
 /// skipped it with millions of empty reads at the end of the file (7 s in a release build, a
 /// timeout under the fuzzer; found by the `parquet` target). dprp gives the crate a
 /// `data::parquet::StrictFile`, whose reads past the end are errors: the file fails at once, and
-/// the message says why (the old one was "failed to fill whole buffer", after the 7 s).
+/// the message says why (the old one was "failed to fill whole buffer", after the 7 s). Since
+/// `data::parquet::check_pages` walks the page headers first, the field is refused there, before
+/// the crate reads the page; the `StrictFile` defence is still tested by the same input read
+/// through the crate alone (below).
 #[test]
 fn parquet_page_header_longer_than_the_file_fails_at_once() {
     let dir = tempfile::tempdir().unwrap();
     let bytes = fixture("parquet-page-header-past-the-end.parquet");
     let path = file(&dir, "x.parquet", &bytes);
     let e = read_all(&path, Format::Parquet).expect_err("a damaged file");
-    assert!(e.to_string().contains("past the end of the file"), "{e}");
+    assert!(
+        e.to_string()
+            .contains("declares 22903541 elements but only 541 bytes remain"),
+        "{e}"
+    );
+    // the crate on a StrictFile, without dprp's page walk: the read past the end is an error
+    use parquet::file::reader::{FileReader, SerializedFileReader};
+    let reader = SerializedFileReader::new(dprp::data::parquet::StrictFile::open(&path).unwrap())
+        .expect("the footer is sound");
+    let rg = reader.get_row_group(0).expect("row group");
+    let mut pages = rg.get_column_page_reader(0).expect("column");
+    let err = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        let mut n = 0;
+        while let Ok(Some(_)) = pages.get_next_page() {
+            n += 1;
+        }
+        pages
+            .get_next_page()
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default()
+            + &n.to_string()
+    }));
+    let msg = err.expect("the crate returns an error, not a panic");
+    assert!(msg.contains("past the end of the file"), "{msg}");
 }
 
 /// A 939-byte footer that the parquet crate's thrift decoder takes about a second to reject in
@@ -371,6 +398,24 @@ fn parquet_row_group_with_fewer_rows_than_declared_is_an_error() {
     assert!(
         e.to_string()
             .contains("declare 20 rows but their pages hold 4"),
+        "{e}"
+    );
+}
+
+/// A 900-byte file whose dictionary page header declares about 2.1 GB uncompressed: the parquet
+/// crate reserves a page's declared size before decompressing it (2 GB under the fuzzer, over its
+/// limit; found with a lower RSS limit over the `parquet` corpus after runs peaked at 2 GB).
+/// `data::parquet::check_pages` now reads every page header of the columns read before the
+/// crate does, as the crate does, and refuses pages over `MAX_PAGE_BYTES` (here the size field
+/// is also an over-long varint, which the crate wraps).
+#[test]
+fn parquet_page_that_would_decompress_to_gigabytes_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let bytes = fixture("parquet-page-decompression-bomb.parquet");
+    let path = file(&dir, "x.parquet", &bytes);
+    let e = read_all(&path, Format::Parquet).expect_err("a damaged file");
+    assert!(
+        e.to_string().contains("page header") && e.to_string().contains("damaged"),
         "{e}"
     );
 }

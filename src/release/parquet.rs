@@ -369,11 +369,7 @@ fn native_image_unguarded(path: &Path) -> Result<(Vec<u64>, usize)> {
         )));
     }
     let columns = builder.parquet_schema().num_columns();
-    crate::data::parquet::check_dictionaries(
-        path,
-        builder.metadata(),
-        &(0..columns).collect::<Vec<_>>(),
-    )?;
+    crate::data::parquet::check_pages(path, builder.metadata(), &(0..columns).collect::<Vec<_>>())?;
     let rows = builder.metadata().file_metadata().num_rows();
     if u64::try_from(rows).ok() != Some(n) {
         return Err(corrupt(format!(

@@ -228,6 +228,85 @@ const FILE_META_DATA: &[(i16, Shape)] = &[
     (9, Binary),
 ];
 
+const DATA_PAGE_HEADER: Shape = Struct(&[
+    (1, Int32),
+    (2, Int32),
+    (3, Int32),
+    (4, Int32),
+    (5, STATISTICS),
+]);
+const DATA_PAGE_HEADER_V2: Shape = Struct(&[
+    (1, Int32),
+    (2, Int32),
+    (3, Int32),
+    (4, Int32),
+    (5, Int32),
+    (6, Int32),
+    (7, Bool),
+    (8, STATISTICS),
+]);
+/// `DictionaryPageHeader`; field 1 is `num_values`.
+const DICTIONARY_PAGE_HEADER: &[(i16, Shape)] = &[(1, Int32), (2, Int32), (3, Bool)];
+/// `PageHeader`: 1 type, 2 uncompressed size, 3 compressed size, 7 the dictionary header.
+const PAGE_HEADER: &[(i16, Shape)] = &[
+    (1, Int32),
+    (2, Int32),
+    (3, Int32),
+    (4, Int32),
+    (5, DATA_PAGE_HEADER),
+    (6, EMPTY),
+    (7, Struct(DICTIONARY_PAGE_HEADER)),
+    (8, DATA_PAGE_HEADER_V2),
+];
+
+/// What dprp needs of a page header ([`page_header`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PageInfo {
+    /// Bytes of the header itself.
+    pub header_len: usize,
+    /// `PageType`: 0 data, 1 index, 2 dictionary, 3 data v2.
+    pub kind: i64,
+    /// `uncompressed_page_size`.
+    pub uncompressed: i64,
+    /// `compressed_page_size` (the bytes that follow the header).
+    pub compressed: i64,
+    /// A dictionary page's `num_values`.
+    pub dictionary_values: Option<i64>,
+}
+
+/// Walk the thrift `PageHeader` at the start of `bytes` as the parquet crate reads it (its
+/// shape as for the footer: known fields by their IDL type) and return its sizes; an error when
+/// it is malformed or does not end within `bytes` ("ends early": the caller may retry with more).
+pub fn page_header(bytes: &[u8]) -> std::result::Result<PageInfo, String> {
+    let mut w = Walker { buf: bytes, pos: 0 };
+    let (mut kind, mut unc, mut comp, mut dict) = (None, None, None, None);
+    w.fields(PAGE_HEADER, 0, |w, id| match id {
+        1 => w.zigzag().map(|v| kind = Some(v)).map(|()| true),
+        2 => w.zigzag().map(|v| unc = Some(v)).map(|()| true),
+        3 => w.zigzag().map(|v| comp = Some(v)).map(|()| true),
+        7 => w
+            .fields(DICTIONARY_PAGE_HEADER, 2, |w, id| {
+                if id == 1 {
+                    w.zigzag().map(|v| dict = Some(v)).map(|()| true)
+                } else {
+                    Ok(false)
+                }
+            })
+            .map(|()| true),
+        _ => Ok(false),
+    })?;
+    match (kind, unc, comp) {
+        (Some(kind), Some(uncompressed), Some(compressed)) => Ok(PageInfo {
+            header_len: w.pos,
+            kind,
+            uncompressed,
+            compressed,
+            dictionary_values: dict,
+        }),
+        _ => Err("a page header lacks its type or sizes".into()),
+    }
+}
+
 impl Shape {
     /// Whether a field header's or list header's type `ty` is this shape on the wire.
     fn is_wire(self, ty: u8) -> bool {

@@ -1,8 +1,8 @@
 //! Reading Parquet files that may be damaged or hostile: the `parquet` crate is handed a file that
 //! ends strictly ([`StrictFile`]) whose footer has been checked ([`super::footer`]), never the
 //! embedded Arrow schema ([`reader_options`]), and
-//! every dictionary page is checked before the crate sizes a dictionary from it
-//! ([`check_dictionaries`]); a panic inside the crate becomes an error ([`guarded`]). Each of these
+//! every page header of the columns read is checked before the crate sizes a buffer or a
+//! dictionary from it ([`check_pages`]); a panic inside the crate becomes an error ([`guarded`]). Each of these
 //! answers an input the fuzzer found (`fuzz/README.md`, `tests/fuzz_regressions.rs`).
 
 use std::fs::File;
@@ -200,57 +200,136 @@ impl parquet::file::reader::ChunkReader for StrictFile {
     }
 }
 
-/// Check every dictionary page of the columns `leaves` (leaf column indices) in every row group
-/// of the file against its bytes, before the `parquet` crate decodes it: the crate sizes a
-/// dictionary by its page header's value count without looking at the page (fuzzing found a
-/// 2.6 KB file whose header claimed 6·10⁸ values: 4.7 GB allocated and filled). A plain-encoded
-/// dictionary of n values needs at least n × (value width) bytes — 4 for a byte array's length
-/// prefix, one bit for a boolean.
-pub fn check_dictionaries(
+/// The largest page dprp lets the `parquet` crate decompress: the crate reserves a page's
+/// declared uncompressed size before decompressing it, and a few hundred bytes of Zstandard or
+/// LZ4 can legitimately expand to that size (fuzzing found ~1 KB files that made it reserve and
+/// fill 2 GB). Writers cut pages at about 1 MiB (pyarrow, Spark, DuckDB) — a page holds at least
+/// one row, so this also bounds a row at 64M float32 values.
+pub const MAX_PAGE_BYTES: i64 = 256 << 20;
+
+/// Check every page header of the columns `leaves` (leaf column indices) in every row group of
+/// the file before the `parquet` crate reads them, walking each column chunk as the crate does
+/// (header, then `compressed_page_size` bytes, until the chunk's bytes are used):
+///
+/// - a page must be a data, data v2 or dictionary page (the crate's page reader steps over an
+///   index page differently when peeking and when reading, so its next header is not where a
+///   walk can check it; no writer produces index pages);
+/// - sizes non-negative, the compressed size within the chunk, the uncompressed size at most
+///   [`MAX_PAGE_BYTES`] (see there);
+/// - a dictionary page of n values must have the bytes for them: the crate sizes a dictionary by
+///   its header's value count without looking at the page (fuzzing found a 2.6 KB file whose
+///   header claimed 6·10⁸ values: 4.7 GB allocated and filled). A plain-encoded dictionary of n
+///   values needs at least n × (value width) bytes — 4 for a byte array's length prefix, one bit
+///   for a boolean.
+///
+/// Headers are read with [`super::footer::page_header`], which reads their thrift as the crate
+/// does. Nothing here is decompressed.
+pub fn check_pages(
     path: &Path,
     md: &parquet::file::metadata::ParquetMetaData,
     leaves: &[usize],
 ) -> Result<()> {
-    use parquet::basic::Type as Physical;
-    use parquet::column::page::{Page, PageReader};
-    use parquet::file::serialized_reader::SerializedPageReader;
-    let file = std::sync::Arc::new(StrictFile::open(path)?);
+    use parquet::basic::{Compression, Type as Physical};
+    use std::io::{Read, Seek, SeekFrom};
+    let mut file = File::open(path).map_err(|e| Error::io(path, e))?;
+    let file_len = file.metadata().map_err(|e| Error::io(path, e))?.len();
+    let mut buf = Vec::new();
     for (g, rg) in md.row_groups().iter().enumerate() {
         for &c in leaves {
             let Some(col) = rg.columns().get(c) else {
                 continue;
             };
-            if col.dictionary_page_offset().is_none() {
-                continue;
-            }
-            let rows = usize::try_from(rg.num_rows()).unwrap_or(0);
-            let bad = |m: String| Error::format(path, m);
-            let mut pages = SerializedPageReader::new(file.clone(), col, rows, None)
-                .map_err(|e| bad(format!("row group {g}: cannot read column {c}: {e}")))?;
-            let page = pages
-                .get_next_page()
-                .map_err(|e| bad(format!("row group {g}: cannot read column {c}: {e}")))?;
-            if let Some(Page::DictionaryPage {
-                buf, num_values, ..
-            }) = page
-            {
-                let bits_per_value: u64 = match col.column_type() {
-                    Physical::BOOLEAN => 1,
-                    Physical::INT32 | Physical::FLOAT | Physical::BYTE_ARRAY => 32,
-                    Physical::INT64 | Physical::DOUBLE => 64,
-                    Physical::INT96 => 96,
-                    Physical::FIXED_LEN_BYTE_ARRAY => {
-                        8 * u64::try_from(col.column_descr().type_length()).unwrap_or(0)
+            let bad = |m: String| {
+                Error::format(
+                    path,
+                    format!(
+                        "row group {g}, column {}: {m}: the file is damaged",
+                        col.column_path()
+                    ),
+                )
+            };
+            let start = col
+                .dictionary_page_offset()
+                .unwrap_or(col.data_page_offset());
+            let (Ok(mut pos), Ok(len)) =
+                (u64::try_from(start), u64::try_from(col.compressed_size()))
+            else {
+                return Err(bad("a negative offset or size".into()));
+            };
+            let end = pos
+                .checked_add(len)
+                .filter(|&e| e <= file_len)
+                .ok_or_else(|| {
+                    bad(format!(
+                        "its {len} bytes at {pos} run past the end of the file"
+                    ))
+                })?;
+            while pos < end {
+                let page = {
+                    let mut want = (end - pos).min(16 << 10);
+                    loop {
+                        buf.resize(want as usize, 0);
+                        file.seek(SeekFrom::Start(pos))
+                            .map_err(|e| Error::io(path, e))?;
+                        file.read_exact(&mut buf).map_err(|e| Error::io(path, e))?;
+                        match super::footer::page_header(&buf) {
+                            Ok(p) => break p,
+                            Err(m)
+                                if m.contains("ends early") && want < (end - pos).min(1 << 20) =>
+                            {
+                                want = (end - pos).min(1 << 20);
+                            }
+                            Err(m) => return Err(bad(format!("a page header at byte {pos}: {m}"))),
+                        }
                     }
                 };
-                if u64::from(num_values) * bits_per_value > buf.len() as u64 * 8 {
+                if !matches!(page.kind, 0 | 2 | 3) {
                     return Err(bad(format!(
-                        "row group {g}, column {}: its dictionary page claims {num_values} values \
-                         in {} bytes: the file is damaged",
-                        col.column_path(),
-                        buf.len()
+                        "a page of type {} at byte {pos} (dprp reads data and dictionary pages only)",
+                        page.kind
                     )));
                 }
+                let body = pos + page.header_len as u64;
+                if page.compressed < 0
+                    || page.uncompressed < 0
+                    || page.compressed as u64 > end.saturating_sub(body)
+                {
+                    return Err(bad(format!(
+                        "the page at byte {pos} claims {} compressed and {} uncompressed bytes",
+                        page.compressed, page.uncompressed
+                    )));
+                }
+                if page.uncompressed > MAX_PAGE_BYTES {
+                    return Err(bad(format!(
+                        "the page at byte {pos} would decompress to {} bytes, more than the {} \
+                         MiB dprp accepts for one page",
+                        page.uncompressed,
+                        MAX_PAGE_BYTES >> 20
+                    )));
+                }
+                if let (2, Some(n)) = (page.kind, page.dictionary_values) {
+                    let bits_per_value: i128 = match col.column_type() {
+                        Physical::BOOLEAN => 1,
+                        Physical::INT32 | Physical::FLOAT | Physical::BYTE_ARRAY => 32,
+                        Physical::INT64 | Physical::DOUBLE => 64,
+                        Physical::INT96 => 96,
+                        Physical::FIXED_LEN_BYTE_ARRAY => {
+                            8 * i128::from(col.column_descr().type_length().max(0))
+                        }
+                    };
+                    // the page's bytes after decompression (none for an uncompressed chunk)
+                    let bytes = if col.compression() == Compression::UNCOMPRESSED {
+                        page.compressed
+                    } else {
+                        page.uncompressed
+                    };
+                    if n < 0 || i128::from(n) * bits_per_value > i128::from(bytes) * 8 {
+                        return Err(bad(format!(
+                            "its dictionary page claims {n} values in {bytes} bytes"
+                        )));
+                    }
+                }
+                pos = body + page.compressed as u64;
             }
         }
     }

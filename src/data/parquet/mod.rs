@@ -33,7 +33,7 @@ use crate::error::{Error, Result};
 mod footer;
 mod guard;
 
-pub use guard::{check_dictionaries, guarded, reader_options, StrictFile, StrictRead};
+pub use guard::{check_pages, guarded, reader_options, StrictFile, StrictRead};
 
 /// Rows per decoded Arrow batch (a row group is decoded in batches of this many rows).
 pub const BATCH_ROWS: usize = 8192;
@@ -283,7 +283,7 @@ fn inspect_unguarded(
     let leaves: Vec<usize> = (0..schema_descr.num_columns())
         .filter(|&i| roots.contains(&schema_descr.get_column_root_idx(i)))
         .collect();
-    check_dictionaries(path, md, &leaves)?;
+    check_pages(path, md, &leaves)?;
     let part = FilePart {
         path: path.to_path_buf(),
         groups,
