@@ -22,6 +22,15 @@ fn file(dir: &tempfile::TempDir, name: &str, bytes: &[u8]) -> PathBuf {
     path
 }
 
+/// The error reading the Parquet fixture `name` (copied to a fresh `x.parquet`) gives.
+fn parquet_error(name: &str) -> String {
+    let dir = tempfile::tempdir().unwrap();
+    let path = file(&dir, "x.parquet", &fixture(name));
+    read_all(&path, Format::Parquet)
+        .expect_err("a damaged file")
+        .to_string()
+}
+
 fn u64_at(b: &[u8], off: usize) -> u64 {
     u64::from_le_bytes(b[off..off + 8].try_into().unwrap())
 }
@@ -338,10 +347,7 @@ fn parquet_page_header_longer_than_the_file_fails_at_once() {
 /// the crate decodes it; checked here: an error naming the file and the count, no panic.
 #[test]
 fn parquet_footer_that_is_slow_to_reject_is_an_error() {
-    let dir = tempfile::tempdir().unwrap();
-    let bytes = fixture("parquet-slow-footer.parquet");
-    let path = file(&dir, "x.parquet", &bytes);
-    let e = read_all(&path, Format::Parquet).expect_err("a damaged footer");
+    let e = parquet_error("parquet-slow-footer.parquet");
     assert!(
         e.to_string().contains("x.parquet") && e.to_string().contains("475739881 elements"),
         "{e}"
@@ -356,10 +362,7 @@ fn parquet_footer_that_is_slow_to_reject_is_an_error() {
 /// file also has a varint longer than 64 bits, which the crate wraps and dprp refuses).
 #[test]
 fn parquet_footer_child_count_cannot_make_the_crate_reserve_gigabytes() {
-    let dir = tempfile::tempdir().unwrap();
-    let bytes = fixture("parquet-schema-children-16gb.parquet");
-    let path = file(&dir, "x.parquet", &bytes);
-    let e = read_all(&path, Format::Parquet).expect_err("a damaged footer");
+    let e = parquet_error("parquet-schema-children-16gb.parquet");
     assert!(
         e.to_string().contains("x.parquet") && e.to_string().contains("footer is damaged"),
         "{e}"
@@ -374,10 +377,7 @@ fn parquet_footer_child_count_cannot_make_the_crate_reserve_gigabytes() {
 /// follows Parquet's thrift IDL and refuses a known field declared with another type.
 #[test]
 fn parquet_footer_field_with_another_type_is_refused() {
-    let dir = tempfile::tempdir().unwrap();
-    let bytes = fixture("parquet-footer-mistyped-field.parquet");
-    let path = file(&dir, "x.parquet", &bytes);
-    let e = read_all(&path, Format::Parquet).expect_err("a damaged footer");
+    let e = parquet_error("parquet-footer-mistyped-field.parquet");
     assert!(
         e.to_string().contains("x.parquet")
             && e.to_string().contains("not the type Parquet gives it"),
@@ -391,10 +391,7 @@ fn parquet_footer_field_with_another_type_is_refused() {
 /// announced). Each file's decoded rows are now checked against its row groups' declared count.
 #[test]
 fn parquet_row_group_with_fewer_rows_than_declared_is_an_error() {
-    let dir = tempfile::tempdir().unwrap();
-    let bytes = fixture("parquet-row-group-short.parquet");
-    let path = file(&dir, "x.parquet", &bytes);
-    let e = read_all(&path, Format::Parquet).expect_err("a damaged file");
+    let e = parquet_error("parquet-row-group-short.parquet");
     assert!(
         e.to_string()
             .contains("declare 20 rows but their pages hold 4"),
@@ -410,10 +407,7 @@ fn parquet_row_group_with_fewer_rows_than_declared_is_an_error() {
 /// is also an over-long varint, which the crate wraps).
 #[test]
 fn parquet_page_that_would_decompress_to_gigabytes_is_refused() {
-    let dir = tempfile::tempdir().unwrap();
-    let bytes = fixture("parquet-page-decompression-bomb.parquet");
-    let path = file(&dir, "x.parquet", &bytes);
-    let e = read_all(&path, Format::Parquet).expect_err("a damaged file");
+    let e = parquet_error("parquet-page-decompression-bomb.parquet");
     assert!(
         e.to_string().contains("page header") && e.to_string().contains("damaged"),
         "{e}"
