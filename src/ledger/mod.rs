@@ -330,7 +330,8 @@ impl Ledger {
         let mut inv = Inventory::default();
         let mut scanned: Vec<Entry> = Vec::new();
         let rd = std::fs::read_dir(&self.dir).map_err(io_err(&self.dir))?;
-        let mut found: Vec<PathBuf> = Vec::new();
+        // (path, whether it is a Parquet file)
+        let mut found: Vec<(PathBuf, bool)> = Vec::new();
         for e in rd {
             let e = e.map_err(io_err(&self.dir))?;
             let name = e.file_name();
@@ -340,23 +341,24 @@ impl Ledger {
                 continue;
             }
             let path = e.path();
-            let is_release = if path.is_dir() {
-                path.join(crate::release::shards::MANIFEST).exists()
-                    || path.join(crate::release::shards::LEGACY_MANIFEST).exists()
+            let (is_release, parquet) = if path.is_dir() {
+                let manifest = path.join(crate::release::shards::MANIFEST).exists()
+                    || path.join(crate::release::shards::LEGACY_MANIFEST).exists();
+                (manifest, false)
             } else {
-                name.ends_with(".dprp") || crate::release::parquet::is_parquet(&path)
+                let parquet = crate::release::parquet::is_parquet(&path);
+                (name.ends_with(".dprp") || parquet, parquet)
             };
             if is_release {
-                found.push(path);
+                found.push((path, parquet));
             }
         }
         found.sort();
-        for path in found {
+        for (path, parquet) in found {
             let name = path
                 .file_name()
                 .map(|f| f.to_string_lossy().into_owned())
                 .unwrap_or_default();
-            let parquet = path.is_file() && crate::release::parquet::is_parquet(&path);
             if parquet {
                 // A Parquet file without dprp's metadata is not a release (a dataset, say).
                 match crate::release::parquet::recorded_checksum(&path) {

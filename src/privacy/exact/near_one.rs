@@ -110,6 +110,31 @@ fn exp_bounds(f: ExpFactor, n: u32) -> (Big, Option<Big>) {
     (lower, Some(upper))
 }
 
+/// Lower and upper bounds of `C·ΠF_i` from `terms` Taylor terms of each exponential (no upper
+/// bound while a remainder formula does not apply).
+fn product_bounds(c: &[u128], factors: &[ExpFactor], terms: u32) -> (Big, Option<Big>) {
+    let mut lo = Big {
+        num: c.iter().map(|&x| BigUint::from(x)).product(),
+        den: BigUint::one(),
+    };
+    let mut hi = Some(lo.clone());
+    for &f in factors {
+        let (l, h) = exp_bounds(f, terms);
+        lo = Big {
+            num: lo.num * l.num,
+            den: lo.den * l.den,
+        };
+        hi = match (hi, h) {
+            (Some(a), Some(b)) => Some(Big {
+                num: a.num * b.num,
+                den: a.den * b.den,
+            }),
+            _ => None,
+        };
+    }
+    (lo, hi)
+}
+
 /// Decide `U < K / (C · Π F_i)` for a uniform `U` (see the module documentation), where the
 /// caller guarantees that this probability is at least `1 − 2^{−FAST_BITS}` and at most 1.
 #[inline]
@@ -137,29 +162,8 @@ pub(crate) fn certify(
     fast_bits: u32,
     terms: u32,
 ) -> Option<bool> {
-    let c: BigUint = c.iter().map(|&x| BigUint::from(x)).product();
-    let (mut lo, mut hi) = (
-        Big {
-            num: c.clone(),
-            den: BigUint::one(),
-        },
-        Big {
-            num: c,
-            den: BigUint::one(),
-        },
-    );
-    for &f in factors {
-        let (l, h) = exp_bounds(f, terms);
-        let h = h?;
-        lo = Big {
-            num: lo.num * l.num,
-            den: lo.den * l.den,
-        };
-        hi = Big {
-            num: hi.num * h.num,
-            den: hi.den * h.den,
-        };
-    }
+    let (lo, hi) = product_bounds(c, factors, terms);
+    let hi = hi?;
     let km = BigUint::from(k.m);
     // K = km·2^e; clear the power of two to the side it belongs
     let (l, r) = if k.e >= 0 {
@@ -197,25 +201,7 @@ pub(crate) fn decide<R: CryptoRng + ?Sized>(
     // K = m·2^e: compare X·2^{−j}·(bound) with m·2^e by clearing powers of two.
     let km = BigUint::from(k.m);
     loop {
-        let mut lo = Big {
-            num: c.iter().map(|&x| BigUint::from(x)).product(),
-            den: BigUint::one(),
-        };
-        let mut hi = Some(lo.clone());
-        for &f in factors {
-            let (l, h) = exp_bounds(f, terms);
-            lo = Big {
-                num: lo.num * l.num,
-                den: lo.den * l.den,
-            };
-            hi = match (hi, h) {
-                (Some(a), Some(b)) => Some(Big {
-                    num: a.num * b.num,
-                    den: a.den * b.den,
-                }),
-                _ => None,
-            };
-        }
+        let (lo, hi) = product_bounds(c, factors, terms);
         // x/2^j · B ≤ m·2^e  ⟺  x·B.num·2^{max(0,−e)} ≤ m·2^{j + max(0,e)}·B.den
         let (left_shift, right_shift) = if k.e >= 0 {
             (0usize, j as usize + k.e as usize)
