@@ -145,7 +145,7 @@ pub fn agreements(a: &[u64], b: &[u64], k: usize) -> u32 {
         .zip(&b[..full])
         .map(|(x, y)| (x ^ y).count_ones())
         .sum();
-    if k % 64 != 0 {
+    if !k.is_multiple_of(64) {
         let mask = (1u64 << (k % 64)) - 1;
         diff += ((a[full] ^ b[full]) & mask).count_ones();
     }

@@ -223,7 +223,7 @@ pub fn privatise_real(
     out: &mut [f32],
 ) -> Result<()> {
     let (p, k) = (mech.input_dim(), mech.output_dim());
-    if first_row % BLOCK_ROWS as u64 != 0 {
+    if !first_row.is_multiple_of(BLOCK_ROWS as u64) {
         return Err(Error::param(
             "chunk",
             "chunks must start on a noise-block boundary",
@@ -397,7 +397,7 @@ pub fn privatise_dataset_at(
     noise: &NoiseSource,
     first_row: u64,
 ) -> Result<Sketches> {
-    if first_row % BLOCK_ROWS as u64 != 0 {
+    if !first_row.is_multiple_of(BLOCK_ROWS as u64) {
         return Err(Error::param(
             "first row",
             format!("row ids must start on a noise-block boundary (a multiple of {BLOCK_ROWS}), got {first_row}"),

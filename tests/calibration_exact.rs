@@ -536,7 +536,7 @@ fn atan_inv(k: u64) -> I {
     loop {
         let term_lo = floor_div(&one, &(&pow * (2 * n + 1)));
         let term_hi = ceil_div(&one, &(&pow * (2 * n + 1)));
-        if n % 2 == 0 {
+        if n.is_multiple_of(2) {
             sum_lo += &term_lo;
             sum_hi += &term_hi;
         } else {

@@ -388,7 +388,7 @@ fn rademacher_mc(p: usize, rs: &[f64], us: &[Vec<f64>], n: u64, seed: u64) -> (V
                 let mut ones = 0usize;
                 for (i, b) in bits.iter_mut().enumerate() {
                     *b = rng.next_u64();
-                    if i == words - 1 && p % 64 != 0 {
+                    if i == words - 1 && !p.is_multiple_of(64) {
                         *b &= (1u64 << (p % 64)) - 1;
                     }
                     ones += b.count_ones() as usize;

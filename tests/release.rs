@@ -110,7 +110,7 @@ fn memory_budget_sizes_chunks_without_changing_the_release() {
     assert_eq!(chunk_rows(784, k_huge, Payload::F32, 256 << 20), BLOCK_ROWS);
     assert_eq!(chunk_rows(784, 256, Payload::F32, 256 << 20), CHUNK_ROWS);
     let c = chunk_rows(784, 4096, Payload::F32, 256 << 20);
-    assert!(c % BLOCK_ROWS == 0 && c < CHUNK_ROWS);
+    assert!(c.is_multiple_of(BLOCK_ROWS) && c < CHUNK_ROWS);
     assert!(c * pipeline_row_bytes(784, 4096, Payload::F32) <= 256 << 20);
     assert!((c + BLOCK_ROWS) * pipeline_row_bytes(784, 4096, Payload::F32) > 256 << 20);
 

@@ -68,7 +68,7 @@ fn bit_data(seed: u64, stream: u64, n: usize, k: usize, garbage: bool) -> Vec<u6
     let mut out = vec![0u64; n * w];
     for (row, words) in x.chunks(k).zip(out.chunks_mut(w)) {
         pack_signs(row, words);
-        if garbage && k % 64 != 0 {
+        if garbage && !k.is_multiple_of(64) {
             words[w - 1] |= !((1u64 << (k % 64)) - 1);
         }
     }

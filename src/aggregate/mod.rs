@@ -210,7 +210,7 @@ impl<'m> MeanAccumulator<'m> {
     /// Add consecutive release rows `first_row..` (row-major messages), in parallel.
     pub fn add_rows(&mut self, first_row: u64, messages: &[f32]) -> Result<()> {
         let k = self.decoder.message_len().max(1);
-        if messages.len() % k != 0 {
+        if !messages.len().is_multiple_of(k) {
             return Err(Error::param(
                 "rows",
                 format!("{} values are not whole {k}-value rows", messages.len()),

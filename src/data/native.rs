@@ -104,7 +104,7 @@ impl NativeReader {
         // Checked: `meta_len` comes from the file (near 2^64 it wrapped past this check and
         // then sized the allocation of the scaling record).
         let meta_end = (HEADER as u64).checked_add(meta_len);
-        if data_off % 64 != 0 || meta_end.is_none_or(|end| data_off < end) {
+        if !data_off.is_multiple_of(64) || meta_end.is_none_or(|end| data_off < end) {
             return Err(Error::format(
                 path,
                 format!("bad data offset {data_off} in header"),

@@ -50,7 +50,7 @@ impl<'a> Features<'a> {
                 "the number of features per row must be at least 1",
             ));
         }
-        if data.len() % d != 0 {
+        if !data.len().is_multiple_of(d) {
             return Err(Error::param(
                 "features",
                 format!(
@@ -79,7 +79,7 @@ impl<'a> Features<'a> {
             ));
         }
         let wpr = k.div_ceil(64);
-        if words.len() % wpr != 0 {
+        if !words.len().is_multiple_of(wpr) {
             return Err(Error::param(
                 "features",
                 format!(
@@ -599,7 +599,7 @@ mod tests {
                 dense[i * k + j] = if bit == 1 { 1.0 } else { -1.0 };
             }
             // tail bits past k are ignored: set them to make sure
-            if k % 64 != 0 {
+            if !k.is_multiple_of(64) {
                 words[i * wpr + wpr - 1] |= !0u64 << (k % 64);
             }
         }

@@ -157,7 +157,7 @@ impl Fingerprinter {
 
     /// Add the rows of `values` (`p` values per row, row-major). Hashes in parallel.
     pub fn update(&mut self, values: &[f32]) -> Result<()> {
-        if self.p == 0 || values.len() % self.p != 0 {
+        if self.p == 0 || !values.len().is_multiple_of(self.p) {
             return Err(Error::param(
                 "fingerprint",
                 format!(

@@ -715,7 +715,8 @@ impl SignSketch {
         let words = self.block(rows, out)?;
         // one noise stream per BLOCK_ROWS rows, fresh at each block start
         let fresh = |r: usize| {
-            (r % BLOCK_ROWS == 0).then(|| noise.block_rng(first_block + (r / BLOCK_ROWS) as u64))
+            r.is_multiple_of(BLOCK_ROWS)
+                .then(|| noise.block_rng(first_block + (r / BLOCK_ROWS) as u64))
         };
         let mut unused = noise.block_rng(u64::MAX);
         match self.project_values(rows) {

@@ -74,7 +74,7 @@ fn check_shape(d: usize, m: usize, t: usize) -> Result<usize> {
             "the sketch needs at least one block (t ≥ 1)",
         ));
     }
-    if m % t != 0 {
+    if !m.is_multiple_of(t) {
         return Err(Error::param(
             "sketch blocks t",
             format!("t = {t} does not divide m = {m} (m = t·w with w rows per block)"),
@@ -120,7 +120,7 @@ impl CountSketch {
         let mut srng = ChaCha20Rng::from_seed(seed.0);
         srng.set_stream(SIGN_STREAM);
         let mut sign_bits: Vec<u64> = (0..n.div_ceil(64)).map(|_| srng.next_u64()).collect();
-        if n % 64 != 0 {
+        if !n.is_multiple_of(64) {
             if let Some(last) = sign_bits.last_mut() {
                 *last &= (1u64 << (n % 64)) - 1;
             }

@@ -159,7 +159,7 @@ impl Release {
         };
         let side_ok = |off: u64, bytes_per: u64| {
             off == 0
-                || (off % 64 == 0
+                || (off.is_multiple_of(64)
                     && off >= payload_end
                     && n.checked_mul(bytes_per)
                         .and_then(|b| b.checked_add(off))

@@ -169,7 +169,7 @@ impl ReleaseWriter {
 
     /// Append real-valued rows (`values.len()` a multiple of k).
     pub fn write_f32(&mut self, values: &[f32], labels: &[f32], ids: &[u64]) -> Result<()> {
-        if self.payload != Payload::F32 || values.len() % self.k.max(1) != 0 {
+        if self.payload != Payload::F32 || !values.len().is_multiple_of(self.k.max(1)) {
             return Err(Error::param(
                 "payload",
                 "rows do not match the release's payload",
@@ -185,7 +185,7 @@ impl ReleaseWriter {
     /// Append packed-bit rows (`words.len()` a multiple of ⌈k/64⌉).
     pub fn write_bits(&mut self, words: &[u64], labels: &[f32], ids: &[u64]) -> Result<()> {
         let wpr = self.k.div_ceil(64);
-        if self.payload != Payload::Bits || words.len() % wpr.max(1) != 0 {
+        if self.payload != Payload::Bits || !words.len().is_multiple_of(wpr.max(1)) {
             return Err(Error::param(
                 "payload",
                 "rows do not match the release's payload",

@@ -10,12 +10,17 @@
 //! ChaCha20, dprp's eight-way keystream [`crate::privacy::chacha`], the same words as
 //! `fill_bytes`), one 64-bit word per sample, and most samples are decided in a tight loop over
 //! the block with one integer compare, one conversion and one multiply (tables of threshold and
-//! pre-scaled width side by side). This is several times faster than `rand_distr::StandardNormal`
-//! through the same ChaCha20 generator (`cargo bench --bench ldp -- normals`). The randomness is
-//! unchanged: every bit still comes from the caller's generator (ChaCha20 seeded from the OS in
-//! the mechanisms), and a test checks the block loop against the one-word-at-a-time statement
-//! below bit for bit. Tables and slow path use the `libm` crate only, so the draws are a
-//! function of the words alone, on every machine.
+//! pre-scaled width side by side). For a ChaCha20 generator the keystream is computed ahead in
+//! runs of up to 8 KiB without a round trip through `rand_chacha` per block, and the generator
+//! is moved once at the end to where the block-at-a-time reading leaves it ([`Words`]); the
+//! wedge test is decided without `exp` for ≈99% of wedge points by chord and tangent bounds
+//! ([`squeeze`]), with the exact test in the remaining band. This is several times faster than
+//! `rand_distr::StandardNormal` through the same ChaCha20 generator (`cargo bench --bench ldp --
+//! normals`). The randomness is unchanged: every bit still comes from the caller's generator
+//! (ChaCha20 seeded from the OS in the mechanisms), and tests check the block loop against the
+//! one-word-at-a-time statement below bit for bit, the read-ahead against the block reading
+//! and the squeeze against the exact test. Tables and slow path use the `libm` crate only, so
+//! the draws are a function of the words alone, on every machine.
 //!
 //! **The method (exact).** With `f(x) = e^{−x²/2}` and `N = 256` layers of equal area `V`, the
 //! region under `f` on `x ≥ 0` is covered by a base strip `[0, x₀]×[0, f(r)]` (`x₀ = V/f(r)`; the
@@ -174,11 +179,22 @@ pub trait WordRng: Rng {
             out.iter_mut().for_each(|w| *w = u64::from_le(*w));
         }
     }
+
+    /// The ChaCha20 generator behind `self`, if it is one: the bulk samplers then compute its
+    /// keystream ahead in long runs without moving it, and set its position once at the end —
+    /// the same words and the same final state as drawing [`BLOCK`] words at a time through
+    /// [`WordRng::fill_words`], without a round trip through `rand_chacha` per block.
+    fn as_chacha20(&mut self) -> Option<&mut rand_chacha::ChaCha20Rng> {
+        None
+    }
 }
 
 impl WordRng for rand_chacha::ChaCha20Rng {
     fn fill_words(&mut self, out: &mut [u64]) {
         chacha::fill_from_rng(self, out);
+    }
+    fn as_chacha20(&mut self) -> Option<&mut rand_chacha::ChaCha20Rng> {
+        Some(self)
     }
 }
 impl WordRng for rand_chacha::ChaCha12Rng {}
@@ -187,32 +203,102 @@ impl<R: WordRng + ?Sized> WordRng for &mut R {
     fn fill_words(&mut self, out: &mut [u64]) {
         (**self).fill_words(out);
     }
+    fn as_chacha20(&mut self) -> Option<&mut rand_chacha::ChaCha20Rng> {
+        (**self).as_chacha20()
+    }
 }
 
-/// A block of random words from the caller's generator.
+/// Words computed per read-ahead of a ChaCha20 keystream (8 KiB: sixteen eight-block runs).
+const AHEAD: usize = 8 * BLOCK;
+
+/// Where a ChaCha20 read-ahead stands (positions in 32-bit keystream words).
+struct Ahead {
+    key: [u32; 8],
+    stream: u64,
+    /// Position of the first word handed out.
+    start: u128,
+    /// Position of the word after the last one computed into the buffer.
+    end: u128,
+}
+
+/// The random words of one bulk draw, in order. Semantically the words come [`BLOCK`] at a time
+/// from [`WordRng::fill_words`], and the unread rest of the last block is discarded. For a
+/// ChaCha20 generator ([`WordRng::as_chacha20`]) the same words are computed up to [`AHEAD`] at a
+/// time in eight-block-aligned runs, and when the draw ends the generator is moved to where the
+/// block-at-a-time reading would have left it (past `BLOCK·⌈taken/BLOCK⌉` words), so the two
+/// readings are indistinguishable (checked by a test) and the public maps regenerate unchanged.
 struct Words<'a, R: WordRng + ?Sized> {
     rng: &'a mut R,
-    buf: [u64; BLOCK],
+    ahead: Option<Ahead>,
+    buf: [u64; AHEAD],
+    /// Next unread word of `buf`.
     pos: usize,
+    /// Words of `buf` filled.
+    len: usize,
+    /// Words handed out before `buf`'s first.
+    before: u64,
+    /// Words the caller still expects to need (a hint that sizes the read-ahead).
+    want: usize,
 }
 
 impl<'a, R: WordRng + ?Sized> Words<'a, R> {
-    fn new(rng: &'a mut R) -> Self {
+    /// A reader for a draw that expects to take about `want` words.
+    fn new(rng: &'a mut R, want: usize) -> Self {
+        let ahead = rng.as_chacha20().map(|c| {
+            let pos = c.get_word_pos();
+            Ahead {
+                key: chacha::key_words(&c.get_seed()),
+                stream: c.get_stream(),
+                start: pos,
+                end: pos,
+            }
+        });
         Words {
             rng,
-            buf: [0; BLOCK],
-            pos: BLOCK,
+            ahead,
+            buf: [0; AHEAD],
+            pos: 0,
+            len: 0,
+            before: 0,
+            want,
         }
     }
 
     fn refill(&mut self) {
-        self.rng.fill_words(&mut self.buf);
+        self.before += self.len as u64;
         self.pos = 0;
+        match &mut self.ahead {
+            None => {
+                self.rng.fill_words(&mut self.buf[..BLOCK]);
+                self.len = BLOCK;
+            }
+            Some(a) => {
+                // Enough for the words still wanted (plus the ≈1.2% the slow path takes), in
+                // whole blocks, at most AHEAD; ending on an eight-block boundary (128 keystream
+                // words) when the start allows, so that the next run is computed in place.
+                let mut n = (self.want + self.want / 32 + 16).div_ceil(BLOCK) * BLOCK;
+                n = n.clamp(BLOCK, AHEAD);
+                if a.end % 2 == 0 {
+                    let end = a.end + 2 * n as u128;
+                    let over = (end % 128) as usize / 2;
+                    if n - over >= BLOCK / 2 {
+                        n -= over;
+                    }
+                }
+                let words: &mut [u32] = bytemuck::cast_slice_mut(&mut self.buf[..n]);
+                chacha::fill(&a.key, a.stream, a.end, words);
+                if cfg!(target_endian = "big") {
+                    words.iter_mut().for_each(|w| *w = w.swap_bytes());
+                }
+                a.end = a.end.wrapping_add(2 * n as u128);
+                self.len = n;
+            }
+        }
     }
 
     #[inline]
     fn next(&mut self) -> u64 {
-        if self.pos == BLOCK {
+        if self.pos == self.len {
             self.refill();
         }
         let w = self.buf[self.pos];
@@ -224,6 +310,21 @@ impl<'a, R: WordRng + ?Sized> Words<'a, R> {
     #[inline]
     fn open0(&mut self) -> f64 {
         ((self.next() >> 11) + 1) as f64 * TWO_M53
+    }
+}
+
+impl<R: WordRng + ?Sized> Drop for Words<'_, R> {
+    fn drop(&mut self) {
+        if let Some(a) = &self.ahead {
+            let taken = self.before + self.pos as u64;
+            let blocks = taken.div_ceil(BLOCK as u64) as u128;
+            let pos = a.start.wrapping_add(blocks * 2 * BLOCK as u128) & ((1u128 << 68) - 1);
+            if let Some(c) = self.rng.as_chacha20() {
+                if blocks > 0 {
+                    c.set_word_pos(pos);
+                }
+            }
+        }
     }
 }
 
@@ -240,6 +341,41 @@ fn fast(t: &[Layer; LAYERS], word: u64) -> Option<f64> {
         // m < 2⁵³: the signed conversion is exact and a single instruction.
         let x = (m as i64 as f64) * l.xs;
         Some(f64::from_bits(x.to_bits() ^ ((word & 0x100) << 55)))
+    } else {
+        None
+    }
+}
+
+/// How far (absolutely) `y` must clear a bound of `f` before [`squeeze`] decides. The bounds are
+/// computed from the tabulated `f(x_i)` in a few operations (error ≲ 10⁻¹⁵) and the exact test
+/// compares with `libm::exp(−x²/2)` (error ≲ 10⁻¹⁵ relative, `f ≤ 1`), so a margin of 10⁻¹²
+/// leaves only a band of width ≈ 10⁻⁹ of the wedge's height (≥ 1.2·10⁻³) to the exact test.
+const SQUEEZE_MARGIN: f64 = 1e-12;
+
+/// Decide `y < f(x)` in the wedge of layer `i` (`x_{i+1} ≤ x ≤ x_i`) without `exp` when the
+/// point is clear of the curve: on a segment where `f` is convex (`x_{i+1} ≥ 1`) it lies below
+/// the chord and above the tangents at both ends; where it is concave (`x_i ≤ 1`), the reverse.
+/// `Some(answer)` only when `y` clears the bound by [`SQUEEZE_MARGIN`], so the answer is the
+/// exact test's (the draws stay a function of the words alone, bit for bit — checked by a test
+/// that runs both on every wedge point of a long stream); `None` otherwise (and on the layer
+/// whose segment contains the inflection point 1).
+#[inline]
+fn squeeze(z: &Ziggurat, i: usize, x: f64, y: f64) -> Option<bool> {
+    let (xa, xb, fa, fb) = (z.x[i], z.x[i + 1], z.f[i], z.f[i + 1]);
+    let chord = fa + (fb - fa) * ((xa - x) / (xa - xb));
+    let ta = fa * (1.0 + xa * (xa - x));
+    let tb = fb * (1.0 + xb * (xb - x));
+    let (lower, upper) = if xb >= 1.0 {
+        (ta.max(tb), chord)
+    } else if xa <= 1.0 {
+        (chord, ta.min(tb))
+    } else {
+        return None;
+    };
+    if y < lower - SQUEEZE_MARGIN {
+        Some(true)
+    } else if y > upper + SQUEEZE_MARGIN {
+        Some(false)
     } else {
         None
     }
@@ -270,7 +406,11 @@ fn slow<R: WordRng + ?Sized>(z: &Ziggurat, w: &mut Words<'_, R>, mut word: u64) 
         }
         // Wedge of layer i: accept when a vertical uniform falls under the curve.
         let y = z.f[i] + w.open0() * (z.f[i + 1] - z.f[i]);
-        if y < f(x) {
+        let under = match squeeze(z, i, x, y) {
+            Some(decided) => decided,
+            None => y < f(x),
+        };
+        if under {
             return sign * x;
         }
         word = w.next();
@@ -285,14 +425,15 @@ fn slow<R: WordRng + ?Sized>(z: &Ziggurat, w: &mut Words<'_, R>, mut word: u64) 
 fn fill_each<R: WordRng + ?Sized>(rng: &mut R, out: &mut [f64], mut each: impl FnMut(usize, f64)) {
     let z = Ziggurat::get();
     let t = &z.fast;
-    let mut w = Words::new(rng);
     let n = out.len();
+    let mut w = Words::new(rng, n);
     let mut i = 0;
     while i < n {
-        if w.pos == BLOCK {
+        if w.pos == w.len {
+            w.want = n - i;
             w.refill();
         }
-        let take = (BLOCK - w.pos).min(n - i);
+        let take = (w.len - w.pos).min(n - i);
         let mut done = take;
         for (j, (o, &word)) in out[i..i + take]
             .iter_mut()
@@ -351,6 +492,97 @@ pub fn fill_standard_normal_dot<R: WordRng + ?Sized>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The ChaCha20 read-ahead ([`Words`] with [`WordRng::as_chacha20`]) is the block-at-a-time
+    /// reading: the same draws bit for bit and the generator left at the same position, for
+    /// lengths around the block and read-ahead sizes and from odd and even, aligned and
+    /// unaligned starting positions. Power: a reader that discarded the rest of its run (or
+    /// kept the rest of a block) would leave the generator elsewhere and fail the last check.
+    #[test]
+    fn chacha_read_ahead_is_the_block_reading() {
+        use rand::SeedableRng;
+        struct Blockwise(rand_chacha::ChaCha20Rng);
+        impl rand::TryRng for Blockwise {
+            type Error = core::convert::Infallible;
+            fn try_next_u32(&mut self) -> Result<u32, Self::Error> {
+                Ok(self.0.next_u32())
+            }
+            fn try_next_u64(&mut self) -> Result<u64, Self::Error> {
+                Ok(self.0.next_u64())
+            }
+            fn try_fill_bytes(&mut self, dst: &mut [u8]) -> Result<(), Self::Error> {
+                self.0.fill_bytes(dst);
+                Ok(())
+            }
+        }
+        impl WordRng for Blockwise {}
+        for (n, skip) in [
+            (1usize, 0usize),
+            (16, 3),
+            (127, 64),
+            (128, 1),
+            (129, 0),
+            (1000, 7),
+            (1023, 128),
+            (1025, 2),
+            (5000, 255),
+            (40_000, 1),
+        ] {
+            let mut a = rand_chacha::ChaCha20Rng::seed_from_u64(n as u64);
+            a.set_stream(skip as u64);
+            for _ in 0..skip {
+                a.next_u32();
+            }
+            let mut b = Blockwise(a.clone());
+            let (mut x, mut y) = (vec![0f64; n], vec![0f64; n]);
+            fill_standard_normal(&mut a, &mut x);
+            fill_standard_normal(&mut b, &mut y);
+            assert!(
+                x.iter().zip(&y).all(|(p, q)| p.to_bits() == q.to_bits()),
+                "n = {n}, skip = {skip}"
+            );
+            assert_eq!(
+                a.get_word_pos(),
+                b.0.get_word_pos(),
+                "n = {n}, skip = {skip}"
+            );
+            // Two draws in a row (the rotation's Householder vectors) stay in step too.
+            fill_standard_normal(&mut a, &mut x[..n / 2]);
+            fill_standard_normal(&mut b, &mut y[..n / 2]);
+            assert_eq!(x[..n / 2], y[..n / 2]);
+            assert_eq!(a.next_u64(), b.0.next_u64());
+        }
+    }
+
+    /// The squeeze never contradicts the exact test: on 2·10⁶ wedge points (uniform over every
+    /// layer's wedge, plus points within 10⁻¹³ of the curve) it either agrees or abstains; and it
+    /// decides most of them (power: a squeeze that abstained everywhere, or whose bounds were
+    /// swapped, fails one of the checks).
+    #[test]
+    fn squeeze_agrees_with_the_exact_test() {
+        use rand::{RngExt, SeedableRng};
+        let z = Ziggurat::get();
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(11);
+        let (mut decided, mut total) = (0u64, 0u64);
+        for n in 0..2_000_000u64 {
+            let i = 1 + (n % (LAYERS as u64 - 1)) as usize;
+            let u = rng.random::<f64>();
+            let x = z.x[i + 1] + u * (z.x[i] - z.x[i + 1]);
+            let y = if n % 7 == 0 {
+                // right at the curve, where only the exact test may decide
+                f(x) + (rng.random::<f64>() - 0.5) * 2e-13
+            } else {
+                z.f[i] + rng.random::<f64>() * (z.f[i + 1] - z.f[i])
+            };
+            total += 1;
+            if let Some(d) = squeeze(z, i, x, y) {
+                decided += 1;
+                assert_eq!(d, y < f(x), "layer {i}, x {x}, y {y}");
+            }
+        }
+        let share = decided as f64 / total as f64;
+        assert!(share > 0.8, "the squeeze decided only {share}");
+    }
 
     #[test]
     fn r_and_v_are_doorniks() {

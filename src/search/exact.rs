@@ -485,7 +485,7 @@ unsafe fn bits_batch_popcnt(db: &[u64], queries: &[u64], k: usize, heaps: &mut [
 
 #[inline(always)]
 fn bits_batch_generic(db: &[u64], queries: &[u64], k: usize, heaps: &mut [TopK<u64>]) {
-    match (k % 64 == 0).then_some(k / 64) {
+    match k.is_multiple_of(64).then_some(k / 64) {
         Some(4) => bits_batch_w::<4>(db, queries, k, heaps),
         Some(8) => bits_batch_w::<8>(db, queries, k, heaps),
         Some(16) => bits_batch_w::<16>(db, queries, k, heaps),
@@ -573,7 +573,7 @@ fn scan_group<const G: usize>(
 ) {
     let w = k.div_ceil(64);
     let full = k / 64;
-    let mask = if k % 64 == 0 {
+    let mask = if k.is_multiple_of(64) {
         0
     } else {
         (1u64 << (k % 64)) - 1

@@ -24,7 +24,7 @@ pub fn sketch_queries(
     values: &[f32],
 ) -> Result<QuerySketches> {
     let (p, k) = (m.input_dim(), m.output_dim());
-    if p == 0 || values.len() % p != 0 {
+    if p == 0 || !values.len().is_multiple_of(p) {
         return Err(Error::param(
             "queries",
             format!(

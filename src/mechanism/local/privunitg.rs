@@ -176,6 +176,10 @@ impl PrivUnitG {
     /// Privatise a vector of the unit ball (rounded to the sphere first, see [`super`]).
     pub fn privatize<R: WordRng + ?Sized>(&self, v: &[f64], rng: &mut R) -> Result<Vec<f64>> {
         let norm = check_in_ball(v, self.d, 1.0)?;
+        if norm >= 1.0 - UNIT_NORM_TOL {
+            // A unit row is its own sphere point: the normalisation folded in, no copy.
+            return Ok(self.sample_scaled(v, 1.0 / norm, rng));
+        }
         let u = round_to_sphere(v, norm, rng);
         Ok(self.sample_scaled(&u, 1.0, rng))
     }

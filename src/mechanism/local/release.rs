@@ -691,7 +691,7 @@ impl Mechanism for LocalSketch {
             ));
         };
         let (p, k) = (self.d, self.output_dim());
-        if rows.len() % p != 0 || out.len() != rows.len() / p * k {
+        if !rows.len().is_multiple_of(p) || out.len() != rows.len() / p * k {
             return Err(Error::param(
                 "rows",
                 format!(
