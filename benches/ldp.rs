@@ -41,7 +41,7 @@ use rand::{Rng, RngExt, SeedableRng};
 use rand_chacha::{ChaCha12Rng, ChaCha20Rng, ChaCha8Rng};
 use rand_distr::StandardNormal;
 
-use dprp::mechanism::local::normal::{fill_standard_normal, WordRng};
+use dprp::mechanism::local::normal::{fill_standard_normal, FillBytesOnly};
 use dprp::mechanism::local::{PrivUnit2, PrivUnitG, ProjKind, ProjUnit};
 use dprp::privacy::chacha::fill_from_rng;
 use dprp::projection::hadamard::fwht_normalized;
@@ -215,7 +215,7 @@ fn bench_normals(c: &mut Criterion) {
     });
     // The same sampler on rand_chacha's own ChaCha20 keystream (`fill_bytes`), i.e. without
     // dprp's eight-way ChaCha20: what the keystream implementation is worth.
-    let mut plain = Plain(ChaCha20Rng::seed_from_u64(5));
+    let mut plain = FillBytesOnly(ChaCha20Rng::seed_from_u64(5));
     g.bench_function(BenchmarkId::new("bulk-ziggurat-rand_chacha20", n), |b| {
         b.iter(|| {
             fill_standard_normal(&mut plain, &mut buf);
@@ -224,25 +224,6 @@ fn bench_normals(c: &mut Criterion) {
     });
     g.finish();
 }
-
-/// rand_chacha's ChaCha20 through `fill_bytes` only (the default [`WordRng`] path).
-struct Plain(ChaCha20Rng);
-
-impl rand::TryRng for Plain {
-    type Error = core::convert::Infallible;
-    fn try_next_u32(&mut self) -> Result<u32, Self::Error> {
-        Ok(self.0.next_u32())
-    }
-    fn try_next_u64(&mut self) -> Result<u64, Self::Error> {
-        Ok(self.0.next_u64())
-    }
-    fn try_fill_bytes(&mut self, dst: &mut [u8]) -> Result<(), Self::Error> {
-        self.0.fill_bytes(dst);
-        Ok(())
-    }
-}
-
-impl WordRng for Plain {}
 
 /// Keystream throughput (bytes per second, 1 MiB per call, one core): rand_chacha's ChaCha20,
 /// ChaCha12 and ChaCha8 (`fill_bytes`) against dprp's eight-way ChaCha20

@@ -208,6 +208,27 @@ impl<R: WordRng + ?Sized> WordRng for &mut R {
     }
 }
 
+/// A generator read through `fill_bytes` only: a [`WordRng`] without the eight-way keystream or
+/// the read-ahead, for comparing the bulk paths with the plain reading (the tests here,
+/// `benches/ldp.rs`).
+pub struct FillBytesOnly<R>(pub R);
+
+impl<R: Rng> rand::TryRng for FillBytesOnly<R> {
+    type Error = core::convert::Infallible;
+    fn try_next_u32(&mut self) -> Result<u32, Self::Error> {
+        Ok(self.0.next_u32())
+    }
+    fn try_next_u64(&mut self) -> Result<u64, Self::Error> {
+        Ok(self.0.next_u64())
+    }
+    fn try_fill_bytes(&mut self, dst: &mut [u8]) -> Result<(), Self::Error> {
+        self.0.fill_bytes(dst);
+        Ok(())
+    }
+}
+
+impl<R: Rng> WordRng for FillBytesOnly<R> {}
+
 /// Words computed per read-ahead of a ChaCha20 keystream (8 KiB: sixteen eight-block runs).
 const AHEAD: usize = 8 * BLOCK;
 
@@ -501,21 +522,6 @@ mod tests {
     #[test]
     fn chacha_read_ahead_is_the_block_reading() {
         use rand::SeedableRng;
-        struct Blockwise(rand_chacha::ChaCha20Rng);
-        impl rand::TryRng for Blockwise {
-            type Error = core::convert::Infallible;
-            fn try_next_u32(&mut self) -> Result<u32, Self::Error> {
-                Ok(self.0.next_u32())
-            }
-            fn try_next_u64(&mut self) -> Result<u64, Self::Error> {
-                Ok(self.0.next_u64())
-            }
-            fn try_fill_bytes(&mut self, dst: &mut [u8]) -> Result<(), Self::Error> {
-                self.0.fill_bytes(dst);
-                Ok(())
-            }
-        }
-        impl WordRng for Blockwise {}
         for (n, skip) in [
             (1usize, 0usize),
             (16, 3),
@@ -533,7 +539,7 @@ mod tests {
             for _ in 0..skip {
                 a.next_u32();
             }
-            let mut b = Blockwise(a.clone());
+            let mut b = FillBytesOnly(a.clone());
             let (mut x, mut y) = (vec![0f64; n], vec![0f64; n]);
             fill_standard_normal(&mut a, &mut x);
             fill_standard_normal(&mut b, &mut y);
