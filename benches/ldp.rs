@@ -25,10 +25,10 @@
 //!   benchmark: regenerate `W`, encode and decode.
 //! * `normals/*`: 10^6 N(0,1) from a ChaCha20 stream, `rand_distr::StandardNormal` one at a time
 //!   (the previous sampler of the mechanisms) against the bulk ziggurat [`fill_standard_normal`]
-//!   (on dprp's eight-way ChaCha20, and on rand_chacha's own ChaCha20 keystream); and the bulk
+//!   (on dprp's multi-block ChaCha20, and on rand_chacha's own ChaCha20 keystream); and the bulk
 //!   ziggurat on rand_chacha's ChaCha12 and ChaCha8.
 //! * `keystream/*`: 1 MiB of keystream per call from rand_chacha's ChaCha20/12/8 and from dprp's
-//!   eight-way ChaCha20 (same words as rand_chacha's ChaCha20).
+//!   multi-block ChaCha20 (sixteen or eight blocks at a time; same words as rand_chacha's ChaCha20).
 //!
 //! All noise comes from ChaCha20 (here seeded with a fixed key so that runs are comparable).
 
@@ -214,7 +214,7 @@ fn bench_normals(c: &mut Criterion) {
         })
     });
     // The same sampler on rand_chacha's own ChaCha20 keystream (`fill_bytes`), i.e. without
-    // dprp's eight-way ChaCha20: what the keystream implementation is worth.
+    // dprp's multi-block ChaCha20: what the keystream implementation is worth.
     let mut plain = FillBytesOnly(ChaCha20Rng::seed_from_u64(5));
     g.bench_function(BenchmarkId::new("bulk-ziggurat-rand_chacha20", n), |b| {
         b.iter(|| {
@@ -226,7 +226,7 @@ fn bench_normals(c: &mut Criterion) {
 }
 
 /// Keystream throughput (bytes per second, 1 MiB per call, one core): rand_chacha's ChaCha20,
-/// ChaCha12 and ChaCha8 (`fill_bytes`) against dprp's eight-way ChaCha20
+/// ChaCha12 and ChaCha8 (`fill_bytes`) against dprp's multi-block ChaCha20
 /// ([`dprp::privacy::chacha::fill_from_rng`], the same words as rand_chacha's ChaCha20).
 fn bench_keystream(c: &mut Criterion) {
     let mut g = c.benchmark_group("keystream");
@@ -246,7 +246,7 @@ fn bench_keystream(c: &mut Criterion) {
         b.iter(|| r8.fill_bytes(black_box(bytemuck::cast_slice_mut(&mut buf))))
     });
     let mut d20 = ChaCha20Rng::seed_from_u64(6);
-    g.bench_function("dprp-chacha20-8way", |b| {
+    g.bench_function("dprp-chacha20", |b| {
         b.iter(|| fill_from_rng(&mut d20, black_box(&mut buf)))
     });
     g.finish();

@@ -8,7 +8,7 @@
 //!
 //! The local mechanisms take their noise words in bulk through
 //! [`crate::mechanism::local::WordRng`], which for this generator computes the keystream with
-//! dprp's eight-way ChaCha20 ([`crate::privacy::chacha`]): the same cipher, key, stream and word
+//! dprp's multi-block ChaCha20 ([`crate::privacy::chacha`]): the same cipher, key, stream and word
 //! positions, the same words (tested against `rand_chacha`), only faster.
 //!
 //! For reproducible experiments a user-supplied `--noise-seed` replaces the OS key (hashed with

@@ -7,7 +7,7 @@
 //! **Why.** The mechanisms draw one normal per coordinate (PrivUnitG's `g⊥`, PrivUnit2's
 //! orthogonal direction, the rotation's Householder vectors), so at d = 10⁶–10⁷ the client's cost
 //! is the normal sampler's. The words come a block at a time ([`WordRng::fill_words`]: for
-//! ChaCha20, dprp's eight-way keystream [`crate::privacy::chacha`], the same words as
+//! ChaCha20, dprp's multi-block keystream [`crate::privacy::chacha`], the same words as
 //! `fill_bytes`), one 64-bit word per sample, and most samples are decided in a tight loop over
 //! the block with one integer compare, one conversion and one multiply (tables of threshold and
 //! pre-scaled width side by side). For a ChaCha20 generator the keystream is computed ahead in
@@ -168,7 +168,7 @@ impl Ziggurat {
 
 /// A generator the bulk samplers take their 64-bit words from, a block at a time. The default
 /// is `fill_bytes`; `rand_chacha::ChaCha20Rng` (the noise and public-map generator of every
-/// mechanism) uses dprp's eight-way ChaCha20 ([`crate::privacy::chacha`]), which returns the
+/// mechanism) uses dprp's multi-block ChaCha20 ([`crate::privacy::chacha`]), which returns the
 /// same words and leaves the generator in the same state, only faster.
 pub trait WordRng: Rng {
     /// Fill `out` with the next words (word `i` from bytes `8i..8i+8`, little-endian), exactly
@@ -208,7 +208,7 @@ impl<R: WordRng + ?Sized> WordRng for &mut R {
     }
 }
 
-/// A generator read through `fill_bytes` only: a [`WordRng`] without the eight-way keystream or
+/// A generator read through `fill_bytes` only: a [`WordRng`] without the multi-block keystream or
 /// the read-ahead, for comparing the bulk paths with the plain reading (the tests here,
 /// `benches/ldp.rs`).
 pub struct FillBytesOnly<R>(pub R);

@@ -196,7 +196,7 @@ impl Ddg {
         rng: &mut ChaCha20Rng,
         exact: Option<&mut [i128]>,
     ) -> Result<EncodeStats> {
-        // Rounding and noise read the client's stream through the eight-way keystream: the
+        // Rounding and noise read the client's stream through the multi-block keystream: the
         // same words, in the same order, as drawing them from `rng` directly.
         let mut rng = BufferedChaCha::new(rng);
         let (tilde, stats) = self.round_with(x, &mut rng)?;
