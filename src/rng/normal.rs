@@ -12,9 +12,9 @@
 //! the block with one integer compare, one conversion and one multiply (tables of threshold and
 //! pre-scaled width side by side). For a ChaCha20 generator the keystream is computed ahead in
 //! runs of up to 8 KiB without a round trip through `rand_chacha` per block, and the generator
-//! is moved once at the end to where the block-at-a-time reading leaves it ([`Words`]); the
+//! is moved once at the end to where the block-at-a-time reading leaves it (`Words`); the
 //! wedge test is decided without `exp` for ≈99% of wedge points by chord and tangent bounds
-//! ([`squeeze`]), with the exact test in the remaining band. This is several times faster than
+//! (`squeeze`), with the exact test in the remaining band. This is several times faster than
 //! `rand_distr::StandardNormal` through the same ChaCha20 generator (`cargo bench --bench ldp --
 //! normals`). The randomness is unchanged: every bit still comes from the caller's generator
 //! (ChaCha20 seeded from the OS in the mechanisms), and tests check the block loop against the
@@ -182,7 +182,7 @@ pub trait WordRng: Rng {
 
     /// The ChaCha20 generator behind `self`, if it is one: the bulk samplers then compute its
     /// keystream ahead in long runs without moving it, and set its position once at the end —
-    /// the same words and the same final state as drawing [`BLOCK`] words at a time through
+    /// the same words and the same final state as drawing `BLOCK` (128) words at a time through
     /// [`WordRng::fill_words`], without a round trip through `rand_chacha` per block.
     fn as_chacha20(&mut self) -> Option<&mut rand_chacha::ChaCha20Rng> {
         None
