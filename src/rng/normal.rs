@@ -244,14 +244,14 @@ struct Ahead {
 
 /// The random words of one bulk draw, in order. Semantically the words come [`BLOCK`] at a time
 /// from [`WordRng::fill_words`], and the unread rest of the last block is discarded. For a
-/// ChaCha20 generator ([`WordRng::as_chacha20`]) the same words are computed up to [`AHEAD`] at a
+/// ChaCha20 generator ([`WordRng::as_chacha20`]) the same words are computed up to `N` at a
 /// time in eight-block-aligned runs, and when the draw ends the generator is moved to where the
 /// block-at-a-time reading would have left it (past `BLOCK·⌈taken/BLOCK⌉` words), so the two
 /// readings are indistinguishable (checked by a test) and the public maps regenerate unchanged.
-struct Words<'a, R: WordRng + ?Sized> {
+struct Words<'a, R: WordRng + ?Sized, const N: usize> {
     rng: &'a mut R,
     ahead: Option<Ahead>,
-    buf: [u64; AHEAD],
+    buf: [u64; N],
     /// Next unread word of `buf`.
     pos: usize,
     /// Words of `buf` filled.
@@ -262,7 +262,7 @@ struct Words<'a, R: WordRng + ?Sized> {
     want: usize,
 }
 
-impl<'a, R: WordRng + ?Sized> Words<'a, R> {
+impl<'a, R: WordRng + ?Sized, const N: usize> Words<'a, R, N> {
     /// A reader for a draw that expects to take about `want` words.
     fn new(rng: &'a mut R, want: usize) -> Self {
         let ahead = rng.as_chacha20().map(|c| {
@@ -277,7 +277,7 @@ impl<'a, R: WordRng + ?Sized> Words<'a, R> {
         Words {
             rng,
             ahead,
-            buf: [0; AHEAD],
+            buf: [0; N],
             pos: 0,
             len: 0,
             before: 0,
@@ -295,10 +295,10 @@ impl<'a, R: WordRng + ?Sized> Words<'a, R> {
             }
             Some(a) => {
                 // Enough for the words still wanted (plus the ≈1.2% the slow path takes), in
-                // whole blocks, at most AHEAD; ending on an eight-block boundary (128 keystream
+                // whole blocks, at most N; ending on an eight-block boundary (128 keystream
                 // words) when the start allows, so that the next run is computed in place.
                 let mut n = (self.want + self.want / 32 + 16).div_ceil(BLOCK) * BLOCK;
-                n = n.clamp(BLOCK, AHEAD);
+                n = n.clamp(BLOCK, N);
                 if a.end % 2 == 0 {
                     let end = a.end + 2 * n as u128;
                     let over = (end % 128) as usize / 2;
@@ -334,7 +334,7 @@ impl<'a, R: WordRng + ?Sized> Words<'a, R> {
     }
 }
 
-impl<R: WordRng + ?Sized> Drop for Words<'_, R> {
+impl<R: WordRng + ?Sized, const N: usize> Drop for Words<'_, R, N> {
     fn drop(&mut self) {
         if let Some(a) = &self.ahead {
             let taken = self.before + self.pos as u64;
@@ -406,7 +406,11 @@ fn squeeze(z: &Ziggurat, i: usize, x: f64, y: f64) -> Option<bool> {
 /// layer, then fresh words until one is accepted.
 #[cold]
 #[inline(never)]
-fn slow<R: WordRng + ?Sized>(z: &Ziggurat, w: &mut Words<'_, R>, mut word: u64) -> f64 {
+fn slow<R: WordRng + ?Sized, const N: usize>(
+    z: &Ziggurat,
+    w: &mut Words<'_, R, N>,
+    mut word: u64,
+) -> f64 {
     loop {
         let i = (word & 0xff) as usize;
         let sign = if (word >> 8) & 1 == 1 { -1.0 } else { 1.0 };
@@ -443,11 +447,27 @@ fn slow<R: WordRng + ?Sized>(z: &Ziggurat, w: &mut Words<'_, R>, mut word: u64) 
 /// for [`slow`] (which may take further words) and the loop resumes after it. The words are
 /// consumed in order, one per fast-path sample, as in the module documentation.
 #[inline(always)]
-fn fill_each<R: WordRng + ?Sized>(rng: &mut R, out: &mut [f64], mut each: impl FnMut(usize, f64)) {
+fn fill_each<R: WordRng + ?Sized>(rng: &mut R, out: &mut [f64], each: impl FnMut(usize, f64)) {
+    // A short draw reads ahead into a 1 KiB buffer, a long one into 8 KiB (the buffer is zeroed
+    // per call, which costs more than a short draw's keystream); the words are the same.
+    if out.len() <= 2 * BLOCK {
+        fill_each_n::<R, BLOCK>(rng, out, each)
+    } else {
+        fill_each_n::<R, AHEAD>(rng, out, each)
+    }
+}
+
+/// [`fill_each`] with a read-ahead buffer of `N` words.
+#[inline(always)]
+fn fill_each_n<R: WordRng + ?Sized, const N: usize>(
+    rng: &mut R,
+    out: &mut [f64],
+    mut each: impl FnMut(usize, f64),
+) {
     let z = Ziggurat::get();
     let t = &z.fast;
     let n = out.len();
-    let mut w = Words::new(rng, n);
+    let mut w = Words::<R, N>::new(rng, n);
     let mut i = 0;
     while i < n {
         if w.pos == w.len {
@@ -528,6 +548,9 @@ mod tests {
             (127, 64),
             (128, 1),
             (129, 0),
+            (200, 5),
+            (256, 0),
+            (300, 9),
             (1000, 7),
             (1023, 128),
             (1025, 2),
