@@ -348,6 +348,17 @@ mod avx2 {
         _mm256_or_si256(_mm256_slli_epi32(x, 7), _mm256_srli_epi32(x, 25))
     }
 
+    /// The state words 12 and 13 of `N` blocks side by side: the low and high halves of the
+    /// 64-bit counters `counter + j` (the carry into word 13 included).
+    #[inline(always)]
+    fn lane_counters<const N: usize>(counter: u64) -> ([i32; N], [i32; N]) {
+        let c = |j: usize| counter.wrapping_add(j as u64);
+        (
+            core::array::from_fn(|j| c(j) as u32 as i32),
+            core::array::from_fn(|j| (c(j) >> 32) as u32 as i32),
+        )
+    }
+
     /// One quarter round on eight blocks; `VL`: AVX-512VL rotations (`vprold`), one
     /// instruction each, instead of shuffles and shift pairs.
     #[inline(always)]
@@ -456,13 +467,7 @@ mod avx2 {
         for (v, w) in init.iter_mut().zip(&s) {
             *v = _mm256_set1_epi32(*w as i32);
         }
-        // Per-lane 64-bit counters counter + j (the carry into word 13 included).
-        let (mut lo, mut hi) = ([0i32; 8], [0i32; 8]);
-        for j in 0..8 {
-            let c = counter.wrapping_add(j as u64);
-            lo[j] = c as u32 as i32;
-            hi[j] = (c >> 32) as u32 as i32;
-        }
+        let (lo, hi) = lane_counters::<8>(counter);
         init[12] = _mm256_loadu_si256(lo.as_ptr().cast());
         init[13] = _mm256_loadu_si256(hi.as_ptr().cast());
         let mut x = init;
@@ -508,12 +513,7 @@ mod avx2 {
         for (v, w) in init.iter_mut().zip(&s) {
             *v = _mm512_set1_epi32(*w as i32);
         }
-        let (mut lo, mut hi) = ([0i32; 16], [0i32; 16]);
-        for j in 0..16 {
-            let c = counter.wrapping_add(j as u64);
-            lo[j] = c as u32 as i32;
-            hi[j] = (c >> 32) as u32 as i32;
-        }
+        let (lo, hi) = lane_counters::<16>(counter);
         init[12] = _mm512_loadu_si512(lo.as_ptr().cast());
         init[13] = _mm512_loadu_si512(hi.as_ptr().cast());
         let mut x = init;
