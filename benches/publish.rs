@@ -11,9 +11,9 @@
 //! benches/sign_overhead.sh                          # e2e + privatise, then the sign/real ratio table
 //! ```
 //!
-//! MNIST is looked up as `$DPRP_SHARED_DATA/mnist/train-images-idx3-ubyte.gz`, else
-//! `<CARGO_MANIFEST_DIR>/../shared/data/mnist/...`. Without it the benchmark prints
-//! `skipping: ...` and exits successfully. The images are converted once (pixels / 255) to a native
+//! MNIST is read from the project's `data/mnist/train-images-idx3-ubyte.gz`, or from
+//! `$DPRP_DATA/mnist/...` if that is set. Without it the benchmark prints `skipping: ...` and
+//! exits successfully. The images are converted once (pixels / 255) to a native
 //! `dataset.bin` in a temporary directory; every end-to-end iteration reads that file, projects,
 //! adds noise (or takes signs and flips them) and writes a release into the same temporary directory.
 //!
@@ -43,8 +43,9 @@ use dprp::mechanism::gaussian_sketch::add_gaussian_noise;
 use dprp::mechanism::SketchMut;
 use dprp::mechanism::{self, Mechanism, MechanismKind, MechanismParams};
 use dprp::privacy::guarantee::Neighbour;
-use dprp::privacy::noise::{NoiseSource, BLOCK_ROWS};
+use dprp::privacy::noise::NoiseSource;
 use dprp::projection::{DenseKind, DenseProjection, Oporp, Seed};
+use dprp::publish::BLOCK_ROWS;
 use dprp::publish::{
     load_scaled, privatise_real, publish, PublishRequest, CHUNK_ROWS, GROUP_BLOCKS,
 };
@@ -120,9 +121,9 @@ const WARM_UP: Duration = Duration::from_millis(300);
 const MEASUREMENT: Duration = Duration::from_secs(2);
 
 fn mnist_path() -> Option<PathBuf> {
-    let root = match std::env::var_os("DPRP_SHARED_DATA") {
-        Some(d) => PathBuf::from(d),
-        None => Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/data"),
+    let root = match std::env::var_os("DPRP_DATA") {
+        Some(d) if !d.is_empty() => PathBuf::from(d),
+        _ => Path::new(env!("CARGO_MANIFEST_DIR")).join("data"),
     };
     let f = root.join("mnist/train-images-idx3-ubyte.gz");
     f.is_file().then_some(f)
@@ -248,9 +249,7 @@ fn privatise_bits(
     rows.par_chunks(group * p)
         .zip(out.par_chunks_mut(group * w))
         .enumerate()
-        .map(|(g, (r, o))| {
-            mech.privatise_blocks(r, SketchMut::Bits(o), (g * GROUP_BLOCKS) as u64, noise)
-        })
+        .map(|(g, (r, o))| mech.privatise_rows(r, SketchMut::Bits(o), (g * group) as u64, noise))
         .collect::<Vec<dprp::Result<()>>>()
         .into_iter()
         .collect()
@@ -317,13 +316,13 @@ fn bench_noise(c: &mut Criterion, noise: &NoiseSource) {
         .measurement_time(Duration::from_secs(4))
         .throughput(Throughput::Elements(NOISE_LEN as u64));
     let mut buf = vec![0f32; NOISE_LEN];
-    let mut rng = noise.block_rng(0);
+    let mut rng = noise.row_rng(0);
     g.bench_function("add_gaussian_noise/1M", |b| {
         b.iter(|| add_gaussian_noise(black_box(&mut buf), 0.98, &mut rng))
     });
     // Reference point: the raw ChaCha20 keystream the sampler draws from (one u64 per value).
     let mut words = vec![0u64; NOISE_LEN];
-    let mut rng = noise.block_rng(1);
+    let mut rng = noise.row_rng(1);
     g.bench_function("chacha20_next_u64/1M", |b| {
         b.iter(|| {
             for w in words.iter_mut() {
@@ -497,7 +496,7 @@ fn phases(fx: &Fixture, noise: &NoiseSource) -> dprp::Result<()> {
         let noise_t = time_it(REPS, || {
             out.par_chunks_mut(BLOCK_ROWS * k)
                 .enumerate()
-                .for_each(|(b, o)| add_gaussian_noise(o, sigma, &mut noise.block_rng(b as u64)));
+                .for_each(|(b, o)| add_gaussian_noise(o, sigma, &mut noise.row_rng(b as u64)));
         });
         let m: &dyn Mechanism = mech.as_ref();
         let private = time_it(REPS, || {
@@ -751,8 +750,8 @@ fn sign_phases(fx: &Fixture, noise: &NoiseSource) -> dprp::Result<()> {
 fn run() -> dprp::Result<()> {
     let Some(mnist) = mnist_path() else {
         println!(
-            "skipping: MNIST not found (set DPRP_SHARED_DATA to a directory holding \
-             mnist/train-images-idx3-ubyte.gz, or place it under {}/../shared/data)",
+            "skipping: MNIST not found (it ships in {}/data/mnist; set DPRP_DATA to a directory \
+             holding mnist/ and libsvm/)",
             env!("CARGO_MANIFEST_DIR")
         );
         return Ok(());

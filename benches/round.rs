@@ -108,7 +108,7 @@ fn bench(c: &mut Criterion) {
             client += 1;
             black_box(
                 enc.ddg()
-                    .round(&y, &mut noise.block_rng(client))
+                    .round(&y, &mut noise.row_rng(client))
                     .expect("round"),
             )
         })
@@ -118,7 +118,7 @@ fn bench(c: &mut Criterion) {
     g.bench_function("noise", |b| {
         b.iter(|| {
             client += 1;
-            let mut rng = noise.block_rng(client);
+            let mut rng = noise.row_rng(client);
             dg.fill(&mut BufferedChaCha::new(&mut rng), &mut zn);
             black_box(&zn);
         })
@@ -132,7 +132,7 @@ fn bench(c: &mut Criterion) {
     g.bench_function("client", |b| {
         b.iter(|| {
             client += 1;
-            let mut rng = noise.block_rng(client);
+            let mut rng = noise.row_rng(client);
             enc.encode(&x, &mut msg, &mut rng, None).expect("encode");
             secagg.mask(client % N, &mut msg).expect("mask");
             sum.add(&msg).expect("sum");

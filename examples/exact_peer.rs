@@ -74,7 +74,7 @@ fn run(args: &Args) -> Result<serde_json::Value> {
         return Err(Error::param("--n/--reps/--bin-samples", "must be positive"));
     }
     let noise = NoiseSource::from_os()?;
-    let mut rng = noise.block_rng(0);
+    let mut rng = noise.row_rng(0);
     let mut rows = Vec::new();
     let mut buf = vec![0i64; args.n];
     for &sigma in &args.sigma {

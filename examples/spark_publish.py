@@ -9,8 +9,8 @@ Spark"). What runs where:
 
 * the driver numbers the rows 0..n-1 (in the order of --order-by, else Spark's read order) from
   a count per partition, with DataFrame expressions only (no row passes through Python), splits
-  them into N contiguous ranges of whole 256-row noise blocks (shard i: blocks ⌊iB/N⌋..⌊(i+1)B/N⌋
-  of B = ⌈n/256⌉ — the split of `dprp publish --shards N`), repartitions by shard, and draws the
+  them into N contiguous ranges as even as possible (shard i: rows ⌊in/N⌋..⌊(i+1)n/N⌋ — the
+  split of `dprp publish --shards N`), repartitions by shard, and draws the
   public projection seed once (or takes --projection-seed);
 * each executor, in `mapInArrow`, gathers each shard's rows in its partition, in order, and calls
   `dprp.publish(x, ..., shard=(i, N), first_row=start_i, seed=SEED, output=OUTPUT_DIR)`: the
@@ -32,16 +32,12 @@ import argparse
 import os
 import sys
 
-BLOCK = 256  # rows per noise block (dprp::privacy::noise::BLOCK_ROWS)
-
-
 def shard_starts(n, shards):
     """Global id of each shard's first row, plus n: the split of `dprp publish --shards`."""
-    blocks = -(-n // BLOCK)
-    if shards > blocks:
+    if shards > n:
         raise SystemExit(f"{shards} shards of {n} rows would leave a shard empty: use at most "
-                         f"{max(blocks, 1)}")
-    return [min(n, i * blocks // shards * BLOCK) for i in range(shards)] + [n]
+                         f"{max(n, 1)}")
+    return [i * n // shards for i in range(shards)] + [n]
 
 
 def to_matrix(table, column, what):
@@ -163,7 +159,6 @@ def main(argv=None):
             if n == 0:
                 raise SystemExit(f"{a.input}: no rows")
             starts = shard_starts(n, count)
-            blocks = -(-n // BLOCK)
             offsets, acc = {}, 0
             for pid in sorted(counts):
                 offsets[pid] = acc
@@ -171,8 +166,8 @@ def main(argv=None):
             offset_of = F.create_map(*[F.lit(x) for kv in offsets.items() for x in kv])
             pid = F.col("_pid").cast("long")
             idx = offset_of[F.col("_pid")] + (F.col("_mid") - F.shiftleft(pid, 33))
-            # shard of a row: the last i with ⌊iB/N⌋·256 ≤ idx, i.e. ⌊((⌊idx/256⌋ + 1)·N − 1)/B⌋
-            shard = F.floor(((F.floor(idx / BLOCK) + 1) * count - 1) / blocks).cast("long")
+            # shard of a row: the last i with ⌊in/N⌋ ≤ idx, i.e. ⌊((idx + 1)·N − 1)/n⌋
+            shard = F.floor(((idx + 1) * count - 1) / n).cast("long")
             indexed = (df.select(shard.alias("shard"), idx.cast("long").alias("idx"), a.column)
                        .repartition(count, "shard"))
 

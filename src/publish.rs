@@ -4,9 +4,15 @@
 //! labels and ids, which are written after the payload), and chunks are sized from a memory budget
 //! ([`PublishOptions::memory_budget`], 256 MiB by default): wide sketches (large k) get fewer rows
 //! per chunk. The public projection matrix (p·k·4 bytes for dense maps) comes on top. A reader thread decodes the input, the
-//! calling thread privatises each chunk in parallel with rayon (one ChaCha20 stream per
-//! [`BLOCK_ROWS`]-row block, so results do not depend on the thread count), and a writer thread
-//! hashes and writes the payload.
+//! calling thread privatises each chunk in parallel with rayon, and a writer thread hashes and
+//! writes the payload.
+//!
+//! **A row's output depends on its content and its absolute row id only.** Row `r` draws its
+//! secret noise from its own ChaCha20 stream ([`NoiseSource::row_rng`]`(r)`) and a mechanism with
+//! per-row public maps uses the map of id `r`; the pipeline counts ids from the first row of the
+//! release (or shard) whatever the sizes of the chunks a reader hands it, so chunking, the
+//! memory budget, the thread count, shard boundaries and Parquet row groups cannot change which
+//! stream a row reads (`tests/pipeline_noise.rs` checks every reader at odd chunk sizes).
 
 use std::path::PathBuf;
 use std::sync::mpsc::sync_channel;
@@ -20,11 +26,15 @@ use crate::data::{open_reader, Dataset, InputOptions, RowReader, Scaling};
 use crate::error::{Error, Result};
 use crate::mechanism::{self, Mechanism, MechanismParams, Payload, SketchMut};
 use crate::privacy::guarantee::GuaranteeKind;
-use crate::privacy::noise::{NoiseSource, BLOCK_ROWS};
+use crate::privacy::noise::NoiseSource;
 use crate::release::{now_rfc3339, NoiseRecord, ReleaseMeta, ReleaseWriter, VERSION};
 
+/// Rows per unit of parallel work (and the granularity of chunk sizes). Only the work split
+/// depends on it: the noise of a row is that of its id ([`NoiseSource::row_rng`]).
+pub const BLOCK_ROWS: usize = 256;
+
 /// Most rows per pipeline chunk (a multiple of [`BLOCK_ROWS`]); fewer when the memory budget
-/// asks for it ([`chunk_rows`]).
+/// asks for it ([`chunk_rows`]), or when [`CHUNK_ROWS_ENV`] caps it for a test.
 pub const CHUNK_ROWS: usize = 32 * BLOCK_ROWS;
 
 /// Default memory budget of the publishing pipeline's row buffers: 256 MiB.
@@ -50,6 +60,9 @@ pub struct PublishOptions {
     pub part: Option<Part>,
     /// The release's file format (`--output-format`): native (default) or Parquet.
     pub container: crate::release::Container,
+    /// Most rows each read of the input asks for (`None`: as many as a chunk holds, or what
+    /// [`CHUNK_ROWS_ENV`] says). A test hook: chunks of any size give the same release.
+    pub read_cap: Option<usize>,
 }
 
 /// The rows of one shard (see [`crate::release::shards`]): skip `skip` rows of the input, take
@@ -74,6 +87,7 @@ impl Default for PublishOptions {
             noise: crate::privacy::lattice::NoiseChoice::default(),
             part: None,
             container: crate::release::Container::Native,
+            read_cap: None,
         }
     }
 }
@@ -103,8 +117,31 @@ pub fn pipeline_row_bytes(p: usize, k: usize, payload: Payload) -> usize {
     CHUNKS_IN_FLIGHT * (4 * p + crate::release::row_bytes(payload, k)) + scratch
 }
 
+/// Environment variable that caps the rows each pipeline read asks for (a test hook: it makes
+/// every reader hand the pipeline chunks of an odd size, which must not change a single output
+/// bit; unset in normal use).
+pub const CHUNK_ROWS_ENV: &str = "DPRP_CHUNK_ROWS";
+
+/// The cap [`CHUNK_ROWS_ENV`] sets, `usize::MAX` when unset.
+fn chunk_cap() -> Result<usize> {
+    match std::env::var(CHUNK_ROWS_ENV) {
+        Err(_) => Ok(usize::MAX),
+        Ok(v) => v
+            .trim()
+            .parse::<usize>()
+            .ok()
+            .filter(|&c| c > 0)
+            .ok_or_else(|| {
+                Error::param(
+                    CHUNK_ROWS_ENV,
+                    format!("must be a positive number of rows, got {v:?}"),
+                )
+            }),
+    }
+}
+
 /// Rows per chunk under `budget`: the most that fit, a multiple of [`BLOCK_ROWS`], between one
-/// noise block and [`CHUNK_ROWS`].
+/// block and [`CHUNK_ROWS`].
 pub fn chunk_rows(p: usize, k: usize, payload: Payload, budget: usize) -> usize {
     let per_row = pipeline_row_bytes(p, k, payload).max(1);
     let fit = budget / per_row / BLOCK_ROWS * BLOCK_ROWS;
@@ -113,12 +150,16 @@ pub fn chunk_rows(p: usize, k: usize, payload: Payload, budget: usize) -> usize 
 
 /// Description of the noise generator recorded in releases of Gaussian (real-valued) mechanisms.
 pub const NOISE_GENERATOR: &str =
-    "ChaCha20 (rand_chacha), one stream per 256-row block; N(0,1) by ziggurat (rand_distr StandardNormal, f64)";
+    "ChaCha20 (rand_chacha), one stream per row (stream id = row id); N(0,1) by ziggurat (rand_distr StandardNormal, f64)";
+
+/// How the releases of dprp ≥ 0.2.0 describe their streams; the releases of the versions before
+/// said "one stream per 256-row block" (see [`crate::release::advisory`]).
+pub const ROW_STREAMS: &str = "ChaCha20 (rand_chacha), one stream per row (stream id = row id)";
 
 /// The noise generator and sampler a mechanism actually uses, as recorded in its release.
 pub fn noise_generator(kind: mechanism::MechanismKind) -> String {
     use mechanism::MechanismKind as K;
-    let stream = "ChaCha20 (rand_chacha), one stream per 256-row block";
+    let stream = ROW_STREAMS;
     let flips = "each flip is a uniform 64-bit word u < Q: probability exactly Q/2⁶⁴, Q computed \
                  from ε' in exact integer arithmetic and rounded toward ½ (no floating point); Q in \
                  the sign record";
@@ -129,7 +170,7 @@ pub fn noise_generator(kind: mechanism::MechanismKind) -> String {
         ),
         k if k.is_sign() => format!("{stream}; {flips}"),
         k if k.is_local() => format!(
-            "{stream}, rows in order within a block; N(0,1) by ziggurat (rand_distr \
+            "{stream}; N(0,1) by ziggurat (rand_distr \
              StandardNormal, f64), uniforms from 53-bit words, truncated normals and Beta cap \
              draws by inversion in log space"
         ),
@@ -144,7 +185,7 @@ pub fn noise_generator_for(
     noise: crate::privacy::lattice::NoiseChoice,
 ) -> String {
     use mechanism::MechanismKind as K;
-    let stream = "ChaCha20 (rand_chacha), one stream per 256-row block";
+    let stream = ROW_STREAMS;
     match (kind, noise) {
         (K::RawGOpt | K::DpRpG | K::DpRpGOpt | K::DpOporp, crate::privacy::lattice::NoiseChoice::Lattice) => format!(
             "{stream}; values rounded onto γℤ, N_ℤ(0, s²) by an integer guide-table sampler (no floating point on the sampling path)"
@@ -208,13 +249,13 @@ pub struct StageTimes {
     pub chunks: usize,
 }
 
-/// Most noise blocks per parallel task: each task privatises up to `GROUP_BLOCKS·BLOCK_ROWS` rows
+/// Most blocks per parallel task: each task privatises up to `GROUP_BLOCKS·BLOCK_ROWS` rows
 /// at once (fewer for small chunks, see `group_rows`).
 pub const GROUP_BLOCKS: usize = 4;
 
-/// Privatise real-valued rows whose first row has global index `first_row` (a multiple of
-/// [`BLOCK_ROWS`]) into `out` (`rows × output_dim`), in parallel, without validation (the caller
-/// has checked the domain). Used by benchmarks to time the privatisation alone.
+/// Privatise real-valued rows whose first row has global id `first_row` into `out`
+/// (`rows × output_dim`), in parallel, without validation (the caller has checked the domain).
+/// Used by benchmarks to time the privatisation alone.
 pub fn privatise_real(
     mech: &dyn Mechanism,
     rows: &[f32],
@@ -223,30 +264,23 @@ pub fn privatise_real(
     out: &mut [f32],
 ) -> Result<()> {
     let (p, k) = (mech.input_dim(), mech.output_dim());
-    if !first_row.is_multiple_of(BLOCK_ROWS as u64) {
-        return Err(Error::param(
-            "chunk",
-            "chunks must start on a noise-block boundary",
-        ));
-    }
     let group = GROUP_BLOCKS * BLOCK_ROWS;
-    let first_block = first_row / BLOCK_ROWS as u64;
     rows.par_chunks(group * p)
         .zip(out.par_chunks_mut(group * k))
         .enumerate()
         .map(|(g, (r, o))| {
-            let b = first_block + (g * GROUP_BLOCKS) as u64;
-            mech.privatise_blocks(r, SketchMut::Real(o), b, noise)
+            let first = mechanism::row_id(first_row, g * group)?;
+            mech.privatise_rows(r, SketchMut::Real(o), first, noise)
         })
         .collect::<Vec<Result<()>>>()
         .into_iter()
         .collect()
 }
 
-/// Rows per parallel task for a chunk of `rows` rows: [`GROUP_BLOCKS`] noise blocks, fewer when
-/// the chunk is small (wide sketches) so that every thread still gets work. The output does not
-/// depend on it: each noise block draws from its own stream, and each row's projection is
-/// computed on its own.
+/// Rows per parallel task for a chunk of `rows` rows: [`GROUP_BLOCKS`] blocks, fewer when the
+/// chunk is small (wide sketches) so that every thread still gets work. The output does not
+/// depend on it: each row draws from its own stream, and each row's projection is computed on
+/// its own.
 fn group_rows(rows: usize) -> usize {
     let blocks = rows.div_ceil(BLOCK_ROWS);
     let per_thread = blocks / rayon::current_num_threads().max(1);
@@ -330,10 +364,11 @@ fn process_chunk(
         OutBuf::F32(_) => mech.output_dim(),
         OutBuf::Bits(_) => mech.output_dim().div_ceil(64),
     };
-    let first_block = first_row / BLOCK_ROWS as u64;
     let nu = mech.min_norm();
     let work = |g: usize, v: &mut [f32], o: SketchMut<'_>, c: &mut [u32]| -> Result<()> {
-        let r0 = first_row + (g * group) as u64;
+        // The group's first id: the chunk's first id plus the rows before it, whatever the
+        // chunk's size or alignment (each row's noise and public map follow from its id).
+        let r0 = mechanism::row_id(first_row, g * group)?;
         if let Some(s) = scaler {
             // Non-finite input is refused before any scaling (--clip must not turn inf into 1).
             check_finite(v, p, r0, path)?;
@@ -343,13 +378,7 @@ fn process_chunk(
         if let Some(nu) = nu {
             check_min_norm(v, p, r0, nu, path)?;
         }
-        mech.privatise_blocks_counted(
-            v,
-            o,
-            first_block + (g * group / BLOCK_ROWS) as u64,
-            noise,
-            c,
-        )
+        mech.privatise_rows_counted(v, o, r0, noise, c)
     };
     let results: Vec<Result<()>> = match out {
         OutBuf::F32(o) => values
@@ -387,22 +416,17 @@ pub fn privatise_dataset(
     privatise_dataset_at(mech, data, noise, 0)
 }
 
-/// [`privatise_dataset`] for rows whose global ids start at `first_row`, a multiple of
-/// [`BLOCK_ROWS`] (rows draw noise by block and a local mechanism derives each row's public map
-/// from its id, so rows of another batch of users — e.g. the queries of a retrieval evaluation —
-/// get maps of their own). Use [`first_row_after`] for the first id after `n` rows.
+/// [`privatise_dataset`] for rows whose global ids start at `first_row` (each row draws its noise
+/// from the stream of its id and a local mechanism derives each row's public map from it, so rows
+/// of another batch of users — e.g. the queries of a retrieval evaluation — get streams and maps
+/// of their own when their ids follow the first batch's). Use [`first_row_after`] for the first id
+/// after `n` rows.
 pub fn privatise_dataset_at(
     mech: &dyn Mechanism,
     data: &Dataset,
     noise: &NoiseSource,
     first_row: u64,
 ) -> Result<Sketches> {
-    if !first_row.is_multiple_of(BLOCK_ROWS as u64) {
-        return Err(Error::param(
-            "first row",
-            format!("row ids must start on a noise-block boundary (a multiple of {BLOCK_ROWS}), got {first_row}"),
-        ));
-    }
     if data.p != mech.input_dim() {
         return Err(Error::param(
             "input",
@@ -436,8 +460,8 @@ pub fn privatise_dataset_at(
     })
 }
 
-/// The first noise-block boundary at or after `n` rows: where a second batch of rows may start
-/// (see [`privatise_dataset_at`]).
+/// The first block boundary at or after `n` rows: where a second batch of rows starts (see
+/// [`privatise_dataset_at`]; any id at or after `n` would do, a round one reads better).
 pub fn first_row_after(n: usize) -> u64 {
     n.div_ceil(BLOCK_ROWS) as u64 * BLOCK_ROWS as u64
 }
@@ -497,20 +521,7 @@ pub fn publish_from<'r>(
             .push("--noise-seed makes the release reproducible and therefore NOT private".into());
     }
     crate::atomic::check_not_input(&req.input, &req.output)?;
-    let first_row = match opts.part {
-        Some(part) if part.shard.first_row % BLOCK_ROWS as u64 != 0 => {
-            return Err(Error::param(
-                "--first-row",
-                format!(
-                    "a shard's first row must be a multiple of the {BLOCK_ROWS}-row noise block, \
-                     got {}",
-                    part.shard.first_row
-                ),
-            ))
-        }
-        Some(part) => part.shard.first_row,
-        None => 0,
-    };
+    let first_row = opts.part.map_or(0, |part| part.shard.first_row);
     let mut open = || -> Result<Box<dyn RowReader + 'r>> {
         let r = open()?;
         Ok(match opts.part {
@@ -520,12 +531,21 @@ pub fn publish_from<'r>(
     };
     let mut reader = open()?;
     let has_ids = reader.has_ids();
+    let input_format = reader.format();
     if has_ids && opts.part.is_some() {
         return Err(Error::param(
             "--id-column",
             "a sharded release numbers its rows globally (shard first row + position); explicit \
              ids are stored only in a release in one file",
         ));
+    }
+    if let Some(n) = reader.rows_hint() {
+        if first_row.checked_add(n).is_none() {
+            return Err(Error::param(
+                "--first-row",
+                format!("{first_row} + {n} rows: the row ids overflow 64 bits"),
+            ));
+        }
     }
     let p = reader.dim();
     let mut scaling: Scaling = reader.scaling();
@@ -619,11 +639,15 @@ pub fn publish_from<'r>(
     let payload = mech.payload();
     let k = mech.output_dim();
     let has_labels = reader.has_labels();
-    let chunk = chunk_rows(p, k, payload, opts.memory_budget);
+    let cap = match opts.read_cap {
+        Some(c) => c.max(1),
+        None => chunk_cap()?,
+    };
+    let chunk = chunk_rows(p, k, payload, opts.memory_budget).min(cap);
     let in_flight = chunk * pipeline_row_bytes(p, k, payload);
     if in_flight > opts.memory_budget {
         warnings.push(format!(
-            "at p = {p}, k = {k} one {BLOCK_ROWS}-row noise block needs about {} MiB of buffers \
+            "at p = {p}, k = {k} one {BLOCK_ROWS}-row chunk needs about {} MiB of buffers \
              in flight, above the memory budget of {} MiB; publishing with that",
             in_flight >> 20,
             opts.memory_budget >> 20
@@ -763,7 +787,13 @@ pub fn publish_from<'r>(
                 hist[(c as usize).min(k)] += 1;
             }
             let _ = in_pool_tx.send(v);
-            row0 += rows as u64;
+            row0 = match mechanism::row_id(row0, rows) {
+                Ok(r) => r,
+                Err(e) => {
+                    failure = Some(e);
+                    break;
+                }
+            };
             chunks += 1;
             busy += t.elapsed().as_secs_f64();
             t = std::time::Instant::now();
@@ -875,6 +905,7 @@ pub fn publish_from<'r>(
         ids: has_ids,
         dataset,
         shard: opts.part.map(|p| p.shard),
+        input_format: Some(input_format),
     };
     let meta = match gate {
         Some(g) => writer.finish_gated(meta, |m, sum| g.admit(&req.output, m, sum))?,

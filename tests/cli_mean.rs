@@ -429,6 +429,7 @@ fn the_mean_of_an_empty_release_is_refused() {
         ids: false,
         dataset: None,
         shard: None,
+        input_format: None,
     };
     w.finish(meta).unwrap();
     let o = dprp(dir.path(), &["mean", "empty.dprp", "-o", "m.npy"]);

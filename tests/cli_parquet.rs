@@ -764,7 +764,7 @@ fn a_directory_of_parquet_files_is_one_table_and_shards_skip_row_groups() {
         payload(&dir.join("ds.dprp")),
         payload(&dir.join("npy.dprp"))
     );
-    // a worker's shard read from the whole dataset (rows 256..512 span files 0 and 1) equals
+    // a worker's shard read from the whole dataset (rows 300..600 span files 1 and 2) equals
     // the same shard of `publish --shards`, and to the one-file payload's rows
     ok(
         dir,
@@ -775,10 +775,10 @@ fn a_directory_of_parquet_files_is_one_table_and_shards_skip_row_groups() {
             shard: dprp::release::ShardRecord {
                 index: 1,
                 count: 2,
-                first_row: 256,
+                first_row: 300,
             },
-            skip: 256,
-            take: Some(344),
+            skip: 300,
+            take: Some(300),
         }),
         ..Default::default()
     };

@@ -7,8 +7,8 @@ mod cli_helpers;
 #[allow(unused_imports)]
 use cli_helpers::*;
 
-/// Rows × 8 features in [0, 1) as `.npy` (2000 rows in 3 shards: 512 + 768 + 720 — eight noise
-/// blocks split as evenly as they go, the last one short).
+/// Rows × 8 features in [0, 1) as `.npy` (2000 rows in 3 shards: 666 + 667 + 667, rows split as
+/// evenly as they go).
 fn rows_npy(dir: &Path, name: &str, n: usize, first: usize) {
     let p = 8;
     let vals: Vec<f32> = (first * p..(first + n) * p)
@@ -95,7 +95,7 @@ fn sharded_release_equals_the_one_file_release_under_one_noise_seed() {
             .iter()
             .map(|s| (s["first_row"].as_u64().unwrap(), s["n"].as_u64().unwrap()))
             .collect();
-        assert_eq!(ranges, vec![(0, 512), (512, 768), (1280, 720)]);
+        assert_eq!(ranges, vec![(0, 666), (666, 667), (1333, 667)]);
         let one_info = info_json(d.path(), &one);
         assert_eq!(j["guarantee"], one_info["guarantee"]);
         assert_eq!(j["mechanism"], one_info["mechanism"]);
@@ -115,7 +115,7 @@ fn sharded_release_equals_the_one_file_release_under_one_noise_seed() {
         let bad = dprp(d.path(), &["estimate", &dir, "--rows", "5,2000"]);
         assert!(!bad.status.success());
         assert!(
-            text(&bad.stderr).contains("1280..2000"),
+            text(&bad.stderr).contains("1333..2000"),
             "{}",
             text(&bad.stderr)
         );
@@ -379,16 +379,16 @@ fn a_wrong_shard_directory_is_refused_naming_the_shard() {
         &["shards", "finish", "overlap"],
         &["shard-00001-of-00002.dprp", "overlaps"],
     );
-    // a first row off the noise block
+    // row ids past 2⁶⁴ − 1 (they would wrap onto other rows' noise streams and maps)
     fails(
         d.path(),
         &args(
             "x.npy",
             "dp-rp-g-opt",
             "off",
-            &["--shard", "0/2", "--first-row", "100"],
+            &["--shard", "0/2", "--first-row", "18446744073709551360"],
         ),
-        &["multiple of the 256-row noise block"],
+        &["--first-row", "overflow"],
     );
     assert!(shard_files(&d.path().join("off")).is_empty());
     // bad --shard specs and shard counts
@@ -401,9 +401,9 @@ fn a_wrong_shard_directory_is_refused_naming_the_shard() {
     }
     fails_clean(
         d.path(),
-        &args("x.npy", "dp-rp-g-opt", "many", &["--shards", "9"]),
+        &args("x.npy", "dp-rp-g-opt", "many", &["--shards", "2001"]),
         "many",
-        &["leave a shard empty", "at most 8"],
+        &["leave a shard empty", "at most 2000"],
     );
     // a directory written before the manifest was renamed (manifest.json) still opens
     std::fs::rename(

@@ -51,7 +51,7 @@ fn without_noise_the_round_decodes_the_exact_level_sum() {
     let mut plain = vec![0u64; enc.message_len()];
     for (i, row) in v.chunks(d).enumerate() {
         let x: Vec<f64> = row.iter().map(|&a| a as f64).collect();
-        let (u, _) = enc.quantise(&x, &mut noise.block_rng(i as u64)).unwrap();
+        let (u, _) = enc.quantise(&x, &mut noise.row_rng(i as u64)).unwrap();
         assert!(u.iter().all(|&l| l < 9));
         plain.iter_mut().zip(&u).for_each(|(s, &l)| *s += l);
     }
@@ -142,7 +142,7 @@ fn the_sum_carries_binomial_noise_of_n_m_trials() {
     let zero = vec![0.0; d];
     let mut msg = vec![0u64; enc.message_len()];
     for i in 0..n {
-        enc.encode(&zero, &mut msg, &mut noise.block_rng(i), None)
+        enc.encode(&zero, &mut msg, &mut noise.row_rng(i), None)
             .unwrap();
         secagg.mask(i, &mut msg).unwrap();
         sum.add(&msg).unwrap();

@@ -48,7 +48,7 @@ fn without_noise_the_round_decodes_the_exact_quantised_sum() {
     let mut plain = ModularSum::new(ddg.message_len(), m);
     for (i, row) in v.chunks(d).enumerate() {
         let x: Vec<f64> = row.iter().map(|&a| a as f64).collect();
-        let mut rng = noise.block_rng(i as u64);
+        let mut rng = noise.row_rng(i as u64);
         let (t, _) = ddg.round(&x, &mut rng).unwrap();
         let msg: Vec<u64> = t.iter().map(|&a| m.reduce(a)).collect();
         plain.add(&msg).unwrap();
@@ -107,7 +107,7 @@ fn the_sum_carries_the_noise_the_accountant_assumed() {
         let zero = vec![0.0; d];
         let mut msg = vec![0u64; ddg.message_len()];
         for i in 0..n {
-            ddg.encode(&zero, &mut msg, &mut noise.block_rng(i), None)
+            ddg.encode(&zero, &mut msg, &mut noise.row_rng(i), None)
                 .unwrap();
             secagg.mask(i, &mut msg).unwrap();
             sum.add(&msg).unwrap();
@@ -152,7 +152,7 @@ fn bad_input_is_refused() {
     let ddg = Ddg::new(10, params(1.0, 16), Seed([1; 32])).unwrap();
     let noise = NoiseSource::from_seed("bad");
     let mut msg = vec![0u64; ddg.message_len()];
-    let mut rng = noise.block_rng(0);
+    let mut rng = noise.row_rng(0);
     let mut x = vec![0.1; 10];
     x[3] = f64::NAN;
     let e = ddg

@@ -61,7 +61,7 @@ fn coverage(kind: MechanismKind, proj: Option<DenseKind>, k: usize, raw_query: b
         let mut both = u.clone();
         both.extend_from_slice(&v);
         let mut out = vec![0f32; 2 * kk];
-        let mut rng = NoiseSource::from_seed(&format!("cov{t}")).block_rng(0);
+        let mut rng = NoiseSource::from_seed(&format!("cov{t}")).row_rng(0);
         m.privatise(&both, 0, SketchMut::Real(&mut out), &mut rng)
             .unwrap();
         let (x, y) = out.split_at(kk);
@@ -330,7 +330,7 @@ fn sign_coverage(
             m.project(row, x).unwrap();
             pack_signs(x, out);
         };
-        let mut rng = NoiseSource::from_seed(&format!("sign-cov-{t}")).block_rng(0);
+        let mut rng = NoiseSource::from_seed(&format!("sign-cov-{t}")).row_rng(0);
         match (eps_prime, mode) {
             (None, _) => {
                 raw(&u, &mut a, &mut x);

@@ -243,7 +243,7 @@ fn every_output_lies_on_the_lattice() {
             let kk = m.output_dim();
             let mut out = vec![0f32; rows * kk];
             let src = NoiseSource::from_seed("lattice-membership");
-            m.privatise_blocks(&data, SketchMut::Real(&mut out), 0, &src)
+            m.privatise_rows(&data, SketchMut::Real(&mut out), 0, &src)
                 .unwrap();
             let g = match noise {
                 NoiseChoice::Lattice => lattice_of(m.as_ref()).g,
@@ -312,7 +312,7 @@ fn idp_gaussian_lattice_noise() {
     let n = 100_000usize;
     let rows: Vec<f32> = row.iter().cycle().take(n * p).copied().collect();
     let mut out = vec![0u64; n];
-    m.privatise_blocks(
+    m.privatise_rows(
         &rows,
         SketchMut::Bits(&mut out),
         0,

@@ -8,8 +8,8 @@ use dprp::mechanism::Payload;
 use dprp::mechanism::{build, from_record, MechanismKind, MechanismParams};
 use dprp::privacy::guarantee::Neighbour;
 use dprp::privacy::noise::NoiseSource;
-use dprp::privacy::noise::BLOCK_ROWS;
 use dprp::projection::Seed;
+use dprp::publish::BLOCK_ROWS;
 use dprp::publish::{
     chunk_rows, pipeline_row_bytes, privatise_dataset, publish, publish_with, PublishOptions,
     PublishRequest, Sketches, CHUNK_ROWS,

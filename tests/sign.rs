@@ -55,7 +55,7 @@ fn flip_counts(m: &dyn Mechanism, u: &[f32], trials: usize) -> (Vec<u64>, Vec<f3
     let mut out = vec![0u64; wpr];
     let noise = NoiseSource::from_seed("flip-rates");
     for t in 0..trials {
-        let mut rng = noise.block_rng(t as u64);
+        let mut rng = noise.row_rng(t as u64);
         m.privatise(u, 0, SketchMut::Bits(&mut out), &mut rng)
             .unwrap();
         for (j, c) in counts.iter_mut().enumerate() {
@@ -296,7 +296,7 @@ fn idp_signs_outside_the_noise_set_cannot_change() {
             pack_signs(&x, &mut clean);
             for t in 0..20 {
                 let mut out = vec![0u64; k.div_ceil(64)];
-                let mut r = NoiseSource::from_seed(&format!("idp{t}")).block_rng(0);
+                let mut r = NoiseSource::from_seed(&format!("idp{t}")).row_rng(0);
                 m.privatise(&u, 0, SketchMut::Bits(&mut out), &mut r)
                     .unwrap();
                 for j in (0..k).filter(|&j| !mask[j]) {
@@ -409,7 +409,7 @@ fn sign_estimator_is_unbiased_with_the_theorem_variance() {
             let m = SignSketch::from_record(&rec, &m0.guarantee()).unwrap();
             let wpr = k.div_ceil(64);
             let (mut a, mut b) = (vec![0u64; wpr], vec![0u64; wpr]);
-            let mut r = NoiseSource::from_seed(&format!("est{t}")).block_rng(0);
+            let mut r = NoiseSource::from_seed(&format!("est{t}")).row_rng(0);
             m.privatise(&v, 0, SketchMut::Bits(&mut b), &mut r).unwrap();
             match mode {
                 QueryMode::BothPrivate => {
@@ -653,7 +653,7 @@ fn idp_gaussian_releases_each_sign_with_the_calibrated_probability() {
         let mut out = vec![0u64; k.div_ceil(64)];
         let noise = NoiseSource::from_seed("idp-gaussian-rates");
         for t in 0..trials {
-            m.privatise(&u, 0, SketchMut::Bits(&mut out), &mut noise.block_rng(t))
+            m.privatise(&u, 0, SketchMut::Bits(&mut out), &mut noise.row_rng(t))
                 .unwrap();
             for (j, c) in ones.iter_mut().enumerate() {
                 *c += bit(&out, j) as u64;
@@ -697,7 +697,7 @@ fn idp_gaussian_releases_each_sign_with_the_calibrated_probability() {
     let mut out = vec![0u64; k.div_ceil(64)];
     let noise = NoiseSource::from_seed("idp-gaussian-power");
     for t in 0..trials {
-        m.privatise(&u, 0, SketchMut::Bits(&mut out), &mut noise.block_rng(t))
+        m.privatise(&u, 0, SketchMut::Bits(&mut out), &mut noise.row_rng(t))
             .unwrap();
         for (j, c) in ones.iter_mut().enumerate() {
             *c += bit(&out, j) as u64;

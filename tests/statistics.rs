@@ -115,7 +115,7 @@ fn simulate(
         let m = build_with(&params(kind, p, k, proj, t as u64), noise).unwrap();
         assert_eq!(kk, m.output_dim());
         let mut out = vec![0f32; 2 * kk];
-        let mut rng = NoiseSource::from_seed(&format!("stat-{t}")).block_rng(0);
+        let mut rng = NoiseSource::from_seed(&format!("stat-{t}")).row_rng(0);
         m.privatise(&rows, 0, SketchMut::Real(&mut out), &mut rng)
             .unwrap();
         let (x, y) = out.split_at(kk);
@@ -300,7 +300,7 @@ fn noise_is_gaussian_with_the_calibrated_sigma() {
         let rows = 1000;
         let zeros = vec![0f32; rows * p];
         let mut out = vec![0f32; rows * p];
-        let mut rng = NoiseSource::from_seed("noise-test").block_rng(0);
+        let mut rng = NoiseSource::from_seed("noise-test").row_rng(0);
         m.privatise(&zeros, 0, SketchMut::Real(&mut out), &mut rng)
             .unwrap();
         let n = out.len() as f64;

@@ -27,7 +27,7 @@ fuzz_target!(|data: &[u8]| {
     let row = vec![0f32; p];
     let mut proj = vec![0f32; k];
     let _ = m.project(&row, &mut proj);
-    let mut rng = NoiseSource::from_seed("fuzz").block_rng(0);
+    let mut rng = NoiseSource::from_seed("fuzz").row_rng(0);
     match m.payload() {
         Payload::F32 => {
             let mut out = vec![0f32; k];

@@ -146,6 +146,9 @@ pub struct ArrayReader<'a, 'c> {
 }
 
 impl RowReader for ArrayReader<'_, '_> {
+    fn format(&self) -> String {
+        "python array".into()
+    }
     fn has_ids(&self) -> bool {
         false // row i has id i
     }
@@ -185,6 +188,9 @@ pub struct CancellableReader<'a> {
 }
 
 impl RowReader for CancellableReader<'_> {
+    fn format(&self) -> String {
+        self.inner.format()
+    }
     fn dim(&self) -> usize {
         self.inner.dim()
     }

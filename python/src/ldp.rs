@@ -95,7 +95,7 @@ pub fn privatise<'py>(
         .local()
         .ok_or_else(|| param("mechanism", "has no local client"))?;
     let noise = NoiseSource::from_os().map_err(err)?;
-    let mut rng = noise.block_rng(0);
+    let mut rng = noise.row_rng(row);
     let msg = client.client(row, &v, &mut rng).map_err(err)?;
     let msg: Vec<f32> = msg.iter().map(|&x| x as f32).collect();
     Ok(PyArray1::from_vec(py, msg))

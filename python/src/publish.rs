@@ -278,6 +278,7 @@ pub fn publish<'py>(
         noise: noise_choice(params.kind, noise).map_err(err)?,
         part,
         container,
+        read_cap: None,
     };
     let source = match noise_seed {
         Some(s) => NoiseSource::from_seed(s),

@@ -79,7 +79,26 @@ impl Release {
     #[staticmethod]
     #[pyo3(signature = (path, verify = true))]
     fn open(py: Python<'_>, path: PathBuf, verify: bool) -> PyResult<Release> {
-        Release::open_path(py, &path, verify)
+        let r = Release::open_path(py, &path, verify)?;
+        // An advisory about the writer of this release (e.g. 2026-11 noise reuse) is a
+        // UserWarning: shown once by default, an error under `-W error`.
+        for a in r.inner.advisories() {
+            let msg = std::ffi::CString::new(a).map_err(|e| param("release", e.to_string()))?;
+            PyErr::warn(
+                py,
+                &py.get_type::<pyo3::exceptions::PyUserWarning>(),
+                &msg,
+                1,
+            )?;
+        }
+        Ok(r)
+    }
+
+    /// The advisories about this release's writer that apply to it (empty for most releases;
+    /// `Release.open` also issues each as a `UserWarning`).
+    #[getter]
+    fn advisories(&self) -> Vec<String> {
+        self.inner.advisories()
     }
 
     /// Check the file's BLAKE3 checksum now (a no-op when it was checked at open); raises

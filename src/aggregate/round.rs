@@ -207,7 +207,7 @@ impl Partial {
         x: &[f64],
         msg: &mut [u64],
     ) -> Result<()> {
-        let mut rng = noise.block_rng(client);
+        let mut rng = noise.row_rng(client);
         let stats = encoder
             .encode(x, msg, &mut rng, self.exact.as_deref_mut())
             .map_err(|e| {

@@ -6,9 +6,9 @@
 //! 1. **Pairs** ([`pairs`]): the worst-case neighbouring inputs the mechanism's privacy argument
 //!    names, and a few random neighbours.
 //! 2. **Samples**: each input of each pair is privatised `trials` times through the library's own
-//!    [`Mechanism::privatise`], with fresh noise from ChaCha20 (a CSPRNG: [`NoiseSource`], keyed
-//!    from the OS, or from `--seed` for a reproducible audit), in parallel blocks on disjoint
-//!    streams. Local mechanisms' messages are decoded to `d` values (a post-processing).
+//!    [`Mechanism::privatise_rows`] (the publishing path's), with fresh noise from ChaCha20 (a
+//!    CSPRNG: [`NoiseSource`], keyed from the OS, or from `--seed` for a reproducible audit), each
+//!    trial a row with its own stream. Local mechanisms' messages are decoded to `d` values (a post-processing).
 //! 3. **Events** ([`events`]): low-dimensional events of each release row (a sign, a thresholded
 //!    coordinate, a thresholded projection on the difference direction, a count of signs); the
 //!    threshold is chosen on the first half of the samples, the bound computed on the second.
@@ -31,6 +31,7 @@
 
 pub mod events;
 pub mod pairs;
+pub mod pipeline;
 pub mod report;
 pub mod stats;
 
@@ -50,7 +51,7 @@ pub use pairs::Pair;
 /// Overall error probability of one audit.
 pub const ALPHA: f64 = 0.05;
 
-/// Rows privatised per parallel block (each block on its own ChaCha20 stream).
+/// Rows privatised per parallel task (each row on its own ChaCha20 stream).
 const CHUNK: usize = 4096;
 
 /// Largest number of output values an audit keeps in memory (`2·trials·output_dim` per pair).
@@ -224,8 +225,9 @@ enum Outputs {
     Bits(Vec<u64>, usize),
 }
 
-/// Privatise `x` `trials` times (block `b` of pair side `stream` on ChaCha20 stream
-/// `stream·2³² + b`); local messages are decoded.
+/// Privatise `x` `trials` times, as rows `stream·2⁴⁰ + t` of a release (each trial on its own
+/// noise stream and, for per-row maps, the map of its id: [`Mechanism::privatise_rows`]); local
+/// messages are decoded.
 fn sample(
     m: &dyn Mechanism,
     x: &[f32],
@@ -234,6 +236,9 @@ fn sample(
     noise: &NoiseSource,
 ) -> Result<Outputs> {
     let k = m.output_dim();
+    if trials as u64 >= 1 << 40 {
+        return Err(Error::param("--trials", "at most 2⁴⁰ trials"));
+    }
     let blocks = trials.div_ceil(CHUNK);
     let local = m.local();
     let decoded = local.map(|l| l.dim());
@@ -242,13 +247,11 @@ fn sample(
         .map(|b| {
             let rows = CHUNK.min(trials - b * CHUNK);
             let input: Vec<f32> = x.iter().copied().cycle().take(rows * x.len()).collect();
-            let id = (stream << 32) | b as u64;
-            let mut rng = noise.block_rng(id);
-            let first_row = id.wrapping_mul(CHUNK as u64);
+            let first_row = (stream << 40) | (b * CHUNK) as u64;
             match m.payload() {
                 Payload::F32 => {
                     let mut out = vec![0f32; rows * k];
-                    m.privatise(&input, first_row, SketchMut::Real(&mut out), &mut rng)?;
+                    m.privatise_rows(&input, SketchMut::Real(&mut out), first_row, noise)?;
                     match (local, decoded) {
                         // ProjUnit's messages live in its per-row k-dimensional space (even
                         // when k = d): decode them to the input space
@@ -266,7 +269,7 @@ fn sample(
                 Payload::Bits => {
                     let w = k.div_ceil(64);
                     let mut out = vec![0u64; rows * w];
-                    m.privatise(&input, first_row, SketchMut::Bits(&mut out), &mut rng)?;
+                    m.privatise_rows(&input, SketchMut::Bits(&mut out), first_row, noise)?;
                     Ok(Outputs::Bits(out, w))
                 }
             }

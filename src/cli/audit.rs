@@ -22,9 +22,15 @@ pub struct AuditArgs {
     /// The mechanism to audit (any name `publish` accepts).
     #[arg(short, long)]
     mechanism: Option<String>,
-    /// Audit every mechanism at fixed parameters (p = 16, k = 8, ε = 1, δ = 1e-5, β = 1).
+    /// Audit every mechanism at fixed parameters (p = 16, k = 8, ε = 1, δ = 1e-5, β = 1), then
+    /// run the pipeline check (--pipeline) for every mechanism.
     #[arg(long, conflicts_with = "mechanism")]
     all: bool,
+    /// Only the pipeline check: publish 2500 identical rows through the real publishing path with
+    /// reads of 1, 255, 257 and 2097 rows, and test that the payloads are identical and the rows
+    /// independent (no repeated outputs, no correlation at lags 1–300).
+    #[arg(long)]
+    pipeline: bool,
     /// The claimed ε (default 1).
     #[arg(short, long, allow_negative_numbers = true)]
     epsilon: Option<f64>,
@@ -201,6 +207,9 @@ pub fn run(a: AuditArgs) -> Result<()> {
         }
     };
     let started = Instant::now();
+    if a.pipeline {
+        return run_pipeline(&a, &kinds, &noise, proj_seed, started);
+    }
     let mut reports: Vec<AuditReport> = Vec::new();
     for (i, &kind) in kinds.iter().enumerate() {
         let params = params_for(&a, kind, proj_seed)?;
@@ -276,6 +285,15 @@ pub fn run(a: AuditArgs) -> Result<()> {
             dest.display()
         ));
     }
+    let pipeline_flagged = if a.all {
+        pipeline_checks(&a, &kinds, &noise, proj_seed, true)?
+            .iter()
+            .filter(|r| r.flagged)
+            .map(|r| format!("pipeline {}", r.mechanism))
+            .collect()
+    } else {
+        Vec::new()
+    };
     let flagged: Vec<String> = reports
         .iter()
         .filter(|r| r.flagged)
@@ -289,12 +307,89 @@ pub fn run(a: AuditArgs) -> Result<()> {
             )
         })
         .collect();
-    if flagged.is_empty() {
+    if flagged.is_empty() && pipeline_flagged.is_empty() {
         Ok(())
+    } else if flagged.is_empty() {
+        Err(Error::audit(format!(
+            "the publishing pipeline's outputs are not independent draws for {}",
+            pipeline_flagged.join("; ")
+        )))
     } else {
         Err(Error::audit(format!(
             "the empirical lower bound exceeds the claimed ε (95% confidence) for {}",
             flagged.join("; ")
+        )))
+    }
+}
+
+/// The pipeline check ([`audit::pipeline`]) of each mechanism, each printed as it finishes (to
+/// standard error when `notes`, i.e. after the ε audits' own output).
+fn pipeline_checks(
+    a: &AuditArgs,
+    kinds: &[MechanismKind],
+    noise: &NoiseSource,
+    seed: crate::projection::Seed,
+    notes: bool,
+) -> Result<Vec<audit::pipeline::PipelineReport>> {
+    let mut out = Vec::new();
+    for &kind in kinds {
+        let params = if a.all {
+            audit::pipeline::default_params(kind, seed)
+        } else {
+            let mut p = params_for(a, kind, seed)?;
+            if a.p.is_none() && p.p > 1 {
+                p.p = 300;
+            }
+            if a.k.is_none() && p.k.is_some() {
+                p.k = Some(64);
+            }
+            p
+        };
+        let r = audit::pipeline::check(&params, noise).map_err(|e| match e {
+            Error::Param { name, msg } => {
+                Error::param(name, format!("{msg} (pipeline check of {})", kind.name()))
+            }
+            e => e,
+        })?;
+        if notes {
+            super::output::note(audit::pipeline::text(&r));
+        } else if !a.json {
+            outln!("{}", audit::pipeline::text(&r))?;
+        }
+        out.push(r);
+    }
+    Ok(out)
+}
+
+/// `audit --pipeline`: the pipeline check alone.
+fn run_pipeline(
+    a: &AuditArgs,
+    kinds: &[MechanismKind],
+    noise: &NoiseSource,
+    seed: crate::projection::Seed,
+    started: Instant,
+) -> Result<()> {
+    let reports = pipeline_checks(a, kinds, noise, seed, false)?;
+    if a.json {
+        let s = serde_json::to_string_pretty(&reports).map_err(super::output::json_error)?;
+        outln!("{s}")?;
+    }
+    super::output::note(format_args!(
+        "pipeline check of {} mechanism(s) in {:.1} s",
+        reports.len(),
+        started.elapsed().as_secs_f64()
+    ));
+    let flagged: Vec<&str> = reports
+        .iter()
+        .filter(|r| r.flagged)
+        .map(|r| r.mechanism.as_str())
+        .collect();
+    if flagged.is_empty() {
+        Ok(())
+    } else {
+        Err(Error::audit(format!(
+            "the publishing pipeline's outputs are not independent draws for {}",
+            flagged.join(", ")
         )))
     }
 }

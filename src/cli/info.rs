@@ -17,6 +17,10 @@ pub struct InfoArgs {
 
 pub fn run(a: InfoArgs) -> Result<()> {
     let r = ReleaseSet::open(&a.release)?;
+    let advisories = r.advisories();
+    for w in &advisories {
+        super::output::warn(w);
+    }
     if a.json {
         let mut v =
             serde_json::to_value(r.meta()).map_err(|e| Error::param("--json", e.to_string()))?;
@@ -31,6 +35,7 @@ pub fn run(a: InfoArgs) -> Result<()> {
             if r.is_sharded() {
                 o.insert("shards".into(), shards_json(&r));
             }
+            o.insert("advisories".into(), advisories.clone().into());
         }
         outln!(
             "{}",

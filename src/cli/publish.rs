@@ -183,6 +183,7 @@ pub fn run(a: PublishArgs) -> Result<()> {
         memory_budget: a.memory.saturating_mul(1 << 20),
         on_warning: Some(|w| super::output::warn(w)),
         part: None,
+        read_cap: None,
         container: match &a.output_format {
             Some(f) => crate::release::Container::parse(f)?,
             None => crate::release::Container::from_path(&a.output),

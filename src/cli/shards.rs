@@ -9,7 +9,7 @@ use crate::atomic::StagingDir;
 use crate::data::open_reader;
 use crate::error::{Error, Result};
 use crate::ledger::Gate;
-use crate::privacy::noise::{NoiseSource, BLOCK_ROWS};
+use crate::privacy::noise::NoiseSource;
 use crate::publish::{
     publish_gated, publish_with, Part, PublishOptions, PublishOutcome, PublishRequest,
 };
@@ -93,11 +93,11 @@ fn count_rows(req: &PublishRequest, gate: Option<&Gate>) -> Result<(u64, Option<
     }
 }
 
-/// `publish --shards N`: the rows split into N contiguous ranges of whole 256-row noise blocks,
-/// as even as blocks allow (shard i gets blocks `⌊iB/N⌋..⌊(i+1)B/N⌋` of the `B = ⌈n/256⌉`; the
-/// last block may be short), each published as a shard with the global ids of its rows, then the
-/// manifest; all written into a staging directory that becomes `req.output` only when everything
-/// succeeded.
+/// `publish --shards N`: the rows split into N contiguous ranges as even as possible (shard i gets
+/// rows `⌊in/N⌋..⌊(i+1)n/N⌋`), each published as a shard with the global ids of its rows (a row's
+/// noise stream and public map are those of its id, so the shards hold exactly the rows of the
+/// one-file release), then the manifest; all written into a staging directory that becomes
+/// `req.output` only when everything succeeded.
 pub fn publish_all(
     req: &PublishRequest,
     noise: &NoiseSource,
@@ -120,19 +120,17 @@ pub fn publish_all(
         ));
     }
     let (n, whole) = count_rows(req, gate.as_deref())?;
-    let block = BLOCK_ROWS as u64;
-    let blocks = n.div_ceil(block);
-    if count as u64 > blocks {
+    if count as u64 > n {
         return Err(Error::param(
             "--shards",
             format!(
-                "{count} shards of {n} rows would leave a shard empty (shards hold whole \
-                 {BLOCK_ROWS}-row noise blocks): use at most {}",
-                blocks.max(1)
+                "{count} shards of {n} rows would leave a shard empty: use at most {}",
+                n.max(1)
             ),
         ));
     }
-    let start = |i: u64| i * blocks / count as u64 * block;
+    // n < 2⁶⁴ rows and count < 2³², so i·n fits in 128 bits
+    let start = |i: u64| (i as u128 * n as u128 / count as u128) as u64;
     let per = start(1);
     // One public seed for every shard: drawn here once when none was given (each publish would
     // otherwise draw its own, and the shards would not be one release).

@@ -149,6 +149,9 @@ impl RowReader for CsvReader {
     fn has_ids(&self) -> bool {
         false // row i has id i
     }
+    fn format(&self) -> String {
+        "csv".into()
+    }
     fn dim(&self) -> usize {
         self.fields - usize::from(self.label_column.is_some())
     }

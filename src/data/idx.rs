@@ -188,6 +188,9 @@ impl RowReader for IdxReader {
     fn has_ids(&self) -> bool {
         false // row i has id i
     }
+    fn format(&self) -> String {
+        "idx".into()
+    }
     fn dim(&self) -> usize {
         self.dim
     }

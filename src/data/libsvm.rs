@@ -205,6 +205,9 @@ impl RowReader for SvmReader {
     fn has_ids(&self) -> bool {
         false // row i has id i
     }
+    fn format(&self) -> String {
+        "libsvm".into()
+    }
     fn dim(&self) -> usize {
         self.dim
     }

@@ -129,6 +129,9 @@ pub struct InputOptions {
 
 /// A streaming source of rows.
 pub trait RowReader: Send {
+    /// The input format, as recorded in a release (`npy <f8`, `csv`, `parquet`, …). Required,
+    /// not defaulted: a wrapper forwards its inner reader's (advisories name affected formats).
+    fn format(&self) -> String;
     /// Number of features per row.
     fn dim(&self) -> usize;
     /// Number of rows, when the format says it up front.
@@ -312,6 +315,9 @@ impl<'a> MemReader<'a> {
 impl RowReader for MemReader<'_> {
     fn has_ids(&self) -> bool {
         false // row i has id i
+    }
+    fn format(&self) -> String {
+        "memory".into()
     }
     fn dim(&self) -> usize {
         self.data.p

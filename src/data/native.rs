@@ -169,6 +169,9 @@ impl RowReader for NativeReader {
     fn has_ids(&self) -> bool {
         false // row i has id i
     }
+    fn format(&self) -> String {
+        "native".into()
+    }
     fn dim(&self) -> usize {
         self.p
     }

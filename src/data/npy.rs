@@ -4,6 +4,7 @@
 //!
 //! | descr  | type                  |
 //! |--------|-----------------------|
+//! | `<f2`  | little-endian f16 (IEEE binary16, converted exactly to f32) |
 //! | `<f4`  | little-endian f32     |
 //! | `<f8`  | little-endian f64 (converted to f32) |
 //! | `\|u1` | u8 (converted to f32, no scaling) |
@@ -134,14 +135,42 @@ pub(crate) fn expect_eof(r: &mut dyn BufRead, path: &Path) -> Result<()> {
 /// Element types accepted in `.npy` files.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Dtype {
+    F16,
     F32,
     F64,
     U8,
 }
 
+/// An IEEE 754 binary16 value as f32 (every f16 value is exactly an f32 value).
+fn f16_to_f32(h: u16) -> f32 {
+    let sign = if h & 0x8000 != 0 { -1.0f32 } else { 1.0 };
+    let exp = (h >> 10) & 0x1f;
+    let mant = u32::from(h & 0x3ff);
+    match exp {
+        // zero and subnormals: mant·2⁻²⁴ (exact in f32)
+        0 => sign * (mant as f32) * f32::from_bits(0x3380_0000),
+        // ±inf and NaN (refused later, naming the cell)
+        31 => f32::from_bits((u32::from(h & 0x8000) << 16) | 0x7f80_0000 | (mant << 13)),
+        e => f32::from_bits(
+            (u32::from(h & 0x8000) << 16) | ((u32::from(e) + 112) << 23) | (mant << 13),
+        ),
+    }
+}
+
 impl Dtype {
+    /// The NumPy description (`<f4`), as a release records the input format.
+    fn descr(self) -> &'static str {
+        match self {
+            Dtype::F16 => "<f2",
+            Dtype::F32 => "<f4",
+            Dtype::F64 => "<f8",
+            Dtype::U8 => "|u1",
+        }
+    }
+
     fn size(self) -> usize {
         match self {
+            Dtype::F16 => 2,
             Dtype::F32 => 4,
             Dtype::F64 => 8,
             Dtype::U8 => 1,
@@ -150,17 +179,18 @@ impl Dtype {
 
     fn from_descr(descr: &str) -> std::result::Result<Dtype, String> {
         match descr {
+            "<f2" => Ok(Dtype::F16),
             "<f4" => Ok(Dtype::F32),
             "<f8" => Ok(Dtype::F64),
             "|u1" | "<u1" | ">u1" | "=u1" => Ok(Dtype::U8),
-            ">f4" | ">f8" => Err(format!(
+            ">f2" | ">f4" | ">f8" => Err(format!(
                 "big-endian dtype '{descr}' is not supported (convert with \
                  arr.astype('<{}'))",
                 &descr[1..]
             )),
             _ => Err(format!(
-                "unsupported dtype '{descr}' (supported: '<f4' float32, '<f8' float64, \
-                 '|u1' uint8)"
+                "unsupported dtype '{descr}' (supported: '<f2' float16, '<f4' float32, '<f8' \
+                 float64, '|u1' uint8)"
             )),
         }
     }
@@ -168,6 +198,11 @@ impl Dtype {
     /// Append f32 conversions of the elements in `bytes` (a whole number of elements).
     fn extend(self, out: &mut Vec<f32>, bytes: &[u8]) {
         match self {
+            Dtype::F16 => out.extend(
+                bytes
+                    .chunks_exact(2)
+                    .map(|c| f16_to_f32(u16::from_le_bytes([c[0], c[1]]))),
+            ),
             Dtype::F32 => extend_f32_le(out, bytes),
             Dtype::F64 => out.extend(bytes.chunks_exact(8).map(|c| {
                 f64::from_le_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]) as f32
@@ -538,6 +573,9 @@ impl RowReader for NpyReader {
     fn has_ids(&self) -> bool {
         false // row i has id i
     }
+    fn format(&self) -> String {
+        format!("npy {}", self.dtype.descr())
+    }
     fn dim(&self) -> usize {
         self.p
     }
@@ -700,6 +738,42 @@ pub(crate) mod tests {
     }
 
     #[test]
+    fn reads_f16_exactly() {
+        // bit patterns and the values NumPy gives for them (np.frombuffer(..., '<f2'))
+        let cases: [(u16, f32); 9] = [
+            (0x0000, 0.0),
+            (0x3c00, 1.0),
+            (0xc000, -2.0),
+            (0x3800, 0.5),
+            (0x7bff, 65504.0),
+            (0x0001, 5.960_464_5e-8), // smallest subnormal, 2⁻²⁴
+            (0x83ff, -6.097_555e-5),  // largest negative subnormal, −1023·2⁻²⁴
+            (0x0400, 6.103_515_6e-5), // smallest normal, 2⁻¹⁴
+            (0x3555, 0.333_251_95),
+        ];
+        let bytes: Vec<u8> = cases.iter().flat_map(|c| c.0.to_le_bytes()).collect();
+        let b = npy_bytes(1, "<f2", false, "(3, 3)", &bytes);
+        let (p, v, _) = read(&b).unwrap();
+        assert_eq!(p, 3);
+        for ((h, want), got) in cases.iter().zip(&v) {
+            assert_eq!(got.to_bits(), want.to_bits(), "{h:#06x}: {got} vs {want}");
+        }
+        assert!(f16_to_f32(0x7c00) == f32::INFINITY && f16_to_f32(0xfc00) == f32::NEG_INFINITY);
+        assert!(f16_to_f32(0x7e00).is_nan());
+        // every finite f16 round-trips through f64 arithmetic: value = (−1)^s·m·2^(e−25)
+        for h in 0..=u16::MAX {
+            let e = (h >> 10) & 0x1f;
+            if e == 31 {
+                continue;
+            }
+            let m = f64::from(h & 0x3ff) + if e == 0 { 0.0 } else { 1024.0 };
+            let v = m * 2f64.powi(i32::from(e.max(1)) - 25);
+            let v = if h & 0x8000 != 0 { -v } else { v };
+            assert_eq!(f64::from(f16_to_f32(h)), v, "{h:#06x}");
+        }
+    }
+
+    #[test]
     fn reads_fortran_order() {
         // The 2×3 matrix M (row-major) stored column-major.
         let cols = [M[0], M[3], M[1], M[4], M[2], M[5]];
@@ -761,8 +835,10 @@ pub(crate) mod tests {
         assert!(e.contains("big-endian") && e.contains("'>f4'"), "{e}");
         let e = err(&npy_bytes(1, "<i4", false, "(1, 1)", &[0; 4]));
         assert!(e.contains("unsupported dtype '<i4'"), "{e}");
-        let e = err(&npy_bytes(1, "<f2", false, "(1, 1)", &[0; 2]));
-        assert!(e.contains("'<f2'"), "{e}");
+        let e = err(&npy_bytes(1, "<i2", false, "(1, 1)", &[0; 2]));
+        assert!(e.contains("'<i2'") && e.contains("'<f2' float16"), "{e}");
+        let e = err(&npy_bytes(1, ">f2", false, "(1, 1)", &[0; 2]));
+        assert!(e.contains("big-endian"), "{e}");
         let e = err(&raw_npy(
             "{'descr': [('a', '<f4')], 'fortran_order': False, 'shape': (1, 1), }",
         ));
@@ -861,10 +937,18 @@ pub(crate) mod tests {
 
 /// The bytes of a 1-D little-endian `f64` `.npy` (format 1.0) holding `values`.
 pub fn f64_vector_bytes(values: &[f64]) -> Vec<u8> {
-    let dict = format!(
-        "{{'descr': '<f8', 'fortran_order': False, 'shape': ({},), }}",
-        values.len()
-    );
+    f64_bytes_shaped(values, &format!("({},)", values.len()))
+}
+
+/// The bytes of a 2-D little-endian `f64` `.npy` (format 1.0, C order) holding `rows × cols`
+/// row-major `values`.
+pub fn f64_matrix_bytes(values: &[f64], rows: usize, cols: usize) -> Vec<u8> {
+    debug_assert_eq!(values.len(), rows * cols);
+    f64_bytes_shaped(values, &format!("({rows}, {cols})"))
+}
+
+fn f64_bytes_shaped(values: &[f64], shape: &str) -> Vec<u8> {
+    let dict = format!("{{'descr': '<f8', 'fortran_order': False, 'shape': {shape}, }}");
     // Magic (6) + version (2) + header length (2) + dict, padded with spaces and a final newline
     // to a multiple of 64 bytes.
     let unpadded = 10 + dict.len() + 1;

@@ -89,6 +89,9 @@ impl<'r> Window<'r> {
 }
 
 impl super::RowReader for Window<'_> {
+    fn format(&self) -> String {
+        self.inner.format()
+    }
     fn dim(&self) -> usize {
         self.inner.dim()
     }

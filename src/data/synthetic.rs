@@ -69,6 +69,9 @@ impl RowReader for SyntheticRows {
     fn has_ids(&self) -> bool {
         false // row i has id i
     }
+    fn format(&self) -> String {
+        "synthetic".into()
+    }
     fn dim(&self) -> usize {
         self.d
     }

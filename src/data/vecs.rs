@@ -134,6 +134,12 @@ impl RowReader for VecsReader {
     fn has_ids(&self) -> bool {
         false // row i has id i
     }
+    fn format(&self) -> String {
+        match self.kind {
+            Kind::F32 => "fvecs".into(),
+            Kind::U8 => "bvecs".into(),
+        }
+    }
     fn dim(&self) -> usize {
         self.d
     }

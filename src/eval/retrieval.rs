@@ -7,8 +7,8 @@
 //! l2-normalisation for the ball mechanisms — cosine, and so the ground truth, does not change),
 //! decoded on the server side to its unbiased estimate in the input space
 //! ([`crate::mechanism::LocalDecoder::decode_row`]), and ranked by cosine. Private queries are
-//! further users (row ids from the first noise-block boundary after the database's, so each gets
-//! its own public map); raw queries are
+//! further users (row ids from the first block boundary after the database's, so each gets its own
+//! noise stream and public map); raw queries are
 //! the querier's own vectors. Their guarantee is LDP, replace-one — a much stronger promise than the
 //! sketches' β-adjacency, so the numbers are not like for like, which every table says.
 

@@ -403,19 +403,18 @@ impl Mechanism for GaussianSketch {
         let out = self.project_checked(rows, out)?;
         self.add_noise(out, rng)
     }
-    fn privatise_blocks(
+    fn privatise_rows(
         &self,
         rows: &[f32],
         out: SketchMut<'_>,
-        first_block: u64,
+        first_row: u64,
         noise: &crate::privacy::noise::NoiseSource,
     ) -> Result<()> {
-        // One projection for all blocks (a larger, more efficient matrix product), then each
-        // block's noise from its own stream: identical to privatising block by block.
+        // One projection for all rows (a larger, more efficient matrix product), then each row's
+        // noise from its own stream: identical to privatising row by row.
         let out = self.project_checked(rows, out)?;
-        let per_block = crate::privacy::noise::BLOCK_ROWS * self.map.k();
-        for (b, o) in out.chunks_mut(per_block).enumerate() {
-            let mut rng = noise.block_rng(first_block + b as u64);
+        for (i, o) in out.chunks_mut(self.map.k()).enumerate() {
+            let mut rng = noise.row_rng(super::row_id(first_row, i)?);
             self.add_noise(o, &mut rng)?;
         }
         Ok(())

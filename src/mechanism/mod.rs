@@ -473,9 +473,12 @@ pub trait Mechanism: Send + Sync {
     /// The noiseless public map (what a querier applies to its own raw vectors). Local
     /// mechanisms have none (their rows are decoded by [`local`](Mechanism::local)) and say so.
     fn project(&self, rows: &[f32], out: &mut [f32]) -> Result<()>;
-    /// Privatise a block of rows (row-major, `input_dim` each) into `out`, drawing secret noise
-    /// from `rng`. `first_row` is the global index of the block's first row in the release (a
-    /// mechanism with one public map per row regenerates row `first_row + i`'s map from it).
+    /// Privatise rows (row-major, `input_dim` each) into `out`, drawing all their secret noise
+    /// from `rng`, in row order. `first_row` is the global index of the first row in the release
+    /// (a mechanism with one public map per row regenerates row `first_row + i`'s map from it).
+    /// The publishing paths call it one row at a time with that row's own generator (see
+    /// [`privatise_rows`](Mechanism::privatise_rows)); several rows on one generator is for
+    /// tests and audits that want many independent draws of one input.
     fn privatise(
         &self,
         rows: &[f32],
@@ -497,52 +500,55 @@ pub trait Mechanism: Send + Sync {
         None
     }
 
-    /// Privatise several consecutive noise blocks at once: block `b` of `rows` (each
-    /// [`BLOCK_ROWS`](crate::privacy::noise::BLOCK_ROWS) rows, the last possibly shorter) draws its
-    /// noise from `noise.block_rng(first_block + b)`. The result must equal calling
-    /// [`privatise`](Mechanism::privatise) block by block; mechanisms override it to share work
-    /// across blocks (e.g. one larger matrix product).
-    fn privatise_blocks(
+    /// Privatise consecutive rows whose global ids are `first_row, first_row + 1, …`: row
+    /// `first_row + i` draws its secret noise from [`NoiseSource::row_rng`]`(first_row + i)`
+    /// alone (and, for mechanisms with one public map per row, uses the map of that id), so the
+    /// output of a row depends on its content and its id only, never on how the rows were cut
+    /// into calls. The result must equal calling [`privatise`](Mechanism::privatise) row by row
+    /// with those generators; mechanisms override it to share work across rows (e.g. one larger
+    /// matrix product).
+    ///
+    /// [`NoiseSource::row_rng`]: crate::privacy::noise::NoiseSource::row_rng
+    fn privatise_rows(
         &self,
         rows: &[f32],
         out: SketchMut<'_>,
-        first_block: u64,
+        first_row: u64,
         noise: &crate::privacy::noise::NoiseSource,
     ) -> Result<()> {
-        let bs = crate::privacy::noise::BLOCK_ROWS;
         let p = self.input_dim();
         match out {
             SketchMut::Real(out) => {
                 let k = self.output_dim();
-                for (b, (r, o)) in rows.chunks(bs * p).zip(out.chunks_mut(bs * k)).enumerate() {
-                    let block = first_block + b as u64;
-                    let mut rng = noise.block_rng(block);
-                    self.privatise(r, block * bs as u64, SketchMut::Real(o), &mut rng)?;
+                for (i, (r, o)) in rows.chunks(p).zip(out.chunks_mut(k)).enumerate() {
+                    let id = row_id(first_row, i)?;
+                    let mut rng = noise.row_rng(id);
+                    self.privatise(r, id, SketchMut::Real(o), &mut rng)?;
                 }
             }
             SketchMut::Bits(out) => {
                 let w = self.output_dim().div_ceil(64);
-                for (b, (r, o)) in rows.chunks(bs * p).zip(out.chunks_mut(bs * w)).enumerate() {
-                    let block = first_block + b as u64;
-                    let mut rng = noise.block_rng(block);
-                    self.privatise(r, block * bs as u64, SketchMut::Bits(o), &mut rng)?;
+                for (i, (r, o)) in rows.chunks(p).zip(out.chunks_mut(w)).enumerate() {
+                    let id = row_id(first_row, i)?;
+                    let mut rng = noise.row_rng(id);
+                    self.privatise(r, id, SketchMut::Bits(o), &mut rng)?;
                 }
             }
         }
         Ok(())
     }
 
-    /// [`privatise_blocks`](Mechanism::privatise_blocks), also reporting for each row how many
+    /// [`privatise_rows`](Mechanism::privatise_rows), also reporting for each row how many
     /// output values could be perturbed (|A| for the iDP mechanisms; `output_dim` otherwise).
-    fn privatise_blocks_counted(
+    fn privatise_rows_counted(
         &self,
         rows: &[f32],
         out: SketchMut<'_>,
-        first_block: u64,
+        first_row: u64,
         noise: &crate::privacy::noise::NoiseSource,
         perturbed: &mut [u32],
     ) -> Result<()> {
-        self.privatise_blocks(rows, out, first_block, noise)?;
+        self.privatise_rows(rows, out, first_row, noise)?;
         perturbed.fill(self.output_dim() as u32);
         Ok(())
     }
@@ -551,6 +557,17 @@ pub trait Mechanism: Send + Sync {
     fn min_norm(&self) -> Option<f64> {
         None
     }
+}
+
+/// The id of row `i` of a batch starting at `first_row`: an error, never a wrap, past `u64::MAX`
+/// (a wrapped id would give a row the noise stream and public map of another).
+pub fn row_id(first_row: u64, i: usize) -> Result<u64> {
+    first_row.checked_add(i as u64).ok_or_else(|| {
+        Error::param(
+            "first row",
+            format!("row ids {first_row} + {i} overflow 64 bits"),
+        )
+    })
 }
 
 /// Build the mechanism for a publish run, with the default noise (lattice, see

@@ -35,7 +35,7 @@ use super::{Mechanism, MechanismKind, MechanismRecord, Payload, SketchMut};
 use crate::error::{Error, Result};
 use crate::estimate::Estimator;
 use crate::privacy::guarantee::Guarantee;
-use crate::privacy::noise::{NoiseSource, BLOCK_ROWS};
+use crate::privacy::noise::NoiseSource;
 use crate::privacy::nplus::NPlus;
 use crate::privacy::rr::{smooth_flip_table, split_epsilon, Flip};
 
@@ -675,29 +675,30 @@ impl SignSketch {
         Ok(words)
     }
 
-    /// Privatise every projected row; row `r` draws from `rng_for(r)` (called in row order).
+    /// Privatise every projected row, drawing from `rngs`.
     fn privatise_values<T: Copy + Into<f64>>(
         &self,
         z: &[T],
         words: &mut [u64],
-        mut rng_for: impl FnMut(usize) -> Option<ChaCha20Rng>,
-        rng: &mut ChaCha20Rng,
+        mut rngs: Rngs<'_>,
         mut sizes: Option<&mut [u32]>,
     ) {
         let k = self.map.k();
         let wpr = k.div_ceil(64);
         let mut scratch = Scratch::default();
-        let mut own: Option<ChaCha20Rng> = None;
         for (r, (x, w)) in z
             .chunks_exact(k)
             .zip(words.chunks_exact_mut(wpr))
             .enumerate()
         {
-            if let Some(fresh) = rng_for(r) {
-                own = Some(fresh);
-            }
-            let g = own.as_mut().unwrap_or(&mut *rng);
-            let n = self.privatise_row(x, w, g, &mut scratch);
+            let n = match &mut rngs {
+                Rngs::Shared(g) => self.privatise_row(x, w, g, &mut scratch),
+                Rngs::PerRow { noise, first_row } => {
+                    // `run` checked that the last id fits in 64 bits
+                    let mut g = noise.row_rng(*first_row + r as u64);
+                    self.privatise_row(x, w, &mut g, &mut scratch)
+                }
+            };
             if let Some(s) = sizes.as_deref_mut() {
                 s[r] = n;
             }
@@ -708,23 +709,32 @@ impl SignSketch {
         &self,
         rows: &[f32],
         out: SketchMut<'_>,
-        first_block: u64,
+        first_row: u64,
         noise: &NoiseSource,
         sizes: Option<&mut [u32]>,
     ) -> Result<()> {
         let words = self.block(rows, out)?;
-        // one noise stream per BLOCK_ROWS rows, fresh at each block start
-        let fresh = |r: usize| {
-            r.is_multiple_of(BLOCK_ROWS)
-                .then(|| noise.block_rng(first_block + (r / BLOCK_ROWS) as u64))
-        };
-        let mut unused = noise.block_rng(u64::MAX);
+        let m = rows.len() / self.map.p();
+        super::row_id(first_row, m.saturating_sub(1))?;
+        // each row reads its own noise stream, from its start
+        let rngs = Rngs::PerRow { noise, first_row };
         match self.project_values(rows) {
-            Values::F32(z) => self.privatise_values(&z, words, fresh, &mut unused, sizes),
-            Values::F64(z) => self.privatise_values(&z, words, fresh, &mut unused, sizes),
+            Values::F32(z) => self.privatise_values(&z, words, rngs, sizes),
+            Values::F64(z) => self.privatise_values(&z, words, rngs, sizes),
         }
         Ok(())
     }
+}
+
+/// Where the rows of [`SignSketch::privatise_values`] draw their noise.
+enum Rngs<'a> {
+    /// All rows from one generator, in row order ([`Mechanism::privatise`]).
+    Shared(&'a mut ChaCha20Rng),
+    /// Row `first_row + r` from its own stream [`NoiseSource::row_rng`] (publishing).
+    PerRow {
+        noise: &'a NoiseSource,
+        first_row: u64,
+    },
 }
 
 /// Projected values of a block of rows ([`SignSketch::project_values`]).
@@ -828,29 +838,29 @@ impl Mechanism for SignSketch {
     ) -> Result<()> {
         let words = self.block(rows, out)?;
         match self.project_values(rows) {
-            Values::F32(z) => self.privatise_values(&z, words, |_| None, rng, None),
-            Values::F64(z) => self.privatise_values(&z, words, |_| None, rng, None),
+            Values::F32(z) => self.privatise_values(&z, words, Rngs::Shared(rng), None),
+            Values::F64(z) => self.privatise_values(&z, words, Rngs::Shared(rng), None),
         }
         Ok(())
     }
-    fn privatise_blocks(
+    fn privatise_rows(
         &self,
         rows: &[f32],
         out: SketchMut<'_>,
-        first_block: u64,
+        first_row: u64,
         noise: &NoiseSource,
     ) -> Result<()> {
-        self.run(rows, out, first_block, noise, None)
+        self.run(rows, out, first_row, noise, None)
     }
-    fn privatise_blocks_counted(
+    fn privatise_rows_counted(
         &self,
         rows: &[f32],
         out: SketchMut<'_>,
-        first_block: u64,
+        first_row: u64,
         noise: &NoiseSource,
         perturbed: &mut [u32],
     ) -> Result<()> {
-        self.run(rows, out, first_block, noise, Some(perturbed))
+        self.run(rows, out, first_row, noise, Some(perturbed))
     }
     fn estimator(&self) -> Result<Estimator> {
         Ok(Estimator::Sign {

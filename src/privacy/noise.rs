@@ -1,10 +1,15 @@
 //! The secret noise source.
 //!
 //! Noise is drawn from ChaCha20 (a CSPRNG). The 256-bit key is read from the operating system
-//! (`getrandom`) once per publish run and kept only in memory; it is never written anywhere. Rows
-//! are processed in fixed blocks of [`BLOCK_ROWS`]; block `b` draws from ChaCha20 stream `b` of
-//! that key, so parallel blocks use disjoint keystreams and the output does not depend on the
-//! number of threads.
+//! (`getrandom`) once per publish run and kept only in memory; it is never written anywhere.
+//!
+//! **Row `r` draws from ChaCha20 stream `r` of that key, from its start** ([`NoiseSource::row_rng`]):
+//! a row's secret noise is a function of the key and its absolute row id alone. No reader, chunk
+//! size, memory budget, shard boundary, Parquet row group or thread count can change which
+//! keystream a row reads, and two rows never share one (stream ids are distinct 64-bit values,
+//! and each stream is 2⁶⁴ blocks long). Until dprp 0.2.0 a stream served a 256-row block and a
+//! chunk that did not start on a block boundary re-read an earlier block's stream (CHANGELOG,
+//! advisory 2026-11).
 //!
 //! The local mechanisms take their noise words in bulk through
 //! [`crate::mechanism::local::WordRng`], which for this generator computes the keystream with
@@ -28,9 +33,6 @@ use rand::SeedableRng;
 use rand_chacha::ChaCha20Rng;
 
 use crate::error::{Error, Result};
-
-/// Rows per noise block (each block has its own ChaCha20 stream).
-pub const BLOCK_ROWS: usize = 256;
 
 /// Where the secret noise comes from.
 #[derive(Clone)]
@@ -74,10 +76,12 @@ impl NoiseSource {
         self.seeded
     }
 
-    /// The generator for noise block `block`.
-    pub fn block_rng(&self, block: u64) -> ChaCha20Rng {
+    /// The generator of row `row`: ChaCha20 stream `row` of the key, at its start. Every user of
+    /// the key that privatises several items (rows of a release, clients of a round, trials of an
+    /// audit) gives each item its own id and reads only that item's stream.
+    pub fn row_rng(&self, row: u64) -> ChaCha20Rng {
         let mut rng = ChaCha20Rng::from_seed(self.key);
-        rng.set_stream(block);
+        rng.set_stream(row);
         rng
     }
 }
@@ -91,11 +95,11 @@ mod tests {
     fn os_keys_differ_and_seeded_keys_repeat() {
         let a = NoiseSource::from_os().unwrap();
         let b = NoiseSource::from_os().unwrap();
-        assert_ne!(a.block_rng(0).next_u64(), b.block_rng(0).next_u64());
+        assert_ne!(a.row_rng(0).next_u64(), b.row_rng(0).next_u64());
         let c = NoiseSource::from_seed("42");
         let d = NoiseSource::from_seed("42");
-        assert_eq!(c.block_rng(3).next_u64(), d.block_rng(3).next_u64());
-        assert_ne!(c.block_rng(3).next_u64(), c.block_rng(4).next_u64());
+        assert_eq!(c.row_rng(3).next_u64(), d.row_rng(3).next_u64());
+        assert_ne!(c.row_rng(3).next_u64(), c.row_rng(4).next_u64());
         assert!(c.is_seeded() && !a.is_seeded());
         assert!(!format!("{a:?}").contains("key:"));
     }

@@ -163,8 +163,8 @@ impl DenseProjection {
     }
 }
 
-/// Rows per matrix product in [`DenseProjection::project`]; divides the publisher's noise block
-/// (256 rows), so chunk boundaries always fall on tile boundaries.
+/// Rows per matrix product in [`DenseProjection::project`]; divides the publisher's 256-row work
+/// block, so group boundaries fall on tile boundaries (the result does not depend on them).
 pub const PROJECT_TILE_ROWS: usize = 256;
 
 #[cfg(test)]

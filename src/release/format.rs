@@ -63,10 +63,15 @@ pub struct ReleaseMeta {
     /// release in one file.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shard: Option<ShardRecord>,
+    /// The format the rows were read from (`npy <f8`, `csv`, `parquet`, `python array`, …), so
+    /// that an advisory about a reader can name the releases it concerns; absent in releases
+    /// written before dprp 0.2.0.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub input_format: Option<String>,
 }
 
 /// One shard of a sharded release: shard `index` of `count`, holding the rows whose global ids
-/// are `first_row, first_row + 1, …` (its noise blocks and, for local mechanisms, its per-row
+/// are `first_row, first_row + 1, …` (its noise streams and, for local mechanisms, its per-row
 /// public maps are those of these global rows).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ShardRecord {
@@ -74,7 +79,7 @@ pub struct ShardRecord {
     pub index: u32,
     /// Shards in the release.
     pub count: u32,
-    /// Global id of the shard's first row (a multiple of the 256-row noise block).
+    /// Global id of the shard's first row.
     pub first_row: u64,
 }
 

@@ -23,6 +23,7 @@
 //! releases published with `--ledger` — a keyed dataset fingerprint ([`DatasetRecord`]). It never
 //! contains the secret noise key, a `--noise-seed`, or the ledger's key.
 
+pub mod advisory;
 mod format;
 pub mod parquet;
 mod reader;

@@ -12,10 +12,9 @@
 //!
 //! Every shard uses the same public randomness (the projection seed is in the shared metadata) and
 //! its own secret noise: `publish --shards N` draws one OS key for the run and every row its own
-//! ChaCha20 stream of it (the stream of its global noise block, as in a one-file release), and a
+//! ChaCha20 stream of it (the stream of its global id, as in a one-file release), and a
 //! worker that writes one shard (`publish --shard i/N`) draws its own key. Shard `i` holds the rows
-//! with global ids `first_row, …, first_row + n − 1`; ranges are disjoint, in shard order, each
-//! starting on a 256-row noise block.
+//! with global ids `first_row, …, first_row + n − 1`; ranges are disjoint and in shard order.
 //!
 //! **Privacy.** A sharded release *is* the one-file release of the same rows, split into files:
 //! every mechanism in dprp privatises each row on its own (its value, the public map of its global
@@ -40,7 +39,6 @@ use serde::{Deserialize, Serialize};
 use super::{Release, ReleaseMeta, ShardRecord};
 use crate::atomic::AtomicFile;
 use crate::error::{Error, Result};
-use crate::privacy::noise::BLOCK_ROWS;
 
 /// The manifest's file name in a shard directory. The leading `_` makes Spark, pyarrow and Hive
 /// skip it when they read the directory's Parquet shards as one table (as they skip `_SUCCESS`).
@@ -215,17 +213,25 @@ fn open_shards(dir: &Path, verify: bool) -> Result<Vec<(String, Release)>> {
             count,
             first_row: 0,
         });
-        if s.first_row % BLOCK_ROWS as u64 != 0 || s.first_row < next_free {
+        if s.first_row < next_free {
             return Err(Error::format(
                 &path,
                 format!(
-                    "its rows start at {}, which overlaps the shard before it (rows before {}) or \
-                     is not on a {BLOCK_ROWS}-row noise block",
+                    "its rows start at {}, which overlaps the shard before it (rows before {})",
                     s.first_row, next_free
                 ),
             ));
         }
-        next_free = s.first_row + r.n() as u64;
+        next_free = s.first_row.checked_add(r.n() as u64).ok_or_else(|| {
+            Error::format(
+                &path,
+                format!(
+                    "its row ids {}.. + {} rows overflow 64 bits",
+                    s.first_row,
+                    r.n()
+                ),
+            )
+        })?;
     }
     if shards.iter().any(|(_, r)| r.meta().labels) != shards.iter().all(|(_, r)| r.meta().labels) {
         return Err(Error::format(
@@ -446,6 +452,12 @@ impl ReleaseSet {
     /// The parts: one release, or the shards in order.
     pub fn parts(&self) -> &[Release] {
         &self.parts
+    }
+
+    /// The advisories ([`crate::release::advisory`]) that apply to this release (a shard's rows
+    /// are among the whole release's, so the release's metadata decides).
+    pub fn advisories(&self) -> Vec<String> {
+        crate::release::advisory::advisories(self.meta())
     }
     /// Global id of part `i`'s first row.
     pub fn first_row(&self, i: usize) -> u64 {

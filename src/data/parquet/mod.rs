@@ -751,6 +751,9 @@ fn list_len(col: Option<&ArrayRef>, r: usize) -> Option<usize> {
 }
 
 impl RowReader for ParquetReader {
+    fn format(&self) -> String {
+        "parquet".into()
+    }
     fn dim(&self) -> usize {
         self.dim
     }

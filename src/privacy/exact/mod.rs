@@ -46,7 +46,7 @@
 //! use dprp::privacy::noise::NoiseSource;
 //!
 //! # fn main() -> dprp::Result<()> {
-//! let mut rng = NoiseSource::from_os()?.block_rng(0);
+//! let mut rng = NoiseSource::from_os()?.row_rng(0);
 //! // Distributed discrete Gaussian: σ/γ from an accountant, as an exact rational σ²/γ².
 //! let sigma_over_gamma: f64 = 317.2;
 //! let sigma2 = Rational::from_f64_up(sigma_over_gamma * sigma_over_gamma, 20)?;
