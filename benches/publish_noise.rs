@@ -11,8 +11,8 @@
 //! `dprp publish` does. The loop uses the first `DPRP_NOISE_ROWS` rows (default 10000, so a
 //! criterion sample takes about a second on 2 cores). On a shared machine the two noises are
 //! timed **interleaved** (float, lattice, float, …), and the medians and their ratio are printed
-//! first; criterion's own report follows. MNIST is found as in `benches/publish.rs`
-//! (`$DPRP_SHARED_DATA` or `../shared/data`); without it the bench prints `skipping` and exits.
+//! first; criterion's own report follows. MNIST is found as in `benches/publish.rs` (the
+//! project's `data/`, or `$DPRP_DATA`); without it the bench prints `skipping` and exits.
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -33,9 +33,9 @@ const SETTINGS: [(&str, MechanismKind, usize); 2] = [
 ];
 
 fn mnist_path() -> Option<PathBuf> {
-    let root = match std::env::var_os("DPRP_SHARED_DATA") {
-        Some(d) => PathBuf::from(d),
-        None => Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/data"),
+    let root = match std::env::var_os("DPRP_DATA") {
+        Some(d) if !d.is_empty() => PathBuf::from(d),
+        _ => Path::new(env!("CARGO_MANIFEST_DIR")).join("data"),
     };
     let f = root.join("mnist/train-images-idx3-ubyte.gz");
     f.is_file().then_some(f)
@@ -89,7 +89,10 @@ fn median(mut v: Vec<f64>) -> f64 {
 
 fn run() -> dprp::Result<()> {
     let Some(mnist) = mnist_path() else {
-        println!("skipping: MNIST not found (set DPRP_SHARED_DATA)");
+        println!(
+            "skipping: MNIST not found (it ships in data/mnist; set DPRP_DATA to a directory \
+             holding mnist/ and libsvm/)"
+        );
         return Ok(());
     };
     let rows: usize = std::env::var("DPRP_NOISE_ROWS")

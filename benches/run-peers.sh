@@ -3,8 +3,8 @@
 #
 #   bash benches/run-peers.sh [--reps N]
 #
-# MNIST is taken from $DPRP_SHARED_DATA/mnist/train-images-idx3-ubyte.gz, else
-# <repo>/../shared/data/mnist/...; without it the script prints why it skipped and exits 0.
+# MNIST is taken from <repo>/data/mnist/train-images-idx3-ubyte.gz, or $DPRP_DATA/mnist/... if
+# DPRP_DATA is set; without it the script prints why it skipped and exits 0.
 # Creates a virtualenv with numpy under target/peer-venv, builds dprp in release mode and
 # converts MNIST once to target/bench-data/mnist-train.bin. Extra arguments go to peer_numpy.py.
 set -euo pipefail
@@ -12,10 +12,10 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 
-SHARED="${DPRP_SHARED_DATA:-$ROOT/../shared/data}"
-MNIST="$SHARED/mnist/train-images-idx3-ubyte.gz"
+DATA_ROOT="${DPRP_DATA:-$ROOT/data}"
+MNIST="$DATA_ROOT/mnist/train-images-idx3-ubyte.gz"
 if [[ ! -f "$MNIST" ]]; then
-    echo "skipping: MNIST not found at $MNIST (set DPRP_SHARED_DATA to a directory holding mnist/train-images-idx3-ubyte.gz)"
+    echo "skipping: MNIST not found at $MNIST (set DPRP_DATA to a directory holding mnist/ and libsvm/)"
     exit 0
 fi
 if ! command -v python3 >/dev/null 2>&1; then

@@ -4,8 +4,8 @@
 #
 #   bash benches/run-search-peers.sh [--rerun] [--reps N] [--threads N]
 #
-# MNIST is taken from $DPRP_SHARED_DATA/mnist/{train,t10k}-images-idx3-ubyte.gz, else
-# <repo>/../shared/data/mnist/...; without it the script prints why it skipped and exits 0.
+# MNIST is taken from <repo>/data/mnist/{train,t10k}-images-idx3-ubyte.gz, or $DPRP_DATA/mnist/...
+# if DPRP_DATA is set; without it the script prints why it skipped and exits 0.
 # Creates a virtualenv with numpy and faiss-cpu under target/peer-venv. Exports the sketches with
 # `cargo bench --bench search -- --export-only` when target/bench-data/search-* are missing, and
 # runs the criterion benchmark (which times dprp and re-exports) when its estimates are missing
@@ -21,10 +21,10 @@ for a in "$@"; do
     if [[ "$a" == "--rerun" ]]; then RERUN=1; else ARGS+=("$a"); fi
 done
 
-SHARED="${DPRP_SHARED_DATA:-$ROOT/../shared/data}"
+DATA_ROOT="${DPRP_DATA:-$ROOT/data}"
 for f in train-images-idx3-ubyte.gz t10k-images-idx3-ubyte.gz; do
-    if [[ ! -f "$SHARED/mnist/$f" ]]; then
-        echo "skipping: MNIST not found at $SHARED/mnist/$f (set DPRP_SHARED_DATA to a directory holding mnist/)"
+    if [[ ! -f "$DATA_ROOT/mnist/$f" ]]; then
+        echo "skipping: MNIST not found at $DATA_ROOT/mnist/$f (set DPRP_DATA to a directory holding mnist/ and libsvm/)"
         exit 0
     fi
 done

@@ -12,8 +12,8 @@
 # Prints training time (fit only, data loading excluded), the ratio dprp/sklearn, epochs and
 # accuracy for both tools, and the versions.
 #
-# Data: $DPRP_SHARED_DATA (default <repo>/../shared/data) with libsvm/ and mnist/; a part whose
-# files are missing is skipped with the reason. Creates a virtualenv with numpy and scikit-learn
+# Data: <repo>/data (or $DPRP_DATA if set) with libsvm/ and mnist/; a part whose files are
+# missing is skipped with the reason. Creates a virtualenv with numpy and scikit-learn
 # under target/peer-venv (shared with the other peer scripts) and builds dprp and the example in
 # release mode. Work files go to target/svm-peer/.
 set -euo pipefail
@@ -41,9 +41,9 @@ for a in "$@"; do
     fi
 done
 
-SHARED="${DPRP_SHARED_DATA:-$ROOT/../shared/data}"
-if [[ ! -d "$SHARED" ]]; then
-    echo "skipping: no data directory at $SHARED (set DPRP_SHARED_DATA to a directory holding libsvm/ and mnist/)"
+DATA_ROOT="${DPRP_DATA:-$ROOT/data}"
+if [[ ! -d "$DATA_ROOT" ]]; then
+    echo "skipping: no data directory at $DATA_ROOT (set DPRP_DATA to a directory holding mnist/ and libsvm/)"
     exit 0
 fi
 if ! command -v python3 >/dev/null 2>&1; then
@@ -64,4 +64,4 @@ TARGET="${CARGO_TARGET_DIR:-$ROOT/target}"
 
 exec "$VENV/bin/python" "$ROOT/benches/peer_svm.py" \
     --dprp "$TARGET/release/dprp" --svm-train "$TARGET/release/examples/svm_train" \
-    --data "$SHARED" --work "$TARGET/svm-peer" "$@"
+    --data "$DATA_ROOT" --work "$TARGET/svm-peer" "$@"

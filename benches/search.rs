@@ -29,8 +29,8 @@
 //! * `search-meta.json`: the shapes and settings, and the wall and CPU time of the search run that
 //!   produced the results (outside criterion; CPU time from `/proc/self/stat`, so Linux only).
 //!
-//! MNIST is looked up as `$DPRP_SHARED_DATA/mnist/{train,t10k}-images-idx3-ubyte.gz`, else
-//! `<manifest>/../shared/data/mnist/...`; without it the benchmark prints `skipping: ...` and exits
+//! MNIST is read from the project's `data/mnist/{train,t10k}-images-idx3-ubyte.gz`, or from
+//! `$DPRP_DATA/mnist/...` if that is set; without it the benchmark prints `skipping: ...` and exits
 //! successfully.
 
 use std::hint::black_box;
@@ -63,9 +63,9 @@ const HNSW_EF: [usize; 3] = [32, 48, 64];
 const HNSW_EPSILON: f64 = 10.0;
 
 fn mnist_dir() -> PathBuf {
-    match std::env::var_os("DPRP_SHARED_DATA") {
-        Some(d) => PathBuf::from(d).join("mnist"),
-        None => Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/data/mnist"),
+    match std::env::var_os("DPRP_DATA") {
+        Some(d) if !d.is_empty() => PathBuf::from(d).join("mnist"),
+        _ => Path::new(env!("CARGO_MANIFEST_DIR")).join("data/mnist"),
     }
 }
 
@@ -234,8 +234,8 @@ fn run() -> dprp::Result<()> {
     );
     if !train.is_file() || !test.is_file() {
         println!(
-            "skipping: MNIST not found (need {} and {}; set DPRP_SHARED_DATA to a directory \
-             holding mnist/)",
+            "skipping: MNIST not found (need {} and {}; set DPRP_DATA to a directory holding \
+             mnist/ and libsvm/)",
             train.display(),
             test.display()
         );

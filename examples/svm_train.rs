@@ -2,7 +2,7 @@
 //!
 //! ```sh
 //! cargo run --release --example svm_train -- \
-//!     --train ../shared/data/libsvm/a9a.svm.gz --test ../shared/data/libsvm/a9a.t.svm.gz
+//!     --train data/libsvm/a9a.svm.gz --test data/libsvm/a9a.t.svm.gz
 //! cargo run --release --example svm_train -- \
 //!     --train x_train.npy --train-labels y_train.npy --test x_test.npy --test-labels y_test.npy
 //! cargo run --release --example svm_train -- --train train.dprp --test test.dprp

@@ -4,10 +4,10 @@
 //! the report files and bad input; and the MNIST gradients of the `distributed` preset.
 
 mod cli_common;
-
-use std::path::PathBuf;
+mod data_common;
 
 use cli_common::{dprp, stderr};
+use data_common::data_file;
 use dprp::eval::grid::Seeds;
 use dprp::eval::mean::{
     self, Check, Data, Experiment, MeanConfig, MeanSpec, Plan, CENTRAL, CENTRAL_ADD_REMOVE,
@@ -285,15 +285,6 @@ fn bad_distributed_input_is_refused_without_output() {
     );
 }
 
-fn mnist() -> Option<(PathBuf, PathBuf)> {
-    let dir = std::env::var_os("DPRP_SHARED_DATA")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/data"));
-    let i = dir.join("mnist/train-images-idx3-ubyte.gz");
-    let l = dir.join("mnist/train-labels-idx1-ubyte.gz");
-    (i.is_file() && l.is_file()).then_some((i, l))
-}
-
 /// The preset's gradients on real MNIST: the one-epoch model classifies the training set well
 /// (a broken gradient would not learn), every client's gradient is in the unit ball, half of them
 /// on the sphere (scaled by the median norm), and the first 100 clients' mean has the norm the
@@ -301,9 +292,8 @@ fn mnist() -> Option<(PathBuf, PathBuf)> {
 #[test]
 fn mnist_gradients_of_the_distributed_preset() {
     use dprp::eval::gradients::{client_gradients, load_mnist, train_model, GRADIENT_DIM};
-    let Some((images, labels)) = mnist() else {
-        panic!("MNIST not found under ../shared/data (set DPRP_SHARED_DATA)");
-    };
+    let images = data_file("mnist/train-images-idx3-ubyte.gz");
+    let labels = data_file("mnist/train-labels-idx1-ubyte.gz");
     let m = load_mnist(&images, &labels).unwrap();
     assert_eq!(m.labels.len(), 60000);
     let (w, acc) = train_model(&m);

@@ -1,10 +1,14 @@
 //! Input formats end to end through `dprp::data::read_all`: small synthetic files for every
-//! format, and the real public datasets in `../shared/data` (or `$DPRP_SHARED_DATA`) when present.
+//! format, and the real public datasets in the project's `data/` (or `$DPRP_DATA`).
+
+mod data_common;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use dprp::data::{read_all, Dataset, Format, InputOptions};
+
+use data_common::data_file;
 
 fn gz(bytes: &[u8]) -> Vec<u8> {
     let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
@@ -212,29 +216,10 @@ fn csv_files() {
     }
 }
 
-/// The shared data folder, or `None` (after saying why) when it is missing.
-fn shared(sub: &str) -> Option<PathBuf> {
-    let base = match std::env::var_os("DPRP_SHARED_DATA") {
-        Some(p) => PathBuf::from(p),
-        None => Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/data"),
-    };
-    let path = base.join(sub);
-    if path.exists() {
-        Some(path)
-    } else {
-        eprintln!("skipping: {} not found", path.display());
-        None
-    }
-}
-
 #[test]
 fn real_mnist_test_set() {
-    let (Some(images), Some(labels)) = (
-        shared("mnist/t10k-images-idx3-ubyte.gz"),
-        shared("mnist/t10k-labels-idx1-ubyte.gz"),
-    ) else {
-        return;
-    };
+    let images = data_file("mnist/t10k-images-idx3-ubyte.gz");
+    let labels = data_file("mnist/t10k-labels-idx1-ubyte.gz");
     let opts = InputOptions {
         labels: Some(labels),
         ..Default::default()
@@ -264,9 +249,7 @@ fn count_labels(d: &Dataset) -> (usize, usize) {
 
 #[test]
 fn real_a9a_test_set() {
-    let Some(path) = shared("libsvm/a9a.t.svm.gz") else {
-        return;
-    };
+    let path = data_file("libsvm/a9a.t.svm.gz");
     let opts = InputOptions {
         dim: Some(123),
         ..Default::default()
@@ -286,9 +269,7 @@ fn real_a9a_test_set() {
 
 #[test]
 fn real_w8a() {
-    let Some(path) = shared("libsvm/w8a.svm.gz") else {
-        return;
-    };
+    let path = data_file("libsvm/w8a.svm.gz");
     let opts = InputOptions {
         dim: Some(300),
         ..Default::default()

@@ -1,7 +1,7 @@
-//! End-to-end runs on the real datasets in `../shared/data` (or `$DPRP_SHARED_DATA`). Each test
-//! prints a reason and passes when the data is absent, so `cargo test` works on a fresh clone.
+//! End-to-end runs on the real datasets in the project's `data/` (or `$DPRP_DATA`). The data
+//! ships with the project: a test fails, naming the file, when it is missing.
 
-use std::path::PathBuf;
+mod data_common;
 
 use dprp::data::scale::{ScaleArg, ScalingRequest};
 use dprp::data::{native, InputOptions};
@@ -11,12 +11,7 @@ use dprp::privacy::noise::NoiseSource;
 use dprp::publish::{load_scaled, publish, PublishRequest};
 use dprp::release::Release;
 
-fn shared() -> Option<PathBuf> {
-    let p = std::env::var_os("DPRP_SHARED_DATA")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/data"));
-    p.is_dir().then_some(p)
-}
+use data_common::data_file;
 
 fn params(kind: MechanismKind, k: usize) -> MechanismParams {
     MechanismParams {
@@ -37,16 +32,8 @@ fn params(kind: MechanismKind, k: usize) -> MechanismParams {
 
 #[test]
 fn mnist_train_converts_and_publishes() {
-    let Some(root) = shared() else {
-        eprintln!("skipping: ../shared/data not found (set DPRP_SHARED_DATA)");
-        return;
-    };
-    let img = root.join("mnist/train-images-idx3-ubyte.gz");
-    let lab = root.join("mnist/train-labels-idx1-ubyte.gz");
-    if !img.exists() || !lab.exists() {
-        eprintln!("skipping: MNIST files missing under {}", root.display());
-        return;
-    }
+    let img = data_file("mnist/train-images-idx3-ubyte.gz");
+    let lab = data_file("mnist/train-labels-idx1-ubyte.gz");
     let opts = InputOptions {
         labels: Some(lab),
         ..Default::default()
@@ -139,15 +126,7 @@ fn mnist_train_converts_and_publishes() {
 
 #[test]
 fn a9a_publishes_directly_from_svm_gz() {
-    let Some(root) = shared() else {
-        eprintln!("skipping: ../shared/data not found (set DPRP_SHARED_DATA)");
-        return;
-    };
-    let f = root.join("libsvm/a9a.svm.gz");
-    if !f.exists() {
-        eprintln!("skipping: {} missing", f.display());
-        return;
-    }
+    let f = data_file("libsvm/a9a.svm.gz");
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("a9a.dprp");
     let r = PublishRequest {

@@ -1,6 +1,8 @@
 //! HNSW search: recall against the exact scan, scores identical in convention, save/load round
-//! trips, rejection of damaged or mismatched index files, and (with `../shared/data`) the
+//! trips, rejection of damaged or mismatched index files, and (on the project's `data/mnist`) the
 //! MNIST recall requirement. `bench_hnsw_speedup_mnist_k1024` (ignored) measures the speed-up.
+
+mod data_common;
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::PathBuf;
@@ -16,6 +18,8 @@ use dprp::publish::{load_scaled, privatise_dataset, Sketches};
 use dprp::search::hnsw::{default_ef, HnswIndex, HnswParams};
 use dprp::search::{exact, Hit, Measure, Sketch};
 use dprp::Error;
+
+use data_common::data_file;
 
 const NOISE: f32 = 0.3;
 const SPREAD: f32 = 1.0;
@@ -617,22 +621,14 @@ fn crafted_graphs_with_valid_checksums_are_rejected_without_panics() {
 // ---------------------------------------------------------------------------------------------
 // MNIST
 
-fn shared() -> Option<PathBuf> {
-    let p = std::env::var_os("DPRP_SHARED_DATA")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/data"));
-    let ok = p.join("mnist/train-images-idx3-ubyte.gz").exists()
-        && p.join("mnist/t10k-images-idx3-ubyte.gz").exists();
-    ok.then_some(p)
-}
-
-fn load_mnist(root: &std::path::Path, file: &str) -> Dataset {
+/// One MNIST image file of `data/mnist` (or `$DPRP_DATA/mnist`), pixels / 255.
+fn load_mnist(file: &str) -> Dataset {
     let req = ScalingRequest {
         scale: Some(ScaleArg::Divide(255.0)),
         ..Default::default()
     };
     load_scaled(
-        &root.join("mnist").join(file),
+        &data_file(&format!("mnist/{file}")),
         &InputOptions::default(),
         &req,
     )
@@ -668,12 +664,8 @@ fn project(m: &dyn Mechanism, queries: &Dataset, nq: usize) -> Vec<f32> {
 
 #[test]
 fn mnist_recall_at_default_parameters() {
-    let Some(root) = shared() else {
-        eprintln!("skipping: MNIST not found under ../shared/data (set DPRP_SHARED_DATA)");
-        return;
-    };
-    let train = load_mnist(&root, "train-images-idx3-ubyte.gz");
-    let test = load_mnist(&root, "t10k-images-idx3-ubyte.gz");
+    let train = load_mnist("train-images-idx3-ubyte.gz");
+    let test = load_mnist("t10k-images-idx3-ubyte.gz");
     let (k, nq, top) = (256, 500, 10);
     let noise = NoiseSource::from_seed("hnsw");
 
@@ -741,12 +733,8 @@ fn mnist_recall_at_default_parameters() {
 #[test]
 #[ignore]
 fn bench_hnsw_speedup_mnist_k1024() {
-    let Some(root) = shared() else {
-        eprintln!("skipping: MNIST not found under ../shared/data (set DPRP_SHARED_DATA)");
-        return;
-    };
-    let train = load_mnist(&root, "train-images-idx3-ubyte.gz");
-    let test = load_mnist(&root, "t10k-images-idx3-ubyte.gz");
+    let train = load_mnist("train-images-idx3-ubyte.gz");
+    let test = load_mnist("t10k-images-idx3-ubyte.gz");
     let nq: usize = std::env::var("DPRP_BENCH_QUERIES")
         .ok()
         .and_then(|s| s.parse().ok())

@@ -1,9 +1,10 @@
 //! Linear SVM (dual coordinate descent): correctness against independent solvers, invariants of
 //! the algorithm, dense vs packed-sign features, one-vs-rest, errors, and accuracy on real LIBSVM
-//! data (a9a, ijcnn1) when `../shared/data` is present.
+//! data (a9a, ijcnn1) from the project's `data/libsvm`.
 
-use std::path::PathBuf;
+mod data_common;
 
+use data_common::data_file;
 use dprp::data::{read_all, InputOptions};
 use dprp::learn::svm::labels_from_f32;
 use dprp::learn::{Features, LinearSvm, Loss, SvmParams};
@@ -532,28 +533,11 @@ fn bad_inputs_are_errors_not_panics() {
     assert!(labels_from_f32(&[1.5]).is_err());
 }
 
-/// `../shared/data/libsvm` next to the repository, or `None` (with the reason printed).
-fn libsvm_dir() -> Option<PathBuf> {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/data/libsvm");
-    if dir.is_dir() {
-        Some(dir)
-    } else {
-        eprintln!(
-            "skipping: {} not found (the LIBSVM data sets live in shared/data next to the repository)",
-            dir.display()
-        );
-        None
-    }
-}
-
-/// Train on `train`, test on `test` (LIBSVM files, dimension `d`), C = 1, default parameters.
-fn libsvm_accuracy(train: &str, test: &str, d: usize) -> Option<(f64, LinearSvm)> {
-    let dir = libsvm_dir()?;
-    let (tr, te) = (dir.join(train), dir.join(test));
-    if !tr.is_file() || !te.is_file() {
-        eprintln!("skipping: {} or {} is missing", tr.display(), te.display());
-        return None;
-    }
+/// Train on `train`, test on `test` (files of `data/libsvm`, dimension `d`), C = 1, default
+/// parameters.
+fn libsvm_accuracy(train: &str, test: &str, d: usize) -> (f64, LinearSvm) {
+    let tr = data_file(&format!("libsvm/{train}"));
+    let te = data_file(&format!("libsvm/{test}"));
     let opts = InputOptions {
         dim: Some(d),
         ..Default::default()
@@ -571,23 +555,19 @@ fn libsvm_accuracy(train: &str, test: &str, d: usize) -> Option<(f64, LinearSvm)
         m.iterations(),
         m.converged()
     );
-    Some((acc, m))
+    (acc, m)
 }
 
 #[test]
 fn a9a_accuracy_on_raw_libsvm_data() {
-    let Some((acc, m)) = libsvm_accuracy("a9a.svm.gz", "a9a.t.svm.gz", 123) else {
-        return;
-    };
+    let (acc, m) = libsvm_accuracy("a9a.svm.gz", "a9a.t.svm.gz", 123);
     assert!(m.converged());
     assert!((0.84..=0.855).contains(&acc), "a9a accuracy {acc}");
 }
 
 #[test]
 fn ijcnn1_accuracy_on_raw_libsvm_data() {
-    let Some((acc, m)) = libsvm_accuracy("ijcnn1.trn.svm.gz", "ijcnn1.tst.svm.gz", 22) else {
-        return;
-    };
+    let (acc, m) = libsvm_accuracy("ijcnn1.trn.svm.gz", "ijcnn1.tst.svm.gz", 22);
     assert!(m.converged());
     assert!((0.91..=0.925).contains(&acc), "ijcnn1 accuracy {acc}");
 }

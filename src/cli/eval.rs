@@ -38,8 +38,8 @@ enum EvalCommand {
 #[derive(Debug, Args, Clone)]
 pub struct CommonArgs {
     /// A preset grid with its data: paper-mnist (retrieval) or paper-svm (classification). Data
-    /// is looked up in $DPRP_SHARED_DATA, ../shared/data or the source tree's ../shared/data; explicit
-    /// options override the preset's values.
+    /// is read from the project's data/ directory (mnist/, libsvm/) or from $DPRP_DATA if set;
+    /// explicit options override the preset's values.
     #[arg(long)]
     preset: Option<String>,
     /// Training rows (the database for retrieval), any supported format.
@@ -147,7 +147,7 @@ pub const PAPER_SVM_MECHANISMS: &str = "raw-g-opt,dp-rp-g-opt,dp-oporp,dp-signrp
 dp-signoporp-rr,dp-signoporp-rr-smooth,idp-signrp-g,idp-signoporp-g";
 /// Sketch sizes of paper-svm (values are clamped to [-1, 1] unless scaling is given).
 pub const PAPER_SVM_KS: &str = "16,64,256";
-/// The LIBSVM sets of paper-svm (name, train, test) under the shared data directory.
+/// The LIBSVM sets of paper-svm (name, train, test) under the data directory ([`data_dir`]).
 pub const PAPER_SVM_SETS: [(&str, &str, &str); 2] = [
     ("a9a", "libsvm/a9a.svm.gz", "libsvm/a9a.t.svm.gz"),
     (
@@ -169,15 +169,23 @@ pub const PAPER_MNIST_QUERIES: usize = 1000;
 /// 3.68), so no row is refused; in a real release ν must be a public bound, not read off the data.
 pub const PAPER_MNIST_MIN_NORM: f64 = 3.0;
 
-/// Where the shared datasets are: $DPRP_SHARED_DATA, ./../shared/data, or the source tree's.
-pub fn shared_data() -> Option<PathBuf> {
-    let mut candidates = Vec::new();
-    if let Some(d) = std::env::var_os("DPRP_SHARED_DATA") {
-        candidates.push(PathBuf::from(d));
+/// How to point the presets at the datasets, for the error messages.
+pub const DATA_HINT: &str = "set DPRP_DATA to a directory holding mnist/ and libsvm/";
+
+/// Where the presets' datasets (`mnist/`, `libsvm/`) are: `$DPRP_DATA` if set, else the project's
+/// `data/` directory (the source tree's path, fixed at compile time, so an installed binary run
+/// elsewhere still finds it). Run from the source tree, that directory is named `data`, relative
+/// to the working directory, so that reports record `data/...` rather than this machine's path.
+pub fn data_dir() -> PathBuf {
+    if let Some(d) = std::env::var_os("DPRP_DATA").filter(|d| !d.is_empty()) {
+        return PathBuf::from(d);
     }
-    candidates.push(PathBuf::from("../shared/data"));
-    candidates.push(Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/data"));
-    candidates.into_iter().find(|c| c.is_dir())
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("data");
+    let here = Path::new("data");
+    match (here.canonicalize(), dir.canonicalize()) {
+        (Ok(a), Ok(b)) if a == b => here.to_path_buf(),
+        _ => dir,
+    }
 }
 
 fn preset_file(dir: &Path, rel: &str, preset: &str) -> Result<PathBuf> {
@@ -188,8 +196,7 @@ fn preset_file(dir: &Path, rel: &str, preset: &str) -> Result<PathBuf> {
         Err(Error::param(
             "--preset",
             format!(
-                "{preset} needs {} (not found); set DPRP_SHARED_DATA to the shared data directory or \
-                 pass --train/--test",
+                "{preset} needs {} (not found); {DATA_HINT}, or pass --train/--test",
                 p.display()
             ),
         ))
@@ -244,13 +251,7 @@ fn resolve(c: &CommonArgs, default_ks: &str) -> Result<Resolved> {
     match c.preset.as_deref() {
         None => {}
         Some("paper-mnist") => {
-            let dir = shared_data().ok_or_else(|| {
-                Error::param(
-                    "--preset",
-                    "paper-mnist needs the MNIST files: set DPRP_SHARED_DATA to the shared data \
-                     directory (with mnist/) or pass --train/--test",
-                )
-            })?;
+            let dir = data_dir();
             let f = |rel: &str| preset_file(&dir, rel, "paper-mnist");
             train.get_or_insert(f("mnist/train-images-idx3-ubyte.gz")?);
             test.get_or_insert(f("mnist/t10k-images-idx3-ubyte.gz")?);
@@ -390,13 +391,7 @@ fn run_svm(a: SvmArgs) -> Result<()> {
     let staging = stage_out(c.out.as_deref())?;
     // (name, train, test) per dataset
     let sets: Vec<(String, PathBuf, PathBuf)> = if preset && c.train.is_none() && c.test.is_none() {
-        let dir = shared_data().ok_or_else(|| {
-            Error::param(
-                "--preset",
-                "paper-svm needs the LIBSVM files: set DPRP_SHARED_DATA to the shared data directory \
-                 (with libsvm/) or pass --train/--test",
-            )
-        })?;
+        let dir = data_dir();
         PAPER_SVM_SETS
             .iter()
             .map(|(n, tr, te)| {

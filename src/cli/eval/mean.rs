@@ -208,13 +208,7 @@ pub const GRADIENT_CLIENTS: (usize, usize) = (6000, 10);
 /// The distributed preset (Chen et al. 2022 on MNIST; see the README): error against the bits
 /// per parameter on MNIST gradients and rows, and the scaling in n and ε.
 fn distributed_preset(a: &MeanArgs, budget: Option<f64>) -> Result<Vec<Experiment>> {
-    let dir = super::shared_data().ok_or_else(|| {
-        Error::param(
-            "--preset",
-            "distributed needs the MNIST files: set DPRP_SHARED_DATA to the shared data \
-             directory",
-        )
-    })?;
+    let dir = super::data_dir();
     let images = dir.join("mnist/train-images-idx3-ubyte.gz");
     let labels = dir.join("mnist/train-labels-idx1-ubyte.gz");
     for f in [&images, &labels] {
@@ -222,8 +216,9 @@ fn distributed_preset(a: &MeanArgs, budget: Option<f64>) -> Result<Vec<Experimen
             return Err(Error::param(
                 "--preset",
                 format!(
-                    "distributed needs {} (not found); set DPRP_SHARED_DATA",
-                    f.display()
+                    "distributed needs {} (not found); {}",
+                    f.display(),
+                    super::DATA_HINT
                 ),
             ));
         }
