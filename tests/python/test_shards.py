@@ -27,12 +27,12 @@ def test_open_search_estimate_a_shard_directory(tmp_path):
     with pytest.raises(dprp.DprpError, match="one payload per shard"):
         sh.sketches
     parts = sh.shards
-    assert [p.n for p in parts] == [256, 256, 488]
+    assert [p.n for p in parts] == [333, 333, 334]
     # each shard's sketches are a zero-copy view; together they are the one-file payload
     assert all(p.sketches.flags.writeable is False for p in parts)
     assert np.array_equal(np.concatenate([p.sketches for p in parts]), one.sketches)
     assert np.array_equal(sh.ids, np.arange(1000, dtype=np.uint64))
-    assert np.array_equal(parts[2].ids, np.arange(512, 1000, dtype=np.uint64))
+    assert np.array_equal(parts[2].ids, np.arange(666, 1000, dtype=np.uint64))
     q = rng.random((4, 24), dtype=np.float32)
     for top in (1, 7, 1000):
         ids_s, sc_s = sh.search(q, top=top)
@@ -61,7 +61,7 @@ def test_workers_write_shards_and_finish(tmp_path):
     rng = np.random.default_rng(8)
     x = rng.random((700, 24), dtype=np.float32)
     out = tmp_path / "w"
-    cuts = [(0, 256), (256, 512), (512, 700)]
+    cuts = [(0, 100), (100, 401), (401, 700)]  # any first row (since 0.2.0)
     with pytest.warns(UserWarning, match="NOT private"):
         for i, (lo, hi) in enumerate(cuts):
             r = dprp.publish(x[lo:hi], output=out, shard=(i, 3), first_row=lo, noise_seed="t",
@@ -79,5 +79,6 @@ def test_workers_write_shards_and_finish(tmp_path):
     with pytest.raises(dprp.DprpError, match="public seed"):
         dprp.publish(x, output=tmp_path / "bad", shard=(0, 3), mechanism="dp-oporp", epsilon=5.0,
                      delta=1e-6, k=16)
-    with pytest.raises(dprp.DprpError, match="multiple of the 256-row"):
-        dprp.publish(x, output=tmp_path / "bad", shard=(0, 3), first_row=100, **ARGS)
+    with pytest.raises(dprp.DprpError, match="overflow"):
+        dprp.publish(x, output=tmp_path / "bad", shard=(0, 3), first_row=2**64 - 256, **ARGS)
+    assert not (tmp_path / "bad").exists() or not any((tmp_path / "bad").iterdir())

@@ -89,8 +89,8 @@ def test_spark_local_mode_publishes_a_sharded_release(tmp_path: pathlib.Path):
                         "--shards", "2", *common)
     info = json.loads(run_cli("info", "--json", str(tmp_path / "private")))
     assert info["n"] == n and info["private"] is True
-    assert [s["n"] for s in info["shards"]] == [768, 732]
+    assert [s["n"] for s in info["shards"]] == [750, 750]
     assert info["noise"]["source"] == "os-csprng"
     r = dprp.Release.open(tmp_path / "private")
-    assert not np.array_equal(r.shards[0].sketches, b.shards[0].sketches[:768])
+    assert not np.array_equal(r.shards[0].sketches, b.shards[0].sketches[:750])
     assert len(query("private").splitlines()) == 5 * 4
