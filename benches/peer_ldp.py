@@ -245,7 +245,7 @@ def fallback_report(pu, eps_list, tries=25):
 
 
 def correctness_checks(pfl, pu):
-    """Checks of the peers beyond the timed settings (numbers quoted in the README)."""
+    """Checks of the peers beyond the timed settings (numbers quoted in docs/performance.md)."""
     print("\ncorrectness checks of the peers:")
     if pu is not None:
         # ProjUnit's rotation is the QR factor of np.random.rand(k, n) (uniform entries): without

@@ -4,8 +4,8 @@
         --mechanism dp-oporp --epsilon 5 --delta 1e-6 --k 64
     dprp query OUTPUT_DIR --queries q.npy --top 10        # the CLI reads the sharded release
 
-(or `spark-submit examples/spark_publish.py ...` on a cluster; see the README's "Publishing on
-Spark"). What runs where:
+(or `spark-submit examples/spark_publish.py ...` on a cluster; see docs/shards.md, "Publishing
+on Spark"). What runs where:
 
 * the driver numbers the rows 0..n-1 (in the order of --order-by, else Spark's read order) from
   a count per partition, with DataFrame expressions only (no row passes through Python), splits

@@ -224,7 +224,7 @@ pub struct PublishOutcome {
 }
 
 /// Wall-clock seconds each stage of the pipeline spent working or waiting, to find the stage
-/// that limits a run (`publish --timings`; README "Publishing on many cores"). The reader, the
+/// that limits a run (`publish --timings`; docs/performance.md, "Publishing on many cores"). The reader, the
 /// privatisation and the writer overlap; `total` is the whole call.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct StageTimes {

@@ -256,6 +256,46 @@ fn bad_input_is_refused_without_output() {
             [&["ok.csv", "-m", "nonesuch"][..], &base].concat(),
             "nonesuch",
         ),
+        // issue 25: one client is refused (no masks would hide its message)
+        (
+            [&["--synthetic", "1,8"][..], &base].concat(),
+            "at least two clients",
+        ),
+        // a dimension past the machine's memory is refused before anything is allocated
+        (
+            [&["--synthetic", "10,100000000000"][..], &base].concat(),
+            "GiB is available",
+        ),
+        // the sketch cap is named as the flag it is
+        (
+            vec![
+                "--synthetic",
+                "10,1000",
+                "-m",
+                "sketch-ddg",
+                "--bits-per-parameter",
+                "0.001",
+                "--epsilon",
+                "1",
+                "--delta",
+                "1e-5",
+                "--clip",
+                "1",
+            ],
+            "--bits-per-parameter",
+        ),
+        (
+            vec![
+                "ok.csv",
+                "--epsilon",
+                "1",
+                "--delta",
+                "1e-5",
+                "--clip",
+                "1e298",
+            ],
+            "outside [1e-30, 1e30]",
+        ),
     ];
     for (args, needle) in cases {
         let mut full = vec!["aggregate"];
@@ -359,4 +399,50 @@ fn calibrate_distributed() {
         assert!(!o.status.success(), "{args:?}");
         assert!(stderr(&o).contains(needle), "{args:?}: {}", stderr(&o));
     }
+}
+
+/// Issue 25: moduli up to the documented 62 bits plan and run (the integer noise variance is
+/// capped inside the exact sampler's range), and a binomial plan at 62 bits stays within its
+/// work limit instead of running unbounded.
+#[test]
+fn wide_moduli_run_and_binomial_work_is_bounded() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    for bits in ["38", "52", "62"] {
+        let j = json(
+            d,
+            &[
+                "aggregate",
+                "--synthetic",
+                "50,64",
+                "--epsilon",
+                "1",
+                "--delta",
+                "1e-5",
+                "--clip",
+                "1",
+                "--bits",
+                bits,
+                "--check",
+                "--json",
+            ],
+        );
+        assert_eq!(j["check"]["wrapped_coordinates"], 0, "{bits}: {j}");
+    }
+    let req = dprp::privacy::distributed::params::DistributedRequest {
+        n: 10,
+        d: 100,
+        epsilon: 0.01,
+        delta: 1e-5,
+        clip: 1.0,
+        bits: 62,
+        max_wrap_probability: 1e-6,
+    };
+    let plan = dprp::privacy::distributed::params::plan_binomial(&req).unwrap();
+    let words = 10.0 * plan.d_rot as f64 * plan.m as f64 / 64.0;
+    assert!(
+        words <= dprp::privacy::distributed::params::MAX_BINOMIAL_WORDS,
+        "{plan:?}"
+    );
+    assert!(plan.epsilon <= 0.01, "{plan:?}");
 }

@@ -265,7 +265,7 @@ fn cli_binomial_round_with_check() {
         "100 clients",
         "binomial",
         "-DP for the sum",
-        "added or removed",
+        "replaced by another, with n fixed",
         "cpSGD Theorem 1",
         "log₂(k+m)",
         "b = 16 bits",

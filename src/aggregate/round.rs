@@ -33,6 +33,10 @@ pub struct RoundReport {
     pub clients: u64,
     /// Clients whose vector was longer than the clip norm.
     pub clipped: u64,
+    /// A bound on the norm of the bias clipping put into the mean: `‖decoder stretch‖ ·
+    /// Σ max(0, ‖x_i‖ − c) / n` ([`ClientEncoder::clip_stretch`]), computed from the clients'
+    /// vectors (a simulation diagnostic, not private).
+    pub clip_bias_bound: f64,
     /// Conditional-rounding draws over all clients, and the most any client needed.
     pub rounding_tries: (u64, u32),
     /// Bits each client sent (`message_len · b`).
@@ -154,6 +158,7 @@ pub fn run_round(
         mean,
         clients: n,
         clipped: total.clipped,
+        clip_bias_bound: encoder.clip_stretch() * total.clip_excess / n as f64,
         rounding_tries: (total.tries, total.max_tries),
         bits_per_client: len as u64 * m.bits() as u64,
         exact_mean: total.raw.map(|s| s.iter().map(|v| v / n as f64).collect()),
@@ -180,6 +185,7 @@ struct Worker {
 struct Partial {
     sum: ModularSum,
     clipped: u64,
+    clip_excess: f64,
     tries: u64,
     max_tries: u32,
     exact: Option<Vec<i128>>,
@@ -191,6 +197,7 @@ impl Partial {
         Partial {
             sum: ModularSum::new(len, encoder.modulus()),
             clipped: 0,
+            clip_excess: 0.0,
             tries: 0,
             max_tries: 0,
             exact: check.then(|| vec![0i128; len]),
@@ -219,6 +226,7 @@ impl Partial {
         secagg.mask(client, msg)?;
         self.sum.add(msg)?;
         self.clipped += stats.clipped as u64;
+        self.clip_excess += stats.clip_excess;
         self.tries += stats.rounding_tries as u64;
         self.max_tries = self.max_tries.max(stats.rounding_tries);
         if let Some(r) = self.raw.as_mut() {
@@ -230,6 +238,7 @@ impl Partial {
     fn merge(&mut self, other: Partial) -> Result<()> {
         self.sum.merge(&other.sum)?;
         self.clipped += other.clipped;
+        self.clip_excess += other.clip_excess;
         self.tries += other.tries;
         self.max_tries = self.max_tries.max(other.max_tries);
         if let (Some(a), Some(b)) = (self.exact.as_mut(), other.exact) {
@@ -240,4 +249,43 @@ impl Partial {
         }
         Ok(())
     }
+}
+
+/// Bytes a round over `d`-dimensional client vectors keeps in memory, about: eight vectors of the
+/// padded dimension `d' = 2^⌈log₂ d⌉` (the flattened vector, the message, the modular sum, the
+/// exact check sum, the decoded mean and the row buffers), 8 bytes a value, per worker thread for
+/// the per-client ones.
+pub fn round_memory_bytes(d: usize) -> u128 {
+    let d_rot = (d.max(1) as u128).next_power_of_two();
+    let threads = rayon::current_num_threads().max(1) as u128;
+    8 * d_rot * (4 + 4 * threads)
+}
+
+/// Refuse a round that cannot fit in the memory the system has available (Linux
+/// `/proc/meminfo` `MemAvailable`; elsewhere only an absurd size, above 2⁴⁸ bytes, is refused),
+/// before anything is allocated.
+pub fn check_round_memory(d: usize, what: &str) -> Result<()> {
+    let need = round_memory_bytes(d);
+    let available = std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|m| {
+            m.lines()
+                .find(|l| l.starts_with("MemAvailable:"))
+                .and_then(|l| l.split_whitespace().nth(1)?.parse::<u128>().ok())
+        })
+        .map(|kib| kib * 1024)
+        .unwrap_or(1 << 48);
+    if need > available {
+        return Err(Error::param(
+            what,
+            format!(
+                "d = {d}: a round needs about {:.1} GiB of buffers for vectors of this dimension \
+                 (padded to {}), and {:.1} GiB is available",
+                need as f64 / f64::from(1u32 << 30),
+                (d.max(1) as u128).next_power_of_two(),
+                available as f64 / f64::from(1u32 << 30)
+            ),
+        ));
+    }
+    Ok(())
 }

@@ -124,7 +124,7 @@ pub fn markdown(reports: &[AuditReport], command: &str, machine: &str) -> String
          are chosen on half the samples and bounded on the other half with Clopper–Pearson \
          intervals, Bonferroni over every bound of a mechanism (95% overall). ε̂_lower above the \
          claimed ε would show a violation; below it, the audit found none (it proves nothing \
-         more). See the README's section on `dprp audit`.\n"
+         more). See docs/auditing.md.\n"
     );
     let _ = writeln!(
         s,

@@ -151,6 +151,7 @@ pub fn run(a: AggregateArgs) -> Result<()> {
         }
         (None, Some(s)) => {
             let (n, d) = parse_synthetic(s)?;
+            crate::aggregate::round::check_round_memory(d, "--synthetic")?;
             let data_seed = Seed::random()?;
             (Box::new(SyntheticRows::new(n, d, data_seed)?), n)
         }
@@ -162,6 +163,7 @@ pub fn run(a: AggregateArgs) -> Result<()> {
         }
     };
     let d = reader.dim();
+    crate::aggregate::round::check_round_memory(d, "input")?;
     if binomial {
         return run_binomial(&a, reader.as_mut(), n, kind);
     }
@@ -210,11 +212,14 @@ pub fn run(a: AggregateArgs) -> Result<()> {
 /// The guarantee in words.
 fn statement(plan: &DdgPlan, n: u64) -> String {
     format!(
-        "({:.4}, {:e})-DP for the sum of the {n} clients' vectors — neighbours differ by one \
+        "({}, {:e})-DP for the sum of the {n} clients' vectors — neighbours differ by one \
          client's vector added or removed (Chen et al. 2022, Theorem E.1: {:.4e}-zCDP, converted \
          with the tight bound of Canonne, Kamath & Steinke 2020). The server sees only the sum \
-         mod M; a single client's message is uniform to it.",
-        plan.epsilon, plan.delta, plan.rho
+         mod M: the pairwise masks cancel in the sum and hide each client's message among the \
+         others'.",
+        crate::privacy::guarantee::fmt_param(plan.epsilon),
+        plan.delta,
+        plan.rho
     )
 }
 
@@ -243,11 +248,11 @@ fn print_text(
     }
     outln!("guarantee: {}", statement(plan, rep.clients))?;
     outln!(
-        "parameters: γ = {:.6e}, σ = {:.6e} per client (integer noise N_Z(0, {:.4})), β = {:.4e}, \
+        "parameters: γ = {:.6e}, σ = {:.6e} per client (integer noise N_Z(0, {})), β = {:.4e}, \
          public seed {} (rotation, sketch)",
         plan.gamma,
         plan.sigma,
-        (plan.sigma / plan.gamma).powi(2),
+        crate::privacy::guarantee::fmt_param((plan.sigma / plan.gamma).powi(2)),
         plan.beta,
         seed.to_hex()
     )?;
@@ -258,7 +263,7 @@ fn print_text(
     )?;
     outln!(
         "expected squared error E‖μ̂ − μ‖² ≈ {:.6e} (noise {:.3e}, rounding {:.3e}, rounding bias \
-         ≤ {:.3e}{}; clipping error not included); P(the modular sum wraps) ≤ {:.3e}",
+         ≤ {:.3e}{}; clipping bias below); P(the modular sum wraps) ≤ {:.3e}",
         plan.mse.total(),
         plan.mse.noise,
         plan.mse.rounding,
@@ -271,10 +276,8 @@ fn print_text(
         plan.wrap_probability
     )?;
     outln!(
-        "clients clipped to c = {}: {}; rounding draws: {} in all, at most {} for one client; \
-         {:.2} s",
-        a.clip,
-        rep.clipped,
+        "{}; rounding draws: {} in all, at most {} for one client; {:.2} s",
+        clipping_line(rep, a.clip, sketch_m.is_some()),
         rep.rounding_tries.0,
         rep.rounding_tries.1,
         seconds
@@ -311,6 +314,7 @@ fn print_json(
         "expected_squared_error": plan.mse.total(),
         "wrap_probability_bound": plan.wrap_probability,
         "clipped_clients": rep.clipped,
+        "clip_bias_bound": rep.clip_bias_bound,
         "rounding_draws": rep.rounding_tries.0,
         "seconds": seconds,
         "check": check,
@@ -356,12 +360,15 @@ fn run_binomial(
         write_mean(path, kind, &rep.mean)?;
     }
     let guarantee = format!(
-        "({:.4}, {:e})-DP for the sum of the {} clients' vectors — neighbours differ by one \
-         client's vector added or removed (Agarwal et al. 2018, cpSGD Theorem 1 with N = n·m = {} \
-         trials and the sensitivities of Lemma 7, δ split in three: binomial tail, sensitivity \
-         bounds, rotation clamp). The server sees only the sum mod M; a single client's message \
-         is uniform to it.",
-        plan.epsilon, plan.delta, rep.clients, plan.n_trials
+        "({}, {:e})-DP for the sum of the {} clients' vectors — neighbours differ by one \
+         client's vector replaced by another, with n fixed (Agarwal et al. 2018, cpSGD Theorem 1 \
+         with N = n·m = {} trials and the sensitivities of Lemma 7, δ split in three: binomial \
+         tail, sensitivity bounds, rotation clamp). The server sees only the sum mod M: the \
+         pairwise masks cancel in the sum and hide each client's message among the others'.",
+        crate::privacy::guarantee::fmt_param(plan.epsilon),
+        plan.delta,
+        rep.clients,
+        plan.n_trials
     );
     if a.json {
         let check = check_json(&rep);
@@ -386,6 +393,7 @@ fn run_binomial(
             "expected_noise_error": plan.mse.noise,
             "expected_quantisation_error_bound": plan.mse.rounding,
             "clipped_clients": rep.clipped,
+            "clip_bias_bound": rep.clip_bias_bound,
             "seconds": seconds,
             "check": check,
             "output": a.output.as_ref().map(|p| p.display().to_string()),
@@ -419,18 +427,32 @@ fn run_binomial(
     )?;
     outln!(
         "expected squared error E‖μ̂ − μ‖² ≤ {:.6e} (noise {:.3e}, quantisation ≤ {:.3e}; \
-         clipping error not included); the sum cannot wrap: n·(k−1+m) = {} < M",
+         clipping bias below); the sum cannot wrap: n·(k−1+m) = {} < M",
         plan.mse.total(),
         plan.mse.noise,
         plan.mse.rounding,
         plan.modulus_needed - 1
     )?;
-    outln!(
-        "clients clipped to c = {}: {}; {seconds:.2} s",
-        a.clip,
-        rep.clipped
-    )?;
+    outln!("{}; {seconds:.2} s", clipping_line(&rep, a.clip, false))?;
     print_check_and_output(a, &rep)
+}
+
+/// What clipping did: how many vectors it shortened and the bound on the bias it put into the
+/// mean (the expected error above is for the clipped vectors' mean).
+fn clipping_line(rep: &RoundReport, clip: f64, sketched: bool) -> String {
+    let what = if sketched {
+        format!(
+            "sketched vectors clipped to 1.1·c = {} (Algorithm 2)",
+            clip * crate::mechanism::distributed::sketch_ddg::SKETCH_CLIP_FACTOR
+        )
+    } else {
+        format!("clients clipped to c = {clip}")
+    };
+    format!(
+        "{what}: {} of {}; clipping bias ‖E[μ̂] − μ‖ ≤ {:.3e} (from the clients' vectors, not \
+         private: add its square to the error above when it matters)",
+        rep.clipped, rep.clients, rep.clip_bias_bound
+    )
 }
 
 /// The `--check` results as JSON (`null` without `--check`).

@@ -242,6 +242,11 @@ pub fn run(a: AuditArgs) -> Result<()> {
         }
         reports.push(r);
     }
+    let pipeline = if a.all {
+        pipeline_checks(&a, &kinds, &noise, proj_seed, true)?
+    } else {
+        Vec::new()
+    };
     let elapsed = started.elapsed().as_secs_f64();
     if a.json {
         let v = if a.all {
@@ -263,7 +268,10 @@ pub fn run(a: AuditArgs) -> Result<()> {
     if let Some(st) = staging {
         let command = command_line(&a);
         let machine = machine(elapsed);
-        let md = report::markdown(&reports, &command, &machine);
+        let mut md = report::markdown(&reports, &command, &machine);
+        if !pipeline.is_empty() {
+            md.push_str(&audit::pipeline::markdown(&pipeline));
+        }
         let mut f = AtomicFile::create(&st.path().join("report.md"))?;
         f.write_all(md.as_bytes())?;
         f.commit()?;
@@ -271,6 +279,7 @@ pub fn run(a: AuditArgs) -> Result<()> {
             "command": command,
             "machine": machine,
             "reports": reports,
+            "pipeline": pipeline,
         });
         let s = serde_json::to_string_pretty(&json)
             .map_err(|e| Error::param("--out", format!("cannot serialise the report: {e}")))?;
@@ -285,15 +294,11 @@ pub fn run(a: AuditArgs) -> Result<()> {
             dest.display()
         ));
     }
-    let pipeline_flagged = if a.all {
-        pipeline_checks(&a, &kinds, &noise, proj_seed, true)?
-            .iter()
-            .filter(|r| r.flagged)
-            .map(|r| format!("pipeline {}", r.mechanism))
-            .collect()
-    } else {
-        Vec::new()
-    };
+    let pipeline_flagged: Vec<String> = pipeline
+        .iter()
+        .filter(|r| r.flagged)
+        .map(|r| format!("pipeline {}", r.mechanism))
+        .collect();
     let flagged: Vec<String> = reports
         .iter()
         .filter(|r| r.flagged)

@@ -496,18 +496,18 @@ fn distributed(a: &CalibrateArgs, name: &str) -> Result<()> {
     };
     let ddg_lines = |p: &DdgPlan, dims: &str| -> Result<()> {
         outln!(
-            "guarantee: ({:.4}, {:e})-DP for the sum, one client's vector added or removed \
+            "guarantee: ({}, {:e})-DP for the sum, one client's vector added or removed \
              (Chen et al. 2022 Theorem E.1: {:.4e}-zCDP, tight conversion of Canonne, Kamath & \
              Steinke 2020)",
-            p.epsilon,
+            crate::privacy::guarantee::fmt_param(p.epsilon),
             p.delta,
             p.rho
         )?;
         outln!(
-            "{dims}; γ = {:.6e}, σ = {:.6e} per client (integer noise N_Z(0, {:.4})), β = {:.4e}",
+            "{dims}; γ = {:.6e}, σ = {:.6e} per client (integer noise N_Z(0, {})), β = {:.4e}",
             p.gamma,
             p.sigma,
-            (p.sigma / p.gamma).powi(2),
+            crate::privacy::guarantee::fmt_param((p.sigma / p.gamma).powi(2)),
             p.beta
         )?;
         outln!(
@@ -545,9 +545,9 @@ fn distributed(a: &CalibrateArgs, name: &str) -> Result<()> {
         _ => {
             let p = plan_binomial(&req)?;
             outln!(
-                "guarantee: ({:.4}, {:e})-DP for the sum (cpSGD Theorem 1 with Lemma 7's \
-                 sensitivities; δ split three ways)",
-                p.epsilon,
+                "guarantee: ({}, {:e})-DP for the sum, one client's vector replaced with n fixed \
+                 (cpSGD Theorem 1 with Lemma 7's sensitivities; δ split three ways)",
+                crate::privacy::guarantee::fmt_param(p.epsilon),
                 p.delta
             )?;
             outln!(

@@ -14,7 +14,7 @@
 //! of a byte shuffle or a shift pair), and the 32 vector registers keep the state and its input
 //! in registers; the 256-bit code uses the same rotations (AVX-512VL) for shorter runs. On this
 //! project's machine: 2.78 GiB/s with AVX2, 4.0 with the AVX-512VL rotations, 7.5 with sixteen
-//! blocks (README, "Local DP: client cost").
+//! blocks (docs/performance.md, "Local DP: client cost").
 //!
 //! **Same cipher, same stream.** Nothing about the generator changes but the speed: [`fill`]
 //! writes exactly the words `rand_chacha::ChaCha20Rng` would return from the same

@@ -302,3 +302,29 @@ pub fn check_beta(beta: f64) -> Result<()> {
         ))
     }
 }
+
+/// A privacy parameter for people: four decimals in `[10⁻³, 10⁶)`, else four significant digits
+/// in scientific notation (`1.0000e-9`, never `0.0000`), `∞` for infinity.
+pub fn fmt_param(x: f64) -> String {
+    if x.is_infinite() {
+        "∞".into()
+    } else if x == 0.0 || (1e-3..1e6).contains(&x.abs()) {
+        format!("{x:.4}")
+    } else {
+        format!("{x:.4e}")
+    }
+}
+
+#[cfg(test)]
+mod fmt_tests {
+    use super::fmt_param;
+
+    #[test]
+    fn parameters_keep_their_digits() {
+        assert_eq!(fmt_param(1.0), "1.0000");
+        assert_eq!(fmt_param(1e-9), "1.0000e-9");
+        assert_eq!(fmt_param(1e298), "1.0000e298");
+        assert_eq!(fmt_param(0.5), "0.5000");
+        assert_eq!(fmt_param(f64::INFINITY), "∞");
+    }
+}

@@ -212,6 +212,22 @@ impl CountSketch {
         f64::from_bits(v.to_bits() ^ flip)
     }
 
+    /// An upper bound on the spectral norm `‖S‖ = ‖Sᵀ‖`: `SᵀS = Σ_b S_bᵀS_b` over the `t` blocks,
+    /// and block `b`'s rows have disjoint supports, so `S_b S_bᵀ` is diagonal with the bucket
+    /// sizes (times `1/t`) and `‖S_b‖² = max_bucket_b / t`; hence `‖S‖² ≤ Σ_b max_bucket_b / t`,
+    /// exact for `t = 1`. It bounds how far `Sᵀ` can stretch an error made in the sketch space.
+    pub fn norm_bound(&self) -> f64 {
+        let mut total = 0usize;
+        for b in 0..self.t {
+            let mut counts = vec![0usize; self.w];
+            for i in 0..self.d {
+                counts[self.rows[i * self.t + b] as usize - b * self.w] += 1;
+            }
+            total += counts.into_iter().max().unwrap_or(0);
+        }
+        (total as f64 / self.t as f64).sqrt()
+    }
+
     /// The expected squared error of decoding an encoded vector, `E‖SᵀSg − g‖² = (d−1)‖g‖²/m`
     /// (over the public randomness; see the module documentation).
     pub fn expected_error_sq(d: usize, m: usize, norm_sq: f64) -> f64 {
@@ -353,6 +369,40 @@ mod tests {
     // outcome is deterministic anyway.
     const Z_MAX: f64 = 4.5;
     const TRIALS: usize = 4000;
+
+    #[test]
+    fn norm_bound_is_the_spectral_norm_for_one_block_and_bounds_it_for_more() {
+        // ‖S‖² by power iteration on SᵀS (converges from below), against the bound
+        for &(d, m, t) in &[
+            (100usize, 16usize, 1usize),
+            (300, 32, 1),
+            (200, 24, 2),
+            (200, 30, 3),
+        ] {
+            let s = CountSketch::generate(d, m, t, seed_of(d as u64 + t as u64)).unwrap();
+            let mut v: Vec<f64> = (0..d).map(|i| 1.0 + (i as f64 * 0.37).sin()).collect();
+            let mut lambda = 0.0;
+            for _ in 0..500 {
+                let w = s.decode(&s.encode(&v).unwrap()).unwrap();
+                let norm = w.iter().map(|x| x * x).sum::<f64>().sqrt();
+                lambda = norm / v.iter().map(|x| x * x).sum::<f64>().sqrt();
+                v = w.iter().map(|x| x / norm).collect();
+            }
+            let bound = s.norm_bound();
+            assert!(
+                lambda.sqrt() <= bound * (1.0 + 1e-9),
+                "{d},{m},{t}: {} > {bound}",
+                lambda.sqrt()
+            );
+            if t == 1 {
+                assert!(
+                    (lambda.sqrt() / bound - 1.0).abs() < 1e-6,
+                    "{d},{m}: {} vs {bound}",
+                    lambda.sqrt()
+                );
+            }
+        }
+    }
 
     #[test]
     fn unbiased_and_variance_matches_for_t_1_2_3() {

@@ -205,7 +205,7 @@ fn preset(name: &str, a: &MeanArgs) -> Result<Vec<Experiment>> {
 /// Clients and images per client of the distributed preset's gradients (all 60000 images).
 pub const GRADIENT_CLIENTS: (usize, usize) = (6000, 10);
 
-/// The distributed preset (Chen et al. 2022 on MNIST; see the README): error against the bits
+/// The distributed preset (Chen et al. 2022 on MNIST; see docs/distributed-dp.md): error against the bits
 /// per parameter on MNIST gradients and rows, and the scaling in n and ε.
 fn distributed_preset(a: &MeanArgs, budget: Option<f64>) -> Result<Vec<Experiment>> {
     let dir = super::data_dir();

@@ -184,6 +184,7 @@ impl BinomialEncoder {
             EncodeStats {
                 clipped,
                 rounding_tries: 1,
+                clip_excess: (norm - c).max(0.0),
             },
         ))
     }

@@ -106,12 +106,14 @@ pub struct DdgParams {
 }
 
 /// What encoding one client did (for the round's report).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct EncodeStats {
     /// The vector was longer than `c` (by more than one part in 10⁶) and scaled down.
     pub clipped: bool,
     /// Draws of the conditional rounding (1 = accepted at once).
     pub rounding_tries: u32,
+    /// How far the vector was beyond the clip norm, `max(0, ‖x‖ − c)` (what clipping removed).
+    pub clip_excess: f64,
 }
 
 /// A DDG encoder/decoder for vectors of `R^d`.
@@ -288,6 +290,7 @@ impl Ddg {
                     EncodeStats {
                         clipped,
                         rounding_tries: tries,
+                        clip_excess: (norm - self.params.clip).max(0.0),
                     },
                 ));
             }

@@ -1,8 +1,9 @@
 //! Distributed DP under secure aggregation (issue 12): each client encodes its vector into
 //! integers mod `M` with a small share of noise, a secure-aggregation round
 //! ([`crate::aggregate::secagg`]) reveals only the sum mod `M`, and the server decodes the mean.
-//! The guarantee is central DP of the *sum* (one client's vector added or removed), which no
-//! single message carries on its own.
+//! The guarantee is central DP of the *sum* (DDG: one client's vector added or removed; Binomial:
+//! one client's vector replaced, n fixed, as cpSGD's Theorem 1 and its 2c sensitivities state),
+//! which no single message carries on its own.
 //!
 //! **Why not the [`Mechanism`](crate::mechanism::Mechanism) trait.** A `Mechanism` privatises
 //! rows into a release that may be published row by row. A distributed encoder's single message
@@ -51,6 +52,12 @@ pub trait ClientEncoder: Send + Sync {
     ) -> Result<EncodeStats>;
     /// The mean from the secure sum.
     fn decode(&self, sum: &ModularSum) -> Result<Vec<f64>>;
+    /// How much the decoder can stretch an error made where the encoder clips (1: the clipping
+    /// happens in the input space; a count sketch's `‖Sᵀ‖`): the mean's clipping bias is at most
+    /// this times `Σ excess / n` ([`EncodeStats::clip_excess`]).
+    fn clip_stretch(&self) -> f64 {
+        1.0
+    }
     /// Whether a coordinate whose exact integer sum (before the reduction mod `M`) is `v` is
     /// read back exactly from its residue — the `--check` diagnostic of a wrap. Default: the
     /// decoder lifts residues to `[−M/2, M/2)`.

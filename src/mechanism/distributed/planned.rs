@@ -127,7 +127,11 @@ pub fn plan_encoder(
         }
         DistributedKind::SketchDdg => {
             let sp = plan_sketch_ddg(req, max_bits_per_parameter)?;
-            let enc = SketchDdg::new(d, sp.m as usize, sp.t as usize, params(&sp.ddg), seed)?;
+            let sketched = DdgParams {
+                clip: req.clip * super::sketch_ddg::SKETCH_CLIP_FACTOR,
+                ..params(&sp.ddg)
+            };
+            let enc = SketchDdg::new(d, sp.m as usize, sp.t as usize, sketched, seed)?;
             Ok(Planned {
                 encoder: Box::new(enc),
                 epsilon: sp.ddg.epsilon,

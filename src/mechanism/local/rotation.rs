@@ -32,7 +32,7 @@
 //!   The sampler uses only integer arithmetic, IEEE multiplications and comparisons, and the
 //!   `libm` crate's software `exp`/`log` (no platform or run-time-dispatched float code), so the
 //!   vectors are the same bits on every machine. Box–Muller (`log`, `sin`, `cos` and the
-//!   pairing) took 80% of a rotation user's time; the README ("Local DP: client cost") has the
+//!   pairing) took 80% of a rotation user's time; docs/performance.md ("Local DP: client cost") has the
 //!   measured gain.
 //! * [`ReflectionDraw::BoxMuller`] (layout 1, releases written before): `x_j` starts at 32-bit
 //!   word `j·4·⌈d/2⌉` of stream 5 (the slot of a length-`d` vector, Box–Muller pairs on two

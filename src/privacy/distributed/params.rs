@@ -82,7 +82,7 @@ use crate::projection::hadamard::next_pow2;
 /// coordinate, and the largest acceptable probability that the modular sum wraps.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct DistributedRequest {
-    /// Number of clients, `n ≥ 1`.
+    /// Number of clients, `n ≥ 2` (secure aggregation hides a message only among others).
     pub n: u64,
     /// Dimension of each client's vector, `d ≥ 1`.
     pub d: u64,
@@ -104,8 +104,16 @@ pub const MAX_BITS: u32 = 62;
 
 impl DistributedRequest {
     fn check(&self) -> Result<()> {
-        if self.n == 0 {
-            return Err(Error::param("clients n", "n must be at least 1"));
+        if self.n < 2 {
+            return Err(Error::param(
+                "clients n",
+                format!(
+                    "n = {}: secure aggregation needs at least two clients — with one, the \
+                     server would see that client's masked message unmasked (no other client's \
+                     masks cancel against it), protected only by its own noise share",
+                    self.n
+                ),
+            ));
         }
         if self.d == 0 {
             return Err(Error::param("dimension d", "d must be at least 1"));
@@ -120,6 +128,16 @@ impl DistributedRequest {
             return Err(Error::param(
                 "--delta",
                 format!("δ must lie strictly between 0 and 1, got {}", self.delta),
+            ));
+        }
+        if self.clip.is_finite() && !(1e-30..=1e30).contains(&self.clip) && self.clip > 0.0 {
+            return Err(Error::param(
+                "--clip",
+                format!(
+                    "c = {:e} is outside [1e-30, 1e30], where the noise and its accounting stay \
+                     within floating point: rescale the vectors (the mean's error scales with c²)",
+                    self.clip
+                ),
             ));
         }
         if !(self.clip.is_finite() && self.clip > 0.0) {
@@ -237,6 +255,11 @@ fn ddg_mse(n: u64, d: u64, d_rot: u64, gamma: f64, sigma: f64, beta: f64, spread
     }
 }
 
+/// The largest per-client integer noise variance `(σ/γ)²` a plan may ask for: 2⁶⁰, inside the
+/// range of the exact discrete Gaussian samplers (`s² ≤ 2⁶²`, [`crate::privacy::exact`]). Wide
+/// moduli (`--bits` ≥ 38 or so) would otherwise choose a γ so fine that `(σ/γ)²` leaves it.
+pub const MAX_NOISE_VARIANCE: f64 = (1u64 << 60) as f64;
+
 /// The best DDG plan noising `d_rot` coordinates for output dimension `d` (`spread` as in
 /// [`ddg_mse`]).
 fn best_ddg(
@@ -267,15 +290,18 @@ fn best_ddg(
             };
             ddg::smallest_sigma_for_rho(&st, rho_target)
         };
+        // γ is feasible when the wrap bound holds and each client's integer noise variance
+        // (σ/γ)² stays within the exact samplers' range (MAX_NOISE_VARIANCE): past it a finer γ
+        // buys nothing (the rounding terms ∝ γ² are already 2⁻⁶⁰ of the noise), and a coarser γ
+        // only lowers the wrap bound. Both conditions hold for every γ above the smallest one
+        // (the wrap bound falls with γ, and so does σ/γ), so the bisection below still applies.
         let wrap_at = |gamma: f64| -> Result<f64> {
+            let sigma = sigma_at(gamma)?;
+            if (sigma / gamma).powi(2) > MAX_NOISE_VARIANCE {
+                return Ok(f64::INFINITY);
+            }
             Ok(ddg_wrap_probability(
-                n,
-                d_rot,
-                req.clip,
-                gamma,
-                sigma_at(gamma)?,
-                beta,
-                modulus,
+                n, d_rot, req.clip, gamma, sigma, beta, modulus,
             ))
         };
         // Bracket: hi meets the wrap target, lo does not.
@@ -409,7 +435,12 @@ pub fn plan_sketch_ddg(
             break;
         }
         let spread = req.d as f64 / m as f64;
-        if let Ok(mut plan) = best_ddg(req, req.d, m, spread, rho_target) {
+        // the DDG sees the sketched vectors, clipped at 1.1c (Algorithm 2): its sensitivity
+        let sketched = DistributedRequest {
+            clip: req.clip * crate::mechanism::distributed::sketch_ddg::SKETCH_CLIP_FACTOR,
+            ..*req
+        };
+        if let Ok(mut plan) = best_ddg(&sketched, req.d, m, spread, rho_target) {
             plan.mse.sketch =
                 CountSketch::expected_error_sq(req.d as usize, m as usize, req.clip * req.clip);
             plan.bits_per_parameter = bpp;
@@ -422,6 +453,19 @@ pub fn plan_sketch_ddg(
             }
         }
         m *= 2;
+    }
+    if let Some(cap) = max_bits_per_parameter {
+        let least = req.bits as f64 / req.d as f64;
+        if least > cap {
+            return Err(Error::param(
+                "--bits-per-parameter",
+                format!(
+                    "{cap} is below what the smallest sketch sends: m = 1 row of b = {} bits for \
+                     d = {} parameters is {least:.4} bits per parameter (raise it, or lower --bits)",
+                    req.bits, req.d
+                ),
+            ));
+        }
     }
     let (m, ddg) = best.ok_or_else(|| {
         Error::param(
@@ -519,6 +563,7 @@ pub fn plan_binomial(req: &DistributedRequest) -> Result<BinomialPlan> {
     }
     let p = 0.5;
     let mut best: Option<BinomialPlan> = None;
+    let mut least_work = f64::INFINITY;
     // k on all values up to 4096, then geometrically.
     let mut k = 2u64;
     while k <= room {
@@ -533,7 +578,12 @@ pub fn plan_binomial(req: &DistributedRequest) -> Result<BinomialPlan> {
         };
         if let Ok(n_trials) = binomial::smallest_n(req.epsilon, &setting) {
             let m = n_trials.div_ceil(n).max(1);
-            if k - 1 + m <= room {
+            // the clients' binomial draws: n·d'·m fair bits, 64 per ChaCha20 word
+            let words = n as f64 * d_rot as f64 * m as f64 / 64.0;
+            if words > MAX_BINOMIAL_WORDS {
+                least_work = least_work.min(words);
+            }
+            if k - 1 + m <= room && words <= MAX_BINOMIAL_WORDS {
                 let total = n * m;
                 let nf = n as f64;
                 let mse = MseTerms {
@@ -568,6 +618,18 @@ pub fn plan_binomial(req: &DistributedRequest) -> Result<BinomialPlan> {
         k = if k < 4096 { k + 1 } else { k + k / 64 };
     }
     best.ok_or_else(|| {
+        if least_work.is_finite() {
+            return Error::param(
+                "--epsilon",
+                format!(
+                    "ε = {} needs about {least_work:.2e} random words (n·d'·m/64 Bernoulli bits) \
+                     for the clients' binomial noise, past the limit of {MAX_BINOMIAL_WORDS:.2e} \
+                     (roughly {:.0} s of ChaCha20 at 1 GiB/s): raise ε, or use ddg",
+                    req.epsilon,
+                    least_work * 8.0 / f64::from(1u32 << 30)
+                ),
+            );
+        }
         Error::param(
             "--bits",
             format!(
@@ -578,6 +640,11 @@ pub fn plan_binomial(req: &DistributedRequest) -> Result<BinomialPlan> {
         )
     })
 }
+
+/// The most ChaCha20 words a binomial plan may ask the clients to draw in all (`n·d'·m/64`):
+/// 2³⁰, 8 GiB of keystream, about ten seconds on one core. The planner keeps the least-error plan within it
+/// (a larger `k` and `m` lower the error only slightly once the noise dominates).
+pub const MAX_BINOMIAL_WORDS: f64 = 1_073_741_824.0;
 
 #[cfg(test)]
 mod tests {
@@ -597,6 +664,35 @@ mod tests {
             bits,
             max_wrap_probability: 1e-6,
         }
+    }
+
+    #[test]
+    fn wide_moduli_keep_the_noise_variance_in_the_samplers_range() {
+        // up to b = 62 (the documented range), every plan's (σ/γ)² is at most 2⁶⁰, its ε and wrap
+        // bound meet the request, and its error is the noise's (rounding negligible): the same
+        // as at b = 37, the widest modulus the uncapped planner reached
+        let at = |b| plan_ddg(&request(100, 64, b)).unwrap();
+        let narrow = at(37);
+        for b in [38, 45, 52, 62] {
+            let plan = at(b);
+            let s2 = (plan.sigma / plan.gamma).powi(2);
+            assert!(s2 <= MAX_NOISE_VARIANCE, "b = {b}: (σ/γ)² = {s2:e}");
+            assert!(
+                plan.epsilon <= 1.0 && plan.wrap_probability <= 1e-6,
+                "b = {b}"
+            );
+            let rel = plan.mse.total() / narrow.mse.total() - 1.0;
+            assert!(rel.abs() < 1e-6, "b = {b}: error {rel:e} off b = 37's");
+            let exact = crate::privacy::exact::Rational::from_f64_up(s2, 20)
+                .and_then(crate::privacy::exact::DiscreteGaussian::new);
+            assert!(
+                exact.is_ok(),
+                "b = {b}: the exact sampler refuses s² = {s2:e}"
+            );
+        }
+        // power: the variance at b = 62 without the cap would be far outside the range
+        let uncapped = narrow.gamma / 2f64.powi(62 - 37);
+        assert!((narrow.sigma / uncapped).powi(2) > 1e30);
     }
 
     #[test]

@@ -21,7 +21,7 @@ use crate::error::{Error, Result};
 /// round costs a bounded expected number of random bits, so a sample costs `O(1)` expected
 /// work whatever `σ` (measured: about 120 ns per sample from σ = 10 to 10⁴ with the trials
 /// decided bit by bit, about 110 ns at σ ≈ 117 on a loaded machine since they take 16 bits at a
-/// time — `cargo bench --bench round -- noise`; see the README).
+/// time — `cargo bench --bench round -- noise`; see docs/performance.md).
 ///
 /// **Integers only.** With `σ² = a/b` and `c = b·t` the acceptance exponent is
 /// `(|Y|·c − a)² / (2·a·c·t)`: the numerator `z²` (`z = | |Y|·c − a |`) is formed as a 256-bit
