@@ -338,6 +338,7 @@ impl StagingDir {
         if dest.as_os_str().is_empty() {
             return Err(Error::param("output", "the output path is empty"));
         }
+        check_not_dangling(dest)?;
         if dest.exists() && !dest.is_dir() {
             return Err(Error::io(
                 dest,
@@ -443,6 +444,26 @@ fn output_parent(dest: &Path) -> Result<PathBuf> {
         ));
     }
     Ok(dir)
+}
+
+/// Refuse an output path that is a symbolic link to nothing: a directory output would otherwise
+/// fail with a bare "File exists" (the link is there, its target is not).
+pub fn check_not_dangling(dest: &Path) -> Result<()> {
+    let is_link = std::fs::symlink_metadata(dest).is_ok_and(|m| m.file_type().is_symlink());
+    if is_link && !dest.exists() {
+        let target = std::fs::read_link(dest)
+            .map(|t| t.display().to_string())
+            .unwrap_or_else(|_| "?".into());
+        return Err(Error::param(
+            "--output",
+            format!(
+                "{} is a symbolic link to {target}, which does not exist: remove the link, or \
+                 create its target",
+                dest.display()
+            ),
+        ));
+    }
+    Ok(())
 }
 
 #[cfg(test)]

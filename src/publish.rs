@@ -63,6 +63,9 @@ pub struct PublishOptions {
     /// Most rows each read of the input asks for (`None`: as many as a chunk holds, or what
     /// [`CHUNK_ROWS_ENV`] says). A test hook: chunks of any size give the same release.
     pub read_cap: Option<usize>,
+    /// Rows whose space the free-space check counts (`None`: this run's rows). The first shard
+    /// of `publish --shards` counts every shard's rows, so the warning comes before the run.
+    pub space_rows: Option<u64>,
 }
 
 /// The rows of one shard (see [`crate::release::shards`]): skip `skip` rows of the input, take
@@ -88,6 +91,7 @@ impl Default for PublishOptions {
             part: None,
             container: crate::release::Container::Native,
             read_cap: None,
+            space_rows: None,
         }
     }
 }
@@ -653,7 +657,7 @@ pub fn publish_from<'r>(
             opts.memory_budget >> 20
         ));
     }
-    if let Some(n) = reader.rows_hint() {
+    if let Some(n) = opts.space_rows.or(reader.rows_hint()) {
         let size = crate::release::HEADER_LEN as u64
             + n * (crate::release::row_bytes(payload, k) as u64 + if has_labels { 4 } else { 0 });
         if let Some(free) = crate::atomic::free_space(&req.output) {

@@ -515,3 +515,76 @@ fn a_shard_directory_and_a_parquet_release_count_once_each() {
         stderr(&o)
     );
 }
+
+/// Issue 25: a deleted (or replaced) ledger key must not reset a dataset's budget; a refusal
+/// names δ when δ is what the budget lacks; a refused first publish leaves no ledger behind.
+#[test]
+fn a_lost_key_a_pure_budget_and_a_refused_first_publish() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    std::fs::write(d.join("x.csv"), rows_csv(200, 6)).unwrap();
+    let budget = ["--ledger", "L", "--budget", "4"];
+    ok(&publish_rr(d, "x.csv", "3", "L/a.dprp", &budget));
+    let key = d.join("L/.dprp-ledger/key");
+    let saved = std::fs::read(&key).unwrap();
+    // the key deleted: ε 3 + 3 > 4 must not pass under a fresh key
+    std::fs::remove_file(&key).unwrap();
+    let o = publish_rr(d, "x.csv", "3", "L/b.dprp", &budget);
+    assert!(!o.status.success(), "a new key let the budget start again");
+    let e = stderr(&o);
+    assert!(
+        e.contains("key") && e.contains("missing") && e.contains("Restore the key file"),
+        "{e}"
+    );
+    assert!(!d.join("L/b.dprp").exists() && !key.exists());
+    // the key replaced by another (e.g. copied from another ledger): refused too
+    std::fs::write(d.join("M.csv"), rows_csv(10, 6)).unwrap();
+    ok(&publish_rr(d, "M.csv", "1", "M/m.dprp", &["--ledger", "M"]));
+    std::fs::copy(d.join("M/.dprp-ledger/key"), &key).unwrap();
+    let o = publish_rr(d, "x.csv", "3", "L/b.dprp", &budget);
+    assert!(!o.status.success());
+    assert!(
+        stderr(&o).contains("fingerprinted under key"),
+        "{}",
+        stderr(&o)
+    );
+    // restored: the budget counts the first release again
+    std::fs::write(&key, &saved).unwrap();
+    let o = publish_rr(d, "x.csv", "3", "L/b.dprp", &budget);
+    assert!(!o.status.success() && stderr(&o).contains("exceed the privacy budget"));
+    ok(&publish_rr(d, "x.csv", "1", "L/b.dprp", &budget));
+    // a pure-ε budget and a release with δ: the message names δ, not ε
+    let o = dprp(
+        d,
+        &[
+            "publish",
+            "x.csv",
+            "-m",
+            "dp-oporp",
+            "-e",
+            "1",
+            "-d",
+            "1e-6",
+            "-k",
+            "4",
+            "--ledger",
+            "nodir",
+            "--budget",
+            "5",
+            "-o",
+            "nodir/g.dprp",
+        ],
+    );
+    assert!(!o.status.success());
+    let e = stderr(&o);
+    assert!(
+        e.contains("ε is within the budget, δ is not") && e.contains("pure ε"),
+        "{e}"
+    );
+    // and the refused first publish left no ledger (no key) behind
+    assert!(
+        !d.join("nodir").exists(),
+        "{:?}",
+        std::fs::read_dir(d.join("nodir")).map(|r| r.count())
+    );
+}

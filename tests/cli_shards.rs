@@ -573,3 +573,100 @@ fn an_index_over_a_shard_directory_answers_with_global_ids() {
         &["--index", "different release"],
     );
 }
+
+/// Issue 25: a worker never replaces a written shard or writes into a finished release, creates
+/// the shard directory but not its parents, refuses a dangling symbolic link by name; `info` on
+/// one shard file gives its global row ids; a shard with another public seed is named as such.
+#[test]
+fn workers_do_not_replace_shards_and_info_gives_global_ids() {
+    let d = tmp();
+    rows_npy(d.path(), "x.npy", 600, 0);
+    rows_npy(d.path(), "a.npy", 300, 0);
+    rows_npy(d.path(), "b.npy", 300, 300);
+    let w = |input: &str, spec: &str, first: &str, out: &str| {
+        args(
+            input,
+            "dp-rp-g-opt",
+            out,
+            &["--shard", spec, "--first-row", first],
+        )
+        .into_iter()
+        .map(String::from)
+        .collect::<Vec<_>>()
+    };
+    let run = |v: Vec<String>| dprp(d.path(), &v.iter().map(String::as_str).collect::<Vec<_>>());
+    assert!(run(w("a.npy", "0/2", "0", "w")).status.success());
+    // the same shard again, before the release is finished: refused, the first kept
+    let first = std::fs::read(d.path().join("w/shard-00000-of-00002.dprp")).unwrap();
+    let o = run(w("a.npy", "0/2", "0", "w"));
+    assert!(
+        !o.status.success() && text(&o.stderr).contains("already written"),
+        "{}",
+        text(&o.stderr)
+    );
+    assert_eq!(
+        std::fs::read(d.path().join("w/shard-00000-of-00002.dprp")).unwrap(),
+        first
+    );
+    assert!(run(w("b.npy", "1/2", "300", "w")).status.success());
+    ok(d.path(), &["shards", "finish", "w"]);
+    // into the finished release: refused
+    let o = run(w("a.npy", "0/2", "0", "w"));
+    assert!(
+        !o.status.success() && text(&o.stderr).contains("finished sharded release"),
+        "{}",
+        text(&o.stderr)
+    );
+    // info on one shard file: its global ids
+    let info = ok(d.path(), &["info", "w/shard-00001-of-00002.dprp"]);
+    assert!(info.contains("row ids: 300..599 (shard 1 of 2)"), "{info}");
+    // missing parents are not created
+    let o = run(w("a.npy", "0/2", "0", "no/such/dir"));
+    assert!(
+        !o.status.success() && text(&o.stderr).contains("parent"),
+        "{}",
+        text(&o.stderr)
+    );
+    assert!(!d.path().join("no").exists());
+    // a dangling symbolic link as the output
+    #[cfg(unix)]
+    {
+        std::os::unix::fs::symlink("gone", d.path().join("link")).unwrap();
+        let o = run(w("a.npy", "0/2", "0", "link"));
+        assert!(
+            !o.status.success() && text(&o.stderr).contains("symbolic link"),
+            "{}",
+            text(&o.stderr)
+        );
+        let o = dprp(
+            d.path(),
+            &args("x.npy", "dp-rp-g-opt", "link", &["--shards", "2"]),
+        );
+        assert!(
+            !o.status.success() && text(&o.stderr).contains("symbolic link"),
+            "{}",
+            text(&o.stderr)
+        );
+    }
+    // a shard of another public seed swapped in: named as the seed
+    let mut other = args(
+        "b.npy",
+        "dp-rp-g-opt",
+        "o",
+        &["--shard", "1/2", "--first-row", "300"],
+    );
+    let seed = other.iter().position(|a| *a == "5eed").unwrap();
+    other[seed] = "beef";
+    assert!(dprp(d.path(), &other).status.success());
+    std::fs::remove_file(d.path().join("w/_manifest.json")).unwrap();
+    std::fs::copy(
+        d.path().join("o/shard-00001-of-00002.dprp"),
+        d.path().join("w/shard-00001-of-00002.dprp"),
+    )
+    .unwrap();
+    fails(
+        d.path(),
+        &["shards", "finish", "w"],
+        &["public projection seed"],
+    );
+}

@@ -322,3 +322,37 @@ fn output_directories_are_created_but_not_their_parents() {
     let o = eval("report");
     assert!(o.status.success(), "{}", stderr(&o));
 }
+
+/// Issue 25: `publish --help` names every mechanism, and a sketch release given to `mean` lists
+/// every local mechanism (the lists were missing projunit-correlated and privunit-inf).
+#[test]
+fn mechanism_lists_are_complete() {
+    let d = tempfile::tempdir().unwrap();
+    let o = dprp(d.path(), &["publish", "--help"]);
+    let help = String::from_utf8_lossy(&o.stdout).into_owned();
+    let words: Vec<&str> = help
+        .split(|c: char| c.is_whitespace() || c == ',' || c == '.' || c == ':')
+        .collect();
+    for k in dprp::mechanism::MechanismKind::all() {
+        assert!(
+            words.contains(&k.name()),
+            "publish --help does not name {}",
+            k.name()
+        );
+    }
+    sample(d.path());
+    let o = dprp(
+        d.path(),
+        &[
+            "publish", "s.bin", "-m", "dp-oporp", "-e", "5", "-d", "1e-6", "-k", "8", "-o",
+            "r.dprp",
+        ],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let o = dprp(d.path(), &["mean", "r.dprp", "-o", "m.npy"]);
+    assert!(!o.status.success());
+    let e = stderr(&o);
+    for k in dprp::mechanism::MechanismKind::LOCAL {
+        assert!(e.contains(k.name()), "{} missing from: {e}", k.name());
+    }
+}

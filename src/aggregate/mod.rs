@@ -122,9 +122,9 @@ impl<'m> MeanAccumulator<'m> {
                 "release",
                 format!(
                     "{} releases sketches, not per-user messages: it has no mean decoder (the \
-                     local mechanisms privunit2, duchi, privunitg, projunit, scalar-dp and \
-                     privunit2-norm do)",
-                    mech.kind().name()
+                     local mechanisms do: {})",
+                    mech.kind().name(),
+                    crate::mechanism::MechanismKind::local_names()
                 ),
             )
         })?;

@@ -191,7 +191,7 @@ pub fn run(a: AuditArgs) -> Result<()> {
     let staging = a
         .out
         .as_deref()
-        .map(|o| StagingDir::create(o).map_err(|e| Error::param("--out", e.to_string())))
+        .map(|o| StagingDir::create(o).map_err(|e| Error::param("--out", e.detail())))
         .transpose()?;
     let (noise, proj_seed, pair_seed) = match a.seed {
         Some(s) => (

@@ -101,6 +101,7 @@ pub fn describe(r: &Release) -> String {
 /// [`describe`] from a path and metadata, with a line on the shards of a sharded release.
 pub fn describe_meta(path: &std::path::Path, m: &ReleaseMeta, shards: Option<String>) -> String {
     let g = &m.guarantee;
+    let one_shard_file = shards.is_none();
     let mut s = String::new();
     let mut line = |k: &str, v: String| s.push_str(&format!("{k:<12} {v}\n"));
     line(
@@ -138,7 +139,18 @@ pub fn describe_meta(path: &std::path::Path, m: &ReleaseMeta, shards: Option<Str
             "{} (labels: {}, row ids: {})",
             m.n,
             if m.labels { "yes" } else { "no" },
-            if m.ids { "stored" } else { "0..n-1" }
+            match (m.ids, m.shard) {
+                (true, _) => "stored".to_string(),
+                // one shard file: its rows carry the release's global ids
+                (false, Some(s)) if one_shard_file => format!(
+                    "{}..{} (shard {} of {})",
+                    s.first_row,
+                    s.first_row.saturating_add(m.n).saturating_sub(1),
+                    s.index,
+                    s.count
+                ),
+                (false, _) => "0..n-1".to_string(),
+            }
         ),
     );
     line(

@@ -18,7 +18,7 @@ pub struct PublishArgs {
     /// Mechanism. Sketches: raw-g-opt, dp-rp-g, dp-rp-g-opt, dp-oporp, dp-signrp-rr,
     /// dp-signrp-rr-smooth, dp-signoporp-rr, dp-signoporp-rr-smooth, idp-signrp-g, idp-signrp-rr,
     /// idp-signoporp-g, idp-signoporp-rr. Local DP (mean estimation): privunit2, duchi,
-    /// privunitg, projunit, scalar-dp, privunit2-norm.
+    /// privunitg, projunit, projunit-correlated, scalar-dp, privunit2-norm, privunit-inf.
     #[arg(short, long)]
     mechanism: String,
     /// Privacy parameter ε > 0.
@@ -184,6 +184,7 @@ pub fn run(a: PublishArgs) -> Result<()> {
         on_warning: Some(|w| super::output::warn(w)),
         part: None,
         read_cap: None,
+        space_rows: None,
         container: match &a.output_format {
             Some(f) => crate::release::Container::parse(f)?,
             None => crate::release::Container::from_path(&a.output),

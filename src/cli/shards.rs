@@ -158,7 +158,10 @@ pub fn publish_all(
             skip: lo,
             take: Some(hi - lo),
         });
-        if i > 0 {
+        if i == 0 {
+            // the free-space check counts the whole release, before the first shard is written
+            o.space_rows = Some(n);
+        } else {
             // warnings are the same for every shard: say them once
             o.on_warning = None;
         }
@@ -197,8 +200,10 @@ pub fn publish_all(
 }
 
 /// `publish --shard i/N --first-row R`: one worker's shard, all of its input, written as
-/// `DIR/shard-i-of-N.dprp` (DIR created if missing); `dprp shards finish DIR` completes the
-/// release once every worker is done.
+/// `DIR/shard-i-of-N.dprp` (DIR created if missing, its parent must exist as for every output);
+/// `dprp shards finish DIR` completes the release once every worker is done. A shard that is
+/// already written, or a finished release, is never replaced: privatising the same rows again
+/// would spend their budget twice, and the first version may have been seen.
 pub fn publish_one(
     req: &PublishRequest,
     noise: &NoiseSource,
@@ -214,6 +219,7 @@ pub fn publish_one(
              --projection-seed (e.g. one drawn by whoever starts them)",
         ));
     }
+    crate::atomic::check_not_dangling(&req.output)?;
     if req.output.exists() && !req.output.is_dir() {
         return Err(Error::param(
             "--output",
@@ -223,11 +229,56 @@ pub fn publish_one(
             ),
         ));
     }
-    std::fs::create_dir_all(&req.output).map_err(|e| Error::io(&req.output, e))?;
+    for m in [
+        crate::release::shards::MANIFEST,
+        crate::release::shards::LEGACY_MANIFEST,
+    ] {
+        if req.output.join(m).exists() {
+            return Err(Error::param(
+                "--shard",
+                format!(
+                    "{} is a finished sharded release (it has {m}): writing shard {index} again \
+                     would privatise its rows a second time with fresh noise (their budget spent \
+                     twice, the first version possibly already shared); publish into a new \
+                     directory",
+                    req.output.display()
+                ),
+            ));
+        }
+    }
+    if !req.output.is_dir() {
+        match std::fs::create_dir(&req.output) {
+            Ok(()) => {}
+            // another worker made it first
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return Err(Error::param(
+                    "--output",
+                    format!(
+                        "the parent of {} does not exist (the shard directory is created, not \
+                         its parents)",
+                        req.output.display()
+                    ),
+                ))
+            }
+            Err(e) => return Err(Error::io(&req.output, e)),
+        }
+    }
     let mut r = req.clone();
     r.output = req
         .output
         .join(shard_file_name_as(index, count, opts.container));
+    if r.output.exists() {
+        return Err(Error::param(
+            "--shard",
+            format!(
+                "shard {index} of {count} is already written ({}): publishing it again would \
+                 privatise its rows a second time with fresh noise (their budget spent twice); if \
+                 the first version was never shared, delete it first",
+                r.output.display()
+            ),
+        ));
+    }
     let mut o = *opts;
     o.part = Some(Part {
         shard: ShardRecord {

@@ -398,7 +398,29 @@ pub fn check(totals: &Totals, budget: &Budget) -> std::result::Result<String, St
     if within(totals.epsilon, budget.epsilon, n) && within(totals.delta, budget.delta, n) {
         return Ok(basic);
     }
-    let mut why = basic;
+    // name what is over: ε, δ or both (a pure-ε budget admits no release with δ > 0)
+    let eps_over = !within(totals.epsilon, budget.epsilon, n);
+    let delta_over = !within(totals.delta, budget.delta, n);
+    let mut why = match (eps_over, delta_over) {
+        (false, true) if budget.delta == 0.0 => format!(
+            "{basic}: ε is within the budget, δ is not — the budget is pure ε (δ = 0) and these \
+             releases have δ = {} > 0 (give the budget as ε,δ, e.g. --budget {},{:e})",
+            fmt_num(totals.delta),
+            fmt_num(budget.epsilon),
+            totals.delta.max(1e-9)
+        ),
+        (false, true) => format!(
+            "{basic}: ε is within the budget, δ = {} exceeds its δ = {:e}",
+            fmt_num(totals.delta),
+            budget.delta
+        ),
+        (true, false) => format!(
+            "{basic}: ε = {} exceeds the budget's ε = {}",
+            fmt_num(totals.epsilon),
+            fmt_num(budget.epsilon)
+        ),
+        _ => format!("{basic}: both ε and δ exceed the budget"),
+    };
     match (totals.rho, budget.delta > 0.0) {
         (Some(rho), true) => match zcdp::epsilon(rho, budget.delta) {
             Ok(e) if e <= budget.epsilon => {

@@ -243,6 +243,23 @@ impl Ledger {
         if let Some(k) = self.read_key()? {
             return Ok(k);
         }
+        // A missing key with a journal of fingerprinted releases: the key was lost or deleted.
+        // A new one would fingerprint the same data differently and reset its budget.
+        let journal = self.journal()?;
+        if let Some(d) = journal.iter().find_map(|e| e.dataset.as_ref()) {
+            return Err(Error::ledger(
+                &self.dir,
+                format!(
+                    "the ledger's key ({LEDGER_SUBDIR}/{KEY_FILE}) is missing, but its journal \
+                     records {} release(s) fingerprinted under key {}: a new key would give the \
+                     same data a new fingerprint and its budget would start again from zero. \
+                     Restore the key file from a backup; to start a new ledger on purpose, use \
+                     a new ledger directory",
+                    journal.len(),
+                    d.key_id
+                ),
+            ));
+        }
         let sub = self.ensure_sub()?;
         let (bytes, key) = DatasetKey::generate()?;
         let tmp = sub.join("key.tmp");
@@ -499,6 +516,27 @@ pub struct Gate {
     shards: Option<DatasetRecord>,
     /// Set when the release was admitted.
     pub admitted: Option<Admitted>,
+    /// What this gate created (a new ledger): removed again when nothing was admitted, so a
+    /// refused first publish leaves no ledger behind. `(dir created, ledger subdirectory)`.
+    fresh: Option<(bool, PathBuf)>,
+}
+
+impl Drop for Gate {
+    fn drop(&mut self) {
+        if self.admitted.is_some() {
+            return;
+        }
+        if let Some((dir_created, sub)) = self.fresh.take() {
+            // best effort: the key, the lock and the (empty) directories this gate made
+            for f in [KEY_FILE, LOCK_FILE, JOURNAL_FILE] {
+                let _ = std::fs::remove_file(sub.join(f));
+            }
+            let _ = std::fs::remove_dir(&sub);
+            if dir_created {
+                let _ = std::fs::remove_dir(&self.ledger.dir);
+            }
+        }
+    }
 }
 
 impl Gate {
@@ -506,9 +544,46 @@ impl Gate {
     /// publish holds it). With a budget, the ledger's releases are read now; an unreadable
     /// release file in the directory refuses the run.
     pub fn new(dir: &Path, budget: Option<Budget>, on_wait: impl FnOnce()) -> Result<Gate> {
+        let dir_created = !dir.exists();
         let ledger = Ledger::create(dir)?;
+        let sub_created = !ledger.sub().exists();
         let lock = ledger.lock(on_wait)?;
-        let key = ledger.key(&lock)?;
+        let fresh = sub_created.then(|| (dir_created, ledger.sub()));
+        let key = match ledger.key(&lock) {
+            Ok(k) => k,
+            Err(e) => {
+                if let Some((dir_created, sub)) = &fresh {
+                    let _ = std::fs::remove_file(sub.join(LOCK_FILE));
+                    let _ = std::fs::remove_dir(sub);
+                    if *dir_created {
+                        let _ = std::fs::remove_dir(dir);
+                    }
+                }
+                return Err(e);
+            }
+        };
+        // every release the journal records must be fingerprinted under this key: a journal
+        // under another key (a lost or replaced key file) would let this dataset's fingerprint
+        // change and its budget start again from zero
+        let kid = key.key_id();
+        if let Some(other) = ledger
+            .journal()?
+            .iter()
+            .filter_map(|e| e.dataset.as_ref())
+            .find(|d| d.key_id != kid)
+        {
+            return Err(Error::ledger(
+                dir,
+                format!(
+                    "the journal records releases fingerprinted under key {}, but the ledger's \
+                     key is {kid}: with another key the same data gets another fingerprint and \
+                     its budget would start again from zero. Restore the key file \
+                     ({LEDGER_SUBDIR}/{KEY_FILE}) from a backup; to start a new ledger on \
+                     purpose, use a new ledger directory",
+                    other.key_id
+                ),
+            ));
+        }
         let inventory = if budget.is_some() {
             let inv = ledger.inventory()?;
             if let Some(u) = inv.unreadable.first() {
@@ -533,6 +608,7 @@ impl Gate {
             inventory,
             shards: None,
             admitted: None,
+            fresh,
         })
     }
 

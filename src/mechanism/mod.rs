@@ -126,6 +126,11 @@ impl MechanismKind {
         Self::SKETCH.into_iter().chain(Self::LOCAL)
     }
 
+    /// The names of the local-DP mechanisms, comma-separated (for messages: never a stale list).
+    pub fn local_names() -> String {
+        Self::LOCAL.map(|k| k.name()).join(", ")
+    }
+
     /// Whether the mechanism adds Gaussian noise (and so has a lattice or float sampler to choose).
     pub fn adds_gaussian_noise(self) -> bool {
         matches!(

@@ -121,14 +121,28 @@ fn shared_part(m: &ReleaseMeta) -> Result<serde_json::Value> {
 
 /// The first field where two shards' shared metadata differ, for the error message.
 fn first_difference(a: &serde_json::Value, b: &serde_json::Value) -> String {
-    match (a.as_object(), b.as_object()) {
-        (Some(x), Some(y)) => x
-            .iter()
-            .find(|(k, v)| y.get(*k) != Some(*v))
-            .map(|(k, _)| k.clone())
-            .or_else(|| y.keys().find(|k| !x.contains_key(*k)).cloned())
-            .unwrap_or_else(|| "metadata".into()),
-        _ => "metadata".into(),
+    let path = difference_path(a, b).unwrap_or_else(|| "metadata".into());
+    if path.ends_with(".seed") || path == "seed" {
+        format!("public projection seed ({path})")
+    } else {
+        path
+    }
+}
+
+/// The dotted path of the first field where `a` and `b` differ, descending into objects.
+fn difference_path(a: &serde_json::Value, b: &serde_json::Value) -> Option<String> {
+    let (x, y) = (a.as_object()?, b.as_object()?);
+    let key = x
+        .iter()
+        .find(|(k, v)| y.get(*k) != Some(*v))
+        .map(|(k, _)| k.clone())
+        .or_else(|| y.keys().find(|k| !x.contains_key(*k)).cloned())?;
+    match (x.get(&key), y.get(&key)) {
+        (Some(u), Some(v)) => Some(match difference_path(u, v) {
+            Some(inner) => format!("{key}.{inner}"),
+            None => key,
+        }),
+        _ => Some(key),
     }
 }
 
