@@ -1,7 +1,7 @@
 """Type stubs of the dprp Python module (the compiled ``dprp._dprp``)."""
 
 import os
-from typing import Any, List, Optional, Tuple, Union
+from typing import Any, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 import numpy.typing as npt
@@ -14,7 +14,13 @@ class DprpError(ValueError):
     """An error reported by dprp, carrying dprp's message (what and where)."""
 
 class Release:
-    """A release opened for reading: checksum verified, payload memory-mapped."""
+    """A release opened for reading: checksum verified, payload memory-mapped.
+
+    Do not modify or truncate a release file while it is open: reading a memory-mapped file
+    that was truncated kills the process with SIGBUS. ``sketches``, ``unpack_signs``,
+    ``labels``, ``ids``, ``verify``, ``search`` and ``estimate`` check the file's length first
+    and raise ``DprpError`` ("the file was truncated while open"); a ``sketches`` array already
+    handed out cannot be checked."""
 
     @staticmethod
     def open(path: PathLike, verify: bool = True) -> "Release": ...
@@ -35,7 +41,8 @@ class Release:
     @property
     def sketches(self) -> Union[npt.NDArray[np.float32], npt.NDArray[np.uint64]]:
         """Read-only view of the payload (no copy): n×k float32, or n×⌈k/64⌉ uint64 sign words.
-        A sharded release has one payload per shard: use ``shards``."""
+        A sharded release has one payload per shard: use ``shards``. Raises ``DprpError`` when
+        the file was truncated since it was opened; do not truncate it while the view is used."""
     @property
     def shards(self) -> List["Release"]:
         """The shards of a sharded release (one-file Releases with global row ids)."""
@@ -63,6 +70,10 @@ class Release:
         """(ids, scores), each queries×top, best first, as ``dprp query``."""
     def estimate(self, i: int, j: int) -> Tuple[float, float]:
         """(value, standard error) for rows i and j, as ``dprp estimate``."""
+
+# Every integer argument is a non-negative int (numpy integers too): a negative or too large
+# value raises DprpError naming the keyword ("invalid row: must be a non-negative integer, got
+# -1"); a float or a string raises TypeError.
 
 def publish(
     x: Union[npt.NDArray[Union[np.float32, np.float64]], PathLike],
@@ -106,8 +117,9 @@ def publish(
     of Parquet files; whole row groups before lo are not read): a worker's part of one dataset.
 
     With ``shard=(i, N)``, write shard i of N of a sharded release: ``output`` is the shard
-    directory, the rows get the global ids ``first_row, first_row + 1, ...`` (``first_row`` a
-    multiple of 256), and ``finish_shards(output)`` writes the manifest once every shard exists."""
+    directory, the rows get the global ids ``first_row, first_row + 1, ...`` (any first row: each
+    row's noise is that of its id), and ``finish_shards(output)`` writes the manifest once every
+    shard exists; a shard already written, or a finished release, is never replaced."""
 
 def finish_shards(dir: PathLike) -> Release:
     """Check the shards in dir and write its manifest (``dprp shards finish``); open it."""
@@ -132,17 +144,24 @@ def calibrate(
 ) -> dict[str, Any]: ...
 
 def privatise(
-    v: npt.NDArray[np.float64],
+    v: Union[npt.NDArray[Union[np.float32, np.float64]], Sequence[float]],
     *,
     mechanism: str,
     epsilon: float,
-    seed: str,
+    seed: Union[int, str],
     row: int = 0,
+    k: Optional[int] = None,
     projection: Optional[str] = None,
     epsilon_norm: Optional[float] = None,
     radius: Optional[float] = None,
 ) -> npt.NDArray[np.float32]:
-    """One user's local-DP message for v (noise from the OS)."""
+    """One user's local-DP message for v (noise from the OS).
+
+    ``v`` is one vector: a 1-D float32 or float64 array, or a list of numbers (any other shape
+    raises ``DprpError`` naming it). ``k`` is the projected dimension of projunit and
+    projunit-correlated and ``projection`` projunit's map (srht, rotation, gaussian,
+    srht-nearly-unbiased), as ``dprp publish -k K --projection MAP``; ``seed`` the public seed
+    (hex string or non-negative int) the server also uses."""
 
 class MeanAccumulator:
     """The server's streaming, mergeable mean of local-DP messages."""
@@ -153,13 +172,23 @@ class MeanAccumulator:
         mechanism: str,
         epsilon: float,
         dim: int,
-        seed: str,
+        seed: Union[int, str],
+        k: Optional[int] = None,
         projection: Optional[str] = None,
         epsilon_norm: Optional[float] = None,
         radius: Optional[float] = None,
-    ) -> None: ...
-    def add(self, row: int, message: npt.NDArray[np.float32]) -> None: ...
-    def add_rows(self, first_row: int, messages: npt.NDArray[np.float32]) -> None: ...
+    ) -> None:
+        """An empty accumulator for the mechanism with the clients' public parameters."""
+    def add(
+        self, row: int, message: Union[npt.NDArray[Union[np.float32, np.float64]], Sequence[float]]
+    ) -> None:
+        """Add user ``row``'s message. A message with a NaN or infinite value raises
+        ``DprpError`` naming the position, and the accumulator is left unchanged."""
+    def add_rows(
+        self, first_row: int, messages: npt.NDArray[Union[np.float32, np.float64]]
+    ) -> None:
+        """Add the messages (one per row) of users first_row, first_row + 1, ...; nothing is
+        added when one is refused."""
     def merge(self, other: "MeanAccumulator") -> None: ...
     @property
     def n(self) -> int: ...
@@ -179,6 +208,6 @@ def eval_retrieval(
     min_norm: Optional[float] = None,
     query_mode: str = "both",
     repeat: int = 1,
-    seed: Optional[str] = None,
+    seed: Optional[Union[int, str]] = None,
 ) -> dict[str, Any]:
     """The retrieval report of ``dprp eval retrieval`` (precision@10, recall@100) as a dict."""

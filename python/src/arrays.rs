@@ -5,6 +5,7 @@ use numpy::ndarray::{ArrayView1, ArrayView2, Axis};
 use numpy::{PyReadonlyArray1, PyReadonlyArray2, PyUntypedArray, PyUntypedArrayMethods};
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyList, PyTuple};
 
 use dprp::data::RowReader;
 
@@ -106,6 +107,68 @@ pub fn matrix<'py>(x: &Bound<'py, PyAny>, what: &str) -> PyResult<Matrix<'py>> {
     Err(PyTypeError::new_err(format!(
         "{what}: expected float32 or float64 values, got dtype {} (convert with .astype(np.float32))",
         dtype.str()?
+    )))
+}
+
+/// A shape as Python prints it: `(2, 3)`, `(4,)`, `()`.
+fn shape_text(shape: &[usize]) -> String {
+    match shape {
+        [one] => format!("({one},)"),
+        _ => format!(
+            "({})",
+            shape
+                .iter()
+                .map(|d| d.to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    }
+}
+
+/// One vector, copied as f64: a 1-D float32 or float64 numpy array (any strides), or a list or
+/// tuple of numbers (converted by numpy to float64). `what` is the argument's keyword; `takes`
+/// says what the function takes, for the error about an array of another shape ("privatise takes
+/// one vector (1-D array of d values)"), a `DprpError` naming the shape. Another dtype or type
+/// is a `TypeError`, as for [`matrix`].
+pub fn vector(x: &Bound<'_, PyAny>, what: &str, takes: &str) -> PyResult<Vec<f64>> {
+    let converted;
+    let x = if x.cast::<PyUntypedArray>().is_ok() {
+        x
+    } else if x.cast::<PyList>().is_ok() || x.cast::<PyTuple>().is_ok() {
+        let np = x.py().import("numpy")?;
+        let kw = PyDict::new(x.py());
+        kw.set_item("dtype", "float64")?;
+        converted = np.call_method("asarray", (x,), Some(&kw)).map_err(|e| {
+            PyTypeError::new_err(format!(
+                "{what}: expected a 1-D numpy array or a list of numbers ({})",
+                e.value(x.py())
+            ))
+        })?;
+        &converted
+    } else {
+        return Err(PyTypeError::new_err(format!(
+            "{what}: expected a 1-D numpy array of float32 or float64 (or a list of numbers), got \
+             {}",
+            x.get_type().name()?
+        )));
+    };
+    let arr = x.cast::<PyUntypedArray>()?;
+    if arr.ndim() != 1 {
+        return Err(crate::param(
+            what,
+            format!("{takes}; got shape {}", shape_text(arr.shape())),
+        ));
+    }
+    if let Ok(a) = x.extract::<PyReadonlyArray1<'_, f64>>() {
+        return Ok(a.as_array().to_vec());
+    }
+    if let Ok(a) = x.extract::<PyReadonlyArray1<'_, f32>>() {
+        return Ok(a.as_array().iter().map(|&v| f64::from(v)).collect());
+    }
+    Err(PyTypeError::new_err(format!(
+        "{what}: expected float32 or float64 values, got dtype {} (convert with \
+         .astype(np.float64))",
+        arr.dtype().str()?
     )))
 }
 

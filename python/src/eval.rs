@@ -9,6 +9,7 @@ use dprp::eval::retrieval::{self, QueryMode, RetrievalConfig};
 use dprp::projection::Seed;
 
 use crate::interrupt::{self, Outcome};
+use crate::ints::{self, Int};
 use crate::{err, param};
 
 /// The unwinding payload that stops a grid once the call is interrupted (raised with
@@ -48,14 +49,19 @@ pub fn eval_retrieval<'py>(
     test: &Bound<'py, PyAny>,
     mechanisms: &str,
     epsilons: Vec<f64>,
-    ks: Vec<usize>,
+    ks: Vec<Int>,
     delta: f64,
     beta: f64,
     min_norm: Option<f64>,
     query_mode: &str,
-    repeat: usize,
-    seed: Option<&str>,
+    #[pyo3(from_py_with = ints::int)] repeat: i128,
+    seed: Option<&Bound<'py, PyAny>>,
 ) -> PyResult<Bound<'py, PyAny>> {
+    let ks = ks
+        .into_iter()
+        .map(|k| k.get::<usize>("ks"))
+        .collect::<PyResult<Vec<usize>>>()?;
+    let repeat: usize = ints::unsigned(repeat, "repeat")?;
     let train = dataset(train, "train")?;
     let test = dataset(test, "test")?;
     if epsilons.is_empty() || ks.is_empty() {
@@ -65,7 +71,7 @@ pub fn eval_retrieval<'py>(
         return Err(param("repeat", "must be at least 1"));
     }
     let master = match seed {
-        Some(s) => Seed::parse_hex(s).map_err(err)?,
+        Some(s) => crate::public_seed(s)?,
         None => Seed::random().map_err(err)?,
     };
     let cfg = RetrievalConfig {

@@ -5,7 +5,7 @@
 //! dimension, public seed, constants); the accumulator refuses messages of another configuration
 //! when states are merged.
 
-use numpy::{PyArray1, PyReadonlyArray1, PyReadonlyArray2};
+use numpy::PyArray1;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
@@ -13,18 +13,21 @@ use dprp::aggregate::AccumulatorState;
 use dprp::mechanism::{self, LocalMap, LocalOptions, Mechanism, MechanismKind, MechanismParams};
 use dprp::privacy::guarantee::Neighbour;
 use dprp::privacy::noise::NoiseSource;
-use dprp::projection::Seed;
 
+use crate::ints::{self, Int};
 use crate::{err, param};
 
-/// Build a local mechanism from its public parameters; the seed is required so that the
-/// server rebuilds the client's public map.
+/// Build a local mechanism from its public parameters, as `dprp publish -m MECH -e ε -k K
+/// --projection MAP --epsilon-norm ε₂ --radius R --projection-seed SEED` builds it (with
+/// `--first-row 0`: the Python API names users by their absolute row id). The seed is required
+/// so that the server rebuilds the client's public map.
 #[allow(clippy::too_many_arguments)]
 fn local_mechanism(
     mechanism: &str,
     epsilon: f64,
     dim: usize,
-    seed: &str,
+    seed: &Bound<'_, PyAny>,
+    k: Option<usize>,
     projection: Option<&str>,
     epsilon_norm: Option<f64>,
     radius: Option<f64>,
@@ -34,9 +37,9 @@ fn local_mechanism(
         return Err(param(
             "mechanism",
             format!(
-                "{} is not a local-DP mechanism (privunit2, duchi, privunitg, projunit, \
-                 scalar-dp, privunit2-norm)",
-                kind.name()
+                "{} is not a local-DP mechanism ({})",
+                kind.name(),
+                MechanismKind::local_names()
             ),
         ));
     }
@@ -47,9 +50,9 @@ fn local_mechanism(
         beta: 1.0,
         neighbour: Neighbour::ReplaceOne,
         p: dim,
-        k: None,
+        k,
         projection: None,
-        seed: Some(Seed::parse_hex(seed).map_err(err)?),
+        seed: Some(crate::public_seed(seed)?),
         min_norm: None,
         individual_dp: false,
         local: LocalOptions {
@@ -62,31 +65,36 @@ fn local_mechanism(
     mechanism::build(&params).map_err(err)
 }
 
-/// One user's side of local-DP mean estimation: privatise the vector `v` (its row id `row`
-/// selects the public map of per-row mechanisms) with fresh noise from the operating system's
-/// CSPRNG, returning the message to send (float32). `seed` is the public seed (hex) the server
-/// also uses.
+/// One user's side of local-DP mean estimation: privatise the vector `v` (a 1-D float32 or
+/// float64 array, or a list of numbers; its row id `row` selects the public map of per-row
+/// mechanisms) with fresh noise from the operating system's CSPRNG, returning the message to send
+/// (float32). `seed` is the public seed (hex string or int) the server also uses; `k` is the
+/// projected dimension of projunit and projunit-correlated (`-k`), `projection` projunit's map.
 #[pyfunction]
-#[pyo3(signature = (v, *, mechanism, epsilon, seed, row=0, projection=None, epsilon_norm=None,
-    radius=None))]
+#[pyo3(signature = (v, *, mechanism, epsilon, seed, row=0, k=None, projection=None,
+    epsilon_norm=None, radius=None))]
 #[allow(clippy::too_many_arguments)]
 pub fn privatise<'py>(
     py: Python<'py>,
-    v: PyReadonlyArray1<'py, f64>,
+    v: &Bound<'py, PyAny>,
     mechanism: &str,
     epsilon: f64,
-    seed: &str,
-    row: u64,
+    seed: &Bound<'py, PyAny>,
+    #[pyo3(from_py_with = ints::int)] row: i128,
+    k: Option<Int>,
     projection: Option<&str>,
     epsilon_norm: Option<f64>,
     radius: Option<f64>,
 ) -> PyResult<Bound<'py, PyArray1<f32>>> {
-    let v = v.as_array().to_vec();
+    let row: u64 = ints::unsigned(row, "row")?;
+    let k: Option<usize> = ints::opt(k, "k")?;
+    let v = crate::arrays::vector(v, "v", "privatise takes one vector (1-D array of d values)")?;
     let m = local_mechanism(
         mechanism,
         epsilon,
         v.len(),
         seed,
+        k,
         projection,
         epsilon_norm,
         radius,
@@ -99,6 +107,24 @@ pub fn privatise<'py>(
     let msg = client.client(row, &v, &mut rng).map_err(err)?;
     let msg: Vec<f32> = msg.iter().map(|&x| x as f32).collect();
     Ok(PyArray1::from_vec(py, msg))
+}
+
+/// The first value of `message` that is not finite, as an error naming it (`where_` says whose
+/// message it is). A privatised message is always finite: NaN or ±inf would make the mean NaN
+/// for good, so such a message is refused and the accumulator left as it was.
+fn check_finite(message: &[f32], where_: impl FnOnce() -> String) -> PyResult<()> {
+    match message.iter().position(|x| !x.is_finite()) {
+        None => Ok(()),
+        Some(j) => Err(param(
+            "message",
+            format!(
+                "value {j} (counted from 0) of {} is {}: a privatised message is finite; \
+                 nothing was added",
+                where_(),
+                message[j]
+            ),
+        )),
+    }
 }
 
 /// The server's streaming, mergeable mean of privatised messages ([`dprp::aggregate`]).
@@ -126,23 +152,27 @@ impl MeanAccumulator {
 impl MeanAccumulator {
     /// An empty accumulator for the mechanism with these public parameters (as the clients).
     #[new]
-    #[pyo3(signature = (*, mechanism, epsilon, dim, seed, projection=None, epsilon_norm=None,
-        radius=None))]
+    #[pyo3(signature = (*, mechanism, epsilon, dim, seed, k=None, projection=None,
+        epsilon_norm=None, radius=None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         mechanism: &str,
         epsilon: f64,
-        dim: usize,
-        seed: &str,
+        dim: Int,
+        seed: &Bound<'_, PyAny>,
+        k: Option<Int>,
         projection: Option<&str>,
         epsilon_norm: Option<f64>,
         radius: Option<f64>,
     ) -> PyResult<Self> {
+        let dim: usize = dim.get("dim")?;
+        let k: Option<usize> = ints::opt(k, "k")?;
         let mech = local_mechanism(
             mechanism,
             epsilon,
             dim,
             seed,
+            k,
             projection,
             epsilon_norm,
             radius,
@@ -154,15 +184,37 @@ impl MeanAccumulator {
         Ok(MeanAccumulator { mech, state })
     }
 
-    /// Add user `row`'s message.
-    fn add(&mut self, row: u64, message: PyReadonlyArray1<'_, f32>) -> PyResult<()> {
-        let m = message.as_array().to_vec();
+    /// Add user `row`'s message (a 1-D float32 or float64 array, or a list). A message with a
+    /// NaN or infinite value is refused and the accumulator left unchanged, as after any error.
+    fn add(&mut self, row: Int, message: &Bound<'_, PyAny>) -> PyResult<()> {
+        let row: u64 = row.get("row")?;
+        let m: Vec<f32> = crate::arrays::vector(
+            message,
+            "message",
+            "add takes one message (1-D array); add_rows takes a 2-D array of messages",
+        )?
+        .into_iter()
+        .map(|x| x as f32)
+        .collect();
+        check_finite(&m, || format!("row {row}'s message"))?;
         self.with(|a| a.add(row, &m))
     }
 
-    /// Add the messages of users `first_row, first_row + 1, …` (one per row of a 2-D array).
-    fn add_rows(&mut self, first_row: u64, messages: PyReadonlyArray2<'_, f32>) -> PyResult<()> {
-        let m: Vec<f32> = messages.as_array().iter().copied().collect();
+    /// Add the messages of users `first_row, first_row + 1, …` (one per row of a 2-D float32 or
+    /// float64 array). Nothing is added when any message is refused (NaN or infinite values).
+    fn add_rows(&mut self, first_row: Int, messages: &Bound<'_, PyAny>) -> PyResult<()> {
+        let first_row: u64 = first_row.get("first_row")?;
+        let matrix = crate::arrays::matrix(messages, "messages")?;
+        let view = matrix.view();
+        let mut m = Vec::with_capacity(view.rows() * view.cols());
+        view.append_rows(0, view.rows(), &mut m);
+        if let Some(bad) = m.iter().position(|x| !x.is_finite()) {
+            let (i, cols) = (bad / view.cols(), view.cols());
+            let row = first_row.saturating_add(i as u64);
+            check_finite(&m[i * cols..(i + 1) * cols], || {
+                format!("message {i} (row {row})")
+            })?;
+        }
         self.with(|a| a.add_rows(first_row, &m))
     }
 

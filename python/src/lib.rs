@@ -4,19 +4,23 @@
 //! (`dprp.privatise`, `dprp.MeanAccumulator`), `dprp.eval_retrieval` and `dprp.DprpError` (re-exported by the pure-Python
 //! package `python/dprp/__init__.py`, typed in `__init__.pyi`).
 //!
-//! Three rules hold for every function here:
+//! Four rules hold for every function here:
 //! * every [`dprp::Error`] becomes a [`DprpError`] (a `ValueError`) carrying dprp's message;
 //! * no panic crosses into Python: long calls run in [`interrupt::run`], which catches panics on
 //!   its worker thread, and the short ones call library functions that return errors rather than
 //!   panic (a panic that escaped anyway would be turned by pyo3 into `PanicException`, not an
 //!   abort);
-//! * long calls (publish, search, eval_retrieval) release the GIL and answer Ctrl-C ([`interrupt`]).
+//! * long calls (publish, search, eval_retrieval) release the GIL and answer Ctrl-C ([`interrupt`]);
+//! * a bad value is a `DprpError` naming its keyword, a wrong type a `TypeError`: integer
+//!   arguments are taken as [`ints::Int`], so a negative one is refused by name rather than by
+//!   pyo3's bare `OverflowError`.
 
 use pyo3::prelude::*;
 
 mod arrays;
 mod eval;
 mod interrupt;
+mod ints;
 mod ldp;
 mod publish;
 mod release;
@@ -30,20 +34,62 @@ pyo3::create_exception!(
 );
 
 /// Turn a dprp error into a Python exception carrying its message. A parameter named by its
-/// command-line flag (`--label-column`) is named as the keyword argument (`label_column`).
+/// command-line flag (`--label-column`) is named as the keyword argument (`label_column`); a
+/// missing one also says how to pass it (`missing k: projunit needs the projected dimension k
+/// (keyword argument k=)`).
 pub(crate) fn err(e: dprp::Error) -> PyErr {
     let e = match e {
         dprp::Error::Param { name, msg } => dprp::Error::Param {
             name: keyword(name),
             msg,
         },
-        dprp::Error::Missing { name, msg } => dprp::Error::Missing {
-            name: keyword(name),
-            msg,
-        },
+        dprp::Error::Missing { name, msg } => {
+            let name = keyword(name);
+            let msg = flags_as_keywords(&msg);
+            let msg = if is_keyword(&name) {
+                format!("{msg} (keyword argument {name}=)")
+            } else {
+                msg
+            };
+            dprp::Error::Missing { name, msg }
+        }
         other => other,
     };
     DprpError::new_err(keywords_in_text(&e.to_string()))
+}
+
+/// A missing option's explanation names the other options it mentions as keyword arguments
+/// too ("spends --epsilon on the direction" → "spends epsilon= on the direction").
+fn flags_as_keywords(msg: &str) -> String {
+    let mut out = String::with_capacity(msg.len());
+    let mut rest = msg;
+    while let Some(i) = rest.find("--") {
+        let after = &rest[i + 2..];
+        let end = after
+            .find(|c: char| !(c.is_ascii_alphanumeric() || c == '-'))
+            .unwrap_or(after.len());
+        let starts_word = rest[..i]
+            .chars()
+            .next_back()
+            .is_none_or(|c| !c.is_alphanumeric());
+        out.push_str(&rest[..i]);
+        if starts_word && after[..end].starts_with(|c: char| c.is_ascii_lowercase()) {
+            out.push_str(&flag_keyword(&after[..end]));
+            out.push('=');
+        } else {
+            out.push_str(&rest[i..i + 2 + end]);
+        }
+        rest = &after[end..];
+    }
+    out.push_str(rest);
+    out
+}
+
+/// Whether `name` is spelt as a Python keyword argument.
+fn is_keyword(name: &str) -> bool {
+    !name.is_empty()
+        && !name.starts_with(|c: char| c.is_ascii_digit())
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
 }
 
 /// Messages that name the CLI flag a value came from ("column 'x' (given with --label-column)")
@@ -59,7 +105,7 @@ fn keywords_in_text(msg: &str) -> String {
             .find(|c: char| !(c.is_ascii_alphanumeric() || c == '-'))
             .unwrap_or(after.len());
         out.push_str("given as ");
-        out.push_str(&after[..end].replace('-', "_"));
+        out.push_str(&flag_keyword(&after[..end]));
         out.push('=');
         rest = &after[end..];
     }
@@ -71,10 +117,45 @@ fn keywords_in_text(msg: &str) -> String {
 fn keyword(name: String) -> String {
     match name.strip_prefix("--") {
         Some(flag) if flag.chars().all(|c| c.is_ascii_alphanumeric() || c == '-') => {
-            flag.replace('-', "_")
+            flag_keyword(flag)
         }
         _ => name,
     }
+}
+
+/// The keyword argument of a command-line flag (without its `--`): the same words with `_`, but
+/// `--projection-seed` is `seed=` in every function of the module.
+fn flag_keyword(flag: &str) -> String {
+    match flag {
+        "projection-seed" => "seed".into(),
+        f => f.replace('-', "_"),
+    }
+}
+
+/// A public projection seed: a non-negative int (any size; numpy integers too) or up to 64 hex
+/// digits, as `--projection-seed`. A negative int is a `DprpError` naming `seed`; another type a
+/// `TypeError`.
+pub(crate) fn public_seed(s: &Bound<'_, PyAny>) -> PyResult<dprp::projection::Seed> {
+    let text = if let Ok(t) = s.extract::<String>() {
+        t
+    } else if let Ok(ints::Int(v)) = s.extract::<ints::Int>() {
+        if v < 0 {
+            return Err(param(
+                "seed",
+                format!("must be a non-negative int or a hex string, got {v}"),
+            ));
+        }
+        // Python formats an int of any size in hex
+        s.call_method0("__index__")?
+            .call_method1("__format__", ("x",))?
+            .extract::<String>()?
+    } else {
+        return Err(pyo3::exceptions::PyTypeError::new_err(format!(
+            "seed: expected a non-negative int or a hex string, got {}",
+            s.get_type().name()?
+        )));
+    };
+    dprp::projection::Seed::parse_hex(&text).map_err(err)
 }
 
 /// A parameter error raised from the bindings themselves, worded as dprp words its own.

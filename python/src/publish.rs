@@ -18,22 +18,13 @@ use dprp::publish::{publish_from, PublishOptions, PublishRequest};
 
 use crate::arrays::{self, ArrayReader, CancellableReader};
 use crate::interrupt::{self, Outcome};
+use crate::ints::{self, Int};
 use crate::release::Release;
 use crate::{err, param};
 
-/// A public projection seed: an int (≥ 0) or up to 64 hex digits, as `--projection-seed`.
+/// An optional public projection seed ([`crate::public_seed`]).
 fn seed(s: Option<&Bound<'_, PyAny>>) -> PyResult<Option<Seed>> {
-    let Some(s) = s else { return Ok(None) };
-    let text = if let Ok(i) = s.extract::<u128>() {
-        format!("{i:x}")
-    } else if let Ok(t) = s.extract::<String>() {
-        t
-    } else {
-        return Err(PyTypeError::new_err(
-            "seed: expected a non-negative int or a hex string",
-        ));
-    };
-    Seed::parse_hex(&text).map(Some).map_err(err)
+    s.map(crate::public_seed).transpose()
 }
 
 /// The mechanism parameters as `dprp publish` builds them from its options.
@@ -138,7 +129,7 @@ pub fn publish<'py>(
     epsilon: f64,
     output: PathBuf,
     delta: Option<f64>,
-    k: Option<usize>,
+    k: Option<Int>,
     seed: Option<&Bound<'py, PyAny>>,
     beta: Option<f64>,
     neighbour: Option<&str>,
@@ -147,7 +138,7 @@ pub fn publish<'py>(
     individual_dp: bool,
     epsilon_norm: Option<f64>,
     radius: Option<f64>,
-    first_row: u64,
+    #[pyo3(from_py_with = ints::int)] first_row: i128,
     noise: Option<&str>,
     noise_seed: Option<&str>,
     labels: Option<&Bound<'py, PyAny>>,
@@ -155,14 +146,23 @@ pub fn publish<'py>(
     normalize: Option<&str>,
     clip: bool,
     clip_norm: Option<f64>,
-    memory: usize,
-    shard: Option<(u32, u32)>,
+    #[pyo3(from_py_with = ints::int)] memory: i128,
+    shard: Option<(Int, Int)>,
     output_format: Option<&str>,
     column: Option<String>,
     label_column: Option<String>,
     id_column: Option<String>,
-    rows: Option<(u64, u64)>,
+    rows: Option<(Int, Int)>,
 ) -> PyResult<Release> {
+    let k: Option<usize> = ints::opt(k, "k")?;
+    let first_row: u64 = ints::unsigned(first_row, "first_row")?;
+    let memory: usize = ints::unsigned(memory, "memory")?;
+    let shard: Option<(u32, u32)> = shard
+        .map(|(i, n)| Ok::<_, PyErr>((i.get("shard")?, n.get("shard")?)))
+        .transpose()?;
+    let rows: Option<(u64, u64)> = rows
+        .map(|(lo, hi)| Ok::<_, PyErr>((lo.get("rows")?, hi.get("rows")?)))
+        .transpose()?;
     let container = match output_format {
         Some(f) => {
             dprp::release::Container::parse(f).map_err(|e| param("output_format", e.detail()))?
@@ -279,6 +279,7 @@ pub fn publish<'py>(
         part,
         container,
         read_cap: None,
+        space_rows: None,
     };
     let source = match noise_seed {
         Some(s) => NoiseSource::from_seed(s),
@@ -411,8 +412,8 @@ pub fn calibrate<'py>(
     epsilon: f64,
     mechanism: Option<&str>,
     delta: Option<f64>,
-    dim: Option<usize>,
-    k: Option<usize>,
+    dim: Option<Int>,
+    k: Option<Int>,
     sensitivity: Option<f64>,
     beta: Option<f64>,
     neighbour: Option<&str>,
@@ -424,6 +425,8 @@ pub fn calibrate<'py>(
     radius: Option<f64>,
     noise: Option<&str>,
 ) -> PyResult<Bound<'py, PyDict>> {
+    let dim: Option<usize> = ints::opt(dim, "dim")?;
+    let k: Option<usize> = ints::opt(k, "k")?;
     let d = PyDict::new(py);
     let Some(name) = mechanism else {
         if dim.is_some() || k.is_some() {

@@ -1,6 +1,17 @@
 //! `dprp.Release`: an opened release (memory-mapped, checksum verified), its payload as a
 //! read-only numpy view, search and pairwise estimates.
+//!
+//! **Truncated files.** A native release is memory-mapped, and reading a page of a map beyond the
+//! end of its file raises SIGBUS, which kills the interpreter. dprp writes a release to a
+//! temporary file and renames it, so dprp itself never changes an open release; another program
+//! that truncates (or rewrites in place) a release while it is open can. Every entry point that
+//! reads the map ([`FileGuard::check`]: `sketches`, `unpack_signs`, `labels`, `ids`, `verify`,
+//! `search`, `estimate`) first compares the file's current length with the length its header
+//! records and raises `DprpError` ("the file was truncated while open") instead. A numpy view
+//! handed out before the file was truncated cannot be protected: that is documented.
 
+use std::fs::File;
+use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use numpy::ndarray::{Array2, ArrayView2};
@@ -17,14 +28,120 @@ use dprp::search::queries::{sketch_queries, QuerySketches};
 use dprp::search::{exact, Measure, Sketch};
 
 use crate::interrupt::{self, Outcome};
+use crate::ints::{self, Int};
 use crate::{err, param};
+
+/// Where the native header (`src/release/reader.rs`) records the metadata's offset and length
+/// (little-endian u64 each; the metadata ends the file, so their sum is the file's length) and
+/// the BLAKE3 checksum of the file.
+const META_OFF_AT: usize = 64;
+const META_LEN_AT: usize = 72;
+const CHECKSUM_AT: std::ops::Range<usize> = 80..112;
+
+/// The file a native release part is mapped from, the length its header records and the file's
+/// identity (device, inode). No descriptor is kept open (a sharded release may have thousands of
+/// parts): each check `stat`s the path. A path that now names another file (a release published
+/// again to the same name is renamed over it) or none leaves the mapped file intact, since nobody
+/// can truncate it by its name any more; the same file shorter than its header says is refused.
+struct FileGuard {
+    path: PathBuf,
+    len: u64,
+    id: Option<(u64, u64)>,
+}
+
+/// A file's (device, inode), where the platform has them.
+fn file_id(m: &std::fs::Metadata) -> Option<(u64, u64)> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        Some((m.dev(), m.ino()))
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = m;
+        None
+    }
+}
+
+impl FileGuard {
+    /// The guard of one part; `None` for a Parquet part (decoded into memory, not mapped).
+    fn new(part: &dprp::release::Release) -> PyResult<Option<FileGuard>> {
+        if part.is_parquet() {
+            return Ok(None);
+        }
+        let path = part.path().to_path_buf();
+        let io = |e: std::io::Error| err(dprp::Error::io(&path, e));
+        let mut file = File::open(&path).map_err(io)?;
+        let mut head = [0u8; CHECKSUM_AT.end];
+        if file.read_exact(&mut head).is_err() {
+            return Err(truncated(&path, None));
+        }
+        // the header read here must be the mapped file's (the checksum covers every byte)
+        if head[CHECKSUM_AT] != part.checksum() {
+            return Err(param(
+                "release",
+                format!(
+                    "{}: the file changed while it was being opened; open it again",
+                    path.display()
+                ),
+            ));
+        }
+        let word = |at: usize| {
+            let mut w = [0u8; 8];
+            w.copy_from_slice(&head[at..at + 8]);
+            u64::from_le_bytes(w)
+        };
+        let len = word(META_OFF_AT).saturating_add(word(META_LEN_AT));
+        let id = file_id(&file.metadata().map_err(io)?);
+        Ok(Some(FileGuard { path, len, id }))
+    }
+
+    /// `DprpError` when the mapped file is now shorter than its header says: reading the map
+    /// would raise SIGBUS.
+    fn check(&self) -> PyResult<()> {
+        let Ok(m) = std::fs::metadata(&self.path) else {
+            return Ok(()); // removed (or unreadable): the map keeps the file it was made from
+        };
+        if file_id(&m) != self.id {
+            return Ok(()); // another file now has the name; the mapped one is untouched
+        }
+        if m.len() < self.len {
+            return Err(truncated(&self.path, Some((m.len(), self.len))));
+        }
+        Ok(())
+    }
+}
+
+/// The error for a release file truncated while open.
+fn truncated(path: &Path, lens: Option<(u64, u64)>) -> PyErr {
+    let sizes = lens.map_or(String::new(), |(now, want)| {
+        format!(" (now {now} bytes, the release is {want})")
+    });
+    param(
+        "release",
+        format!(
+            "{}: the file was truncated while open{sizes}; its memory-mapped payload can no \
+             longer be read. Do not modify or truncate a release while it is open; open it again \
+             once it is complete",
+            path.display()
+        ),
+    )
+}
 
 /// A release opened for reading. Its payload stays memory-mapped for the object's lifetime:
 /// `sketches` is a view of the map, never a copy.
+///
+/// Do not modify or truncate a release file while it is open (dprp itself replaces files only by
+/// renaming): reading a memory-mapped file that was truncated kills the process with SIGBUS.
+/// `sketches`, `unpack_signs`, `labels`, `ids`, `verify`, `search` and `estimate` check the file's
+/// length first and raise `DprpError` ("the file was truncated while open"); a `sketches` array
+/// already handed out cannot be checked.
 #[pyclass(module = "dprp", frozen)]
 pub struct Release {
     inner: ReleaseSet,
     mech: Box<dyn Mechanism>,
+    /// One per part (`None` for Parquet parts).
+    guards: Vec<Option<FileGuard>>,
 }
 
 impl Release {
@@ -36,14 +153,28 @@ impl Release {
             .map_err(err)?;
         let mech = mechanism::from_record(&inner.meta().mechanism, &inner.meta().guarantee)
             .map_err(err)?;
-        Ok(Release { inner, mech })
+        let guards = inner
+            .parts()
+            .iter()
+            .map(FileGuard::new)
+            .collect::<PyResult<_>>()?;
+        Ok(Release {
+            inner,
+            mech,
+            guards,
+        })
+    }
+
+    /// `DprpError` when a file of the release was truncated since it was opened (reading its map
+    /// would kill the process with SIGBUS): called before every read of the payload, labels or
+    /// ids.
+    fn check_files(&self) -> PyResult<()> {
+        self.guards.iter().flatten().try_for_each(FileGuard::check)
     }
 
     /// The part and local row of the row with id `i` (global ids in a sharded release).
-    fn locate(&self, i: usize, what: &str) -> PyResult<(usize, usize)> {
-        self.inner
-            .locate(i as u64)
-            .map_err(|e| param(what, e.detail()))
+    fn locate(&self, i: u64, what: &str) -> PyResult<(usize, usize)> {
+        self.inner.locate(i).map_err(|e| param(what, e.detail()))
     }
 
     /// The one payload of a release in one file; a sharded release has one per shard.
@@ -104,6 +235,7 @@ impl Release {
     /// Check the file's BLAKE3 checksum now (a no-op when it was checked at open); raises
     /// `DprpError` when the file was modified or damaged.
     fn verify(&self, py: Python<'_>) -> PyResult<()> {
+        self.check_files()?;
         py.detach(|| self.inner.verify()).map_err(err)
     }
 
@@ -177,11 +309,14 @@ impl Release {
     /// The payload as a read-only numpy array backed by the memory map (no copy): `n × k`
     /// float32 for real-valued releases, `n × ⌈k/64⌉` uint64 packed sign words for sign releases
     /// (bit j of a row is word j/64, bit j%64 from the least significant; set = sign ≥ 0). The
-    /// array's `base` is this Release, which keeps the mapping alive.
+    /// array's `base` is this Release, which keeps the mapping alive. `DprpError` when the file
+    /// was truncated since it was opened; truncating it while the array is in use kills the
+    /// process (SIGBUS), as for any memory-mapped file.
     #[getter]
     fn sketches<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
         let me = slf.get();
         let one = me.single()?;
+        me.check_files()?;
         let n = one.n();
         let arr = match me.inner.meta().payload {
             Payload::F32 => {
@@ -191,6 +326,8 @@ impl Release {
                 // SAFETY: the view borrows the release's memory map, which lives as long as the
                 // Release object; that object becomes the array's base, so it outlives the array.
                 // The map is never written or remapped, and the array is made read-only below.
+                // (A file truncated by another program after this check makes reads of the view
+                // fault, as for every memory-mapped reader; see the module documentation.)
                 unsafe { PyArray2::borrow_from_array(&view, slf.clone().into_any()) }.into_any()
             }
             Payload::Bits => {
@@ -210,6 +347,7 @@ impl Release {
     /// Signs of a sign release as an `n × k` int8 array of ±1 (a copy; `sketches` holds the
     /// packed words).
     fn unpack_signs<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyArray2<i8>>> {
+        self.check_files()?;
         let mut bits: Vec<&[u64]> = Vec::new();
         for p in self.inner.parts() {
             bits.push(p.bits().map_err(err)?);
@@ -232,20 +370,23 @@ impl Release {
 
     /// Labels stored with the rows (a float32 copy), or None.
     #[getter]
-    fn labels<'py>(&self, py: Python<'py>) -> Option<Bound<'py, numpy::PyArray1<f32>>> {
-        self.inner
+    fn labels<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, numpy::PyArray1<f32>>>> {
+        self.check_files()?;
+        Ok(self
+            .inner
             .labels()
-            .map(|l| numpy::PyArray1::from_slice(py, &l))
+            .map(|l| numpy::PyArray1::from_slice(py, &l)))
     }
 
     /// Row ids (index in the published input) as uint64.
     #[getter]
-    fn ids<'py>(&self, py: Python<'py>) -> Bound<'py, numpy::PyArray1<u64>> {
+    fn ids<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, numpy::PyArray1<u64>>> {
+        self.check_files()?;
         let ids: Vec<u64> = (0..self.inner.parts().len())
             .flat_map(|p| (0..self.inner.parts()[p].n()).map(move |i| (p, i)))
             .map(|(p, i)| self.inner.id(p, i))
             .collect();
-        ids.into_pyarray(py)
+        Ok(ids.into_pyarray(py))
     }
 
     /// The release metadata as a dict (the JSON `dprp info --json` prints, without its
@@ -272,10 +413,11 @@ impl Release {
         &self,
         py: Python<'py>,
         queries: &Bound<'py, PyAny>,
-        top: usize,
+        #[pyo3(from_py_with = ints::int)] top: i128,
         measure: Option<&str>,
         no_scale: bool,
     ) -> PyResult<Hits<'py>> {
+        let top: usize = ints::unsigned(top, "top")?;
         let m = crate::arrays::matrix(queries, "queries")?;
         let view = m.view();
         let p = self.inner.meta().p;
@@ -291,6 +433,7 @@ impl Release {
         if view.rows() == 0 {
             return Err(param("queries", "no query rows"));
         }
+        self.check_files()?;
         let parts = dprp::search::sharded::part_sketches(&self.inner).map_err(err)?;
         let db = parts[0];
         let measure = match measure {
@@ -374,9 +517,10 @@ impl Release {
     /// the plug-in standard error of DESIGN.md §6 (Theorems C.1–C.3); for sign sketches with
     /// randomised response, the cosine debiased from the sign agreements (Theorem 4.5) and the
     /// standard error of the cosine (delta method). Returns `(value, standard_error)`.
-    fn estimate(&self, i: usize, j: usize) -> PyResult<(f64, f64)> {
-        let (pi, ri) = self.locate(i, "i")?;
-        let (pj, rj) = self.locate(j, "j")?;
+    fn estimate(&self, i: Int, j: Int) -> PyResult<(f64, f64)> {
+        let (pi, ri) = self.locate(i.get("i")?, "i")?;
+        let (pj, rj) = self.locate(j.get("j")?, "j")?;
+        self.check_files()?;
         let (a, b) = (&self.inner.parts()[pi], &self.inner.parts()[pj]);
         let k = self.inner.k();
         match self.mech.estimator().map_err(err)? {

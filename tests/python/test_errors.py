@@ -126,7 +126,7 @@ def test_search_and_estimate_errors(tmp_path, data):
         rel.search(q)
     with pytest.raises(dprp.DprpError, match="out of range"):
         rel.estimate(0, 600)
-    with pytest.raises(OverflowError):
+    with pytest.raises(dprp.DprpError, match="invalid i: must be a non-negative integer, got -1"):
         rel.estimate(-1, 0)
 
 
@@ -140,3 +140,117 @@ def test_calibrate_errors():
     with pytest.raises(dprp.DprpError, match="sensitivity"):
         dprp.calibrate(epsilon=1.0, delta=1e-6, mechanism="dp-oporp", k=8, dim=32,
                        sensitivity=2.0)
+
+
+# ---- negative integers name their keyword (issue 25 item 5) --------------------------------
+
+LDP = dict(mechanism="privunitg", epsilon=4.0, seed="5eed")
+
+
+@pytest.mark.parametrize("name,call", [
+    ("row", lambda: dprp.privatise(np.full(4, 0.5), row=-1, **LDP)),
+    ("k", lambda: dprp.privatise(np.full(4, 0.5), mechanism="projunit", epsilon=4.0,
+                                 seed="5eed", k=-2)),
+    ("seed", lambda: dprp.privatise(np.full(4, 0.5), mechanism="privunitg", epsilon=4.0,
+                                    seed=-5)),
+    ("dim", lambda: dprp.MeanAccumulator(dim=-4, **LDP)),
+    ("k", lambda: dprp.MeanAccumulator(dim=4, mechanism="projunit", epsilon=4.0,
+                                       seed="5eed", k=-1)),
+    ("row", lambda: dprp.MeanAccumulator(dim=4, **LDP).add(-3, np.zeros(4, np.float32))),
+    ("first_row", lambda: dprp.MeanAccumulator(dim=4, **LDP).add_rows(
+        -3, np.zeros((2, 4), np.float32))),
+    ("dim", lambda: dprp.calibrate(epsilon=1.0, delta=1e-6, mechanism="dp-oporp", k=8,
+                                   dim=-32)),
+    ("k", lambda: dprp.calibrate(epsilon=1.0, delta=1e-6, mechanism="dp-oporp", k=-8,
+                                 dim=32)),
+    ("seed", lambda: dprp.calibrate(epsilon=1.0, delta=1e-6, mechanism="dp-oporp", k=8,
+                                    dim=32, seed=-9)),
+    ("ks", lambda: dprp.eval_retrieval(np.zeros((4, 3)), np.zeros((2, 3)), mechanisms="dp-oporp",
+                                       epsilons=[1.0], ks=[4, -4])),
+    ("repeat", lambda: dprp.eval_retrieval(np.zeros((4, 3)), np.zeros((2, 3)),
+                                           mechanisms="dp-oporp", epsilons=[1.0], ks=[4],
+                                           repeat=-1)),
+])
+def test_negative_ints_name_the_keyword(name, call):
+    with pytest.raises(dprp.DprpError, match=rf"invalid {name}: must be a non-negative"):
+        call()
+
+
+@pytest.mark.parametrize("kw,name", [
+    (dict(k=-16), "k"),
+    (dict(first_row=-1), "first_row"),
+    (dict(memory=-1), "memory"),
+    (dict(seed=-1), "seed"),
+    (dict(shard=(-1, 2), seed=7), "shard"),
+    (dict(shard=(0, -2), seed=7), "shard"),
+])
+def test_negative_publish_ints_name_the_keyword(tmp_path, data, kw, name):
+    args = {**GAUSS, **kw}
+    with pytest.raises(dprp.DprpError, match=rf"invalid {name}: must be a non-negative"):
+        dprp.publish(data, output=tmp_path / "r.dprp", **args)
+    assert no_files(tmp_path)
+
+
+def test_negative_and_huge_release_ints(tmp_path, data):
+    rel = dprp.publish(data, output=tmp_path / "r.dprp", **GAUSS)
+    with pytest.raises(dprp.DprpError, match="invalid top: must be a non-negative"):
+        rel.search(data[:2], top=-1)
+    with pytest.raises(dprp.DprpError, match="invalid j: must be a non-negative"):
+        rel.estimate(0, -2)
+    with pytest.raises(dprp.DprpError, match="invalid i: .* too large"):
+        rel.estimate(2**64, 0)
+    with pytest.raises(dprp.DprpError, match="invalid row: .* too large"):
+        dprp.privatise(np.full(4, 0.5), row=2**200, **LDP)
+    with pytest.raises(dprp.DprpError, match="invalid row: must be a non-negative"):
+        dprp.privatise(np.full(4, 0.5), row=-(2**200), **LDP)
+    # numpy integers are ints too; a float is still a TypeError
+    assert rel.estimate(np.int64(0), np.uint32(1))[1] > 0
+    with pytest.raises(TypeError):
+        rel.estimate(0.5, 1)
+
+
+# ---- a release truncated while open (issue 25 item 5) ----------------------------------------
+
+
+@pytest.mark.parametrize("verify", [True, False])
+@pytest.mark.parametrize("mechanism", ["dp-oporp", "dp-signoporp-rr"])
+def test_release_truncated_while_open_raises_instead_of_crashing(tmp_path, data, mechanism,
+                                                                 verify):
+    """Reading the memory map of a file truncated under it would kill the interpreter (SIGBUS):
+    every reader of the map checks the file's length first."""
+    kw = dict(GAUSS, mechanism=mechanism)
+    if mechanism.endswith("-rr"):
+        kw.pop("delta")
+    path = tmp_path / "r.dprp"
+    dprp.publish(data, output=path, labels=np.arange(600.0), **kw)
+    rel = dprp.Release.open(path, verify=verify)
+    os.truncate(path, os.path.getsize(path) // 2)
+    for read in (lambda: rel.sketches, rel.unpack_signs, lambda: rel.labels, lambda: rel.ids,
+                 rel.verify, lambda: rel.search(data[:2]), lambda: rel.estimate(0, 1)):
+        with pytest.raises(dprp.DprpError, match="the file was truncated while open"):
+            read()
+    assert rel.n == 600 and rel.meta["n"] == 600  # the metadata was read at open
+    os.truncate(path, 100)
+    with pytest.raises(dprp.DprpError, match=r"truncated while open \(now 100 bytes"):
+        rel.sketches
+    with pytest.raises(dprp.DprpError, match="truncated"):
+        dprp.Release.open(path)
+
+
+def test_release_docs_warn_about_truncation():
+    assert "truncate" in dprp.Release.sketches.__doc__
+
+
+def test_release_replaced_or_removed_while_open_stays_readable(tmp_path, data):
+    """Publishing again to the same name renames a new file over the old one, and removing the
+    file only unlinks it: the map keeps the old file, intact, so neither is refused."""
+    path = tmp_path / "r.dprp"
+    rel = dprp.publish(data, output=path, **GAUSS)
+    before = rel.sketches.copy()
+    dprp.publish(data[:10], output=path, **GAUSS)  # a new, much shorter file at the same path
+    assert os.path.getsize(path) < rel.n * rel.k * 4
+    np.testing.assert_array_equal(rel.sketches, before)
+    rel.verify()
+    os.remove(path)
+    np.testing.assert_array_equal(rel.sketches, before)
+    assert rel.estimate(0, 1)[1] > 0
