@@ -274,7 +274,7 @@ pub fn publish<'py>(
     }
     let opts = PublishOptions {
         memory_budget: memory.saturating_mul(1 << 20),
-        on_warning: None,
+        on_warning: Some(collect_warning),
         noise: noise_choice(params.kind, noise).map_err(err)?,
         part,
         container,
@@ -339,12 +339,14 @@ pub fn publish<'py>(
         output: output.clone(),
     };
     let outcome = interrupt::run(py, |cancel| {
-        run_publish(&req, view, label_values.as_deref(), cancel, &source, &opts)
+        WARNINGS.with(|w| w.borrow_mut().clear());
+        let r = run_publish(&req, view, label_values.as_deref(), cancel, &source, &opts);
+        (WARNINGS.with(|w| std::mem::take(&mut *w.borrow_mut())), r)
     })?;
-    let done = match outcome {
-        Outcome::Done(r) => r.map_err(err)?,
+    let (warnings, result) = match outcome {
+        Outcome::Done(r) => r,
         Outcome::Interrupted { exc, result } => {
-            if let Some(Ok(_)) = result {
+            if let Some((_, Ok(_))) = result {
                 // The signal came after the last chunk was read and the release was committed:
                 // an interrupted call leaves no output, so remove it.
                 let _ = std::fs::remove_file(&output);
@@ -352,13 +354,26 @@ pub fn publish<'py>(
             return Err(exc);
         }
     };
-    if !done.warnings.is_empty() {
+    // the warnings first, also when the run failed (a free-space warning explains the failure)
+    if !warnings.is_empty() {
         let warn = py.import("warnings")?;
-        for w in &done.warnings {
+        for w in &warnings {
             warn.call_method1("warn", (w.as_str(),))?;
         }
     }
+    result.map_err(err)?;
     Release::open_path(py, &output, true)
+}
+
+thread_local! {
+    /// The warnings of the publish running on this thread, as they arise ([`collect_warning`]).
+    static WARNINGS: std::cell::RefCell<Vec<String>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// `PublishOptions::on_warning` for the module: keep each warning on the publishing thread, so
+/// the caller issues it as a Python warning whether the run succeeds or fails.
+fn collect_warning(w: &str) {
+    WARNINGS.with(|v| v.borrow_mut().push(w.to_string()));
 }
 
 /// Check the shards that `publish(..., shard=(i, N))` calls wrote into `dir` — all present, one

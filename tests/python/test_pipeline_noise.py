@@ -88,3 +88,16 @@ def test_a_0_1_0_release_warns_on_open(tmp_path):
         r = dprp.Release.open(old, verify=False)
     assert len(r.advisories) == 1
     assert "withdraw it and publish again" in r.advisories[0]
+
+
+def test_warnings_reach_python_when_publish_fails(tmp_path):
+    """Issue 25: warnings raised before a failure (a free-space warning before the disk fills, here
+    the --noise-seed one) are issued as Python warnings even though the call raises; before, they
+    were collected in the outcome the failure never returned."""
+    x = np.full((300, 8), 0.5, dtype=np.float32)
+    x[200, 3] = 7.0  # outside [-1, 1]: refused at row 200
+    with pytest.warns(UserWarning, match="NOT private"):
+        with pytest.raises(dprp.DprpError, match="row 200"):
+            dprp.publish(x, mechanism="dp-oporp", epsilon=5, delta=1e-6, k=4, noise_seed="w",
+                         output=tmp_path / "x.dprp")
+    assert not (tmp_path / "x.dprp").exists()
