@@ -160,20 +160,7 @@ fn publish(
     cap: Option<usize>,
 ) -> Vec<u8> {
     let out = format!("{input}.{mech}.{}.dprp", cap.unwrap_or(0));
-    let mut args = vec![
-        "publish",
-        input,
-        "-m",
-        mech,
-        "--normalize",
-        "l2",
-        "--projection-seed",
-        "5eed",
-        "--noise-seed",
-        "pipeline",
-        "-o",
-        &out,
-    ];
+    let mut args = seeded_args(input, mech, &out);
     args.extend_from_slice(flags);
     args.extend_from_slice(extra);
     let mut cmd = Command::new(cli_common::bin());
@@ -189,6 +176,24 @@ fn publish(
         cli_common::stderr(&o)
     );
     payload_bytes(&dir.join(&out))
+}
+
+/// `publish INPUT -m MECH` with the tests' public and (not private) noise seeds, l2-normalised.
+fn seeded_args<'a>(input: &'a str, mech: &'a str, out: &'a str) -> Vec<&'a str> {
+    vec![
+        "publish",
+        input,
+        "-m",
+        mech,
+        "--normalize",
+        "l2",
+        "--projection-seed",
+        "5eed",
+        "--noise-seed",
+        "pipeline",
+        "-o",
+        out,
+    ]
 }
 
 fn payload_bytes(path: &Path) -> Vec<u8> {
@@ -263,24 +268,8 @@ fn shards_may_start_at_any_row_and_are_the_one_file_release() {
         let dir = format!("{mech}-shards");
         let first = cut.to_string();
         for (input, spec, first_row) in [("a.npy", "0/2", "0"), ("b.npy", "1/2", first.as_str())] {
-            let mut args = vec![
-                "publish",
-                input,
-                "-m",
-                mech,
-                "--normalize",
-                "l2",
-                "--projection-seed",
-                "5eed",
-                "--noise-seed",
-                "pipeline",
-                "--shard",
-                spec,
-                "--first-row",
-                first_row,
-                "-o",
-                &dir,
-            ];
+            let mut args = seeded_args(input, mech, &dir);
+            args.extend(["--shard", spec, "--first-row", first_row]);
             args.extend_from_slice(flags);
             let o = cli_common::dprp(d.path(), &args);
             assert!(o.status.success(), "{args:?}: {}", cli_common::stderr(&o));

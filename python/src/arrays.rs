@@ -110,19 +110,9 @@ pub fn matrix<'py>(x: &Bound<'py, PyAny>, what: &str) -> PyResult<Matrix<'py>> {
     )))
 }
 
-/// A shape as Python prints it: `(2, 3)`, `(4,)`, `()`.
+/// A shape as Python prints it: `(2, 3)`, `(4,)`, `()` (the `.npy` reader's wording).
 fn shape_text(shape: &[usize]) -> String {
-    match shape {
-        [one] => format!("({one},)"),
-        _ => format!(
-            "({})",
-            shape
-                .iter()
-                .map(|d| d.to_string())
-                .collect::<Vec<_>>()
-                .join(", ")
-        ),
-    }
+    dprp::data::npy::shape_text(&shape.iter().map(|&d| d as u64).collect::<Vec<_>>())
 }
 
 /// One vector, copied as f64: a 1-D float32 or float64 numpy array (any strides), or a list or

@@ -442,7 +442,8 @@ fn run_binomial(
 fn clipping_line(rep: &RoundReport, clip: f64, sketched: bool) -> String {
     let what = if sketched {
         format!(
-            "sketched vectors clipped to 1.1·c = {} (Algorithm 2)",
+            "sketched vectors clipped to {}·c = {}",
+            crate::mechanism::distributed::sketch_ddg::SKETCH_CLIP_FACTOR,
             clip * crate::mechanism::distributed::sketch_ddg::SKETCH_CLIP_FACTOR
         )
     } else {

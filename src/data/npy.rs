@@ -390,7 +390,8 @@ impl DictParser<'_> {
     }
 }
 
-fn shape_text(shape: &[u64]) -> String {
+/// A shape as NumPy prints it: `(2, 3)`, `(4,)`, `()`.
+pub fn shape_text(shape: &[u64]) -> String {
     match shape {
         [n] => format!("({n},)"),
         _ => format!(

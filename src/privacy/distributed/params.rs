@@ -435,7 +435,7 @@ pub fn plan_sketch_ddg(
             break;
         }
         let spread = req.d as f64 / m as f64;
-        // the DDG sees the sketched vectors, clipped at 1.1c (Algorithm 2): its sensitivity
+        // the DDG sees the sketched vectors, clipped at SKETCH_CLIP_FACTOR·c: its sensitivity
         let sketched = DistributedRequest {
             clip: req.clip * crate::mechanism::distributed::sketch_ddg::SKETCH_CLIP_FACTOR,
             ..*req
