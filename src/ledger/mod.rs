@@ -527,15 +527,20 @@ impl Drop for Gate {
             return;
         }
         if let Some((dir_created, sub)) = self.fresh.take() {
-            // best effort: the key, the lock and the (empty) directories this gate made
-            for f in [KEY_FILE, LOCK_FILE, JOURNAL_FILE] {
-                let _ = std::fs::remove_file(sub.join(f));
-            }
-            let _ = std::fs::remove_dir(&sub);
-            if dir_created {
-                let _ = std::fs::remove_dir(&self.ledger.dir);
-            }
+            remove_fresh_ledger(&self.ledger.dir, dir_created, &sub);
         }
+    }
+}
+
+/// Undo a ledger a refused run created: best effort, the key, the lock, the journal and the
+/// directories, each only if it is there (a directory only if it is then empty).
+fn remove_fresh_ledger(dir: &Path, dir_created: bool, sub: &Path) {
+    for f in [KEY_FILE, LOCK_FILE, JOURNAL_FILE] {
+        let _ = std::fs::remove_file(sub.join(f));
+    }
+    let _ = std::fs::remove_dir(sub);
+    if dir_created {
+        let _ = std::fs::remove_dir(dir);
     }
 }
 
@@ -553,11 +558,7 @@ impl Gate {
             Ok(k) => k,
             Err(e) => {
                 if let Some((dir_created, sub)) = &fresh {
-                    let _ = std::fs::remove_file(sub.join(LOCK_FILE));
-                    let _ = std::fs::remove_dir(sub);
-                    if *dir_created {
-                        let _ = std::fs::remove_dir(dir);
-                    }
+                    remove_fresh_ledger(dir, *dir_created, sub);
                 }
                 return Err(e);
             }
@@ -584,8 +585,19 @@ impl Gate {
                 ),
             ));
         }
-        let inventory = if budget.is_some() {
-            let inv = ledger.inventory()?;
+        // from here on a refusal drops the gate, which removes a ledger this run created
+        let mut gate = Gate {
+            ledger,
+            lock,
+            key,
+            budget,
+            inventory: Inventory::default(),
+            shards: None,
+            admitted: None,
+            fresh,
+        };
+        if gate.budget.is_some() {
+            let inv = gate.ledger.inventory()?;
             if let Some(u) = inv.unreadable.first() {
                 return Err(Error::ledger(
                     dir,
@@ -596,20 +608,9 @@ impl Gate {
                     ),
                 ));
             }
-            inv
-        } else {
-            Inventory::default()
-        };
-        Ok(Gate {
-            ledger,
-            lock,
-            key,
-            budget,
-            inventory,
-            shards: None,
-            admitted: None,
-            fresh,
-        })
+            gate.inventory = inv;
+        }
+        Ok(gate)
     }
 
     /// The key rows are fingerprinted with.
