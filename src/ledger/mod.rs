@@ -551,9 +551,13 @@ impl Gate {
     pub fn new(dir: &Path, budget: Option<Budget>, on_wait: impl FnOnce()) -> Result<Gate> {
         let dir_created = !dir.exists();
         let ledger = Ledger::create(dir)?;
-        let sub_created = !ledger.sub().exists();
         let lock = ledger.lock(on_wait)?;
-        let fresh = sub_created.then(|| (dir_created, ledger.sub()));
+        // Fresh means no run has used this ledger yet: judged under the lock, from the key and
+        // the journal. (Judged before the lock, two racing first publishes both took the ledger
+        // for their own, and the refused one removed the journal the other had just written.)
+        let sub = ledger.sub();
+        let fresh = (!sub.join(KEY_FILE).exists() && !sub.join(JOURNAL_FILE).exists())
+            .then_some((dir_created, sub));
         let key = match ledger.key(&lock) {
             Ok(k) => k,
             Err(e) => {
