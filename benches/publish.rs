@@ -316,9 +316,10 @@ fn bench_noise(c: &mut Criterion, noise: &NoiseSource) {
         .measurement_time(Duration::from_secs(4))
         .throughput(Throughput::Elements(NOISE_LEN as u64));
     let mut buf = vec![0f32; NOISE_LEN];
+    let values = vec![0f64; NOISE_LEN];
     let mut rng = noise.row_rng(0);
     g.bench_function("add_gaussian_noise/1M", |b| {
-        b.iter(|| add_gaussian_noise(black_box(&mut buf), 0.98, &mut rng))
+        b.iter(|| add_gaussian_noise(black_box(&values), &mut buf, 0.98, &mut rng))
     });
     // Reference point: the raw ChaCha20 keystream the sampler draws from (one u64 per value).
     let mut words = vec![0u64; NOISE_LEN];
@@ -493,10 +494,14 @@ fn phases(fx: &Fixture, noise: &NoiseSource) -> dprp::Result<()> {
                 .zip(out.par_chunks_mut(big * k))
                 .for_each(|(r, o)| mech.project(r, o).unwrap());
         });
+        let values: Vec<f64> = out.iter().map(|&v| v as f64).collect();
         let noise_t = time_it(REPS, || {
             out.par_chunks_mut(BLOCK_ROWS * k)
+                .zip(values.par_chunks(BLOCK_ROWS * k))
                 .enumerate()
-                .for_each(|(b, o)| add_gaussian_noise(o, sigma, &mut noise.row_rng(b as u64)));
+                .for_each(|(b, (o, y))| {
+                    add_gaussian_noise(y, o, sigma, &mut noise.row_rng(b as u64))
+                });
         });
         let m: &dyn Mechanism = mech.as_ref();
         let private = time_it(REPS, || {

@@ -3,6 +3,7 @@
 //! the number of trials (5 standard errors), seeds are fixed. Run with `cargo test --release`.
 
 use dprp::estimate::{agreements, sign_cosine, QueryMode};
+use dprp::mechanism::arithmetic::Arithmetic;
 use dprp::mechanism::gaussian_sketch::PublicMap;
 use dprp::mechanism::sign_sketch::{pack_signs, step_sizes, FlipRule, SignSketch};
 use dprp::mechanism::{build, Mechanism, MechanismKind, MechanismParams, SketchMut};
@@ -271,8 +272,8 @@ fn idp_signs_outside_the_noise_set_cannot_change() {
         let mut in_a_total = 0;
         for _ in 0..40 {
             let u: Vec<f32> = random_row(&mut rng, p).iter().map(|v| v * 0.3).collect();
-            let mut x = vec![0f32; k];
-            m.project(&u, &mut x).unwrap();
+            // the values the mechanism computes (f64; `project` rounds them to f32)
+            let x = s.project_values(&u).unwrap();
             let mut mask = Vec::new();
             let size = s.noise_set(&x, &mut mask);
             in_a_total += size;
@@ -280,8 +281,10 @@ fn idp_signs_outside_the_noise_set_cannot_change() {
                 for d in [1.0f32, -1.0] {
                     let mut v = u.clone();
                     v[i] += d;
-                    let mut y = vec![0f32; k];
-                    m.project(&v, &mut y).unwrap();
+                    if v[i].abs() > 1.0 {
+                        continue; // outside the domain [−1, 1]
+                    }
+                    let y = s.project_values(&v).unwrap();
                     for j in (0..k).filter(|&j| !mask[j]) {
                         assert_eq!(
                             x[j] >= 0.0,
@@ -312,7 +315,7 @@ fn idp_signs_outside_the_noise_set_cannot_change() {
 }
 
 /// iDP-RR on a dense projection flips signs in A with 1/(1+e^{ε/|A|}); Rademacher iDP-G uses
-/// Δ₂(A) = β·√(|A|/k).
+/// Δ₂(A) = β_q·√(|A|/k), `β_q = β + 2^-12` (inputs on the grid 2^-12 at β = 1).
 #[test]
 fn idp_calibration_follows_the_noise_set() {
     let (p, k) = (100, 64);
@@ -338,7 +341,9 @@ fn idp_calibration_follows_the_noise_set() {
     }
     let g = build(&params(MechanismKind::IdpSignrpG, p, k, 2.0)).unwrap();
     let sg = SignSketch::from_record(&g.record(), &g.guarantee()).unwrap();
-    assert!((sg.set_sensitivity(&mask, size) - (size as f64 / k as f64).sqrt()).abs() < 1e-12);
+    let want = (1.0 + 1.0 / 4096.0) * (size as f64 / k as f64).sqrt();
+    let got = sg.set_sensitivity(&mask, size);
+    assert!(got >= want && got < want * (1.0 + 1e-12), "{got} vs {want}");
 }
 
 #[test]
@@ -490,18 +495,45 @@ fn bad_parameters_for_sign_mechanisms() {
     assert!(build(&p).err().unwrap().to_string().contains("k ≤ p"));
 }
 
-/// f64 reference of a public map (dense: `Σ_i u_i w_ij / √k`; OPORP: `Σ_{i→j} s_i u_i`).
-fn project_f64(map: &PublicMap, u: &[f32]) -> Vec<f64> {
+/// Reference values of a public map in the mechanism's arithmetic, more accurate than the
+/// mechanism's: dense on the grid, the exact integer sums `Σ_i round(u_i·2^q)·w_ij/unit` (i64)
+/// scaled once; dense in f64, `Σ_i u_i w_ij / √k` by compensated (Neumaier) summation; OPORP:
+/// `Σ_{i→j} s_i u_i`.
+fn project_f64(map: &PublicMap, u: &[f32], arithmetic: Arithmetic) -> Vec<f64> {
     match map {
         PublicMap::Dense(d) => {
             let k = d.k();
-            let mut x = vec![0f64; k];
-            for (row, &ui) in d.entries().chunks(k).zip(u) {
-                for (xj, &w) in x.iter_mut().zip(row) {
-                    *xj += ui as f64 * w as f64;
+            let unit = d.unit() as f64;
+            match arithmetic {
+                Arithmetic::Grid { q } => {
+                    let mut sums = vec![0i64; k];
+                    for (i, &ui) in u.iter().enumerate() {
+                        let n = (ui as f64 * 2f64.powi(q)).round_ties_even() as i64;
+                        for (j, sj) in sums.iter_mut().enumerate() {
+                            *sj += n * (d.entry(i, j) / unit) as i64;
+                        }
+                    }
+                    sums.iter()
+                        .map(|&sj| sj as f64 * unit * 2f64.powi(-q) / (k as f64).sqrt())
+                        .collect()
                 }
+                Arithmetic::Float64 => (0..k)
+                    .map(|j| {
+                        let (mut sum, mut comp) = (0f64, 0f64);
+                        for (i, &ui) in u.iter().enumerate() {
+                            let t = ui as f64 * d.entry(i, j);
+                            let s2 = sum + t;
+                            comp += if sum.abs() >= t.abs() {
+                                (sum - s2) + t
+                            } else {
+                                (t - s2) + sum
+                            };
+                            sum = s2;
+                        }
+                        (sum + comp) / (k as f64).sqrt()
+                    })
+                    .collect(),
             }
-            x.iter().map(|v| v / (k as f64).sqrt()).collect()
         }
         PublicMap::Oporp(o) => {
             let mut x = vec![0f64; o.k()];
@@ -537,17 +569,19 @@ fn smooth_levels_as_computed_move_by_at_most_one() {
         par.projection = projection;
         let m = build(&par).unwrap();
         let s = SignSketch::from_record(&m.record(), &m.guarantee()).unwrap();
-        let exact_steps = step_sizes(s.map(), 1.0);
+        let arithmetic = s.arithmetic().arithmetic;
+        let exact_steps = step_sizes(s.map(), s.arithmetic().beta_q);
         let (mut lx, mut ly) = (Vec::new(), Vec::new());
         let (mut worst_err, mut max_level) = (0f64, 0u32);
-        for t in 0..300 {
+        for _ in 0..300 {
             let u = random_row(&mut rng, p);
             let i = (rng.next_u64() % p as u64) as usize;
             let mut v = u.clone();
-            v[i] += if t % 2 == 0 { 1.0 } else { -1.0 };
-            // the values the mechanism itself computes (f32, or f64 where the f32 guard is large)
-            let x = s.project_values(&u).to_f64();
-            let y = s.project_values(&v).to_f64();
+            // a β = 1 step that stays in the domain [−1, 1]
+            v[i] += if v[i] < 0.0 { 1.0 } else { -1.0 };
+            // the values the mechanism itself computes (its arithmetic)
+            let x = s.project_values(&u).unwrap();
+            let y = s.project_values(&v).unwrap();
             s.levels(&x, &mut lx);
             s.levels(&y, &mut ly);
             for j in 0..k {
@@ -567,29 +601,29 @@ fn smooth_levels_as_computed_move_by_at_most_one() {
                 }
             }
             max_level = max_level.max(*lx.iter().max().unwrap());
-            for ((xj, ej), c) in x.iter().zip(project_f64(s.map(), &u)).zip(&exact_steps) {
+            for ((xj, ej), c) in x
+                .iter()
+                .zip(project_f64(s.map(), &u, arithmetic))
+                .zip(&exact_steps)
+            {
                 worst_err = worst_err.max((xj - ej).abs() / c);
             }
         }
-        // the guard is a worst-case bound; the measured f32 error (relative to c) must sit below it
+        // the guard is a worst-case bound; the measured error (relative to c) must sit below it
         assert!(
             worst_err < s.guard() / 2.0,
-            "{kind:?} p={p}: f32 projection error {worst_err}·c vs guard {}",
+            "{kind:?} p={p}: projection error {worst_err}·c vs guard {}",
             s.guard()
         );
         eprintln!(
-            "{kind:?} p={p} k={k}: guard {:.3e}, measured f32 error {worst_err:.3e}·c, top level {max_level}",
+            "{kind:?} p={p} k={k}: {:?}, guard {:.3e}, measured error {worst_err:.3e}·c, top level {max_level}",
+            arithmetic,
             s.guard()
         );
         assert!(max_level > 2, "{kind:?}: levels should vary ({max_level})");
-        // the rigorous f32 guard grows as p²: past the limit the dense map runs in f64
-        if p >= 2000 && projection.is_some() {
-            assert!(
-                s.guard() < 1e-8,
-                "p = {p} should use f64 values ({})",
-                s.guard()
-            );
-        }
+        // the guard stays negligible at every width (the f32 guard of dprp 0.2.0 was 7.3% at
+        // p = 784 and grew as p²)
+        assert!(s.guard() < 1e-6, "p = {p}: guard {}", s.guard());
 
         // Crafted boundaries: x at (the f32 values around) m·c̃ and x' = x ± c (the exact step):
         // levels differ by at most one; at x' = x + 1.01·c̃ they can differ by two.
@@ -644,7 +678,7 @@ fn idp_gaussian_releases_each_sign_with_the_calibrated_probability() {
         let FlipRule::IdpGaussian { sigma_unit, .. } = s.sign_record().rule else {
             panic!("not iDP-G");
         };
-        let x = s.project_values(&u).to_f64();
+        let x = s.project_values(&u).unwrap();
         let mut mask = Vec::new();
         let size = s.noise_set(&x, &mut mask);
         let sigma = s.set_sensitivity(&mask, size) * sigma_unit;
@@ -688,7 +722,7 @@ fn idp_gaussian_releases_each_sign_with_the_calibrated_probability() {
     let FlipRule::IdpGaussian { sigma_unit, .. } = s.sign_record().rule else {
         panic!("not iDP-G");
     };
-    let x = s.project_values(&u).to_f64();
+    let x = s.project_values(&u).unwrap();
     let mut mask = Vec::new();
     let size = s.noise_set(&x, &mut mask);
     let wrong = 1.3 * s.set_sensitivity(&mask, size) * sigma_unit;

@@ -442,7 +442,8 @@ fn gaussian_projection_sensitivity_exceeds_beta_like_figure_7() {
         let seed = Seed::parse_hex(&format!("{:x}", 100 + s)).unwrap();
         let g = DenseProjection::generate(DenseKind::Gaussian, 784, 256, seed).unwrap();
         let r = DenseProjection::generate(DenseKind::Rademacher, 784, 256, seed).unwrap();
-        assert_eq!(r.sensitivity(1.0), 1.0);
+        // exactly β, computed as an upper bound within a relative 10⁻¹¹
+        assert!(r.sensitivity(1.0) >= 1.0 && r.sensitivity(1.0) < 1.0 + 1e-11);
         vals.push(g.sensitivity(1.0));
     }
     let mean = vals.iter().sum::<f64>() / vals.len() as f64;

@@ -500,8 +500,9 @@ pub fn run(cfg: &AuditConfig, noise: &NoiseSource, pair_seed: u64) -> Result<Aud
                 (Some(a), Some(b)) if matches!(mc, Miscalibration::Sigma(_)) => Some(a / b),
                 _ => None,
             };
-            // Lattice noise adds terms to Δ that do not scale with β (the f32 rounding bound
-            // 2E, the lattice's γ√k), so β·F gives σ·F only approximately: correct β until
+            // Lattice noise adds terms to Δ that do not scale with β (the input grid, which β
+            // chooses in powers of two, the error bound 2E, the lattice's γ√k), so β·F gives σ·F
+            // only approximately: correct β until
             // the realised ratio is F (σ is increasing and close to linear in β).
             if let (Miscalibration::Sigma(f), Some(b)) = (mc, sigma_of(honest.as_ref())) {
                 for _ in 0..30 {

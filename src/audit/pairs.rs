@@ -140,8 +140,8 @@ pub fn construct(
         }
         if let Some(s) = &idp {
             let (mut a, mut b) = (Vec::new(), Vec::new());
-            s.noise_set(&s.project_values(&x).to_f64(), &mut a);
-            s.noise_set(&s.project_values(&y).to_f64(), &mut b);
+            s.noise_set(&s.project_values(&x)?, &mut a);
+            s.noise_set(&s.project_values(&y)?, &mut b);
             if a != b {
                 continue;
             }
@@ -163,8 +163,8 @@ pub fn construct(
     if let Some(s) = &idp {
         // the worst case must have the same noise set too (module documentation)
         let (mut a, mut b) = (Vec::new(), Vec::new());
-        s.noise_set(&s.project_values(&pairs[0].x).to_f64(), &mut a);
-        s.noise_set(&s.project_values(&pairs[0].x_prime).to_f64(), &mut b);
+        s.noise_set(&s.project_values(&pairs[0].x)?, &mut a);
+        s.noise_set(&s.project_values(&pairs[0].x_prime)?, &mut b);
         if a != b {
             return Err(Error::param(
                 "audit",

@@ -219,14 +219,8 @@ pub fn run(a: CalibrateArgs) -> Result<()> {
         };
         let both = ip_variance(family, k, cal.sigma, &stats, QueryMode::BothPrivate);
         let raw = ip_variance(family, k, cal.sigma, &stats, QueryMode::RawQuery);
-        rows.push((
-            k,
-            cal.sensitivity,
-            cal.sigma,
-            cal.sigma_classical,
-            both,
-            raw,
-        ));
+        let cost = crate::mechanism::arithmetic::RoundingCost::of(&rec, &m.guarantee());
+        rows.push((k, cal.sigma, cal.sigma_classical, both, raw, cost));
     }
     outln!(
         "{} at ε = {}, δ = {:e}, β = {}, p = {p}, {} noise; pair with ‖u‖ = {}, ‖v‖ = {}, cos = {} \
@@ -249,22 +243,41 @@ pub fn run(a: CalibrateArgs) -> Result<()> {
          ⟨x̃,ỹ⟩, DESIGN.md §6: both rows released, or a raw query against a released row)"
     )?;
     outln!(
-        "{:>6} {:>10} {:>10} {:>12} {:>13} {:>10} {:>13} {:>10}",
+        "(rounding: Δ_r is the sensitivity the noise is calibrated for — Δ₂ of the exact map plus \
+         the input grid, the arithmetic's error bound and the lattice step; \"σ cost\" is σ against \
+         the σ for Δ₂ itself)"
+    )?;
+    outln!(
+        "{:>6} {:>10} {:>10} {:>10} {:>9} {:>12} {:>13} {:>10} {:>13} {:>10}",
         "k",
         "Δ₂",
+        "Δ_r/Δ₂−1",
         "σ",
+        "σ cost",
         "σ classical",
         "var both",
         "sd both",
         "var raw-q",
         "sd raw-q"
     )?;
-    for (k, sens, sigma, classical, both, raw) in rows {
+    for (k, sigma, classical, both, raw, cost) in rows {
+        let (sens, excess, sigma_cost) = match &cost {
+            Some(c) => (
+                c.sensitivity_exact,
+                format!("{:.2e}", c.sensitivity_excess),
+                c.sigma_textbook
+                    .map(|t| format!("{:+.3}%", (sigma / t - 1.0) * 100.0))
+                    .unwrap_or_else(|| "-".into()),
+            ),
+            None => (f64::NAN, "-".into(), "-".into()),
+        };
         outln!(
-            "{:>6} {:>10.6} {:>10.6} {:>12.6} {:>13.6} {:>10.6} {:>13.6} {:>10.6}",
+            "{:>6} {:>10.6} {:>10} {:>10.6} {:>9} {:>12.6} {:>13.6} {:>10.6} {:>13.6} {:>10.6}",
             k,
             sens,
+            excess,
             sigma,
+            sigma_cost,
             classical,
             both,
             both.sqrt(),

@@ -36,6 +36,14 @@ pub fn run(a: InfoArgs) -> Result<()> {
                 o.insert("shards".into(), shards_json(&r));
             }
             o.insert("advisories".into(), advisories.clone().into());
+            let meta = r.meta();
+            if let Some(c) =
+                crate::mechanism::arithmetic::RoundingCost::of(&meta.mechanism, &meta.guarantee)
+            {
+                let c =
+                    serde_json::to_value(c).map_err(|e| Error::param("--json", e.to_string()))?;
+                o.insert("rounding_cost".into(), c);
+            }
         }
         outln!(
             "{}",
@@ -231,6 +239,12 @@ pub fn describe_meta(path: &std::path::Path, m: &ReleaseMeta, shards: Option<Str
     }
     if let Some(method) = m.mechanism.noise_method() {
         line("noise method", method.describe());
+    }
+    if let Some(a) = &m.mechanism.arithmetic {
+        line("arithmetic", a.describe());
+    }
+    if let Some(c) = crate::mechanism::arithmetic::RoundingCost::of(&m.mechanism, g) {
+        line("rounding cost", c.describe());
     }
     line(
         "noise source",

@@ -9,7 +9,7 @@
 //!
 //! Privacy: Gaussian mechanism on a query of ℓ₂-sensitivity Δ₂ ⇒ (ε,δ)-DP per row.
 
-use super::gaussian_sketch::{calibrate, gaussian_guarantee, GaussianSketch, PublicMap, SigmaRule};
+use super::gaussian_sketch::{GaussianSketch, PublicMap, SigmaRule};
 use super::MechanismParams;
 use crate::error::Result;
 use crate::projection::{Oporp, Seed};
@@ -20,19 +20,5 @@ pub const ALGORITHM: &str = "DP-OPORP (Li & Li, Algorithm 10), analytic sigma (T
 /// Build `dp-oporp` with `k ≤ p` bins.
 pub fn build(params: &MechanismParams, k: usize, seed: Seed) -> Result<GaussianSketch> {
     let map = PublicMap::Oporp(Oporp::generate(params.p, k, seed)?);
-    let delta = params.delta.unwrap_or(0.0);
-    let cal = calibrate(
-        map.sensitivity(params.beta),
-        params.epsilon,
-        delta,
-        SigmaRule::Analytic,
-    )?;
-    let guarantee = gaussian_guarantee(params, &cal);
-    Ok(GaussianSketch::new(
-        params.kind,
-        ALGORITHM,
-        map,
-        cal,
-        guarantee,
-    ))
+    GaussianSketch::build(params.kind, ALGORITHM, map, params, SigmaRule::Analytic)
 }

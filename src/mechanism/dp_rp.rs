@@ -9,9 +9,12 @@
 //!
 //! Privacy argument: a β-neighbour changes `u` by `β·e_i` (or any `d` with `‖d‖₁ ≤ β`), so `x`
 //! changes by `Wᵀd/√k`, whose ℓ₂ norm is at most `Δ₂`; the Gaussian mechanism calibrated to `Δ₂`
-//! is (ε,δ)-DP. `W` is public, so releasing its seed costs nothing.
+//! is (ε,δ)-DP. `W` is public, so releasing its seed costs nothing. The map is computed in the
+//! arithmetic of [`super::arithmetic`] (Rademacher and sparse maps: inputs on the grid `2^-q`,
+//! exact sums, `Δ_q = Δ₂·(1 + 2^-q/β)`; Gaussian and uniform: f64), and σ is calibrated for the
+//! computed values' sensitivity: `Δ_q + 2E` (float noise) or `Δ_q + 2E + γ√k` (lattice).
 
-use super::gaussian_sketch::{calibrate, gaussian_guarantee, GaussianSketch, PublicMap, SigmaRule};
+use super::gaussian_sketch::{GaussianSketch, PublicMap, SigmaRule};
 use super::{MechanismKind, MechanismParams};
 use crate::error::Result;
 use crate::projection::{DenseKind, DenseProjection, Seed};
@@ -29,14 +32,5 @@ pub fn build(params: &MechanismParams, k: usize, seed: Seed) -> Result<GaussianS
     } else {
         SigmaRule::Analytic
     };
-    let delta = params.delta.unwrap_or(0.0);
-    let cal = calibrate(map.sensitivity(params.beta), params.epsilon, delta, rule)?;
-    let guarantee = gaussian_guarantee(params, &cal);
-    Ok(GaussianSketch::new(
-        params.kind,
-        ALGORITHM,
-        map,
-        cal,
-        guarantee,
-    ))
+    GaussianSketch::build(params.kind, ALGORITHM, map, params, rule)
 }

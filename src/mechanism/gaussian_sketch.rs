@@ -9,9 +9,10 @@ use rand::RngExt;
 use rand_chacha::ChaCha20Rng;
 use rand_distr::StandardNormal;
 
+use super::arithmetic::ArithmeticRecord;
 use super::{
-    GaussianCalibration, Mechanism, MechanismKind, MechanismRecord, Payload, ProjectionRecord,
-    SketchMut,
+    GaussianCalibration, Mechanism, MechanismKind, MechanismParams, MechanismRecord, Payload,
+    ProjectionRecord, SketchMut,
 };
 use crate::error::{Error, Result};
 use crate::estimate::{Estimator, Family};
@@ -189,6 +190,7 @@ pub struct GaussianSketch {
     calibration: GaussianCalibration,
     guarantee: Guarantee,
     lattice: Option<(LatticeRecord, LatticeNoise)>,
+    arithmetic: ArithmeticRecord,
 }
 
 /// The guarantee a calibrated Gaussian release actually carries: (ε, max(δ, δ_exact)). For the
@@ -207,27 +209,43 @@ pub fn gaussian_guarantee(params: &super::MechanismParams, cal: &GaussianCalibra
 }
 
 impl GaussianSketch {
-    /// Assemble a mechanism from its parts (used by the per-mechanism constructors).
-    pub fn new(
+    /// Assemble a float-noise mechanism from its public map (used by the per-mechanism
+    /// constructors): plans the map's arithmetic ([`crate::mechanism::arithmetic`]) and
+    /// calibrates σ with `rule` for the sensitivity the computed values carry, `Δ_q + 2E`.
+    pub fn build(
         kind: MechanismKind,
         algorithm: &'static str,
         map: PublicMap,
-        calibration: GaussianCalibration,
-        guarantee: Guarantee,
-    ) -> GaussianSketch {
-        GaussianSketch {
+        params: &MechanismParams,
+        rule: SigmaRule,
+    ) -> Result<GaussianSketch> {
+        let arithmetic = ArithmeticRecord::plan(&map, params.beta, params.neighbour);
+        let calibration = calibrate(
+            arithmetic.charged_sensitivity(),
+            params.epsilon,
+            params.delta.unwrap_or(0.0),
+            rule,
+        )?;
+        let guarantee = gaussian_guarantee(params, &calibration);
+        Ok(GaussianSketch {
             kind,
             algorithm,
             map,
             calibration,
             guarantee,
             lattice: None,
-        }
+            arithmetic,
+        })
+    }
+
+    /// How the map is evaluated and what that costs.
+    pub fn arithmetic(&self) -> &ArithmeticRecord {
+        &self.arithmetic
     }
 
     /// Switch a float-calibrated mechanism to the chosen noise: for lattice noise, re-plan the
-    /// calibration for the rounded sensitivity `Δ + 2E + γ√k` at `(ε₀, δ₀)`
-    /// ([`lattice::plan`]); float leaves it as it is.
+    /// calibration for the rounded sensitivity `Δ_q + 2E + γ√k` at `(ε₀, δ₀)`
+    /// ([`lattice::plan`]; `Δ_q` and `E` from the map's arithmetic); float leaves it as it is.
     pub fn with_noise(
         mut self,
         noise: NoiseChoice,
@@ -241,10 +259,9 @@ impl GaussianSketch {
         } else {
             SigmaRule::Analytic
         };
-        let fp = lattice::projection_error(&self.map);
         let (rec, cal) = lattice::plan(
-            self.calibration.sensitivity,
-            fp,
+            self.arithmetic.sensitivity,
+            self.arithmetic.error,
             self.map.k(),
             params.epsilon,
             params.delta.unwrap_or(0.0),
@@ -311,34 +328,46 @@ impl GaussianSketch {
                 ))
             }
         };
-        let mut m = GaussianSketch::new(rec.name, algorithm, map, cal, guarantee.clone());
-        m.lattice = lattice;
-        Ok(m)
+        // releases written before dprp 0.3.0 have no arithmetic record: their rows were
+        // projected in f32; queries are now projected as a new release would project them
+        let arithmetic = match &rec.arithmetic {
+            Some(a) => a.clone(),
+            None => ArithmeticRecord::plan(&map, guarantee.beta, guarantee.neighbour),
+        };
+        Ok(GaussianSketch {
+            kind: rec.name,
+            algorithm,
+            map,
+            calibration: cal,
+            guarantee: guarantee.clone(),
+            lattice,
+            arithmetic,
+        })
     }
 
-    /// Add this mechanism's noise to projected values.
-    fn add_noise(&self, out: &mut [f32], rng: &mut ChaCha20Rng) -> Result<()> {
+    /// Add this mechanism's noise to the computed values `y` of one row, into `out`.
+    fn add_noise(&self, y: &[f64], out: &mut [f32], rng: &mut ChaCha20Rng) -> Result<()> {
         match &self.lattice {
-            Some((_, noise)) => noise.add(out, rng),
+            Some((_, noise)) => noise.add(y, out, rng),
             None => {
-                add_gaussian_noise(out, self.calibration.sigma, rng);
+                add_gaussian_noise(y, out, self.calibration.sigma, rng);
                 Ok(())
             }
         }
     }
-}
 
-/// Add `σ·N(0,1)` to every value (f64 sampling, rounded once into f32).
-pub fn add_gaussian_noise(out: &mut [f32], sigma: f64, rng: &mut ChaCha20Rng) {
-    for v in out.iter_mut() {
-        let z: f64 = rng.sample(StandardNormal);
-        *v = (*v as f64 + sigma * z) as f32;
+    /// The map's values on `rows` in the release's arithmetic (f64, `m×k`).
+    pub fn evaluate(&self, rows: &[f32]) -> Result<Vec<f64>> {
+        let m = rows.len() / self.map.p().max(1);
+        let mut y = vec![0f64; m * self.map.k()];
+        self.arithmetic
+            .arithmetic
+            .evaluate(&self.map, rows, &mut y)?;
+        Ok(y)
     }
-}
 
-impl GaussianSketch {
-    /// Check the block's shape and apply the public map into the real output buffer.
-    fn project_checked<'a>(&self, rows: &[f32], out: SketchMut<'a>) -> Result<&'a mut [f32]> {
+    /// The real output buffer of a block, checked against the rows' shape.
+    fn real_out<'a>(&self, rows: &[f32], out: SketchMut<'a>) -> Result<&'a mut [f32]> {
         let SketchMut::Real(out) = out else {
             return Err(Error::param(
                 "payload",
@@ -352,9 +381,21 @@ impl GaussianSketch {
                 "block shape does not match the mechanism",
             ));
         }
-        self.map.apply(rows, out);
         Ok(out)
     }
+}
+
+/// `out = y + σ·N(0,1)` per value (f64 sampling, rounded once into f32).
+pub fn add_gaussian_noise(y: &[f64], out: &mut [f32], sigma: f64, rng: &mut ChaCha20Rng) {
+    for (v, &yv) in out.iter_mut().zip(y) {
+        let z: f64 = rng.sample(StandardNormal);
+        *v = (yv + sigma * z) as f32;
+    }
+}
+
+impl GaussianSketch {
+    /// Rows evaluated together (the f64 values of one tile are held at once).
+    const TILE: usize = crate::projection::dense::PROJECT_TILE_ROWS;
 }
 
 impl Mechanism for GaussianSketch {
@@ -387,10 +428,25 @@ impl Mechanism for GaussianSketch {
                 Some((r, _)) => NoiseMethod::Lattice(r.clone()),
                 None => NoiseMethod::Float,
             }),
+            arithmetic: Some(self.arithmetic.clone()),
         }
     }
+    /// The values a release's noise is added to (the release's arithmetic), rounded to f32.
     fn project(&self, rows: &[f32], out: &mut [f32]) -> Result<()> {
-        self.map.apply(rows, out);
+        let m = rows.len() / self.map.p().max(1);
+        if m * self.map.p() != rows.len() || out.len() != m * self.map.k() {
+            return Err(Error::param(
+                "rows",
+                "block shape does not match the mechanism",
+            ));
+        }
+        for (r, o) in rows
+            .chunks(Self::TILE * self.map.p())
+            .zip(out.chunks_mut(Self::TILE * self.map.k()))
+        {
+            let y = self.evaluate(r)?;
+            o.iter_mut().zip(&y).for_each(|(o, &v)| *o = v as f32);
+        }
         Ok(())
     }
     fn privatise(
@@ -400,8 +456,9 @@ impl Mechanism for GaussianSketch {
         out: SketchMut<'_>,
         rng: &mut ChaCha20Rng,
     ) -> Result<()> {
-        let out = self.project_checked(rows, out)?;
-        self.add_noise(out, rng)
+        let out = self.real_out(rows, out)?;
+        let y = self.evaluate(rows)?;
+        self.add_noise(&y, out, rng)
     }
     fn privatise_rows(
         &self,
@@ -410,12 +467,20 @@ impl Mechanism for GaussianSketch {
         first_row: u64,
         noise: &crate::privacy::noise::NoiseSource,
     ) -> Result<()> {
-        // One projection for all rows (a larger, more efficient matrix product), then each row's
-        // noise from its own stream: identical to privatising row by row.
-        let out = self.project_checked(rows, out)?;
-        for (i, o) in out.chunks_mut(self.map.k()).enumerate() {
-            let mut rng = noise.row_rng(super::row_id(first_row, i)?);
-            self.add_noise(o, &mut rng)?;
+        // One projection per tile of rows (a larger, more efficient matrix product), then each
+        // row's noise from its own stream: identical to privatising row by row.
+        let out = self.real_out(rows, out)?;
+        let (p, k) = (self.map.p(), self.map.k());
+        for (t, (r, o)) in rows
+            .chunks(Self::TILE * p)
+            .zip(out.chunks_mut(Self::TILE * k))
+            .enumerate()
+        {
+            let y = self.evaluate(r)?;
+            for (i, (yr, or)) in y.chunks(k).zip(o.chunks_mut(k)).enumerate() {
+                let mut rng = noise.row_rng(super::row_id(first_row, t * Self::TILE + i)?);
+                self.add_noise(yr, or, &mut rng)?;
+            }
         }
         Ok(())
     }

@@ -22,6 +22,7 @@
 //! over |A|; since one coordinate moves one bin, spending ε per bin is already ε-iDP, and dprp does
 //! that (better utility, same guarantee).
 
+use super::arithmetic::ArithmeticRecord;
 use super::gaussian_sketch::PublicMap;
 use super::sign_rr::require_coordinate_neighbours;
 use super::sign_sketch::{FlipRule, SignRecord, SignSketch};
@@ -105,7 +106,7 @@ pub fn build(
     if let (true, NoiseChoice::Lattice, Some(delta)) = (gaussian, noise, delta) {
         sketch.idp_lattice = Some(IdpLattice::plan(
             sketch.map(),
-            params.beta,
+            sketch.arithmetic(),
             params.epsilon,
             delta,
         )?);
@@ -128,20 +129,26 @@ pub struct IdpLattice {
 }
 
 impl IdpLattice {
-    fn plan(map: &PublicMap, beta: f64, epsilon: f64, delta: f64) -> Result<IdpLattice> {
+    fn plan(
+        map: &PublicMap,
+        arithmetic: &ArithmeticRecord,
+        epsilon: f64,
+        delta: f64,
+    ) -> Result<IdpLattice> {
+        let beta_q = arithmetic.beta_q;
         let k = map.k();
         let eta = lattice::eta_bound(lattice::S2)?;
         let lc = lattice::log_c(eta, crate::privacy::exact::WEIGHT_ERROR);
         let (eps0, del0) = lattice::account(epsilon, delta, k, lc)?;
         let sigma_unit = analytic_sigma(1.0, eps0, del0)?;
-        let min_step = super::sign_sketch::step_sizes(map, beta)
+        let min_step = super::sign_sketch::step_sizes(map, beta_q)
             .into_iter()
             .fold(f64::INFINITY, f64::min);
         let g = lattice::choose_g(min_step, k, min_step * sigma_unit);
         lattice::check_range(map, g)?;
-        let fp = lattice::projection_error(map);
+        let fp = arithmetic.error;
         // the largest s² any row can need: Δ₂(A) ≤ Δ₂ of the whole map
-        let worst = (map.sensitivity(beta) + 2.0 * fp + lattice::pow2(-g) * (k as f64).sqrt())
+        let worst = (arithmetic.sensitivity + 2.0 * fp + lattice::pow2(-g) * (k as f64).sqrt())
             * sigma_unit
             * lattice::pow2(g);
         if worst.is_nan() || worst * worst >= crate::privacy::exact::TABLE_GAUSSIAN_MAX_S2 as f64 {

@@ -48,6 +48,7 @@
 //! The sign mechanisms share [`sign_sketch`]: projection, packing of signs (64 per `u64`) and the
 //! flip rules.
 
+pub mod arithmetic;
 pub mod distributed;
 pub mod dp_oporp;
 pub mod dp_rp;
@@ -401,6 +402,11 @@ pub struct MechanismRecord {
     /// used the floating-point sampler: [`MechanismRecord::noise_method`] reads those as float.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub noise: Option<NoiseMethod>,
+    /// How the public map is evaluated on private rows and what that costs
+    /// ([`arithmetic`]); absent in releases written before dprp 0.3.0 (f32 evaluation) and for
+    /// mechanisms without one public map.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arithmetic: Option<arithmetic::ArithmeticRecord>,
 }
 
 impl MechanismRecord {
@@ -747,8 +753,21 @@ mod tests {
                 analytic_sigma(cal.sensitivity, 2.0, 1e-6).unwrap()
             };
             assert_eq!(cal.sigma, expect, "{kind:?}");
-            if proj.is_none() {
-                assert_eq!(cal.sensitivity, 0.5, "{kind:?}: Δ₂ = β");
+            if kind == MechanismKind::DpRpGOpt && proj.is_none() {
+                // Rademacher: inputs on the grid 2^-13 (≤ β/4096), Δ₂ = β + 2^-13
+                let want = 0.5 + 2f64.powi(-13);
+                assert!(
+                    cal.sensitivity >= want && cal.sensitivity < want * (1.0 + 1e-11),
+                    "{kind:?}: Δ₂ = {}",
+                    cal.sensitivity
+                );
+            } else if proj.is_none() {
+                // raw: Δ₂ = β; OPORP: Δ₂ = β plus 2E ≈ 10⁻¹⁵ for its f64 bin sums
+                assert!(
+                    cal.sensitivity >= 0.5 && cal.sensitivity < 0.5 * (1.0 + 1e-11),
+                    "{kind:?}: Δ₂ = {} for β",
+                    cal.sensitivity
+                );
             } else {
                 assert!(cal.sensitivity > 0.5, "{kind:?} {proj:?}: Δ₂ > β");
             }
@@ -794,7 +813,7 @@ mod tests {
         let cal = m.record().gaussian.unwrap();
         let d = g.delta.unwrap();
         assert!(d > 1e-6, "{d}");
-        assert_eq!(d, gaussian_delta(cal.sigma, 1.0, 10.0));
+        assert_eq!(d, gaussian_delta(cal.sigma, cal.sensitivity, 10.0));
         // lattice noise: the δ of the continuous twin at (Δ_r, ε₀), times c^k
         let m = build(&params(MechanismKind::DpRpG, 10.0, Some(10))).unwrap();
         let rec = m.record();

@@ -5,7 +5,7 @@
 //! so the row changes by at most β in ℓ₂: `Δ₂ = β`; the analytic Gaussian mechanism with that Δ₂
 //! is (ε,δ)-DP for the row, and rows use independent noise.
 
-use super::gaussian_sketch::{calibrate, gaussian_guarantee, GaussianSketch, PublicMap, SigmaRule};
+use super::gaussian_sketch::{GaussianSketch, PublicMap, SigmaRule};
 use super::{MechanismKind, MechanismParams};
 use crate::error::Result;
 
@@ -16,19 +16,11 @@ pub const ALGORITHM: &str =
 /// Build `raw-g-opt` for `params.p` coordinates.
 pub fn build(params: &MechanismParams) -> Result<GaussianSketch> {
     let map = PublicMap::Identity { p: params.p };
-    let delta = params.delta.unwrap_or(0.0);
-    let cal = calibrate(
-        map.sensitivity(params.beta),
-        params.epsilon,
-        delta,
-        SigmaRule::Analytic,
-    )?;
-    let guarantee = gaussian_guarantee(params, &cal);
-    Ok(GaussianSketch::new(
+    GaussianSketch::build(
         MechanismKind::RawGOpt,
         ALGORITHM,
         map,
-        cal,
-        guarantee,
-    ))
+        params,
+        SigmaRule::Analytic,
+    )
 }

@@ -8,7 +8,8 @@
 //!    central-limit approximation), with `r = β/ν` for the public norm lower bound `ν ≤ ‖u‖`
 //!    (`--min-norm`; rows below it are refused). The number of flippable signs is
 //!    `N ~ Binomial(k, P)`, and `N₊ = min(k, ⌈(1+η)Pk⌉)` bounds it except with probability δ
-//!    (Chernoff; [`crate::privacy::nplus`]).
+//!    (Chernoff; [`crate::privacy::nplus`]). The values are computed in f64, within `E_j` of the
+//!    exact ones, so `r` is taken for `β·(1 + g)` ([`super::sign_sketch::fp_guard`], `g ≤ 10⁻⁶`).
 //! 3. Flip each sign with probability `1/(1+e^{ε'})`, `ε' = ε/N₊` rounded down: the at most N₊
 //!    signs that differ between neighbours cost `ε'` each, so the release is ε-DP except with
 //!    probability δ over the projection: (ε, δ)-DP. The coin is exact: probability `Q/2⁶⁴`
@@ -19,8 +20,9 @@
 //! one sign (N₊ = 1, no δ): flip each sign with `1/(1+e^{ε})` for pure ε-DP. This needs the
 //! single-coordinate neighbour relation; under ℓ₁ adjacency several bins can move, so it is refused.
 
+use super::arithmetic::Arithmetic;
 use super::gaussian_sketch::PublicMap;
-use super::sign_sketch::{FlipRule, SignRecord, SignSketch};
+use super::sign_sketch::{fp_guard, FlipRule, SignRecord, SignSketch};
 use super::{MechanismKind, MechanismParams};
 use crate::error::{Error, Result};
 use crate::privacy::guarantee::{Guarantee, GuaranteeKind, Neighbour};
@@ -85,10 +87,14 @@ pub fn build(params: &MechanismParams, k: usize, seed: Seed) -> Result<SignSketc
     let delta = params
         .delta
         .ok_or_else(|| Error::missing("--delta", "dp-signrp-rr gives (ε,δ)-DP and needs δ"))?;
-    let np = nplus::compute(kind, params.beta, nu, params.p, k, delta)?;
+    let map = PublicMap::Dense(DenseProjection::generate(kind, params.p, k, seed)?);
+    // the signs are of values computed in f64, each within E_j of its exact value: a neighbour
+    // can flip sign j only if |w_jᵀu|/√k < c_j + 2E_j = c_j·(1 + g), so N₊ is bounded for
+    // β·(1 + g) (g ≤ 10⁻⁶ at p ≤ 65 536; module documentation of sign_sketch, "Floating point")
+    let g = fp_guard(&map, Arithmetic::Float64, params.beta, 1);
+    let np = nplus::compute(kind, params.beta * (1.0 + g), nu, params.p, k, delta)?;
     // ε/N₊ rounded down: N₊·ε' ≤ ε exactly
     let eps_prime = split_epsilon(params.epsilon, np.n_plus as u64);
-    let map = PublicMap::Dense(DenseProjection::generate(kind, params.p, k, seed)?);
     let record = SignRecord {
         rule: FlipRule::RandomisedResponse {
             eps_prime,

@@ -9,15 +9,17 @@
 //! `c_j = β` for OPORP (each coordinate enters one bin with weight ±1). A β-neighbour moves value `j`
 //! by at most `c_j`, so its sign can change only if `|x_j| ≤ c_j`.
 //!
-//! **Floating point.** The argument above is exact arithmetic; the projected values are f32 dot
-//! products and the levels are computed. The mechanisms therefore use guarded steps
-//! `c̃_j = c_j·(1 + g)` for `L_j` and for the noise set `A` (a larger step means smaller levels and
-//! a larger `A`: more noise, never less), with `g` from [`fp_guard`]: the worst-case error of an
-//! f32 dot product of `n` terms is `γ_n·Σ|u_i w_ij|` (`γ_n = n·u/(1 − n·u)`, `u = 2⁻²⁴`, any
-//! summation order, Higham Thm 3.5), and inputs lie in `[-1, 1]`, so a value moves by at most
-//! `c_j·γ_n·n/β` beyond its exact value; two neighbours' errors, the rounding of the `1/√k`
-//! scale and the level arithmetic (f64) are added. `n` is `p` for dense maps (so the guard grows
-//! as `p²`: 7.3% at p = 784, β = 1) and the largest bin for OPORP (negligible).
+//! **Floating point.** The argument above is exact arithmetic; the projected values are computed
+//! and so are the levels. The values are computed in the arithmetic of
+//! [`super::arithmetic`] (f64 values; for ±1 maps, inputs on the grid `2^-q` with exact integer
+//! sums, so `c_j` is taken for `β_q = β + 2^-q`, the largest change of a rounded coordinate), each
+//! within `E_j` of its exact value. The mechanisms use guarded steps `c̃_j = c_j·(1 + g)` for
+//! `L_j` and for the noise set `A` (a larger step means smaller levels and a larger `A`: more
+//! noise, never less), with `g` from [`fp_guard`]: two neighbours' computed values differ by at
+//! most `c_j + 2E_j`, and the level arithmetic (f64) adds its own roundings. `g ≤ 10⁻⁶` for every
+//! map at p ≤ 65 536 (`2·10⁻¹¹` on the grid). Randomised response compares nothing with the
+//! steps; its dense form evaluates in f64 (no grid, so `‖u‖ ≥ ν` is unchanged) and charges `g` to
+//! the N₊ bound ([`super::sign_rr`]).
 //!
 //! **Coins.** Every flip is an exact comparison of a uniform 64-bit word with the numerator `Q` of
 //! a dyadic flip probability `Q/2⁶⁴` rounded toward ½ ([`crate::privacy::rr`]): randomised
@@ -30,11 +32,12 @@ use rand_chacha::ChaCha20Rng;
 use rand_distr::StandardNormal;
 use serde::{Deserialize, Serialize};
 
+use super::arithmetic::{Arithmetic, ArithmeticRecord};
 use super::gaussian_sketch::PublicMap;
 use super::{Mechanism, MechanismKind, MechanismRecord, Payload, SketchMut};
 use crate::error::{Error, Result};
 use crate::estimate::Estimator;
-use crate::privacy::guarantee::Guarantee;
+use crate::privacy::guarantee::{Guarantee, Neighbour};
 use crate::privacy::noise::NoiseSource;
 use crate::privacy::nplus::NPlus;
 use crate::privacy::rr::{smooth_flip_table, split_epsilon, Flip};
@@ -205,39 +208,27 @@ impl SignRecord {
 const SMOOTH_TABLE_MAX: usize = 1 << 16;
 
 /// The relative guard `g` added to every step (module documentation, "Floating point"), for a
-/// public map, β, the largest level `last` that is distinguished (values beyond it share one
-/// flip probability; 1 for the iDP noise set, which only compares `|x_j|` with `c̃_j`), and the
-/// unit roundoff `u` of the projection arithmetic (2⁻²⁴ for f32, 2⁻⁵³ for f64).
+/// public map evaluated in `arithmetic`, β, and the largest level `last` that is distinguished
+/// (values beyond it share one flip probability; 1 for the iDP noise set, which only compares
+/// `|x_j|` with `c̃_j`).
 ///
-/// Terms, all relative to `c_j`:
-/// - projection: two neighbours, each off its exact value by `≤ γ_n·n·max_i|w_ij|·s` where
-///   `c_j = β·max_i|w_ij|·s` (`s` the scale, `|u_i| ≤ 1`), i.e. `2·γ_n·n/β`;
-/// - the scale `s = 1/√k` is a rounded constant applied by one more rounding: `|x|` is off by a
-///   relative `2u` at most; at `|x| ≤ (last + 1)·c̃` that is `2u·(last + 1)` per value, two values;
+/// Terms, relative to `c_j` (the step for `β_q`):
+/// - projection: two neighbours, each within `E_j` ([`Arithmetic::output_errors`]) of its exact
+///   value, whose exact values differ by at most `c_j`: `2·max_j E_j/c_j` (columns with `c_j = 0`
+///   are zero columns, computed exactly as 0 in every arithmetic);
 /// - the level `t = |x|·(1/c̃)` in f64: two roundings, `2·2⁻⁵³·(last + 1)` per value, two values.
-pub fn fp_guard(map: &PublicMap, beta: f64, last: usize, u: f64) -> f64 {
-    let (n, scaled) = match map {
-        PublicMap::Dense(d) => (d.p(), true),
-        PublicMap::Oporp(o) => {
-            let mut sizes = vec![0usize; o.k()];
-            for &b in o.bins() {
-                sizes[b as usize] += 1;
-            }
-            (sizes.into_iter().max().unwrap_or(0), false)
-        }
-        PublicMap::Identity { .. } => (0, false),
-    };
-    let nf = n as f64;
-    let gamma = nf * u / (1.0 - nf * u);
+pub fn fp_guard(map: &PublicMap, arithmetic: Arithmetic, beta: f64, last: usize) -> f64 {
+    let steps = step_sizes(map, arithmetic.effective_beta(beta));
+    let projection = arithmetic
+        .output_errors(map)
+        .iter()
+        .zip(&steps)
+        .filter(|(_, &c)| c > 0.0)
+        .map(|(&e, &c)| 2.0 * e / c)
+        .fold(0.0, f64::max);
     let levels = last as f64 + 1.0;
-    let scale = if scaled { 2.0 * 2.0 * u * levels } else { 0.0 };
-    2.0 * gamma * nf / beta + scale + 2.0 * 2.0 * f64::EPSILON / 2.0 * levels
+    (projection + 2.0 * 2.0 * f64::EPSILON / 2.0 * levels) * (1.0 + 1e-12)
 }
-
-/// Above this f32 guard, a dense map is evaluated in f64 for the rules that compare values with
-/// steps (smooth flipping, iDP): the f32 guard grows as `p²` (7.9% at p = 784, 48% at p = 2000),
-/// the f64 one stays below 10⁻⁸ for any practical `p`.
-pub const F32_GUARD_LIMIT: f64 = 0.1;
 
 /// A sign mechanism: public map, signs, flip rule.
 #[derive(Debug, Clone)]
@@ -249,8 +240,10 @@ pub struct SignSketch {
     steps: Vec<f64>,
     /// The relative guard ([`fp_guard`]).
     guard: f64,
-    /// The dense map's entries in f64 when values are computed in f64 ([`F32_GUARD_LIMIT`]).
-    precise: Option<Vec<f64>>,
+    /// How the map is evaluated ([`super::arithmetic`]).
+    arithmetic: ArithmeticRecord,
+    /// `β_q`: the largest change of one (rounded) input coordinate between neighbours.
+    beta_q: f64,
     /// `1/c̃_j`.
     inv_steps: Vec<f64>,
     record: SignRecord,
@@ -263,19 +256,23 @@ pub struct SignSketch {
     pub(super) idp_lattice: Option<super::idp_sign::IdpLattice>,
 }
 
+/// The arithmetic of a sign mechanism: the map's ([`Arithmetic::choose`]) for the rules that
+/// compare values with steps; f64 for randomised response, whose N₊ bound assumes `‖u‖ ≥ ν`
+/// of the row itself (the grid's rounding could lower the norm).
+pub fn sign_arithmetic(map: &PublicMap, record: &SignRecord, neighbour: Neighbour) -> Arithmetic {
+    match record.rule {
+        FlipRule::RandomisedResponse { .. } => Arithmetic::Float64,
+        _ => Arithmetic::choose(map, record.beta, neighbour),
+    }
+}
+
 /// `c_j` for a public map and β (see the module documentation).
 pub fn step_sizes(map: &PublicMap, beta: f64) -> Vec<f64> {
     match map {
         PublicMap::Dense(d) => {
-            let k = d.k();
-            let mut m = vec![0f64; k];
-            for row in d.entries().chunks(k) {
-                for (mj, &w) in m.iter_mut().zip(row) {
-                    *mj = mj.max((w as f64).abs());
-                }
-            }
-            let s = beta / (k as f64).sqrt();
-            m.into_iter().map(|v| v * s).collect()
+            // rounded up: β·max|w_ij|/√k in f64, inflated by a relative 2⁻⁵⁰
+            let s = beta / (d.k() as f64).sqrt() * (1.0 + crate::privacy::lattice::pow2(-50));
+            d.column_max_abs().into_iter().map(|v| v * s).collect()
         }
         PublicMap::Oporp(o) => {
             let mut m = vec![0f64; o.k()];
@@ -337,16 +334,12 @@ impl SignSketch {
             _ => Flip::randomised_response_or_half(0.0),
         };
         let last = smooth_table.len().max(2) - 1;
-        let compares = !matches!(record.rule, FlipRule::RandomisedResponse { .. });
-        let mut guard = fp_guard(&map, record.beta, last, f32::EPSILON as f64 / 2.0);
-        let mut precise = None;
-        if let PublicMap::Dense(d) = &map {
-            if compares && guard > F32_GUARD_LIMIT {
-                guard = fp_guard(&map, record.beta, last, f64::EPSILON / 2.0);
-                precise = Some(d.entries().iter().map(|&w| w as f64).collect());
-            }
-        }
-        let steps: Vec<f64> = step_sizes(&map, record.beta)
+        let arithmetic = sign_arithmetic(&map, &record, guarantee.neighbour);
+        let guard = fp_guard(&map, arithmetic, record.beta, last);
+        let beta_q = arithmetic.effective_beta(record.beta);
+        let mut arithmetic = ArithmeticRecord::with(&map, record.beta, arithmetic);
+        arithmetic.guard = Some(guard);
+        let steps: Vec<f64> = step_sizes(&map, beta_q)
             .into_iter()
             .map(|c| c * (1.0 + guard))
             .collect();
@@ -357,7 +350,8 @@ impl SignSketch {
             map,
             steps,
             guard,
-            precise,
+            arithmetic,
+            beta_q,
             inv_steps,
             record,
             guarantee,
@@ -443,8 +437,9 @@ impl SignSketch {
         n
     }
 
-    /// Δ₂ of the values in `A` under β-adjacency: `(β/√k)·max_i ‖W[i,A]‖₂` (dense; Rademacher gives
-    /// `β·√(|A|/k)`), or β for OPORP (one coordinate moves one bin by at most β).
+    /// Δ₂ of the values in `A` under β-adjacency: `(β_q/√k)·max_i ‖W[i,A]‖₂` (dense; Rademacher
+    /// gives `β_q·√(|A|/k)`), or β_q for OPORP (one coordinate moves one bin by at most β_q);
+    /// `β_q = β + 2^-q` on the grid, β otherwise ([`super::arithmetic`]).
     pub fn set_sensitivity(&self, mask: &[bool], size: u32) -> f64 {
         self.sensitivity_of(|j| mask[j], size)
     }
@@ -477,7 +472,7 @@ impl SignSketch {
                     size as f64
                 } else {
                     let idx: Vec<usize> = (0..k).filter(|&j| member(j)).collect();
-                    d.entries()
+                    d.units()
                         .chunks(k)
                         .map(|row| {
                             idx.iter()
@@ -486,15 +481,18 @@ impl SignSketch {
                         })
                         .fold(0.0, f64::max)
                 };
-                self.record.beta / (k as f64).sqrt() * worst.sqrt()
+                self.beta_q / (k as f64).sqrt()
+                    * worst.sqrt()
+                    * d.unit() as f64
+                    * (1.0 + crate::privacy::lattice::pow2(-50))
             }
             // every OPORP coordinate enters one bin with weight ±1 (checked when the map is built:
             // `step_sizes` gives c_j = β·max|r_i| = β), so a non-empty A has Δ₂(A) = β
             PublicMap::Oporp(o) => {
                 debug_assert!(o.signs().iter().all(|s| s.abs() == 1.0));
-                self.record.beta
+                self.beta_q
             }
-            PublicMap::Identity { .. } => self.record.beta,
+            PublicMap::Identity { .. } => self.beta_q,
         }
     }
 
@@ -629,31 +627,19 @@ impl SignSketch {
         }
     }
 
-    /// The projected values the mechanism works with: f32 from the public map, or f64 for a dense
-    /// map whose f32 rounding would need a guard above [`F32_GUARD_LIMIT`].
-    pub fn project_values(&self, rows: &[f32]) -> Values {
-        let k = self.map.k();
+    /// The projected values the mechanism works with (f64, in its arithmetic).
+    pub fn project_values(&self, rows: &[f32]) -> Result<Vec<f64>> {
         let m = rows.len() / self.map.p().max(1);
-        match (&self.precise, &self.map) {
-            (Some(w), PublicMap::Dense(d)) => {
-                let a: Vec<f64> = rows.iter().map(|&v| v as f64).collect();
-                let mut z = vec![0f64; m * k];
-                let (Ok(a), Ok(b), Ok(mut c)) = (
-                    ndarray::ArrayView2::from_shape((m, d.p()), &a[..]),
-                    ndarray::ArrayView2::from_shape((d.p(), k), &w[..]),
-                    ndarray::ArrayViewMut2::from_shape((m, k), &mut z[..]),
-                ) else {
-                    return Values::F64(z);
-                };
-                ndarray::linalg::general_mat_mul(1.0 / (k as f64).sqrt(), &a, &b, 0.0, &mut c);
-                Values::F64(z)
-            }
-            _ => {
-                let mut z = vec![0f32; m * k];
-                self.map.apply(rows, &mut z);
-                Values::F32(z)
-            }
-        }
+        let mut z = vec![0f64; m * self.map.k()];
+        self.arithmetic
+            .arithmetic
+            .evaluate(&self.map, rows, &mut z)?;
+        Ok(z)
+    }
+
+    /// How the map is evaluated and what that costs.
+    pub fn arithmetic(&self) -> &ArithmeticRecord {
+        &self.arithmetic
     }
 
     /// Check a block's shape: `rows` holds whole input rows and `words` their packed outputs.
@@ -718,10 +704,8 @@ impl SignSketch {
         super::row_id(first_row, m.saturating_sub(1))?;
         // each row reads its own noise stream, from its start
         let rngs = Rngs::PerRow { noise, first_row };
-        match self.project_values(rows) {
-            Values::F32(z) => self.privatise_values(&z, words, rngs, sizes),
-            Values::F64(z) => self.privatise_values(&z, words, rngs, sizes),
-        }
+        let z = self.project_values(rows)?;
+        self.privatise_values(&z, words, rngs, sizes);
         Ok(())
     }
 }
@@ -735,25 +719,6 @@ enum Rngs<'a> {
         noise: &'a NoiseSource,
         first_row: u64,
     },
-}
-
-/// Projected values of a block of rows ([`SignSketch::project_values`]).
-#[derive(Debug, Clone)]
-pub enum Values {
-    /// From the f32 public map.
-    F32(Vec<f32>),
-    /// Dense map evaluated in f64.
-    F64(Vec<f64>),
-}
-
-impl Values {
-    /// The values widened to f64.
-    pub fn to_f64(&self) -> Vec<f64> {
-        match self {
-            Values::F32(z) => z.iter().map(|&v| v as f64).collect(),
-            Values::F64(z) => z.clone(),
-        }
-    }
 }
 
 /// Per-thread scratch buffers for [`SignSketch::privatise_row`].
@@ -823,10 +788,19 @@ impl Mechanism for SignSketch {
                 (FlipRule::IdpGaussian { .. }, None) => Some(super::NoiseMethod::Float),
                 _ => None,
             },
+            arithmetic: Some(self.arithmetic.clone()),
         }
     }
+    /// The values whose signs are released (the mechanism's arithmetic), rounded to f32.
     fn project(&self, rows: &[f32], out: &mut [f32]) -> Result<()> {
-        self.map.apply(rows, out);
+        let z = self.project_values(rows)?;
+        if z.len() != out.len() {
+            return Err(Error::param(
+                "rows",
+                "block shape does not match the mechanism",
+            ));
+        }
+        out.iter_mut().zip(&z).for_each(|(o, &v)| *o = v as f32);
         Ok(())
     }
     fn privatise(
@@ -837,10 +811,8 @@ impl Mechanism for SignSketch {
         rng: &mut ChaCha20Rng,
     ) -> Result<()> {
         let words = self.block(rows, out)?;
-        match self.project_values(rows) {
-            Values::F32(z) => self.privatise_values(&z, words, Rngs::Shared(rng), None),
-            Values::F64(z) => self.privatise_values(&z, words, Rngs::Shared(rng), None),
-        }
+        let z = self.project_values(rows)?;
+        self.privatise_values(&z, words, Rngs::Shared(rng), None);
         Ok(())
     }
     fn privatise_rows(

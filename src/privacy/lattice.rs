@@ -7,9 +7,10 @@
 //!
 //! # The mechanism
 //!
-//! For a row, `y ∈ ℝ^k` is the *computed* projection (f32, read exactly as f64), `Δ` the ℓ₂
-//! sensitivity of the exact map (as for float noise), `E` a bound on `‖ŷ − y‖₂` between the
-//! computed and the exact projection over the input domain ([`projection_error`]), and
+//! For a row, `y ∈ ℝ^k` is the *computed* projection (f64, in the arithmetic of
+//! [`crate::mechanism::arithmetic`]), `Δ` the ℓ₂ sensitivity of the exact map on the
+//! arithmetic's inputs (`Δ_q`, the grid's `Δ₂·(1 + 2^-q/β)`), `E` the arithmetic's bound on
+//! `‖ŷ − y‖₂` between the computed and the exact projection over the input domain, and
 //!
 //! `ỹ = γ·(r + Z)`, `r_i = round(y_i/γ)`, `Z_i ~ N_ℤ(0, s²)` i.i.d., `s² ≥ s₁² + s₂²`, `s₁ = σ_c/γ`,
 //!
@@ -25,8 +26,9 @@
 //!    ℓ₂, each computed projection is within `E` of its exact value, and each coordinate's
 //!    rounding moves it by at most ½ lattice step: `‖r(x) − r(x')‖₂ ≤ (Δ + 2E)/γ + √k = Δ_r/γ`.
 //!    (The `2E` term is not in the textbook argument: it is there because the map is evaluated in
-//!    f32, whose worst-case rounding, Higham Thm 3.5, is not small — 7% of Δ for a dense map at
-//!    p = 784. Without it the argument would be about numbers the code does not compute.)
+//!    floating point. Without it the argument would be about numbers the code does not compute.
+//!    In f32 it was large — `Δ_r = 3Δ` at p = 4096, dprp 0.2.0 — so the map is now evaluated
+//!    exactly or in f64, where `E ≤ 5·10⁻⁷·Δ` for every p ≤ 65 536.)
 //! 2. *A continuous twin.* `M'(x) = K(r(x) + N(0, s₁²I))`, `K` mapping each real `u` to a draw
 //!    from `N_ℤ(u, s₂²)` (the discrete Gaussian centred at `u`), is post-processing of the
 //!    Gaussian mechanism with σ = `s₁` on a query of sensitivity `Δ_r/γ` — equivalently σ_c on
@@ -255,67 +257,13 @@ pub fn account(epsilon: f64, delta: f64, k: usize, log_c: f64) -> Result<(f64, f
     Ok((eps0, del0))
 }
 
-/// `E`: an upper bound on `‖ŷ − y‖₂` between the computed (f32) and the exact projection of any
-/// row of the cube `[-1, 1]^p` (the domain publish enforces).
-///
-/// Every computed value is a sum of `n` products `u_i·w_ij` (exact for ±1 entries) followed by
-/// the scale `fl(1/fl(√k))` (dense maps): under any summation order, with or without fused
-/// multiply-adds, `|ŷ_j − y_j| ≤ γ_{n+4}·Σ_i|u_i w_ij|·(1/√k)`, `γ_m = m·u/(1 − m·u)`, `u = 2⁻²⁴`
-/// (Higham, *Accuracy and Stability of Numerical Algorithms*, Lemma 3.1 and Thm 3.5; the four
-/// extra roundings cover the product, the two in the scale and its application). With `|u_i| ≤
-/// 1`: `E_j ≤ γ_{n+4}‖w_j‖₁/√k`, `E = (Σ_j E_j²)^{1/2}`. OPORP: bin `b` sums `n_b` values
-/// `±u_i` exactly multiplied, `E_b ≤ γ_{n_b}·n_b`. The identity map copies: `E = 0`.
-pub fn projection_error(map: &PublicMap) -> f64 {
-    let u = pow2(-24);
-    let gamma = |m: usize| {
-        let mu = m as f64 * u;
-        mu / (1.0 - mu)
-    };
-    let sum_sq: f64 = match map {
-        PublicMap::Identity { .. } => 0.0,
-        PublicMap::Dense(d) => {
-            let k = d.k();
-            let mut l1 = vec![0f64; k];
-            for row in d.entries().chunks(k) {
-                for (a, &w) in l1.iter_mut().zip(row) {
-                    *a += (w as f64).abs();
-                }
-            }
-            let g = gamma(d.p() + 4) / (k as f64).sqrt();
-            l1.iter().map(|&a| (g * a) * (g * a)).sum()
-        }
-        PublicMap::Oporp(o) => {
-            let mut sizes = vec![0usize; o.k()];
-            for &b in o.bins() {
-                sizes[b as usize] += 1;
-            }
-            sizes
-                .iter()
-                .map(|&n| {
-                    let e = gamma(n) * n as f64;
-                    e * e
-                })
-                .sum()
-        }
-    };
-    // the f64 sums above are of a few thousand positive terms: a relative 2^-40 covers them
-    sum_sq.sqrt() * (1.0 + pow2(-40))
-}
-
 /// The largest `|ŷ_j|` a row of the cube can produce (with its rounding), to check before any
 /// data is read that the lattice's integers cannot overflow.
 pub fn max_abs_output(map: &PublicMap) -> f64 {
     match map {
         PublicMap::Identity { .. } => 1.0,
         PublicMap::Dense(d) => {
-            let k = d.k();
-            let mut l1 = vec![0f64; k];
-            for row in d.entries().chunks(k) {
-                for (a, &w) in l1.iter_mut().zip(row) {
-                    *a += (w as f64).abs();
-                }
-            }
-            l1.into_iter().fold(0.0, f64::max) / (k as f64).sqrt() * 1.01
+            d.column_l1().into_iter().fold(0.0, f64::max) / (d.k() as f64).sqrt() * 1.01
         }
         PublicMap::Oporp(o) => {
             let mut sizes = vec![0usize; o.k()];
@@ -450,25 +398,26 @@ impl LatticeNoise {
         &self.sampler
     }
 
-    /// Replace every value `y` by `γ·(round(y/γ) + Z)`, rounded once to f32. Errors (naming the
-    /// value) if `|y|·2^g ≥ 2^52`; `out` may then be partly noised and must be discarded (the
-    /// publisher removes the output file on any error).
-    pub fn add(&self, out: &mut [f32], rng: &mut ChaCha20Rng) -> Result<()> {
+    /// `out_j = γ·(round(y_j/γ) + Z_j)`, rounded once to f32, for the computed values `y` (f64:
+    /// rounding them to f32 first would add `2⁻²⁴|y_j|` of error). Errors (naming the value) if
+    /// `|y|·2^g ≥ 2^52`; `out` may then be partly noised and must be discarded (the publisher
+    /// removes the output file on any error).
+    pub fn add(&self, y: &[f64], out: &mut [f32], rng: &mut ChaCha20Rng) -> Result<()> {
         let up = pow2(self.g);
         let down = pow2(-self.g);
         let mut z = [0i64; 512];
         // the same keystream words as `rng`, computed eight blocks at a time
         let mut fast = crate::privacy::chacha::BufferedChaCha::new(rng);
-        for chunk in out.chunks_mut(z.len()) {
+        for (chunk, ys) in out.chunks_mut(z.len()).zip(y.chunks(z.len())) {
             let z = &mut z[..chunk.len()];
             self.sampler.fill(&mut fast, z);
-            for (v, &zi) in chunk.iter_mut().zip(z.iter()) {
-                let t = *v as f64 * up;
+            for ((v, &yv), &zi) in chunk.iter_mut().zip(ys).zip(z.iter()) {
+                let t = yv * up;
                 if t.is_nan() || t.abs() >= LATTICE_LIMIT {
                     return Err(Error::param(
                         "lattice noise",
                         format!(
-                            "the projected value {v} times 2^{} does not fit the lattice's \
+                            "the projected value {yv} times 2^{} does not fit the lattice's \
                              integers (|y|·2^g < 2^52); use a larger --beta or --noise float",
                             self.g
                         ),
@@ -494,11 +443,16 @@ mod tests {
     fn out_of_range_values_are_refused_and_outputs_lie_on_the_lattice() {
         let noise = LatticeNoise::new(20, 1 << 30).unwrap();
         let mut rng = ChaCha20Rng::seed_from_u64(1);
-        let mut bad = [0.5f32, 1e20];
-        let e = noise.add(&mut bad, &mut rng).unwrap_err().to_string();
+        let mut out = [0f32; 4];
+        let e = noise
+            .add(&[0.5, 1e20], &mut out[..2], &mut rng)
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("lattice") && e.contains("2^52"), "{e}");
-        let mut ok = [0.123_456_79f32, -3.5, 0.0, 7e-7];
-        noise.add(&mut ok, &mut rng).unwrap();
+        let mut ok = [0f32; 4];
+        noise
+            .add(&[0.123_456_79, -3.5, 0.0, 7e-7], &mut ok, &mut rng)
+            .unwrap();
         for v in ok {
             let t = v as f64 * pow2(20);
             assert_eq!(t, t.round(), "{v}");

@@ -134,6 +134,18 @@ impl Oporp {
             }
         }
     }
+
+    /// [`project`](Self::project) in f64 (the `float64` arithmetic of
+    /// [`crate::mechanism::arithmetic`]): each bin sums its `n_b` values `±u_i` (exact in f64) in
+    /// coordinate order, `n_b − 1` roundings.
+    pub fn project_f64(&self, rows: &[f32], out: &mut [f64]) {
+        for (row, x) in rows.chunks_exact(self.p).zip(out.chunks_exact_mut(self.k)) {
+            x.iter_mut().for_each(|v| *v = 0.0);
+            for ((&u, &b), &s) in row.iter().zip(&self.bin_of).zip(&self.sign_of) {
+                x[b as usize] += s as f64 * u as f64;
+            }
+        }
+    }
 }
 
 #[cfg(test)]

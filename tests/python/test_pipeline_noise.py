@@ -81,9 +81,10 @@ def test_a_0_1_0_release_warns_on_open(tmp_path):
         assert dprp.Release.open(new).advisories == []
     assert json.loads(run_cli("info", "--json", str(new)))["advisories"] == []
     data = new.read_bytes()
-    assert data.count(b'"dprp 0.2.0"') == 1
+    tool = json.loads(run_cli("info", "--json", str(new)))["tool"].encode()
+    assert tool.startswith(b"dprp 0.") and data.count(b'"' + tool + b'"') == 1
     old = tmp_path / "old.dprp"
-    old.write_bytes(data.replace(b'"dprp 0.2.0"', b'"dprp 0.1.0"'))
+    old.write_bytes(data.replace(b'"' + tool + b'"', b'"dprp 0.1.0"'))
     with pytest.warns(UserWarning, match="ADVISORY 2026-11"):
         r = dprp.Release.open(old, verify=False)
     assert len(r.advisories) == 1

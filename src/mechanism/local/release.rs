@@ -672,6 +672,7 @@ impl Mechanism for LocalSketch {
             sign: None,
             local: Some(self.local_record()),
             noise: None,
+            arithmetic: None,
         }
     }
     fn project(&self, _rows: &[f32], _out: &mut [f32]) -> Result<()> {
