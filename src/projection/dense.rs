@@ -238,13 +238,7 @@ impl DenseProjection {
             ));
         }
         let (p, k) = (self.p, self.k);
-        let m = rows.len() / p;
-        if m * p != rows.len() || out.len() != m * k {
-            return Err(Error::param(
-                "rows",
-                "block shape does not match the projection",
-            ));
-        }
+        let m = self.rows_in(rows, out.len())?;
         let block = 1usize << (24 - q);
         let up = (q as f32).exp2();
         let mut ints = vec![0f32; PROJECT_TILE_ROWS.min(m) * p];
@@ -311,13 +305,7 @@ impl DenseProjection {
     /// applied last. `rows.len()` must be `m·p` and `out.len()` `m·k`.
     pub fn project_f64(&self, rows: &[f32], out: &mut [f64]) -> Result<()> {
         let (p, k) = (self.p, self.k);
-        let m = rows.len() / p;
-        if m * p != rows.len() || out.len() != m * k {
-            return Err(Error::param(
-                "rows",
-                "block shape does not match the projection",
-            ));
-        }
+        let m = self.rows_in(rows, out.len())?;
         let scale = self.unit as f64 / (k as f64).sqrt();
         let mut a64 = vec![0f64; PROJECT_TILE_ROWS.min(m) * p];
         let mut b64 = vec![0f64; F64_BLOCK.min(p) * k];
@@ -347,6 +335,21 @@ impl DenseProjection {
             o.iter_mut().for_each(|v| *v *= scale);
         }
         Ok(())
+    }
+}
+
+impl DenseProjection {
+    /// The number of rows in `rows`, checking that `rows` holds whole rows and the output `m·k`
+    /// values.
+    fn rows_in(&self, rows: &[f32], out_len: usize) -> Result<usize> {
+        let m = rows.len() / self.p;
+        if m * self.p != rows.len() || out_len != m * self.k {
+            return Err(Error::param(
+                "rows",
+                "block shape does not match the projection",
+            ));
+        }
+        Ok(m)
     }
 }
 
