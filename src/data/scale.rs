@@ -12,6 +12,10 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
 
+/// Relative tolerance on `‖v‖ = 1`: inputs with `|‖v‖ − 1| ≤ UNIT_NORM_TOL` are unit vectors (f32
+/// data normalised to 1 lands within about 1e-7), larger norms are refused.
+pub const UNIT_NORM_TOL: f64 = 1e-6;
+
 /// One preprocessing step.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "step", rename_all = "kebab-case")]
@@ -404,7 +408,7 @@ pub fn check_input_domain(
                     .map(|&v| (v as f64) * (v as f64))
                     .sum::<f64>()
                     .sqrt();
-                if norm > radius * (1.0 + crate::mechanism::local::UNIT_NORM_TOL) {
+                if norm > radius * (1.0 + UNIT_NORM_TOL) {
                     return Err(Error::Row {
                         path: path.to_path_buf(),
                         row: row_id,

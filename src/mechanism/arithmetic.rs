@@ -131,10 +131,31 @@ impl Arithmetic {
         }
     }
 
+    /// The largest `|ŷ_j|` a row of the cube `[-1, 1]^p` can produce, with its rounding (1%
+    /// over the exact `max_j ‖w_j‖₁/√k`): checked against the lattice's integer range before any
+    /// data is read ([`crate::privacy::lattice::check_range`]).
+    pub fn max_abs_output(map: &PublicMap) -> f64 {
+        match map {
+            PublicMap::Identity { .. } => 1.0,
+            PublicMap::Dense(d) => {
+                d.column_l1().into_iter().fold(0.0, f64::max) / (d.k() as f64).sqrt() * 1.01
+            }
+            PublicMap::Oporp(o) => {
+                let mut sizes = vec![0usize; o.k()];
+                for &b in o.bins() {
+                    sizes[b as usize] += 1;
+                }
+                sizes.into_iter().max().unwrap_or(0) as f64 * 1.01
+            }
+        }
+    }
+
     /// `E = (Σ_j E_j²)^{1/2}`, rounded up.
     pub fn error_bound(&self, map: &PublicMap) -> f64 {
-        let sum_sq: f64 = self.output_errors(map).iter().map(|e| e * e).sum();
-        sum_sq.sqrt() * (1.0 + pow2(-40))
+        let errors = self.output_errors(map);
+        let sum_sq: f64 = errors.iter().map(|e| e * e).sum();
+        // k squares, their sum and the square root: round_up(2k + 2) lifts it above the exact value
+        sum_sq.sqrt() * crate::projection::dense::round_up(2 * errors.len() + 2)
     }
 
     /// `out (m×k) = f64` values of the map on `rows (m×p)` in this arithmetic. Errors on a shape

@@ -9,16 +9,14 @@ use rand::RngExt;
 use rand_chacha::ChaCha20Rng;
 use rand_distr::StandardNormal;
 
-use super::arithmetic::ArithmeticRecord;
+use super::arithmetic::{Arithmetic, ArithmeticRecord};
 use super::{
     GaussianCalibration, Mechanism, MechanismKind, MechanismParams, MechanismRecord, Payload,
     ProjectionRecord, SketchMut,
 };
 use crate::error::{Error, Result};
 use crate::estimate::{Estimator, Family};
-use crate::privacy::gaussian::{
-    analytic_sigma, classical_is_proven, classical_sigma, gaussian_delta,
-};
+pub use crate::privacy::gaussian::{calibrate, SigmaRule};
 use crate::privacy::guarantee::Guarantee;
 use crate::privacy::lattice::{self, LatticeNoise, LatticeRecord, NoiseChoice, NoiseMethod};
 use crate::projection::{DenseProjection, Oporp};
@@ -143,43 +141,6 @@ impl PublicMap {
     }
 }
 
-/// Which σ formula a mechanism uses.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum SigmaRule {
-    /// Theorem 3.2 (Balle & Wang): smallest σ.
-    Analytic,
-    /// Theorem 3.1: `Δ√(2 ln(1.25/δ))/ε`.
-    Classical,
-}
-
-/// Calibrate σ for sensitivity `sens` at (ε, δ) with `rule`, recording both σ's and the exact δ
-/// the chosen σ achieves at ε.
-pub fn calibrate(
-    sens: f64,
-    epsilon: f64,
-    delta: f64,
-    rule: SigmaRule,
-) -> Result<GaussianCalibration> {
-    let sa = analytic_sigma(sens, epsilon, delta)?;
-    let sc = classical_sigma(sens, epsilon, delta)?;
-    let sigma = match rule {
-        SigmaRule::Analytic => sa,
-        SigmaRule::Classical => sc,
-    };
-    Ok(GaussianCalibration {
-        sensitivity: sens,
-        sigma,
-        delta_exact: gaussian_delta(sigma, sens, epsilon),
-        method: match rule {
-            SigmaRule::Analytic => "analytic (Theorem 3.2, Balle & Wang 2018)".into(),
-            SigmaRule::Classical => "classical (Theorem 3.1)".into(),
-        },
-        sigma_analytic: sa,
-        sigma_classical: sc,
-        classical_proven: classical_is_proven(epsilon),
-    })
-}
-
 /// A public map followed by calibrated Gaussian noise: float (f64 ziggurat) or lattice
 /// ([`crate::privacy::lattice`]).
 #[derive(Debug, Clone)]
@@ -267,7 +228,7 @@ impl GaussianSketch {
             params.delta.unwrap_or(0.0),
             rule,
         )?;
-        lattice::check_range(&self.map, rec.g)?;
+        lattice::check_range(Arithmetic::max_abs_output(&self.map), rec.g)?;
         let s_sq = rec.s_squared.ok_or_else(|| {
             Error::param("lattice noise", "the plan of a fixed-σ mechanism lacks s²")
         })?;

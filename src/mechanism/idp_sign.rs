@@ -22,7 +22,7 @@
 //! over |A|; since one coordinate moves one bin, spending ε per bin is already ε-iDP, and dprp does
 //! that (better utility, same guarantee).
 
-use super::arithmetic::ArithmeticRecord;
+use super::arithmetic::{Arithmetic, ArithmeticRecord};
 use super::gaussian_sketch::PublicMap;
 use super::sign_rr::require_coordinate_neighbours;
 use super::sign_sketch::{FlipRule, SignRecord, SignSketch};
@@ -145,7 +145,7 @@ impl IdpLattice {
             .into_iter()
             .fold(f64::INFINITY, f64::min);
         let g = lattice::choose_g(min_step, k, min_step * sigma_unit);
-        lattice::check_range(map, g)?;
+        lattice::check_range(Arithmetic::max_abs_output(map), g)?;
         let fp = arithmetic.error;
         // the largest s² any row can need: Δ₂(A) ≤ Δ₂ of the whole map
         let worst = (arithmetic.sensitivity + 2.0 * fp + lattice::pow2(-g) * (k as f64).sqrt())

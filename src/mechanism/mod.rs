@@ -65,6 +65,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
 use crate::estimate::Estimator;
+pub use crate::privacy::gaussian::GaussianCalibration;
 use crate::privacy::guarantee::{Guarantee, GuaranteeKind, InputDomain, Neighbour};
 pub use crate::privacy::lattice::{NoiseChoice, NoiseMethod};
 use crate::projection::{DenseKind, Seed};
@@ -354,26 +355,6 @@ pub enum ProjectionRecord {
         /// Randomness layout version (see [`crate::projection`]).
         layout: u32,
     },
-}
-
-/// How σ was calibrated.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct GaussianCalibration {
-    /// ℓ₂-sensitivity Δ₂ of the (projected) row under the neighbour relation.
-    pub sensitivity: f64,
-    /// The σ actually used.
-    pub sigma: f64,
-    /// `analytic` (Theorem 3.2) or `classical` (Theorem 3.1).
-    pub method: String,
-    /// Analytic σ for the same Δ₂, ε, δ.
-    pub sigma_analytic: f64,
-    /// Classical σ for the same Δ₂, ε, δ.
-    pub sigma_classical: f64,
-    /// Whether the classical bound is backed by its theorem (ε < 1).
-    pub classical_proven: bool,
-    /// The exact δ of the σ used at this ε (Balle & Wang's iff condition): the guarantee's δ is
-    /// the larger of this and the requested δ.
-    pub delta_exact: f64,
 }
 
 /// Everything a reader needs to know about the mechanism behind a release.

@@ -29,6 +29,8 @@
 //! beyond the range where `erfc` is representable, and `e^ε·Φ(·)` is formed in log space, so
 //! nothing underflows or overflows for ε up to 1000 and δ down to 1e-300.
 
+use serde::{Deserialize, Serialize};
+
 use crate::error::{Error, Result};
 
 const LN_SQRT_PI: f64 = 0.572_364_942_924_700_1;
@@ -189,6 +191,63 @@ pub fn analytic_sigma(sensitivity: f64, epsilon: f64, delta: f64) -> Result<f64>
         return Err(Error::param("--epsilon", "calibration did not converge"));
     }
     Ok(hi)
+}
+
+/// How σ was calibrated.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GaussianCalibration {
+    /// ℓ₂-sensitivity Δ₂ of the (projected) row under the neighbour relation.
+    pub sensitivity: f64,
+    /// The σ actually used.
+    pub sigma: f64,
+    /// `analytic` (Theorem 3.2) or `classical` (Theorem 3.1).
+    pub method: String,
+    /// Analytic σ for the same Δ₂, ε, δ.
+    pub sigma_analytic: f64,
+    /// Classical σ for the same Δ₂, ε, δ.
+    pub sigma_classical: f64,
+    /// Whether the classical bound is backed by its theorem (ε < 1).
+    pub classical_proven: bool,
+    /// The exact δ of the σ used at this ε (Balle & Wang's iff condition): the guarantee's δ is
+    /// the larger of this and the requested δ.
+    pub delta_exact: f64,
+}
+
+/// Which σ formula a mechanism uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SigmaRule {
+    /// Theorem 3.2 (Balle & Wang): smallest σ.
+    Analytic,
+    /// Theorem 3.1: `Δ√(2 ln(1.25/δ))/ε`.
+    Classical,
+}
+
+/// Calibrate σ for sensitivity `sens` at (ε, δ) with `rule`, recording both σ's and the exact δ
+/// the chosen σ achieves at ε.
+pub fn calibrate(
+    sens: f64,
+    epsilon: f64,
+    delta: f64,
+    rule: SigmaRule,
+) -> Result<GaussianCalibration> {
+    let sa = analytic_sigma(sens, epsilon, delta)?;
+    let sc = classical_sigma(sens, epsilon, delta)?;
+    let sigma = match rule {
+        SigmaRule::Analytic => sa,
+        SigmaRule::Classical => sc,
+    };
+    Ok(GaussianCalibration {
+        sensitivity: sens,
+        sigma,
+        delta_exact: gaussian_delta(sigma, sens, epsilon),
+        method: match rule {
+            SigmaRule::Analytic => "analytic (Theorem 3.2, Balle & Wang 2018)".into(),
+            SigmaRule::Classical => "classical (Theorem 3.1)".into(),
+        },
+        sigma_analytic: sa,
+        sigma_classical: sc,
+        classical_proven: classical_is_proven(epsilon),
+    })
 }
 
 #[cfg(test)]

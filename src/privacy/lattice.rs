@@ -68,9 +68,8 @@ use rand_chacha::ChaCha20Rng;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
-use crate::mechanism::gaussian_sketch::{calibrate, PublicMap, SigmaRule};
-use crate::mechanism::GaussianCalibration;
 use crate::privacy::exact::{TableGaussian, WEIGHT_ERROR};
+use crate::privacy::gaussian::{calibrate, GaussianCalibration, SigmaRule};
 
 /// `s₂`, the width of the discrete Gaussian that absorbs the lattice (step 3).
 pub const S2: f64 = 2.0;
@@ -257,24 +256,6 @@ pub fn account(epsilon: f64, delta: f64, k: usize, log_c: f64) -> Result<(f64, f
     Ok((eps0, del0))
 }
 
-/// The largest `|ŷ_j|` a row of the cube can produce (with its rounding), to check before any
-/// data is read that the lattice's integers cannot overflow.
-pub fn max_abs_output(map: &PublicMap) -> f64 {
-    match map {
-        PublicMap::Identity { .. } => 1.0,
-        PublicMap::Dense(d) => {
-            d.column_l1().into_iter().fold(0.0, f64::max) / (d.k() as f64).sqrt() * 1.01
-        }
-        PublicMap::Oporp(o) => {
-            let mut sizes = vec![0usize; o.k()];
-            for &b in o.bins() {
-                sizes[b as usize] += 1;
-            }
-            sizes.into_iter().max().unwrap_or(0) as f64 * 1.01
-        }
-    }
-}
-
 /// The smallest `g` with `2^-g ≤ bound` (bound > 0, finite).
 fn g_for(bound: f64) -> i32 {
     let mut g = (-bound.log2()).ceil() as i32;
@@ -354,19 +335,20 @@ pub fn plan(
     Ok((rec, cal))
 }
 
-/// Check before reading data that no row of the domain can overflow the lattice at `g`.
-pub fn check_range(map: &PublicMap, g: i32) -> Result<()> {
-    let m = max_abs_output(map) * pow2(g);
+/// Check before reading data that no row of the domain can overflow the lattice at `g`:
+/// `max_abs` bounds every computed value of a row of the domain (with its rounding; the map's
+/// arithmetic computes it, [`crate::mechanism::arithmetic::Arithmetic::max_abs_output`]).
+pub fn check_range(max_abs: f64, g: i32) -> Result<()> {
+    let m = max_abs * pow2(g);
     if m < LATTICE_LIMIT {
         Ok(())
     } else {
         Err(Error::param(
             "lattice noise",
             format!(
-                "projected values up to {:e} on a lattice of step 2^-{g} need integers up to \
-                 {m:e}, beyond 2^52 (β, and with it the lattice step, is very small); use a \
-                 larger --beta or --noise float",
-                max_abs_output(map)
+                "projected values up to {max_abs:e} on a lattice of step 2^-{g} need integers up \
+                 to {m:e}, beyond 2^52 (β, and with it the lattice step, is very small); use a \
+                 larger --beta or --noise float"
             ),
         ))
     }

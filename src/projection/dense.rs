@@ -137,8 +137,8 @@ impl DenseProjection {
         self.w[i * self.k + j] as f64 * self.unit as f64
     }
 
-    /// `‖w_j‖₁` of every output column `j` (f64 sums of non-negative terms, inflated by a relative
-    /// 2⁻⁴⁰ so that they bound the exact sums).
+    /// `‖w_j‖₁` of every output column `j` (f64 sums of `p` non-negative terms, inflated by
+    /// [`round_up`]`(p)` so that they bound the exact sums).
     pub fn column_l1(&self) -> Vec<f64> {
         let mut l1 = vec![0f64; self.k];
         for row in self.w.chunks(self.k) {
@@ -146,7 +146,7 @@ impl DenseProjection {
                 *a += (w as f64).abs();
             }
         }
-        let unit = self.unit as f64 * (1.0 + crate::privacy::lattice::pow2(-40));
+        let unit = self.unit as f64 * round_up(self.p);
         l1.iter_mut().for_each(|a| *a *= unit);
         l1
     }
@@ -164,22 +164,21 @@ impl DenseProjection {
     }
 
     /// `max_i ‖W[i,:]‖₂` over input coordinates, computed from the actual matrix (an upper bound:
-    /// the f64 sum of squares and its square root are inflated by a relative 2⁻⁴⁰).
+    /// the f64 sum of `k` squares, its square root and the unit are inflated by
+    /// [`round_up`]`(k + 3)`).
     pub fn max_row_norm(&self) -> f64 {
         let sq = self
             .w
             .chunks(self.k)
             .map(|row| row.iter().map(|&x| (x as f64) * (x as f64)).sum::<f64>())
             .fold(0.0, f64::max);
-        sq.sqrt() * self.unit as f64 * (1.0 + crate::privacy::lattice::pow2(-40))
+        sq.sqrt() * self.unit as f64 * round_up(self.k + 3)
     }
 
     /// ℓ₂-sensitivity of `u ↦ Wᵀu/√k` under β-adjacency (one coordinate changes by ≤ β, or the ℓ₁
     /// generalisation): `Δ₂ = (β/√k)·max_i ‖W[i,:]‖₂` (DESIGN.md §4), rounded up.
     pub fn sensitivity(&self, beta: f64) -> f64 {
-        beta / (self.k as f64).sqrt()
-            * self.max_row_norm()
-            * (1.0 + crate::privacy::lattice::pow2(-40))
+        beta / (self.k as f64).sqrt() * self.max_row_norm() * round_up(4)
     }
 
     /// `out (m×k) = rows (m×p) · W / √k`. `rows.len()` must be `m·p` and `out.len()` `m·k`.
@@ -356,6 +355,13 @@ impl DenseProjection {
 /// The largest grid exponent `q` of [`DenseProjection::grid_sums`]: blocks of at least
 /// `2^(24−18)` = 64 input coordinates (a finer grid is computed in f64 instead).
 pub const MAX_GRID_BITS: i32 = 18;
+
+/// `1 + (n + 2)·2⁻⁵²`: a factor that lifts an f64 result of `n` roundings of non-negative
+/// terms (a sum of `n` terms errs by at most `(n − 1)·2⁻⁵³` relative, Higham Lemma 3.1) above the
+/// exact value, with a factor two to spare.
+pub fn round_up(n: usize) -> f64 {
+    1.0 + (n as f64 + 2.0) * f64::EPSILON
+}
 
 /// `1.5·2²³`: adding and subtracting it rounds an f32 of magnitude below `2^22` to the nearest
 /// integer, ties to even.

@@ -25,9 +25,7 @@ use crate::error::{Error, Result};
 use crate::projection::count_sketch::CountSketch;
 use crate::projection::Seed;
 
-/// The clip norm of the sketched vectors relative to the input's `c`: 1 (Chen et al. 2022's
-/// Algorithm 2 uses 1.1; module documentation for why dprp does not).
-pub const SKETCH_CLIP_FACTOR: f64 = 1.0;
+pub use crate::privacy::distributed::params::SKETCH_CLIP_FACTOR;
 
 /// Count sketch `R^d → R^m` followed by the DDG in `m` dimensions.
 #[derive(Debug, Clone)]

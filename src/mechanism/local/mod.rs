@@ -59,9 +59,7 @@ pub use projunit_correlated::{CorrelatedProjUnit, CorrelatedPublic};
 pub use rotation::HaarRows;
 pub use scalar_dp::ScalarDp;
 
-/// Relative tolerance on `‖v‖ = 1`: inputs with `|‖v‖ − 1| ≤ UNIT_NORM_TOL` are unit vectors (f32
-/// data normalised to 1 lands within about 1e-7), larger norms are refused.
-pub const UNIT_NORM_TOL: f64 = 1e-6;
+pub use crate::data::scale::UNIT_NORM_TOL;
 
 /// Validate ε for a local mechanism: positive and finite.
 pub fn check_epsilon(name: &str, epsilon: f64) -> Result<()> {

@@ -78,6 +78,10 @@ use crate::privacy::zcdp;
 use crate::projection::count_sketch::CountSketch;
 use crate::projection::hadamard::next_pow2;
 
+/// The clip norm of the sketched vectors relative to the input's `c`: 1 (Chen et al. 2022's
+/// Algorithm 2 uses 1.1; [`crate::mechanism::distributed::sketch_ddg`] says why dprp does not).
+pub const SKETCH_CLIP_FACTOR: f64 = 1.0;
+
 /// What the caller wants: `n` clients of dimension `d`, (ε, δ), clip `c`, `b` bits per
 /// coordinate, and the largest acceptable probability that the modular sum wraps.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -437,7 +441,7 @@ pub fn plan_sketch_ddg(
         let spread = req.d as f64 / m as f64;
         // the DDG sees the sketched vectors, clipped at SKETCH_CLIP_FACTOR·c: its sensitivity
         let sketched = DistributedRequest {
-            clip: req.clip * crate::mechanism::distributed::sketch_ddg::SKETCH_CLIP_FACTOR,
+            clip: req.clip * SKETCH_CLIP_FACTOR,
             ..*req
         };
         if let Ok(mut plan) = best_ddg(&sketched, req.d, m, spread, rho_target) {
