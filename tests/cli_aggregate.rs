@@ -2,9 +2,9 @@
 //! real binary — the guarantee stated, the private mean written, its measured error against the
 //! planned one, and every bad input refused with no output file.
 
-mod cli_common;
+mod cli_helpers;
 
-use cli_common::{dprp, dprp_json as json, stderr, temp_files};
+use cli_helpers::{dprp, dprp_json as json, stderr, temp_files};
 
 /// Synthetic clients: the guarantee and parameters are printed, the mean is written, nothing
 /// wraps, and the measured squared error matches the planned E‖μ̂ − μ‖² (noise-dominated: at
@@ -149,7 +149,7 @@ fn sketch_ddg_round() {
 fn round_over_a_file() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    std::fs::write(d.join("clients.csv"), cli_common::rows_csv(50, 12)).unwrap();
+    std::fs::write(d.join("clients.csv"), cli_helpers::rows_csv(50, 12)).unwrap();
     let v = json(
         d,
         &[
@@ -178,7 +178,7 @@ fn round_over_a_file() {
 fn bad_input_is_refused_without_output() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    std::fs::write(d.join("ok.csv"), cli_common::rows_csv(5, 4)).unwrap();
+    std::fs::write(d.join("ok.csv"), cli_helpers::rows_csv(5, 4)).unwrap();
     std::fs::write(d.join("nan.csv"), "0.1,0.2\n0.3,nan\n").unwrap();
     std::fs::write(d.join("ragged.csv"), "0.1,0.2\n0.3\n").unwrap();
     std::fs::write(d.join("empty.csv"), "").unwrap();

@@ -7,8 +7,8 @@
 //! signal arrives at a moment the test controls.
 #![cfg(unix)]
 
-mod cli_common;
-use cli_common::*;
+mod cli_helpers;
+use cli_helpers::*;
 use std::ffi::CString;
 use std::io::Write;
 use std::os::unix::ffi::OsStrExt;

@@ -1,12 +1,12 @@
 //! The privacy budget ledger through the command line: `publish --ledger DIR [--budget ε[,δ]]`,
 //! `dprp ledger DIR [--json]` and the fingerprint in `info`.
 
-mod cli_common;
+mod cli_helpers;
 
 use std::path::Path;
 use std::process::{Command, Output};
 
-use cli_common::{bin, dprp, rows_csv, stderr, temp_files};
+use cli_helpers::{bin, dprp, rows_csv, stderr, temp_files};
 use serde_json::Value;
 
 fn ok(o: &Output) {

@@ -2,11 +2,11 @@
 //! them, run through the real binary; every bad input gets a clear error, a non-zero exit and no
 //! output file.
 
-mod cli_common;
+mod cli_helpers;
 
 use std::path::Path;
 
-use cli_common::{dprp, stderr, temp_files};
+use cli_helpers::{dprp, stderr, temp_files};
 
 /// `n` unit rows of dimension `d` (deterministic), as CSV, and their mean.
 fn unit_rows(n: usize, d: usize) -> (String, Vec<f64>) {

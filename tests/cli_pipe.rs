@@ -5,8 +5,8 @@
 //! of a pipe's reading end.
 #![cfg(unix)]
 
-mod cli_common;
-use cli_common::*;
+mod cli_helpers;
+use cli_helpers::*;
 use std::os::unix::process::ExitStatusExt;
 use std::path::Path;
 use std::process::{Command, Stdio};

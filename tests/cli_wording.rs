@@ -2,8 +2,8 @@
 //! missing options called missing, ignored options warned about once, and the noise source a
 //! release actually used.
 
-mod cli_common;
-use cli_common::*;
+mod cli_helpers;
+use cli_helpers::*;
 use std::path::Path;
 
 fn sample(dir: &Path) {

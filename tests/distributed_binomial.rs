@@ -3,9 +3,9 @@
 //! the quantiser is unbiased; the sum carries the `Bin(n·m, ½)` noise Theorem 1 assumes; bad
 //! input is refused; `dprp aggregate -m binomial --check` meets its planned error.
 
-mod cli_common;
+mod cli_helpers;
 
-use cli_common::{dprp, dprp_json as json, stderr, temp_files};
+use cli_helpers::{dprp, dprp_json as json, stderr, temp_files};
 use dprp::aggregate::round::run_round;
 use dprp::aggregate::secagg::{ModularSum, SecAggRound};
 use dprp::data::synthetic::SyntheticRows;

@@ -1,9 +1,9 @@
 //! `dprp eval mean`: the report files, the empirical error against the closed form (with a power
 //! check), and bad input refused before anything is written.
 
-mod cli_common;
+mod cli_helpers;
 
-use cli_common::{dprp, stderr};
+use cli_helpers::{dprp, stderr};
 use dprp::eval::grid::Seeds;
 use dprp::eval::mean::{self, Check, Data, Experiment, MeanConfig, MeanReport, MeanSpec, Plan};
 use dprp::eval::Status;
@@ -183,7 +183,7 @@ fn over_budget_settings_are_reported_not_dropped() {
     assert!(rows.iter().all(|r| r.check.is_none()));
 }
 
-use cli_common::eval_mean_refused as refused;
+use cli_helpers::eval_mean_refused as refused;
 
 #[test]
 fn bad_input_is_refused_without_output() {

@@ -3,10 +3,10 @@
 //! form (with a power check), the references' calibration, not-run rows for infeasible plans,
 //! the report files and bad input; and the MNIST gradients of the `distributed` preset.
 
-mod cli_common;
+mod cli_helpers;
 mod data_common;
 
-use cli_common::{dprp, stderr};
+use cli_helpers::{dprp, stderr};
 use data_common::data_file;
 use dprp::eval::grid::Seeds;
 use dprp::eval::mean::{
@@ -215,7 +215,7 @@ fn cli_report_with_distributed_mechanisms() {
     assert!(csv.lines().skip(1).all(|l| l.contains(",ok,")), "{csv}");
 }
 
-use cli_common::eval_mean_refused as refused;
+use cli_helpers::eval_mean_refused as refused;
 
 #[test]
 fn bad_distributed_input_is_refused_without_output() {

@@ -11,7 +11,6 @@
 //! mechanism; the advisory's own reproduction (float64 `.npy`, d = 1000, whose reader returns
 //! 2097-row chunks by itself) is run as the issue gave it.
 
-mod cli_common;
 mod cli_helpers;
 
 use std::path::Path;
@@ -94,8 +93,8 @@ fn write_inputs(dir: &Path) -> Vec<(String, Vec<&'static str>)> {
     let svm = format!("0 {}\n", svm_line.join(" ")).repeat(N);
     put(dir, "x.svm", svm.as_bytes());
     write_parquet(&dir.join("x.parquet"), &all);
-    let native = cli_common::dprp(dir, &["convert", "x.f32.npy", "-o", "x.bin"]);
-    assert!(native.status.success(), "{}", cli_common::stderr(&native));
+    let native = cli_helpers::dprp(dir, &["convert", "x.f32.npy", "-o", "x.bin"]);
+    assert!(native.status.success(), "{}", cli_helpers::stderr(&native));
     // the u8 group
     let b = row_u8();
     let brows: Vec<&[u8]> = (0..N).map(|_| &b[..]).collect();
@@ -163,7 +162,7 @@ fn publish(
     let mut args = seeded_args(input, mech, &out);
     args.extend_from_slice(flags);
     args.extend_from_slice(extra);
-    let mut cmd = Command::new(cli_common::bin());
+    let mut cmd = Command::new(cli_helpers::bin());
     cmd.args(&args).current_dir(dir);
     match cap {
         Some(c) => cmd.env("DPRP_CHUNK_ROWS", c.to_string()),
@@ -173,7 +172,7 @@ fn publish(
     assert!(
         o.status.success(),
         "{args:?} (cap {cap:?}): {}",
-        cli_common::stderr(&o)
+        cli_helpers::stderr(&o)
     );
     payload_bytes(&dir.join(&out))
 }
@@ -271,11 +270,11 @@ fn shards_may_start_at_any_row_and_are_the_one_file_release() {
             let mut args = seeded_args(input, mech, &dir);
             args.extend(["--shard", spec, "--first-row", first_row]);
             args.extend_from_slice(flags);
-            let o = cli_common::dprp(d.path(), &args);
-            assert!(o.status.success(), "{args:?}: {}", cli_common::stderr(&o));
+            let o = cli_helpers::dprp(d.path(), &args);
+            assert!(o.status.success(), "{args:?}: {}", cli_helpers::stderr(&o));
         }
-        let o = cli_common::dprp(d.path(), &["shards", "finish", &dir]);
-        assert!(o.status.success(), "{mech}: {}", cli_common::stderr(&o));
+        let o = cli_helpers::dprp(d.path(), &["shards", "finish", &dir]);
+        assert!(o.status.success(), "{mech}: {}", cli_helpers::stderr(&o));
         let mut files: Vec<_> = std::fs::read_dir(d.path().join(&dir))
             .unwrap()
             .map(|e| e.unwrap().path())
@@ -304,7 +303,7 @@ fn the_advisory_reproduction_publishes_independent_rows_and_an_unbiased_mean() {
     v.iter_mut().for_each(|x| *x /= norm);
     let all: Vec<f64> = v.iter().copied().cycle().take(n * p).collect();
     put(d.path(), "x.npy", &npy("<f8", n, p, &f64_le(&all)));
-    let o = cli_common::dprp(
+    let o = cli_helpers::dprp(
         d.path(),
         &[
             "publish",
@@ -317,20 +316,20 @@ fn the_advisory_reproduction_publishes_independent_rows_and_an_unbiased_mean() {
             "pu.dprp",
         ],
     );
-    assert!(o.status.success(), "{}", cli_common::stderr(&o));
+    assert!(o.status.success(), "{}", cli_helpers::stderr(&o));
     let pu = payload_bytes(&d.path().join("pu.dprp"));
     let w = pu.len() / n;
     let mut rows: Vec<&[u8]> = pu.chunks_exact(w).collect();
     rows.sort();
     assert_eq!(rows.windows(2).filter(|r| r[0] == r[1]).count(), 0);
-    let o = cli_common::dprp(
+    let o = cli_helpers::dprp(
         d.path(),
         &[
             "publish", "x.npy", "-m", "projunit", "-k", "100", "-e", "16", "-o", "pj.dprp",
         ],
     );
-    assert!(o.status.success(), "{}", cli_common::stderr(&o));
-    let j = cli_common::dprp_json(d.path(), &["mean", "pj.dprp", "-o", "pj.npy", "--json"]);
+    assert!(o.status.success(), "{}", cli_helpers::stderr(&o));
+    let j = cli_helpers::dprp_json(d.path(), &["mean", "pj.dprp", "-o", "pj.npy", "--json"]);
     let mse = j["expected_sq_error"].as_f64().unwrap();
     let mean: Vec<f64> = j["mean"]
         .as_array()
@@ -357,11 +356,11 @@ fn the_advisory_reproduction_publishes_independent_rows_and_an_unbiased_mean() {
 #[test]
 fn audit_pipeline_passes_for_every_mechanism() {
     let d = tmp();
-    let o = cli_common::dprp(
+    let o = cli_helpers::dprp(
         d.path(),
         &["audit", "--pipeline", "--all", "--seed", "7", "--json"],
     );
-    assert!(o.status.success(), "{}", cli_common::stderr(&o));
+    assert!(o.status.success(), "{}", cli_helpers::stderr(&o));
     let j: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     let reports = j.as_array().unwrap();
     assert_eq!(reports.len(), 20, "{j}");
@@ -460,7 +459,7 @@ fn info_warns_about_releases_the_advisory_concerns() {
     let narrow: Vec<f32> = all.chunks(P).flat_map(|c| c[..200].to_vec()).collect();
     put(d.path(), "n.npy", &npy("<f4", N, 200, &f32_le(&narrow)));
     for (input, file) in [("x.npy", "x.dprp"), ("n.npy", "n.dprp")] {
-        let o = cli_common::dprp(
+        let o = cli_helpers::dprp(
             d.path(),
             &[
                 "publish",
@@ -475,13 +474,13 @@ fn info_warns_about_releases_the_advisory_concerns() {
                 file,
             ],
         );
-        assert!(o.status.success(), "{}", cli_common::stderr(&o));
+        assert!(o.status.success(), "{}", cli_helpers::stderr(&o));
     }
     let info = |file: &str| {
-        let o = cli_common::dprp(d.path(), &["info", file, "--json"]);
-        assert!(o.status.success(), "{}", cli_common::stderr(&o));
+        let o = cli_helpers::dprp(d.path(), &["info", file, "--json"]);
+        assert!(o.status.success(), "{}", cli_helpers::stderr(&o));
         let j: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
-        (j, cli_common::stderr(&o))
+        (j, cli_helpers::stderr(&o))
     };
     let (j, e) = info("x.dprp");
     assert_eq!(j["advisories"], serde_json::json!([]), "{e}");
@@ -497,14 +496,14 @@ fn info_warns_about_releases_the_advisory_concerns() {
     // a long one: 7000 rows (> 6990)
     let long: Vec<f32> = r.iter().copied().cycle().take(7000 * P).collect();
     put(d.path(), "l.npy", &npy("<f4", 7000, P, &f32_le(&long)));
-    let o = cli_common::dprp(
+    let o = cli_helpers::dprp(
         d.path(),
         &[
             "publish", "l.npy", "-m", "dp-oporp", "-e", "5", "-d", "1e-6", "-k", "64", "-o",
             "l.dprp",
         ],
     );
-    assert!(o.status.success(), "{}", cli_common::stderr(&o));
+    assert!(o.status.success(), "{}", cli_helpers::stderr(&o));
     assert_eq!(info("l.dprp").0["advisories"], serde_json::json!([]));
     as_written_by(&d.path().join("l.dprp"), "dprp 0.1.0");
     let (j, e) = info("l.dprp");
@@ -513,6 +512,6 @@ fn info_warns_about_releases_the_advisory_concerns() {
         e.contains("warning: ADVISORY 2026-11") && e.contains("withdraw it"),
         "{e}"
     );
-    let o = cli_common::dprp(d.path(), &["info", "l.dprp"]);
-    assert!(o.status.success() && cli_common::stderr(&o).contains("ADVISORY 2026-11"));
+    let o = cli_helpers::dprp(d.path(), &["info", "l.dprp"]);
+    assert!(o.status.success() && cli_helpers::stderr(&o).contains("ADVISORY 2026-11"));
 }

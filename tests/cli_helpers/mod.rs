@@ -1,6 +1,6 @@
-//! Helpers of the command-line tests in `cli_formats.rs`, `cli_publish.rs`, `cli_bad_input.rs` and
-//! `cli_calibrate.rs`: running the real binary, writing input files by hand in every format,
-//! reading releases back. Every failure helper checks four things: a non-zero exit status, a
+//! Helpers of every test that runs the real binary (one module since issue 27 merged
+//! `cli_common` into it): running dprp, writing input files by hand in every format, reading
+//! releases back. Every failure helper checks four things: a non-zero exit status, a
 //! message on stderr naming what is wrong, no panic, and no output (nor leftover `.dprp-tmp-*`
 //! temporary file) left behind.
 #![allow(dead_code)]
@@ -323,4 +323,63 @@ pub const PUBLISH: [&str; 8] = [
 
 pub fn with<'a>(head: &[&'a str], tail: &[&'a str]) -> Vec<&'a str> {
     head.iter().chain(tail).copied().collect()
+}
+
+/// The dprp binary cargo built for these tests.
+pub fn bin() -> &'static str {
+    env!("CARGO_BIN_EXE_dprp")
+}
+
+/// A process's standard error as text.
+pub fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// Run `dprp args…` in `dir`, expect success, and parse its standard output as JSON.
+pub fn dprp_json(dir: &Path, args: &[&str]) -> serde_json::Value {
+    let o = dprp(dir, args);
+    assert!(o.status.success(), "{args:?}: {}", stderr(&o));
+    serde_json::from_slice(&o.stdout).unwrap()
+}
+
+/// `dprp eval mean --seed 1 --out out args…` must fail with `needle` in its error, without a
+/// panic, an `out` directory or temporary files.
+pub fn eval_mean_refused(dir: &Path, args: &[&str], needle: &str) {
+    let mut all = vec!["eval", "mean", "--seed", "1", "--out", "out"];
+    all.extend_from_slice(args);
+    let o = dprp(dir, &all);
+    assert!(!o.status.success(), "{args:?} succeeded");
+    let e = stderr(&o);
+    assert!(e.contains(needle), "{args:?}: {e}");
+    assert!(!e.contains("panicked"), "{e}");
+    assert!(!dir.join("out").exists(), "{args:?} left --out");
+    assert!(temp_files(dir).is_empty(), "{args:?} left temporary files");
+}
+
+/// The `.dprp-tmp-*` temporary outputs left in `dir` itself ([`temp_leftovers`] searches the
+/// subdirectories too).
+pub fn temp_files(dir: &Path) -> Vec<PathBuf> {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .map(|e| e.path())
+        .filter(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with(".dprp-tmp-"))
+        })
+        .collect()
+}
+
+/// `n` rows of `p` values in [0, 1) as CSV text, deterministic.
+pub fn rows_csv(n: usize, p: usize) -> String {
+    let mut s = String::new();
+    for i in 0..n {
+        let row: Vec<String> = (0..p)
+            .map(|j| format!("{:.3}", ((i * 7 + j * 13) % 19) as f32 / 19.0))
+            .collect();
+        s.push_str(&row.join(","));
+        s.push('\n');
+    }
+    s
 }
