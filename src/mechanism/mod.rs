@@ -54,6 +54,7 @@ pub mod dp_oporp;
 pub mod dp_rp;
 pub mod gaussian_sketch;
 pub mod idp_sign;
+pub mod kind;
 pub mod local;
 pub mod raw_gaussian;
 pub mod sign_rr;
@@ -66,244 +67,15 @@ use serde::{Deserialize, Serialize};
 use crate::error::{Error, Result};
 use crate::estimate::Estimator;
 pub use crate::privacy::gaussian::GaussianCalibration;
-use crate::privacy::guarantee::{Guarantee, GuaranteeKind, InputDomain, Neighbour};
+use crate::privacy::guarantee::{Guarantee, InputDomain, Neighbour};
 pub use crate::privacy::lattice::{NoiseChoice, NoiseMethod};
 use crate::projection::{DenseKind, Seed};
 
 pub use local::release::{LocalDecoder, LocalMap, LocalOptions, LocalRecord};
 
 pub use gaussian_sketch::GaussianSketch;
+pub use kind::{KindProperties, MapClass, MechanismKind, KIND_TABLE};
 pub use sign_sketch::{SignRecord, SignSketch};
-
-/// Every mechanism dprp can publish with.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum MechanismKind {
-    /// Gaussian noise on the raw `p` coordinates, analytic σ, `Δ₂ = β`.
-    RawGOpt,
-    /// Dense random projection + Gaussian noise, classical σ.
-    DpRpG,
-    /// Dense random projection + Gaussian noise, analytic σ.
-    DpRpGOpt,
-    /// OPORP + Gaussian noise, analytic σ, `Δ₂ = β`.
-    DpOporp,
-    /// Signs of a dense projection, randomised response with `ε/N₊` per sign.
-    DpSignrpRr,
-    /// Signs of a dense projection, smooth flipping with `ε' = ε/k`.
-    DpSignrpRrSmooth,
-    /// Signs of OPORP, randomised response with `ε` per sign (`N₊ = 1`).
-    DpSignoporpRr,
-    /// Signs of OPORP, smooth flipping with `ε' = ε`.
-    DpSignoporpRrSmooth,
-    /// Individual DP: Gaussian noise on the noise set `A` of a dense projection, then signs.
-    IdpSignrpG,
-    /// Individual DP: randomised response on the noise set `A` of a dense projection.
-    IdpSignrpRr,
-    /// Individual DP: Gaussian noise on the noise set `A` of OPORP bins, then signs.
-    IdpSignoporpG,
-    /// Individual DP: randomised response on the noise set `A` of OPORP bins.
-    IdpSignoporpRr,
-    /// Local DP: PrivUnit2 on the unit ball.
-    Privunit2,
-    /// Local DP: the Duchi et al. hemisphere mechanism (PrivUnit2 with γ = 0).
-    Duchi,
-    /// Local DP: PrivUnitG on the unit ball.
-    Privunitg,
-    /// Local DP: ProjUnit — a public per-row projection to `k` dimensions, then PrivUnitG.
-    Projunit,
-    /// Local DP: ScalarDP on `[0, R]` (one value per row).
-    ScalarDp,
-    /// Local DP: PrivUnit2 for the direction × ScalarDP for the norm, ball of radius `R`.
-    Privunit2Norm,
-    /// Local DP: correlated FastProjUnit — one public diagonal for all rows, a public row sample
-    /// per row; the server decodes with one transform.
-    ProjunitCorrelated,
-    /// Local DP: PrivUnitInf on the cube `[-1,1]^d`.
-    PrivunitInf,
-}
-
-impl MechanismKind {
-    /// Every mechanism: the sketch mechanisms, then the local-DP ones.
-    pub fn all() -> impl Iterator<Item = MechanismKind> {
-        Self::SKETCH.into_iter().chain(Self::LOCAL)
-    }
-
-    /// The names of the local-DP mechanisms, comma-separated (for messages: never a stale list).
-    pub fn local_names() -> String {
-        Self::LOCAL.map(|k| k.name()).join(", ")
-    }
-
-    /// Whether the mechanism adds Gaussian noise (and so has a lattice or float sampler to choose).
-    pub fn adds_gaussian_noise(self) -> bool {
-        matches!(
-            self,
-            MechanismKind::RawGOpt
-                | MechanismKind::DpRpG
-                | MechanismKind::DpRpGOpt
-                | MechanismKind::DpOporp
-                | MechanismKind::IdpSignrpG
-                | MechanismKind::IdpSignoporpG
-        )
-    }
-
-    /// The local-DP mechanisms for mean estimation (MECHANISMS-LDP.md §A–C).
-    pub const LOCAL: [MechanismKind; 8] = [
-        MechanismKind::Privunit2,
-        MechanismKind::Duchi,
-        MechanismKind::Privunitg,
-        MechanismKind::Projunit,
-        MechanismKind::ProjunitCorrelated,
-        MechanismKind::ScalarDp,
-        MechanismKind::Privunit2Norm,
-        MechanismKind::PrivunitInf,
-    ];
-
-    /// The sketch mechanisms, in the order of DESIGN.md §5.
-    pub const SKETCH: [MechanismKind; 12] = [
-        MechanismKind::RawGOpt,
-        MechanismKind::DpRpG,
-        MechanismKind::DpRpGOpt,
-        MechanismKind::DpOporp,
-        MechanismKind::DpSignrpRr,
-        MechanismKind::DpSignrpRrSmooth,
-        MechanismKind::DpSignoporpRr,
-        MechanismKind::DpSignoporpRrSmooth,
-        MechanismKind::IdpSignrpG,
-        MechanismKind::IdpSignrpRr,
-        MechanismKind::IdpSignoporpG,
-        MechanismKind::IdpSignoporpRr,
-    ];
-
-    /// The command-line name.
-    pub fn name(&self) -> &'static str {
-        match self {
-            MechanismKind::RawGOpt => "raw-g-opt",
-            MechanismKind::DpRpG => "dp-rp-g",
-            MechanismKind::DpRpGOpt => "dp-rp-g-opt",
-            MechanismKind::DpOporp => "dp-oporp",
-            MechanismKind::DpSignrpRr => "dp-signrp-rr",
-            MechanismKind::DpSignrpRrSmooth => "dp-signrp-rr-smooth",
-            MechanismKind::DpSignoporpRr => "dp-signoporp-rr",
-            MechanismKind::DpSignoporpRrSmooth => "dp-signoporp-rr-smooth",
-            MechanismKind::IdpSignrpG => "idp-signrp-g",
-            MechanismKind::IdpSignrpRr => "idp-signrp-rr",
-            MechanismKind::IdpSignoporpG => "idp-signoporp-g",
-            MechanismKind::IdpSignoporpRr => "idp-signoporp-rr",
-            MechanismKind::Privunit2 => "privunit2",
-            MechanismKind::Duchi => "duchi",
-            MechanismKind::Privunitg => "privunitg",
-            MechanismKind::Projunit => "projunit",
-            MechanismKind::ScalarDp => "scalar-dp",
-            MechanismKind::Privunit2Norm => "privunit2-norm",
-            MechanismKind::ProjunitCorrelated => "projunit-correlated",
-            MechanismKind::PrivunitInf => "privunit-inf",
-        }
-    }
-
-    /// Parse a command-line name.
-    pub fn parse(s: &str) -> Result<MechanismKind> {
-        let t = s.to_ascii_lowercase();
-        MechanismKind::all().find(|m| m.name() == t).ok_or_else(|| {
-            let names: Vec<&str> = MechanismKind::all().map(|m| m.name()).collect();
-            Error::param(
-                "--mechanism",
-                format!(
-                    "unknown mechanism '{s}' (expected one of: {})",
-                    names.join(", ")
-                ),
-            )
-        })
-    }
-
-    /// Whether the mechanism needs δ.
-    pub fn needs_delta(&self) -> bool {
-        matches!(
-            self,
-            MechanismKind::RawGOpt
-                | MechanismKind::DpRpG
-                | MechanismKind::DpRpGOpt
-                | MechanismKind::DpOporp
-                | MechanismKind::DpSignrpRr
-                | MechanismKind::IdpSignrpG
-                | MechanismKind::IdpSignoporpG
-        )
-    }
-
-    /// Whether the release holds sign bits.
-    pub fn is_sign(&self) -> bool {
-        !self.is_local()
-            && !matches!(
-                self,
-                MechanismKind::RawGOpt
-                    | MechanismKind::DpRpG
-                    | MechanismKind::DpRpGOpt
-                    | MechanismKind::DpOporp
-            )
-    }
-
-    /// Whether the mechanism is a local randomiser (local DP, replace-one; mean estimation).
-    pub fn is_local(&self) -> bool {
-        Self::LOCAL.contains(self)
-    }
-
-    /// Whether the mechanism gives only individual DP.
-    pub fn is_idp(&self) -> bool {
-        matches!(
-            self,
-            MechanismKind::IdpSignrpG
-                | MechanismKind::IdpSignrpRr
-                | MechanismKind::IdpSignoporpG
-                | MechanismKind::IdpSignoporpRr
-        )
-    }
-
-    /// The kind of guarantee the mechanism's releases carry, from its properties: individual DP
-    /// for the `idp-*` mechanisms, else (ε, δ)-DP when it needs δ, else pure ε-DP. It equals
-    /// `guarantee().kind` of every mechanism [`build`] makes of this kind (tested), and lets a
-    /// report name the guarantee of a setting that could not be built.
-    pub fn guarantee_kind(&self) -> GuaranteeKind {
-        if self.is_local() {
-            GuaranteeKind::LocalDp
-        } else if self.is_idp() {
-            GuaranteeKind::IndividualDp
-        } else if self.needs_delta() {
-            GuaranteeKind::ApproxDp
-        } else {
-            GuaranteeKind::PureDp
-        }
-    }
-
-    /// Whether the mechanism needs a public lower bound on row norms (`--min-norm`).
-    pub fn needs_min_norm(&self) -> bool {
-        matches!(self, MechanismKind::DpSignrpRr)
-    }
-
-    /// Whether the public map is OPORP.
-    pub fn oporp(&self) -> bool {
-        matches!(
-            self,
-            MechanismKind::DpOporp
-                | MechanismKind::DpSignoporpRr
-                | MechanismKind::DpSignoporpRrSmooth
-                | MechanismKind::IdpSignoporpG
-                | MechanismKind::IdpSignoporpRr
-        )
-    }
-
-    /// Whether `--k` applies (a projection), as opposed to releasing all `p` coordinates.
-    pub fn projects(&self) -> bool {
-        match self {
-            MechanismKind::RawGOpt => false,
-            MechanismKind::Projunit | MechanismKind::ProjunitCorrelated => true,
-            k => !k.is_local(),
-        }
-    }
-
-    /// Whether `--projection` applies (a dense projection of selectable kind).
-    pub fn dense(&self) -> bool {
-        self.projects() && !self.oporp() && !self.is_local()
-    }
-}
 
 /// What a release's payload holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -394,15 +166,7 @@ impl MechanismRecord {
     /// The noise method of a mechanism that draws Gaussian noise (`None` for the others); a
     /// Gaussian release without the field is float (it predates lattice noise).
     pub fn noise_method(&self) -> Option<NoiseMethod> {
-        let gaussian = matches!(
-            self.name,
-            MechanismKind::RawGOpt
-                | MechanismKind::DpRpG
-                | MechanismKind::DpRpGOpt
-                | MechanismKind::DpOporp
-                | MechanismKind::IdpSignrpG
-                | MechanismKind::IdpSignoporpG
-        );
+        let gaussian = self.name.adds_gaussian_noise();
         match &self.noise {
             Some(n) => Some(n.clone()),
             None if gaussian => Some(NoiseMethod::Float),
@@ -694,6 +458,31 @@ pub fn from_record(record: &MechanismRecord, guarantee: &Guarantee) -> Result<Bo
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `KIND_TABLE` is indexed by the discriminant: each row's name is the kind's serde name, the
+    /// 20 names are distinct, and `all()` lists every kind once. A reordered enum or table fails.
+    #[test]
+    fn kind_table_is_in_declaration_order() {
+        let kinds: Vec<MechanismKind> = MechanismKind::all().collect();
+        assert_eq!(kinds.len(), KIND_TABLE.len());
+        let mut names = std::collections::BTreeSet::new();
+        for k in kinds {
+            let serde_name = serde_json::to_string(&k).unwrap();
+            assert_eq!(serde_name, format!("\"{}\"", k.name()), "{k:?}");
+            assert_eq!(MechanismKind::parse(k.name()).unwrap(), k);
+            names.insert(k.name());
+            // the properties the table encodes agree with each other
+            let p = k.properties();
+            assert!(
+                !(p.local && (p.signs || p.needs_delta || p.gaussian)),
+                "{k:?}"
+            );
+            assert_eq!(p.map == MapClass::PerRow, p.local && p.projects, "{k:?}");
+            assert_eq!(k.is_idp(), k.name().starts_with("idp-"), "{k:?}");
+            assert_eq!(k.oporp(), k.name().contains("oporp"), "{k:?}");
+        }
+        assert_eq!(names.len(), 20);
+    }
     use crate::privacy::gaussian::{analytic_sigma, classical_sigma, gaussian_delta};
 
     fn params(kind: MechanismKind, eps: f64, k: Option<usize>) -> MechanismParams {

@@ -1,0 +1,263 @@
+//! The mechanism kinds and what distinguishes them, in one table ([`KIND_TABLE`]): the command
+//! line name, the family (local or central), the payload, the parameters a kind needs and its
+//! public map. The property methods of [`MechanismKind`] read that table.
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Error, Result};
+use crate::privacy::guarantee::GuaranteeKind;
+
+/// Every mechanism dprp can publish with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum MechanismKind {
+    /// Gaussian noise on the raw `p` coordinates, analytic σ, `Δ₂ = β`.
+    RawGOpt,
+    /// Dense random projection + Gaussian noise, classical σ.
+    DpRpG,
+    /// Dense random projection + Gaussian noise, analytic σ.
+    DpRpGOpt,
+    /// OPORP + Gaussian noise, analytic σ, `Δ₂ = β`.
+    DpOporp,
+    /// Signs of a dense projection, randomised response with `ε/N₊` per sign.
+    DpSignrpRr,
+    /// Signs of a dense projection, smooth flipping with `ε' = ε/k`.
+    DpSignrpRrSmooth,
+    /// Signs of OPORP, randomised response with `ε` per sign (`N₊ = 1`).
+    DpSignoporpRr,
+    /// Signs of OPORP, smooth flipping with `ε' = ε`.
+    DpSignoporpRrSmooth,
+    /// Individual DP: Gaussian noise on the noise set `A` of a dense projection, then signs.
+    IdpSignrpG,
+    /// Individual DP: randomised response on the noise set `A` of a dense projection.
+    IdpSignrpRr,
+    /// Individual DP: Gaussian noise on the noise set `A` of OPORP bins, then signs.
+    IdpSignoporpG,
+    /// Individual DP: randomised response on the noise set `A` of OPORP bins.
+    IdpSignoporpRr,
+    /// Local DP: PrivUnit2 on the unit ball.
+    Privunit2,
+    /// Local DP: the Duchi et al. hemisphere mechanism (PrivUnit2 with γ = 0).
+    Duchi,
+    /// Local DP: PrivUnitG on the unit ball.
+    Privunitg,
+    /// Local DP: ProjUnit — a public per-row projection to `k` dimensions, then PrivUnitG.
+    Projunit,
+    /// Local DP: ScalarDP on `[0, R]` (one value per row).
+    ScalarDp,
+    /// Local DP: PrivUnit2 for the direction × ScalarDP for the norm, ball of radius `R`.
+    Privunit2Norm,
+    /// Local DP: correlated FastProjUnit — one public diagonal for all rows, a public row sample
+    /// per row; the server decodes with one transform.
+    ProjunitCorrelated,
+    /// Local DP: PrivUnitInf on the cube `[-1,1]^d`.
+    PrivunitInf,
+}
+
+impl MechanismKind {
+    /// Every mechanism: the sketch mechanisms, then the local-DP ones.
+    pub fn all() -> impl Iterator<Item = MechanismKind> {
+        Self::SKETCH.into_iter().chain(Self::LOCAL)
+    }
+
+    /// The names of the local-DP mechanisms, comma-separated (for messages: never a stale list).
+    pub fn local_names() -> String {
+        Self::LOCAL.map(|k| k.name()).join(", ")
+    }
+
+    /// The local-DP mechanisms for mean estimation (MECHANISMS-LDP.md §A–C).
+    pub const LOCAL: [MechanismKind; 8] = [
+        MechanismKind::Privunit2,
+        MechanismKind::Duchi,
+        MechanismKind::Privunitg,
+        MechanismKind::Projunit,
+        MechanismKind::ProjunitCorrelated,
+        MechanismKind::ScalarDp,
+        MechanismKind::Privunit2Norm,
+        MechanismKind::PrivunitInf,
+    ];
+
+    /// The sketch mechanisms, in the order of DESIGN.md §5.
+    pub const SKETCH: [MechanismKind; 12] = [
+        MechanismKind::RawGOpt,
+        MechanismKind::DpRpG,
+        MechanismKind::DpRpGOpt,
+        MechanismKind::DpOporp,
+        MechanismKind::DpSignrpRr,
+        MechanismKind::DpSignrpRrSmooth,
+        MechanismKind::DpSignoporpRr,
+        MechanismKind::DpSignoporpRrSmooth,
+        MechanismKind::IdpSignrpG,
+        MechanismKind::IdpSignrpRr,
+        MechanismKind::IdpSignoporpG,
+        MechanismKind::IdpSignoporpRr,
+    ];
+
+    /// The kind's properties, one row of [`KIND_TABLE`].
+    pub fn properties(self) -> &'static KindProperties {
+        &KIND_TABLE[self as usize]
+    }
+
+    /// The command-line name.
+    pub fn name(&self) -> &'static str {
+        self.properties().name
+    }
+
+    /// Parse a command-line name.
+    pub fn parse(s: &str) -> Result<MechanismKind> {
+        let t = s.to_ascii_lowercase();
+        MechanismKind::all().find(|m| m.name() == t).ok_or_else(|| {
+            let names: Vec<&str> = MechanismKind::all().map(|m| m.name()).collect();
+            Error::param(
+                "--mechanism",
+                format!(
+                    "unknown mechanism '{s}' (expected one of: {})",
+                    names.join(", ")
+                ),
+            )
+        })
+    }
+
+    /// Whether the mechanism needs δ.
+    pub fn needs_delta(&self) -> bool {
+        self.properties().needs_delta
+    }
+
+    /// Whether the release holds sign bits.
+    pub fn is_sign(&self) -> bool {
+        self.properties().signs
+    }
+
+    /// Whether the mechanism is a local randomiser (local DP, replace-one; mean estimation).
+    pub fn is_local(&self) -> bool {
+        self.properties().local
+    }
+
+    /// Whether the mechanism gives only individual DP.
+    pub fn is_idp(&self) -> bool {
+        self.properties().individual
+    }
+
+    /// Whether the mechanism adds Gaussian noise (and so has a lattice or float sampler to choose).
+    pub fn adds_gaussian_noise(self) -> bool {
+        self.properties().gaussian
+    }
+
+    /// The kind of guarantee the mechanism's releases carry, from its properties: individual DP
+    /// for the `idp-*` mechanisms, else (ε, δ)-DP when it needs δ, else pure ε-DP. It equals
+    /// `guarantee().kind` of every mechanism [`super::build`] makes of this kind (tested), and lets a
+    /// report name the guarantee of a setting that could not be built.
+    pub fn guarantee_kind(&self) -> GuaranteeKind {
+        if self.is_local() {
+            GuaranteeKind::LocalDp
+        } else if self.is_idp() {
+            GuaranteeKind::IndividualDp
+        } else if self.needs_delta() {
+            GuaranteeKind::ApproxDp
+        } else {
+            GuaranteeKind::PureDp
+        }
+    }
+
+    /// Whether the mechanism needs a public lower bound on row norms (`--min-norm`).
+    pub fn needs_min_norm(&self) -> bool {
+        self.properties().min_norm
+    }
+
+    /// Whether the public map is OPORP.
+    pub fn oporp(&self) -> bool {
+        self.properties().map == MapClass::Oporp
+    }
+
+    /// Whether `--k` applies (a projection), as opposed to releasing all `p` coordinates.
+    pub fn projects(&self) -> bool {
+        self.properties().projects
+    }
+
+    /// Whether `--projection` applies (a dense projection of selectable kind).
+    pub fn dense(&self) -> bool {
+        self.properties().map == MapClass::Dense
+    }
+}
+
+/// The public map a kind applies before its randomiser.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MapClass {
+    /// None: the row itself (`raw-g-opt`, and the local mechanisms without a projection).
+    Identity,
+    /// A dense random projection of selectable entries (`--projection`).
+    Dense,
+    /// OPORP.
+    Oporp,
+    /// ProjUnit's public per-row maps (`--projection` names the family).
+    PerRow,
+}
+
+/// What distinguishes one mechanism kind from another, in one place ([`KIND_TABLE`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct KindProperties {
+    /// The command-line name.
+    pub name: &'static str,
+    /// A local randomiser (local DP, replace-one neighbours; mean estimation).
+    pub local: bool,
+    /// The release holds sign bits.
+    pub signs: bool,
+    /// The guarantee has a δ (the mechanism needs `--delta`).
+    pub needs_delta: bool,
+    /// Only individual DP (`--individual-dp`).
+    pub individual: bool,
+    /// Needs a public lower bound on row norms (`--min-norm`).
+    pub min_norm: bool,
+    /// Draws Gaussian noise (lattice or float, `--noise`).
+    pub gaussian: bool,
+    /// `--k` applies.
+    pub projects: bool,
+    /// The public map.
+    pub map: MapClass,
+}
+
+const fn props(name: &'static str, flags: [bool; 7], map: MapClass) -> KindProperties {
+    let [local, signs, needs_delta, individual, min_norm, gaussian, projects] = flags;
+    KindProperties {
+        name,
+        local,
+        signs,
+        needs_delta,
+        individual,
+        min_norm,
+        gaussian,
+        projects,
+        map,
+    }
+}
+
+/// The properties of every kind, in the declaration order of [`MechanismKind`] (the index is the
+/// discriminant; `kind_table_is_in_declaration_order` checks the names). Columns of the flags:
+/// local, signs, needs δ, individual DP, needs `--min-norm`, Gaussian noise, `--k` applies.
+pub const KIND_TABLE: [KindProperties; 20] = {
+    use MapClass::{Dense, Identity, Oporp, PerRow};
+    const F: bool = false;
+    const T: bool = true;
+    [
+        props("raw-g-opt", [F, F, T, F, F, T, F], Identity),
+        props("dp-rp-g", [F, F, T, F, F, T, T], Dense),
+        props("dp-rp-g-opt", [F, F, T, F, F, T, T], Dense),
+        props("dp-oporp", [F, F, T, F, F, T, T], Oporp),
+        props("dp-signrp-rr", [F, T, T, F, T, F, T], Dense),
+        props("dp-signrp-rr-smooth", [F, T, F, F, F, F, T], Dense),
+        props("dp-signoporp-rr", [F, T, F, F, F, F, T], Oporp),
+        props("dp-signoporp-rr-smooth", [F, T, F, F, F, F, T], Oporp),
+        props("idp-signrp-g", [F, T, T, T, F, T, T], Dense),
+        props("idp-signrp-rr", [F, T, F, T, F, F, T], Dense),
+        props("idp-signoporp-g", [F, T, T, T, F, T, T], Oporp),
+        props("idp-signoporp-rr", [F, T, F, T, F, F, T], Oporp),
+        props("privunit2", [T, F, F, F, F, F, F], Identity),
+        props("duchi", [T, F, F, F, F, F, F], Identity),
+        props("privunitg", [T, F, F, F, F, F, F], Identity),
+        props("projunit", [T, F, F, F, F, F, T], PerRow),
+        props("scalar-dp", [T, F, F, F, F, F, F], Identity),
+        props("privunit2-norm", [T, F, F, F, F, F, F], Identity),
+        props("projunit-correlated", [T, F, F, F, F, F, T], PerRow),
+        props("privunit-inf", [T, F, F, F, F, F, F], Identity),
+    ]
+};
