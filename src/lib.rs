@@ -11,6 +11,12 @@
 //!      → mechanism (privatise rows) → release (sketch file) → estimate / query / eval
 //! ```
 //!
+//! The lower floors import nothing from above (`tests/layers.rs` reads the `crate::` paths):
+//! `error`, `atomic` → [`rng`] (seeds, generators, the ChaCha20 keystream) → [`data`] (readers,
+//! scaling, the input domain) → [`projection`] (public maps) → [`privacy`] (calibration,
+//! samplers, accountants, the guarantee). Above them the families and front ends are being given
+//! rooms of their own (issue 27).
+//!
 //! Where is DP-OPORP calibrated? [`mechanism::dp_oporp`]. Where is the analytic Gaussian σ
 //! computed? [`privacy::gaussian::analytic_sigma`]. The privacy model is stated in
 //! [`privacy::guarantee`].

@@ -4,7 +4,7 @@
 //! client vectors and messages per thread plus the running sums, whatever the number of clients.
 //!
 //! Each client's secret randomness is ChaCha20 stream `i` of one key from the operating system
-//! ([`NoiseSource::block_rng`]`(i)`), never written anywhere; the pads' pair keys come from a
+//! ([`NoiseSource::row_rng`]`(i)`), never written anywhere; the pads' pair keys come from a
 //! separate round secret ([`SecAggRound::with_os_secret`]).
 //!
 //! With `check` the round also keeps what only a simulation can see — the exact non-private

@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use crate::error::{Error, Result};
 
 pub mod csv;
+pub mod domain;
 pub mod idx;
 pub mod libsvm;
 pub mod native;

@@ -385,13 +385,13 @@ pub fn check_domain(
 /// ℓ₂ ball of public radius (a row outside is refused with its norm), or an interval `[0, max]`.
 /// Non-finite values are refused first, naming the cell.
 pub fn check_input_domain(
-    domain: crate::privacy::guarantee::InputDomain,
+    domain: crate::data::domain::InputDomain,
     values: &[f32],
     p: usize,
     first_row: u64,
     path: &std::path::Path,
 ) -> Result<()> {
-    use crate::privacy::guarantee::InputDomain;
+    use crate::data::domain::InputDomain;
     if domain == InputDomain::Cube {
         return check_domain(values, p, first_row, path);
     }

@@ -17,7 +17,7 @@ use crate::rng::Xoshiro256pp;
 
 use super::{RowReader, Scaling};
 use crate::error::{Error, Result};
-use crate::projection::Seed;
+use crate::rng::Seed;
 
 /// A [`RowReader`] over `n` synthetic rows of dimension `d`.
 pub struct SyntheticRows {

@@ -144,35 +144,8 @@ pub struct Guarantee {
     pub local: Option<LocalGuarantee>,
 }
 
-/// The inputs a mechanism accepts (and, for local DP, between which it protects).
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "type", rename_all = "kebab-case")]
-pub enum InputDomain {
-    /// Every coordinate in `[-1, 1]` (the sketch mechanisms, DESIGN.md §2; PrivUnitInf).
-    Cube,
-    /// The ℓ₂ ball of a public radius (the direction mechanisms: radius 1).
-    Ball {
-        /// Public radius R.
-        radius: f64,
-    },
-    /// A scalar in `[0, max]` (ScalarDP).
-    Interval {
-        /// Public upper end.
-        max: f64,
-    },
-}
-
-impl InputDomain {
-    /// `the unit ball`, `the ball of radius 2`, `[-1,1]^d`, `[0, 5]`.
-    pub fn describe(&self) -> String {
-        match self {
-            InputDomain::Cube => "the cube [-1,1]^d".into(),
-            InputDomain::Ball { radius } if *radius == 1.0 => "the unit ball".into(),
-            InputDomain::Ball { radius } => format!("the ball of radius {radius}"),
-            InputDomain::Interval { max } => format!("the interval [0, {max}]"),
-        }
-    }
-}
+/// The input domain, in [`crate::data`] since issue 27 (re-exported here).
+pub use crate::data::domain::InputDomain;
 
 /// The parts of a local-DP guarantee beyond ε.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]

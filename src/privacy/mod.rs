@@ -21,7 +21,8 @@
 //!   local-DP mechanisms.
 //! - [`zcdp`]: ρ-zCDP → (ε, δ)-DP, the tight conversion of Canonne, Kamath & Steinke 2020.
 
-pub mod chacha;
+/// The multi-block ChaCha20 keystream, in [`crate::rng`] since issue 27 (re-exported here).
+pub use crate::rng::chacha;
 pub mod coin;
 pub mod distributed;
 pub mod exact;

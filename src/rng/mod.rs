@@ -9,7 +9,10 @@
 //! generator here is not a [`rand::CryptoRng`], so the type system keeps it out of every
 //! sampler that requires one (the exact samplers, the noise sources).
 
+pub mod chacha;
 pub mod normal;
+pub mod seed;
 mod xoshiro;
 
+pub use seed::Seed;
 pub use xoshiro::Xoshiro256pp;

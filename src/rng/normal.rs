@@ -40,7 +40,7 @@ use std::sync::OnceLock;
 
 use rand::Rng;
 
-use crate::privacy::chacha;
+use crate::rng::chacha;
 
 /// Number of ziggurat layers (8 bits of each word pick one).
 pub const LAYERS: usize = 256;
