@@ -10,9 +10,8 @@ use plotters::style::text_anchor::{HPos, Pos, VPos};
 
 use super::marks::*;
 use super::plot::PlotOutcome;
-use super::raster::{rasterise, system_fonts, PResult};
-use super::write_atomic;
-use crate::error::{Error, Result};
+use super::raster::{system_fonts, PResult};
+use crate::error::Result;
 
 /// One curve of a panel.
 #[derive(Debug, Clone)]
@@ -132,22 +131,8 @@ fn figure_svg(fig: &LineFigure) -> PResult<String> {
     let ((xlo, xhi), (ylo, yhi), ticks) = ranges(fig);
     let mut svg = String::new();
     {
-        let root = SVGBackend::with_string(&mut svg, (width, height)).into_drawing_area();
-        root.fill(&WHITE).map_err(perr)?;
-        let (title_area, body) = root.split_vertically(TITLE_H);
-        title_area
-            .draw(&Text::new(
-                fig.title.clone(),
-                ((width / 2) as i32, 12),
-                (FONT, 20)
-                    .into_font()
-                    .color(&BLACK)
-                    .pos(Pos::new(HPos::Center, VPos::Top)),
-            ))
-            .map_err(perr)?;
-        let (panels_area, legend_area) = body.split_horizontally(ncols as u32 * PANEL_W);
-        let (panels_area, _) = panels_area.split_vertically(nrows as u32 * PANEL_H);
-        let cells = panels_area.split_evenly((nrows, ncols));
+        let (root, cells, legend_area) =
+            frame(&mut svg, (width, height), &fig.title, (nrows, ncols))?;
         for (panel, area) in fig.panels.iter().zip(cells.iter()) {
             let mut chart = ChartBuilder::on(area)
                 .caption(panel.caption.clone(), (FONT, 16))
@@ -219,35 +204,22 @@ fn figure_svg(fig: &LineFigure) -> PResult<String> {
             }
         }
         // legend
-        let x0 = 12;
+        let x0 = LEGEND_X;
         let mut y = 60;
-        let text_style = (FONT, 15)
-            .into_font()
-            .color(&BLACK)
-            .pos(Pos::new(HPos::Left, VPos::Center));
         for (style, dashed, label) in &fig.legend {
-            let c = colour(*style);
             if *dashed {
                 for seg in [(x0, x0 + 9), (x0 + 13, x0 + 22), (x0 + 26, x0 + 32)] {
                     legend_area
                         .draw(&PathElement::new(
                             vec![(seg.0, y), (seg.1, y)],
-                            c.stroke_width(2),
+                            colour(*style).stroke_width(2),
                         ))
                         .map_err(perr)?;
                 }
+                legend_label(&legend_area, y, label)?;
             } else {
-                legend_area
-                    .draw(&PathElement::new(
-                        vec![(x0, y), (x0 + 32, y)],
-                        c.stroke_width(2),
-                    ))
-                    .map_err(perr)?;
-                draw_legend_marker(&legend_area, *style, (x0 + 16, y))?;
+                legend_entry(&legend_area, *style, y, label)?;
             }
-            legend_area
-                .draw(&Text::new(label.clone(), (x0 + 42, y), text_style.clone()))
-                .map_err(perr)?;
             y += 24;
         }
         let note_style = (FONT, 13)
@@ -270,33 +242,12 @@ fn figure_svg(fig: &LineFigure) -> PResult<String> {
 /// must exist); PNGs that cannot be rendered are reported as warnings, as in
 /// [`super::plots_with_warnings`].
 pub fn write_line_figures(figs: &[LineFigure], dir: &Path) -> Result<PlotOutcome> {
-    let mut outcome = PlotOutcome::default();
-    let mut failures: Vec<String> = Vec::new();
-    for fig in figs {
-        let svg_path = dir.join(format!("{}.svg", fig.stem));
-        let svg = figure_svg(fig).map_err(|e| Error::io(&svg_path, std::io::Error::other(e)))?;
-        write_atomic(&svg_path, svg.as_bytes())?;
-        outcome.files.push(svg_path);
-        let png_path = dir.join(format!("{}.png", fig.stem));
-        match system_fonts()
-            .as_ref()
-            .map_err(Clone::clone)
-            .and_then(|f| rasterise(&svg, f))
-        {
-            Ok(png) => {
-                write_atomic(&png_path, &png)?;
-                outcome.files.push(png_path);
-            }
-            Err(e) => failures.push(format!("{}: {e}", png_path.display())),
-        }
-    }
-    if let Some(first) = failures.first() {
-        outcome.warnings.push(format!(
-            "{} PNG plot(s) not written, e.g. {first}; the SVGs were written",
-            failures.len()
-        ));
-    }
-    Ok(outcome)
+    super::plot::write_figures(
+        dir,
+        figs.iter().map(|f| (f.stem.as_str(), f)),
+        figure_svg,
+        system_fonts(),
+    )
 }
 
 #[cfg(test)]

@@ -436,22 +436,8 @@ fn figure_svg(fig: &Figure, eps_grid: &[f64]) -> PResult<String> {
 
     let mut svg = String::new();
     {
-        let root = SVGBackend::with_string(&mut svg, (width, height)).into_drawing_area();
-        root.fill(&WHITE).map_err(perr)?;
-        let (title_area, body) = root.split_vertically(TITLE_H);
-        title_area
-            .draw(&Text::new(
-                fig.title.clone(),
-                ((width / 2) as i32, 12),
-                (FONT, 20)
-                    .into_font()
-                    .color(&BLACK)
-                    .pos(Pos::new(HPos::Center, VPos::Top)),
-            ))
-            .map_err(perr)?;
-        let (panels_area, legend_area) = body.split_horizontally(ncols as u32 * PANEL_W);
-        let (panels_area, _) = panels_area.split_vertically(nrows as u32 * PANEL_H);
-        let cells = panels_area.split_evenly((nrows, ncols));
+        let (root, cells, legend_area) =
+            frame(&mut svg, (width, height), &fig.title, (nrows, ncols))?;
         for (panel, area) in fig.panels.iter().zip(cells.iter()) {
             let mut chart = ChartBuilder::on(area)
                 .caption(format!("k = {}", panel.k), (FONT, 17))
@@ -573,37 +559,17 @@ fn figure_svg(fig: &Figure, eps_grid: &[f64]) -> PResult<String> {
         }
 
         // Legend, to the right of the panels.
-        let x0 = 12;
+        let x0 = LEGEND_X;
         let mut y = 60;
-        let text_style = (FONT, 15)
-            .into_font()
-            .color(&BLACK)
-            .pos(Pos::new(HPos::Left, VPos::Center));
         for (style, label) in &fig.legend {
-            let c = colour(*style);
-            legend_area
-                .draw(&PathElement::new(
-                    vec![(x0, y), (x0 + 32, y)],
-                    c.stroke_width(2),
-                ))
-                .map_err(perr)?;
-            draw_legend_marker(&legend_area, *style, (x0 + 16, y))?;
-            legend_area
-                .draw(&Text::new(label.clone(), (x0 + 42, y), text_style.clone()))
-                .map_err(perr)?;
+            legend_entry(&legend_area, *style, y, label)?;
             y += 24;
         }
         if fig.has_inf {
             legend_area
                 .draw(&Circle::new((x0 + 16, y), 4, NOTE_COLOR.stroke_width(2)))
                 .map_err(perr)?;
-            legend_area
-                .draw(&Text::new(
-                    "ε = ∞: own map, no noise",
-                    (x0 + 42, y),
-                    text_style.clone(),
-                ))
-                .map_err(perr)?;
+            legend_label(&legend_area, y, "ε = ∞: own map, no noise")?;
             y += 24;
         }
         for (dash, label) in &fig.ref_legend {
@@ -619,9 +585,7 @@ fn figure_svg(fig: &Figure, eps_grid: &[f64]) -> PResult<String> {
                     .map_err(perr)?;
                 x = e + g as i32;
             }
-            legend_area
-                .draw(&Text::new(label.clone(), (x0 + 42, y), text_style.clone()))
-                .map_err(perr)?;
+            legend_label(&legend_area, y, label)?;
             y += 24;
         }
         if fig.max_repeats > 1 {
@@ -662,15 +626,33 @@ fn figure_svg(fig: &Figure, eps_grid: &[f64]) -> PResult<String> {
 fn plots_into(report: &Report, dir: &Path, fonts: &PResult<Fonts>) -> Result<PlotOutcome> {
     std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
     let grid = Grid::new(report);
+    let figs = figures(report);
+    write_figures(
+        dir,
+        figs.iter().map(|f| (f.stem.as_str(), f)),
+        |f| figure_svg(f, &grid.eps),
+        fonts,
+    )
+}
+
+/// Write each figure as `<stem>.svg` (drawn by `draw`) and, when `fonts` is usable, `<stem>.png`
+/// into `dir` (which must exist), each atomically; PNGs that cannot be rendered become one
+/// warning (the SVGs are written regardless). Shared by the retrieval/SVM plots and the line
+/// figures of [`super::lines`].
+pub(super) fn write_figures<'f, T: 'f>(
+    dir: &Path,
+    figs: impl Iterator<Item = (&'f str, &'f T)>,
+    draw: impl Fn(&T) -> PResult<String>,
+    fonts: &PResult<Fonts>,
+) -> Result<PlotOutcome> {
     let mut outcome = PlotOutcome::default();
     let mut png_failures: Vec<String> = Vec::new();
-    for fig in figures(report) {
-        let svg_path = dir.join(format!("{}.svg", fig.stem));
-        let svg = figure_svg(&fig, &grid.eps)
-            .map_err(|e| Error::io(&svg_path, std::io::Error::other(e)))?;
+    for (stem, fig) in figs {
+        let svg_path = dir.join(format!("{stem}.svg"));
+        let svg = draw(fig).map_err(|e| Error::io(&svg_path, std::io::Error::other(e)))?;
         write_atomic(&svg_path, svg.as_bytes())?;
         outcome.files.push(svg_path);
-        let png_path = dir.join(format!("{}.png", fig.stem));
+        let png_path = dir.join(format!("{stem}.png"));
         match fonts
             .as_ref()
             .map_err(Clone::clone)
