@@ -30,8 +30,8 @@ use rand::Rng;
 use rand_chacha::ChaCha20Rng;
 
 use super::EncodeStats;
-use crate::aggregate::secagg::{ModularSum, Modulus};
 use crate::error::{Error, Result};
+use crate::mechanism::distributed::modular::{ModularSum, Modulus};
 use crate::privacy::exact::fill_binomial_half;
 use crate::projection::flatten::Flatten;
 use crate::projection::Seed;

@@ -28,8 +28,8 @@
 use rand::Rng;
 use rand_chacha::ChaCha20Rng;
 
-use crate::aggregate::secagg::{ModularSum, Modulus};
 use crate::error::{Error, Result};
+use crate::mechanism::distributed::modular::{ModularSum, Modulus};
 use crate::privacy::chacha::BufferedChaCha;
 use crate::privacy::distributed::ddg::DdgSetting;
 use crate::privacy::exact::{

@@ -19,13 +19,14 @@
 
 pub mod binomial;
 pub mod ddg;
+pub mod modular;
 pub mod planned;
 pub mod sketch_ddg;
 
 use rand_chacha::ChaCha20Rng;
 
-use crate::aggregate::secagg::{ModularSum, Modulus};
 use crate::error::Result;
+use crate::mechanism::distributed::modular::{ModularSum, Modulus};
 
 pub use binomial::{BinomialEncoder, BinomialParams};
 pub use ddg::{Ddg, DdgParams, EncodeStats};

@@ -20,8 +20,8 @@ use rand_chacha::ChaCha20Rng;
 
 use super::ddg::{Ddg, DdgParams, EncodeStats};
 use super::ClientEncoder;
-use crate::aggregate::secagg::{ModularSum, Modulus};
 use crate::error::{Error, Result};
+use crate::mechanism::distributed::modular::{ModularSum, Modulus};
 use crate::projection::count_sketch::CountSketch;
 use crate::projection::Seed;
 
