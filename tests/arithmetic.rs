@@ -371,3 +371,39 @@ fn release_minus_its_noiseless_twin_has_the_stated_sigma() {
         "{info}"
     );
 }
+
+/// Queries are not private and may lie outside [−1, 1]: `project` takes the grid's path for rows
+/// inside the domain (equal to the release's values) and f64 for rows outside, instead of
+/// refusing them (the grid's exact sums need the domain). A private row outside is still refused.
+#[test]
+fn queries_outside_the_domain_are_projected_not_refused() {
+    let m = build_with(
+        &params(MechanismKind::DpRpGOpt, 64, Some(8)),
+        NoiseChoice::Lattice,
+    )
+    .unwrap();
+    let d = DenseProjection::generate(DenseKind::Rademacher, 64, 8, seed()).unwrap();
+    let map = PublicMap::Dense(d);
+    let mut q: Vec<f32> = (0..64).map(|i| (i as f32 / 64.0) - 0.5).collect();
+    let mut inside = vec![0f32; 8];
+    m.project(&q, &mut inside).unwrap();
+    let mut grid = vec![0f64; 8];
+    Arithmetic::Grid { q: 12 }
+        .evaluate(&map, &q, &mut grid)
+        .unwrap();
+    assert_eq!(inside, grid.iter().map(|&v| v as f32).collect::<Vec<_>>());
+    q[3] = 1.5;
+    let mut outside = vec![0f32; 8];
+    m.project(&q, &mut outside).unwrap();
+    let mut f64s = vec![0f64; 8];
+    Arithmetic::Float64.evaluate(&map, &q, &mut f64s).unwrap();
+    assert_eq!(outside, f64s.iter().map(|&v| v as f32).collect::<Vec<_>>());
+    // a private row outside the domain is refused by the grid (publish checks it before)
+    let mut out = vec![0f32; 8];
+    let src = dprp::privacy::noise::NoiseSource::from_seed("q");
+    let e = m
+        .privatise_rows(&q, dprp::mechanism::SketchMut::Real(&mut out), 0, &src)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("outside"), "{e}");
+}

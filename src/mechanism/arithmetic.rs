@@ -192,6 +192,19 @@ impl Arithmetic {
         }
     }
 
+    /// The map's values on query rows, which are not private and need not lie in the domain:
+    /// this arithmetic when it applies to them, else `float64` (the grid's exact sums need every
+    /// value in [−1, 1]; a query outside it is projected in f64 instead of refused).
+    pub fn evaluate_query(&self, map: &PublicMap, rows: &[f32], out: &mut [f64]) -> Result<()> {
+        let grid_applies = rows.iter().all(|u| u.abs() <= 1.0);
+        match self {
+            Arithmetic::Grid { .. } if !grid_applies => {
+                Arithmetic::Float64.evaluate(map, rows, out)
+            }
+            _ => self.evaluate(map, rows, out),
+        }
+    }
+
     /// One phrase for `info`, `publish` and `calibrate`.
     pub fn describe(&self) -> String {
         match self {

@@ -392,7 +392,9 @@ impl Mechanism for GaussianSketch {
             arithmetic: Some(self.arithmetic.clone()),
         }
     }
-    /// The values a release's noise is added to (the release's arithmetic), rounded to f32.
+    /// The values a release's noise is added to (the release's arithmetic; a query row outside
+    /// the domain in f64, [`crate::mechanism::arithmetic::Arithmetic::evaluate_query`]), rounded
+    /// to f32.
     fn project(&self, rows: &[f32], out: &mut [f32]) -> Result<()> {
         let m = rows.len() / self.map.p().max(1);
         if m * self.map.p() != rows.len() || out.len() != m * self.map.k() {
@@ -405,7 +407,10 @@ impl Mechanism for GaussianSketch {
             .chunks(Self::TILE * self.map.p())
             .zip(out.chunks_mut(Self::TILE * self.map.k()))
         {
-            let y = self.evaluate(r)?;
+            let mut y = vec![0f64; o.len()];
+            self.arithmetic
+                .arithmetic
+                .evaluate_query(&self.map, r, &mut y)?;
             o.iter_mut().zip(&y).for_each(|(o, &v)| *o = v as f32);
         }
         Ok(())

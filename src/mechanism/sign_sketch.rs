@@ -791,15 +791,14 @@ impl Mechanism for SignSketch {
             arithmetic: Some(self.arithmetic.clone()),
         }
     }
-    /// The values whose signs are released (the mechanism's arithmetic), rounded to f32.
+    /// The values whose signs are released (the mechanism's arithmetic; a query row outside the
+    /// domain in f64, [`crate::mechanism::arithmetic::Arithmetic::evaluate_query`]), rounded to
+    /// f32.
     fn project(&self, rows: &[f32], out: &mut [f32]) -> Result<()> {
-        let z = self.project_values(rows)?;
-        if z.len() != out.len() {
-            return Err(Error::param(
-                "rows",
-                "block shape does not match the mechanism",
-            ));
-        }
+        let mut z = vec![0f64; out.len()];
+        self.arithmetic
+            .arithmetic
+            .evaluate_query(&self.map, rows, &mut z)?;
         out.iter_mut().zip(&z).for_each(|(o, &v)| *o = v as f32);
         Ok(())
     }
