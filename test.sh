@@ -22,6 +22,8 @@ export PYO3_PYTHON="$DPRP_PYTHON"
 cargo fmt --all -- --check
 cargo clippy --all-targets --release -- -D warnings
 cargo clippy -p dprp-python --release -- -D warnings
+# the library's documentation: no broken or private intra-doc link
+RUSTDOCFLAGS="-D warnings" cargo doc --release --no-deps --lib --quiet
 cargo test --release
 
 # The Python module (python/, pyproject.toml), built into the venv, then its tests; they run the

@@ -39,7 +39,7 @@ use rayon::prelude::*;
 
 use dprp::data::scale::{check_domain, check_finite, ScaleArg, ScalingRequest};
 use dprp::data::{native, open_reader, Dataset, InputOptions};
-use dprp::mechanism::gaussian_sketch::add_gaussian_noise;
+use dprp::mechanism::central::gaussian_sketch::add_gaussian_noise;
 use dprp::mechanism::SketchMut;
 use dprp::mechanism::{self, Mechanism, MechanismKind, MechanismParams};
 use dprp::privacy::guarantee::Neighbour;

@@ -24,9 +24,9 @@ use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, BenchmarkGroup, Criterion, SamplingMode};
 
-use dprp::aggregate::secagg::{default_half_degree, ModularSum, SecAggRound};
 use dprp::data::synthetic::SyntheticRows;
 use dprp::data::RowReader;
+use dprp::mechanism::distributed::secagg::{default_half_degree, ModularSum, SecAggRound};
 use dprp::mechanism::distributed::{ClientEncoder, DdgParams, SketchDdg};
 use dprp::privacy::chacha::BufferedChaCha;
 use dprp::privacy::noise::NoiseSource;

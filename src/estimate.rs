@@ -162,7 +162,7 @@ pub const INTERVAL_LEVEL: f64 = 0.95;
 pub struct SignEstimate {
     /// Fraction of agreeing signs, `P̂`.
     pub agreement: f64,
-    /// Debiased collision probability of the unperturbed signs, `P̂_SRP` (clamped to [0,1]).
+    /// Debiased collision probability of the unperturbed signs, `P̂_SRP` (clamped to \[0,1\]).
     pub p_srp: f64,
     /// Estimated angle `θ̂ = π(1 − P̂_SRP)`.
     pub theta: f64,
@@ -277,7 +277,7 @@ pub fn clopper_pearson(successes: u32, trials: usize, level: f64) -> (f64, f64) 
 /// The interval: for a fixed pair and a fresh dense random projection, the `k` sign agreements
 /// are i.i.d. Bernoulli(P) (independent projection columns, independent flips), so the count is
 /// Binomial(k, P) (OPORP's bins partition the coordinates, so there it is approximately so). The [`clopper_pearson`] interval `[P_lo, P_hi]` for `P` at [`INTERVAL_LEVEL`]
-/// is mapped through the increasing `P → P_SRP = (P − c)/s` (clamped to [0,1]) and the decreasing
+/// is mapped through the increasing `P → P_SRP = (P − c)/s` (clamped to \[0,1\]) and the decreasing
 /// `P_SRP → θ = π(1 − P_SRP)`, then the decreasing `θ → cos θ` on [0, π]; monotone maps carry the
 /// interval's coverage over unchanged (clamping only widens it). Its level is "over releases with
 /// fresh projections": for one fixed projection the agreements of a given pair are not binomial.

@@ -4,27 +4,38 @@
 //! noise, or sign bits with randomised response) and still use them: nearest-neighbour search,
 //! inner-product estimates with standard errors, linear classifiers, and utility evaluation.
 //!
-//! The pipeline flows one way, and so do the modules:
+//! The pipeline flows one way, and so do the modules. The floors, bottom up — a module imports
+//! from its own floor and the ones below, never from above, and no import circle crosses a
+//! folder (`tests/layers.rs` reads every `crate::` and `super::` path and checks both):
 //!
 //! ```text
-//! data (load, validate, scale) → projection (public, seeded) → privacy (calibration)
-//!      → mechanism (privatise rows) → release (sketch file) → estimate / query / eval
+//!  11 cli                      parse flags, print reports (python/ stands beside it)
+//!  10 audit, eval, request     measure a mechanism (empirical ε, utility experiments); requests:
+//!                              options as users give them → validated objects, for every front end
+//!   9 publish, learn           the streaming publish pipeline; linear SVM on sketches
+//!   8 ledger, search           the privacy budget ledger; exact and HNSW search of releases
+//!   7 release                  the sketch file: format, writer, memory-mapped reader, shards
+//!   6 mechanism                the three families, one room each:
+//!       central/                 sketches a data holder publishes (Gaussian, sign + RR)
+//!       local/                   each user privatises their own vector; decoder, accumulator
+//!       distributed/             client encoders, accountants, secure aggregation, the round
+//!   5 estimate                 inner-product estimators and their variances
+//!   4 privacy                  calibration, accountants, the guarantee; samplers (exact/, coin)
+//!   3 projection               public maps regenerated from a seed
+//!   2 data                     readers, validation, scaling, the input domain
+//!   1 rng                      seeds, ChaCha20 keystream, normal sampler
+//!   0 error, atomic            errors; whole-or-nothing outputs
 //! ```
 //!
-//! The lower floors import nothing from above (`tests/layers.rs` reads the `crate::` paths):
-//! `error`, `atomic` → [`rng`] (seeds, generators, the ChaCha20 keystream) → [`data`] (readers,
-//! scaling, the input domain) → [`projection`] (public maps) → [`privacy`] (calibration,
-//! samplers, accountants, the guarantee). Above them the families and front ends are being given
-//! rooms of their own (issue 27).
-//!
-//! Where is DP-OPORP calibrated? [`mechanism::dp_oporp`]. Where is the analytic Gaussian σ
+//! Where is DP-OPORP calibrated? [`mechanism::central::dp_oporp`]. Where is the analytic Gaussian σ
 //! computed? [`privacy::gaussian::analytic_sigma`]. The privacy model is stated in
 //! [`privacy::guarantee`].
-
 //!
 //! The library mirrors the commands: publish, open a release, search it, estimate with error bars.
 //! Local-DP mean estimation (each user privatises their own vector; a server averages) is in
-//! [`mechanism::local`] (the mechanisms) and [`aggregate`] (the streaming, mergeable mean).
+//! [`mechanism::local`] (the mechanisms) and [`mechanism::local::accumulator`] (the streaming,
+//! mergeable mean); distributed DP (clients add small integer noise, a secure sum reveals only
+//! the total) in [`mechanism::distributed`], whose round is [`mechanism::distributed::round`].
 //!
 //! ```
 //! use dprp::data::{native, sample};
@@ -75,7 +86,6 @@
 
 #![warn(missing_docs)]
 
-pub mod aggregate;
 pub mod atomic;
 pub mod audit;
 pub mod cli;
@@ -90,6 +100,7 @@ pub mod privacy;
 pub mod projection;
 pub mod publish;
 pub mod release;
+pub mod request;
 pub mod rng;
 pub mod search;
 

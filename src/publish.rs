@@ -253,6 +253,21 @@ pub struct StageTimes {
     pub chunks: usize,
 }
 
+impl StageTimes {
+    /// Add another run's times (the shards of one release).
+    pub fn add(&mut self, o: &StageTimes) {
+        self.setup += o.setup;
+        self.read += o.read;
+        self.privatise += o.privatise;
+        self.wait_read += o.wait_read;
+        self.wait_write += o.wait_write;
+        self.write += o.write;
+        self.finish += o.finish;
+        self.total += o.total;
+        self.chunks += o.chunks;
+    }
+}
+
 /// Most blocks per parallel task: each task privatises up to `GROUP_BLOCKS·BLOCK_ROWS` rows
 /// at once (fewer for small chunks, see `group_rows`).
 pub const GROUP_BLOCKS: usize = 4;
@@ -862,7 +877,7 @@ pub fn publish_from<'r>(
     }
     let mut record = mech.record();
     if let Some(sign) = record.sign.as_mut() {
-        use crate::mechanism::sign_sketch::{FlipRule, SetSummary};
+        use crate::mechanism::central::sign_sketch::{FlipRule, SetSummary};
         match sign.rule {
             FlipRule::RandomisedResponse {
                 flip_probability, ..

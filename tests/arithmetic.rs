@@ -1,4 +1,4 @@
-//! The arithmetic of the public maps (src/mechanism/arithmetic.rs), recomputed independently:
+//! The arithmetic of the public maps (src/mechanism/central/arithmetic.rs), recomputed independently:
 //! the grid's sums equal exact integer sums (with a power check that an unblocked f32 sum is not
 //! exact), the f64 path stays within its bound against exact rational sums (and the f32 path of
 //! dprp 0.2.0 does not), the rounding term is below 10⁻³ of Δ for every map, k and p ≤ 65 536,
@@ -10,8 +10,8 @@ mod cli_helpers;
 #[allow(unused_imports)]
 use cli_helpers::*;
 
-use dprp::mechanism::arithmetic::{Arithmetic, ArithmeticRecord};
-use dprp::mechanism::gaussian_sketch::PublicMap;
+use dprp::mechanism::central::arithmetic::{Arithmetic, ArithmeticRecord};
+use dprp::mechanism::central::gaussian_sketch::PublicMap;
 use dprp::mechanism::{build_with, MechanismKind, MechanismParams, NoiseChoice, NoiseMethod};
 use dprp::privacy::gaussian::analytic_sigma;
 use dprp::privacy::guarantee::Neighbour;

@@ -429,7 +429,7 @@ fn wide_moduli_run_and_binomial_work_is_bounded() {
         );
         assert_eq!(j["check"]["wrapped_coordinates"], 0, "{bits}: {j}");
     }
-    let req = dprp::privacy::distributed::params::DistributedRequest {
+    let req = dprp::mechanism::distributed::accountant::params::DistributedRequest {
         n: 10,
         d: 100,
         epsilon: 0.01,
@@ -438,10 +438,10 @@ fn wide_moduli_run_and_binomial_work_is_bounded() {
         bits: 62,
         max_wrap_probability: 1e-6,
     };
-    let plan = dprp::privacy::distributed::params::plan_binomial(&req).unwrap();
+    let plan = dprp::mechanism::distributed::accountant::params::plan_binomial(&req).unwrap();
     let words = 10.0 * plan.d_rot as f64 * plan.m as f64 / 64.0;
     assert!(
-        words <= dprp::privacy::distributed::params::MAX_BINOMIAL_WORDS,
+        words <= dprp::mechanism::distributed::accountant::params::MAX_BINOMIAL_WORDS,
         "{plan:?}"
     );
     assert!(plan.epsilon <= 0.01, "{plan:?}");

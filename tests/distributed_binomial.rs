@@ -6,10 +6,10 @@
 mod cli_helpers;
 
 use cli_helpers::{dprp, dprp_json as json, stderr, temp_files};
-use dprp::aggregate::round::run_round;
-use dprp::aggregate::secagg::{ModularSum, SecAggRound};
 use dprp::data::synthetic::SyntheticRows;
 use dprp::data::RowReader;
+use dprp::mechanism::distributed::round::run_round;
+use dprp::mechanism::distributed::secagg::{ModularSum, SecAggRound};
 use dprp::mechanism::distributed::{BinomialEncoder, BinomialParams};
 use dprp::privacy::noise::NoiseSource;
 use dprp::projection::flatten::Flatten;

@@ -2,10 +2,10 @@
 //! decoded mean is exactly the decoded sum of the clients' rounded vectors; the noise in the sum
 //! has the variance the accountant assumed; a too-small modulus is reported; bad input refused.
 
-use dprp::aggregate::round::run_round;
-use dprp::aggregate::secagg::{ModularSum, Modulus, SecAggRound};
 use dprp::data::synthetic::SyntheticRows;
 use dprp::data::RowReader;
+use dprp::mechanism::distributed::round::run_round;
+use dprp::mechanism::distributed::secagg::{ModularSum, Modulus, SecAggRound};
 use dprp::mechanism::distributed::{Ddg, DdgParams};
 use dprp::privacy::noise::NoiseSource;
 use dprp::projection::flatten::Flatten;

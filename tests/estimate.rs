@@ -14,7 +14,7 @@
 use dprp::estimate::{
     agreements, clopper_pearson, estimate_ip, sign_cosine, QueryMode, SignEstimate, INTERVAL_LEVEL,
 };
-use dprp::mechanism::sign_sketch::{pack_signs, FlipRule, SignSketch};
+use dprp::mechanism::central::sign_sketch::{pack_signs, FlipRule, SignSketch};
 use dprp::mechanism::{
     build, Mechanism, MechanismKind, MechanismParams, ProjectionRecord, SketchMut,
 };

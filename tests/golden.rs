@@ -1,7 +1,8 @@
 //! Golden outputs: the guard rail of the restructuring (issue 27). For every mechanism (all 20
 //! kinds) a release of fixed rows with fixed projection and noise seeds — its payload's BLAKE3
 //! hash and `info --json` without the timestamp — and the `calibrate` table; `mean --json` of each
-//! local release; `aggregate --check --json` of each encoder without its noise-dependent fields.
+//! local release; `aggregate --check --json` of each encoder without its noise-dependent fields,
+//! and its `calibrate` plan.
 //! Each is compared byte for byte with `tests/golden/<name>.txt`; a refactor that changes any
 //! output fails here.
 //!
@@ -224,6 +225,7 @@ fn every_mechanism_matches_its_golden_outputs() {
 }
 
 /// `aggregate --check --json` of each encoder on synthetic clients with a fixed public seed,
+/// and the `calibrate` plan of the same round,
 /// without the fields the secret randomness decides (the mean, the check's error, the random
 /// rounding's draws, and with them the clipping it causes and its bias bound) and the timing.
 #[test]
@@ -267,6 +269,26 @@ fn every_encoder_matches_its_golden_plan() {
             &format!("aggregate-{m}"),
             &(serde_json::to_string_pretty(&v).unwrap() + "\n"),
         ));
+        // the plan `dprp calibrate` prints for the same round (no secret randomness in it)
+        let mut cal = vec![
+            "calibrate",
+            "-m",
+            m,
+            "--users",
+            "60",
+            "--dim",
+            "32",
+            "-e",
+            "2",
+            "-d",
+            "1e-5",
+            "--clip",
+            "1",
+        ];
+        if m == "sketch-ddg" {
+            cal.extend(["--bits-per-parameter", "4"]);
+        }
+        failures.extend(check(&format!("calibrate-{m}"), &ok(d.path(), &cal)));
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }

@@ -7,7 +7,7 @@ mod cli_helpers;
 #[allow(unused_imports)]
 use cli_helpers::*;
 
-use dprp::mechanism::gaussian_sketch::PublicMap;
+use dprp::mechanism::central::gaussian_sketch::PublicMap;
 use dprp::mechanism::{
     build_with, Mechanism, MechanismKind, MechanismParams, MechanismRecord, NoiseChoice,
     NoiseMethod, SketchMut,
@@ -42,7 +42,7 @@ fn lattice_of(m: &dyn Mechanism) -> LatticeRecord {
     }
 }
 
-/// `E` from its definition (src/mechanism/arithmetic.rs), written out again: `γ_m = m·u/(1 − m·u)`,
+/// `E` from its definition (src/mechanism/central/arithmetic.rs), written out again: `γ_m = m·u/(1 − m·u)`,
 /// `u = 2⁻⁵³`; dense ±1 maps on the grid (`β = 1`, coordinate neighbours):
 /// `(Σ_j (γ₄‖w_j‖₁/√k)²)^{1/2}`; other dense maps in f64: `(Σ_j (γ_{p+4}‖w_j‖₁/√k)²)^{1/2}`;
 /// OPORP: `(Σ_b (γ_{n_b} n_b)²)^{1/2}`; identity: 0.

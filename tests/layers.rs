@@ -1,16 +1,30 @@
-//! The lower floors of the library import nothing from the floors above them (issue 27): the
-//! layers `lib.rs` states, read from the code. A `crate::…` path outside comments in a file of a
-//! lower layer that names a higher module fails here, naming the file and line.
+//! The layers `lib.rs` states, read from the code (issue 27):
+//!
+//! 1. **Floors one way.** Every top-level module sits on a floor; a file may name (`crate::…`)
+//!    its own floor and the ones below, never one above. A violation names the file and line.
+//! 2. **No circle across folders.** Inside a module tree, sibling folders (say
+//!    `mechanism/central`, `mechanism/local`, `mechanism/distributed`) and sibling top-level
+//!    modules may depend on each other one way only: the graph of `crate::…` and `super::…`
+//!    references between siblings has no cycle. (A folder's own `mod.rs` and its children are
+//!    one unit: the trait a child implements and the dispatch to it live together.)
 
-use std::path::Path;
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
 
 /// The floors from the bottom; a module may use its own floor and the ones below.
 const FLOORS: &[&[&str]] = &[
-    &["error", "atomic"],
+    &["error", "atomic", "Error", "Result"],
     &["rng"],
     &["data"],
     &["projection"],
     &["privacy"],
+    &["estimate"],
+    &["mechanism"],
+    &["release"],
+    &["ledger", "search"],
+    &["publish", "learn"],
+    &["audit", "eval", "request"],
+    &["cli"],
 ];
 
 fn floor_of(module: &str) -> usize {
@@ -29,7 +43,7 @@ fn code(line: &str) -> &str {
     }
 }
 
-fn files(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
+fn files(dir: &Path, out: &mut Vec<PathBuf>) {
     for e in std::fs::read_dir(dir).unwrap().flatten() {
         let p = e.path();
         if p.is_dir() {
@@ -40,37 +54,113 @@ fn files(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
     }
 }
 
-fn violations() -> Vec<String> {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
-    let mut found = Vec::new();
-    for (level, floor) in FLOORS.iter().enumerate() {
-        for module in *floor {
-            let mut paths = Vec::new();
-            let dir = src.join(module);
-            if dir.is_dir() {
-                files(&dir, &mut paths);
-            } else {
-                paths.push(src.join(format!("{module}.rs")));
+fn src() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("src")
+}
+
+/// Every library source file, as (path relative to `src/` with `/`, text); `main.rs` and
+/// `lib.rs` (the crate root, which declares every module) are not part of a floor.
+fn sources() -> Vec<(String, String)> {
+    let mut paths = Vec::new();
+    files(&src(), &mut paths);
+    let mut out: Vec<(String, String)> = paths
+        .into_iter()
+        .map(|p| {
+            let rel = p
+                .strip_prefix(src())
+                .unwrap()
+                .to_string_lossy()
+                .replace('\\', "/");
+            (rel, std::fs::read_to_string(&p).unwrap())
+        })
+        .filter(|(rel, _)| rel != "main.rs" && rel != "lib.rs")
+        .collect();
+    out.sort();
+    out
+}
+
+/// The identifier path (`a::b::c`) that starts at byte `i` of `c`.
+fn path_at(c: &str, i: usize) -> Vec<String> {
+    let rest = &c[i..];
+    let end = rest
+        .find(|ch: char| !(ch.is_ascii_alphanumeric() || ch == '_' || ch == ':'))
+        .unwrap_or(rest.len());
+    rest[..end]
+        .split("::")
+        .filter(|s| !s.is_empty())
+        .map(str::to_string)
+        .collect()
+}
+
+/// The crate-relative module path of a file: `mechanism/local/mod.rs` → `[mechanism, local]`.
+fn module_of(rel: &str) -> Vec<String> {
+    let mut parts: Vec<String> = rel
+        .trim_end_matches(".rs")
+        .split('/')
+        .map(String::from)
+        .collect();
+    if parts.last().is_some_and(|s| s == "mod") {
+        parts.pop();
+    }
+    parts
+}
+
+/// Every module path a line names: `crate::a::b` and `super::…::x` (resolved from the file's
+/// module), with the grouped form `crate::{a, b::c}` expanded one level.
+fn references(module: &[String], c: &str) -> Vec<Vec<String>> {
+    let mut out = Vec::new();
+    for (i, _) in c.match_indices("crate::") {
+        if c[i + 7..].starts_with('{') {
+            let inner = &c[i + 8..c[i + 8..].find('}').map_or(c.len(), |e| i + 8 + e)];
+            for item in inner.split(',') {
+                let item = item.trim();
+                if !item.is_empty() {
+                    out.push(path_at(item, 0));
+                }
             }
-            for path in paths {
-                let text = std::fs::read_to_string(&path).unwrap();
-                for (n, line) in text.lines().enumerate() {
-                    let c = code(line);
-                    for (i, _) in c.match_indices("crate::") {
-                        let rest = &c[i + 7..];
-                        let target: String = rest
-                            .chars()
-                            .take_while(|ch| ch.is_ascii_alphanumeric() || *ch == '_')
-                            .collect();
-                        if floor_of(&target) > level {
-                            found.push(format!(
-                                "{}:{}: {module} (floor {level}) uses crate::{target}: {}",
-                                path.strip_prefix(&src).unwrap().display(),
-                                n + 1,
-                                line.trim()
-                            ));
-                        }
-                    }
+        } else {
+            out.push(path_at(c, i + 7));
+        }
+    }
+    let mut search = 0;
+    while let Some(j) = c[search..].find("super::") {
+        let i = search + j;
+        let boundary = i == 0 || !c.as_bytes()[i - 1].is_ascii_alphanumeric();
+        if boundary && (i < 7 || &c[i - 7..i] != "super::") {
+            let tail = path_at(c, i);
+            let ups = tail.iter().take_while(|s| *s == "super").count();
+            // `super` from a file's module is its parent; a `mod.rs` file is its folder's module
+            let mut base = module.to_vec();
+            for _ in 0..ups {
+                base.pop();
+            }
+            base.extend(tail[ups..].iter().cloned());
+            out.push(base);
+        }
+        search = i + 7;
+    }
+    out
+}
+
+fn floor_violations() -> Vec<String> {
+    let mut found = Vec::new();
+    for (rel, text) in sources() {
+        let top = module_of(&rel)[0].clone();
+        let level = floor_of(&top);
+        assert!(
+            level < FLOORS.len(),
+            "src/{rel}: module {top} has no floor in FLOORS"
+        );
+        for (n, line) in text.lines().enumerate() {
+            for target in references(&module_of(&rel), code(line)) {
+                let Some(t) = target.first() else { continue };
+                if floor_of(t) > level {
+                    found.push(format!(
+                        "{rel}:{}: {top} (floor {level}) uses crate::{t} (floor {}): {}",
+                        n + 1,
+                        floor_of(t),
+                        line.trim()
+                    ));
                 }
             }
         }
@@ -78,15 +168,165 @@ fn violations() -> Vec<String> {
     found
 }
 
+/// The folders (module directories) and top-level modules, as module paths.
+fn units() -> BTreeSet<Vec<String>> {
+    let mut out = BTreeSet::new();
+    for (rel, _) in sources() {
+        let m = module_of(&rel);
+        for len in 1..=m.len() {
+            let prefix = m[..len].to_vec();
+            let p = src().join(prefix.join("/"));
+            if p.is_dir() || len == 1 {
+                out.insert(prefix);
+            }
+        }
+    }
+    out
+}
+
+/// The deepest unit holding a module path.
+fn unit_of(units: &BTreeSet<Vec<String>>, path: &[String]) -> Option<Vec<String>> {
+    (1..=path.len())
+        .rev()
+        .map(|len| path[..len].to_vec())
+        .find(|p| units.contains(p))
+}
+
+/// Edges between siblings: for a reference from unit `a` to unit `b`, the two children of their
+/// deepest common ancestor that hold them (none when one holds the other).
+fn sibling_edges() -> BTreeMap<(Vec<String>, Vec<String>), Vec<String>> {
+    let units = units();
+    let mut edges: BTreeMap<(Vec<String>, Vec<String>), Vec<String>> = BTreeMap::new();
+    for (rel, text) in sources() {
+        let module = module_of(&rel);
+        let a = unit_of(&units, &module).unwrap();
+        for (n, line) in text.lines().enumerate() {
+            for target in references(&module, code(line)) {
+                let Some(b) = unit_of(&units, &target) else {
+                    continue;
+                };
+                let k = a.iter().zip(&b).take_while(|(x, y)| x == y).count();
+                if k == a.len() || k == b.len() {
+                    continue;
+                }
+                edges
+                    .entry((a[..=k].to_vec(), b[..=k].to_vec()))
+                    .or_default()
+                    .push(format!("{rel}:{}", n + 1));
+            }
+        }
+    }
+    edges
+}
+
+/// A cycle in a directed graph, if there is one (depth-first search).
+fn find_cycle(edges: &BTreeMap<(Vec<String>, Vec<String>), Vec<String>>) -> Option<Vec<String>> {
+    let mut next: BTreeMap<&Vec<String>, Vec<&Vec<String>>> = BTreeMap::new();
+    for (a, b) in edges.keys() {
+        next.entry(a).or_default().push(b);
+    }
+    fn visit<'a>(
+        v: &'a Vec<String>,
+        next: &BTreeMap<&'a Vec<String>, Vec<&'a Vec<String>>>,
+        state: &mut BTreeMap<&'a Vec<String>, u8>,
+        stack: &mut Vec<&'a Vec<String>>,
+    ) -> Option<Vec<String>> {
+        state.insert(v, 1);
+        stack.push(v);
+        for &w in next.get(v).map(Vec::as_slice).unwrap_or(&[]) {
+            match state.get(w) {
+                Some(1) => {
+                    let from = stack.iter().position(|x| *x == w).unwrap();
+                    let mut cycle: Vec<String> =
+                        stack[from..].iter().map(|p| p.join("/")).collect();
+                    cycle.push(w.join("/"));
+                    return Some(cycle);
+                }
+                Some(_) => {}
+                None => {
+                    if let Some(c) = visit(w, next, state, stack) {
+                        return Some(c);
+                    }
+                }
+            }
+        }
+        stack.pop();
+        state.insert(v, 2);
+        None
+    }
+    let mut state = BTreeMap::new();
+    let starts: Vec<&Vec<String>> = next.keys().copied().collect();
+    for v in starts {
+        if !state.contains_key(v) {
+            if let Some(c) = visit(v, &next, &mut state, &mut Vec::new()) {
+                return Some(c);
+            }
+        }
+    }
+    None
+}
+
 #[test]
-fn lower_floors_import_nothing_from_above() {
-    let v = violations();
+fn every_floor_imports_nothing_from_above() {
+    let v = floor_violations();
     assert!(v.is_empty(), "upward imports:\n{}", v.join("\n"));
-    // power: the scan sees imports (privacy uses projection, one floor down, in these files)
-    let nplus =
-        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("src/privacy/nplus.rs"))
-            .unwrap();
+    // power: the scan sees imports (privacy uses projection, one floor down, in this file) ...
+    let nplus = std::fs::read_to_string(src().join("privacy/nplus.rs")).unwrap();
     assert!(nplus.lines().any(|l| code(l).contains("crate::projection")));
     assert!(floor_of("mechanism") > floor_of("privacy"));
+    assert!(floor_of("cli") > floor_of("eval"));
     assert_eq!(code("use crate::x; // crate::mechanism"), "use crate::x; ");
+    // ... resolves grouped and relative paths ...
+    let m = module_of("mechanism/local/privunitg.rs");
+    assert_eq!(
+        references(&m, "use crate::{cli::x, data};"),
+        vec![
+            vec!["cli".to_string(), "x".into()],
+            vec!["data".to_string()]
+        ]
+    );
+    assert_eq!(
+        references(&m, "use super::super::central::arithmetic;"),
+        vec![vec![
+            "mechanism".to_string(),
+            "central".into(),
+            "arithmetic".into()
+        ]]
+    );
+    assert_eq!(
+        module_of("mechanism/local/mod.rs"),
+        vec!["mechanism", "local"]
+    );
+    // ... and every module is on a floor (an unknown name sits above them all)
+    assert_eq!(floor_of("not_a_module"), FLOORS.len());
+}
+
+#[test]
+fn no_import_circle_crosses_a_folder() {
+    let edges = sibling_edges();
+    if let Some(cycle) = find_cycle(&edges) {
+        let mut why = Vec::new();
+        for pair in cycle.windows(2) {
+            let key = (
+                pair[0].split('/').map(String::from).collect::<Vec<_>>(),
+                pair[1].split('/').map(String::from).collect::<Vec<_>>(),
+            );
+            why.push(format!(
+                "{} → {}: {:?}",
+                pair[0],
+                pair[1],
+                &edges[&key][..edges[&key].len().min(3)]
+            ));
+        }
+        panic!("import circle {}:\n{}", cycle.join(" → "), why.join("\n"));
+    }
+    // power: the graph holds the edges it should (mechanism uses privacy; the central sketches
+    // use projection from inside the mechanism tree), and the search finds a planted cycle
+    let key = |a: &str, b: &str| (vec![a.to_string()], vec![b.to_string()]);
+    assert!(edges.contains_key(&key("mechanism", "privacy")));
+    assert!(edges.contains_key(&key("mechanism", "projection")));
+    let mut planted = edges.clone();
+    planted.insert(key("privacy", "mechanism"), vec!["planted".into()]);
+    let cycle = find_cycle(&planted).expect("a planted circle is found");
+    assert!(cycle.contains(&"privacy".to_string()) && cycle.contains(&"mechanism".to_string()));
 }

@@ -6,7 +6,7 @@ mod ldp_common;
 
 use std::path::{Path, PathBuf};
 
-use dprp::aggregate::{AccumulatorState, MeanAccumulator};
+use dprp::mechanism::local::accumulator::{AccumulatorState, MeanAccumulator};
 use dprp::mechanism::{self, LocalMap, LocalOptions, Mechanism, MechanismKind, MechanismParams};
 use dprp::privacy::guarantee::{GuaranteeKind, Neighbour};
 use dprp::privacy::noise::NoiseSource;

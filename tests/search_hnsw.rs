@@ -10,7 +10,7 @@ use std::time::Instant;
 
 use dprp::data::scale::{ScaleArg, ScalingRequest};
 use dprp::data::{Dataset, InputOptions};
-use dprp::mechanism::sign_sketch::pack_signs;
+use dprp::mechanism::central::sign_sketch::pack_signs;
 use dprp::mechanism::{Mechanism, MechanismKind, MechanismParams};
 use dprp::privacy::guarantee::Neighbour;
 use dprp::privacy::noise::NoiseSource;

@@ -3,9 +3,9 @@
 //! the number of trials (5 standard errors), seeds are fixed. Run with `cargo test --release`.
 
 use dprp::estimate::{agreements, sign_cosine, QueryMode};
-use dprp::mechanism::arithmetic::Arithmetic;
-use dprp::mechanism::gaussian_sketch::PublicMap;
-use dprp::mechanism::sign_sketch::{pack_signs, step_sizes, FlipRule, SignSketch};
+use dprp::mechanism::central::arithmetic::Arithmetic;
+use dprp::mechanism::central::gaussian_sketch::PublicMap;
+use dprp::mechanism::central::sign_sketch::{pack_signs, step_sizes, FlipRule, SignSketch};
 use dprp::mechanism::{build, Mechanism, MechanismKind, MechanismParams, SketchMut};
 use dprp::privacy::guarantee::Neighbour;
 use dprp::privacy::noise::NoiseSource;

@@ -1,5 +1,5 @@
 //! The local-DP client/server API: `dprp.privatise` (one user's vector, on their device) and
-//! `dprp.MeanAccumulator` (the server's streaming, mergeable mean; [`dprp::aggregate`]).
+//! `dprp.MeanAccumulator` (the server's streaming, mergeable mean; [`dprp::mechanism::local::accumulator`]).
 //!
 //! Client and server rebuild the same mechanism from the same public parameters (mechanism, ε,
 //! dimension, public seed, constants); the accumulator refuses messages of another configuration
@@ -9,7 +9,7 @@ use numpy::PyArray1;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
-use dprp::aggregate::AccumulatorState;
+use dprp::mechanism::local::accumulator::AccumulatorState;
 use dprp::mechanism::{self, LocalMap, LocalOptions, Mechanism, MechanismKind, MechanismParams};
 use dprp::privacy::guarantee::Neighbour;
 use dprp::privacy::noise::NoiseSource;
@@ -127,7 +127,7 @@ fn check_finite(message: &[f32], where_: impl FnOnce() -> String) -> PyResult<()
     }
 }
 
-/// The server's streaming, mergeable mean of privatised messages ([`dprp::aggregate`]).
+/// The server's streaming, mergeable mean of privatised messages ([`dprp::mechanism::local::accumulator`]).
 #[pyclass(module = "dprp")]
 pub struct MeanAccumulator {
     mech: Box<dyn Mechanism>,
@@ -137,11 +137,13 @@ pub struct MeanAccumulator {
 impl MeanAccumulator {
     fn with<T>(
         &mut self,
-        f: impl FnOnce(&mut dprp::aggregate::MeanAccumulator<'_>) -> dprp::Result<T>,
+        f: impl FnOnce(&mut dprp::mechanism::local::accumulator::MeanAccumulator<'_>) -> dprp::Result<T>,
     ) -> PyResult<T> {
-        let mut acc =
-            dprp::aggregate::MeanAccumulator::from_state(self.mech.as_ref(), self.state.clone())
-                .map_err(err)?;
+        let mut acc = dprp::mechanism::local::accumulator::MeanAccumulator::from_state(
+            self.mech.as_ref(),
+            self.state.clone(),
+        )
+        .map_err(err)?;
         let r = f(&mut acc).map_err(err)?;
         self.state = acc.state().clone();
         Ok(r)
@@ -177,7 +179,7 @@ impl MeanAccumulator {
             epsilon_norm,
             radius,
         )?;
-        let state = dprp::aggregate::MeanAccumulator::new(mech.as_ref())
+        let state = dprp::mechanism::local::accumulator::MeanAccumulator::new(mech.as_ref())
             .map_err(err)?
             .state()
             .clone();

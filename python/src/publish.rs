@@ -8,13 +8,13 @@ use pyo3::types::PyDict;
 
 use dprp::data::scale::{parse_normalize, ScaleArg, ScalingRequest};
 use dprp::data::{open_reader, InputOptions, RowReader};
-use dprp::mechanism::{self, LocalMap, LocalOptions, MechanismKind, MechanismParams};
+use dprp::mechanism;
 use dprp::privacy::gaussian::{analytic_sigma, classical_is_proven, classical_sigma};
-use dprp::privacy::guarantee::Neighbour;
-use dprp::privacy::lattice::NoiseChoice;
 use dprp::privacy::noise::NoiseSource;
-use dprp::projection::{DenseKind, Seed};
+use dprp::projection::Seed;
 use dprp::publish::{publish_from, PublishOptions, PublishRequest};
+use dprp::request::shards::WorkerShard;
+use dprp::request::{Front, MechanismOptions};
 
 use crate::arrays::{self, ArrayReader, CancellableReader};
 use crate::interrupt::{self, Outcome};
@@ -25,84 +25,6 @@ use crate::{err, param};
 /// An optional public projection seed ([`crate::public_seed`]).
 fn seed(s: Option<&Bound<'_, PyAny>>) -> PyResult<Option<Seed>> {
     s.map(crate::public_seed).transpose()
-}
-
-/// The mechanism parameters as `dprp publish` builds them from its options.
-#[allow(clippy::too_many_arguments)]
-fn params(
-    mechanism: &str,
-    epsilon: f64,
-    delta: Option<f64>,
-    beta: Option<f64>,
-    neighbour: Option<&str>,
-    k: Option<usize>,
-    projection: Option<&str>,
-    seed: Option<Seed>,
-    min_norm: Option<f64>,
-    individual_dp: bool,
-    epsilon_norm: Option<f64>,
-    radius: Option<f64>,
-    first_row: u64,
-) -> dprp::Result<MechanismParams> {
-    let kind = MechanismKind::parse(mechanism)?;
-    let (projection, map) = match (projection, kind.is_local()) {
-        (None, _) => (None, None),
-        (Some(p), false) => (Some(DenseKind::parse(p)?), None),
-        (Some(p), true) => (None, Some(LocalMap::parse(p)?)),
-    };
-    if kind.is_local() {
-        for (given, opt) in [(beta.is_some(), "beta"), (neighbour.is_some(), "neighbour")] {
-            if given {
-                return Err(dprp::Error::param(
-                    opt,
-                    format!(
-                        "{} is local DP: any two inputs of its domain are neighbours \
-                         (replace-one), so β and the neighbour relation do not apply",
-                        kind.name()
-                    ),
-                ));
-            }
-        }
-    }
-    Ok(MechanismParams {
-        kind,
-        epsilon,
-        delta,
-        beta: beta.unwrap_or(1.0),
-        neighbour: match neighbour {
-            Some(n) => Neighbour::parse(n)?,
-            None if kind.is_local() => Neighbour::ReplaceOne,
-            None => Neighbour::Coordinate,
-        },
-        p: 0,
-        k,
-        projection,
-        seed,
-        min_norm,
-        individual_dp,
-        local: LocalOptions {
-            map,
-            epsilon_norm,
-            radius,
-            first_row,
-        },
-    })
-}
-
-/// `--noise`: refused for mechanisms without Gaussian noise, as the CLI does.
-fn noise_choice(kind: MechanismKind, noise: Option<&str>) -> dprp::Result<NoiseChoice> {
-    match noise {
-        Some(_) if !kind.adds_gaussian_noise() => Err(dprp::Error::param(
-            "noise",
-            format!(
-                "{} adds no Gaussian noise (noise chooses the Gaussian sampler of raw-g-opt, \
-                 dp-rp-g, dp-rp-g-opt, dp-oporp, idp-signrp-g, idp-signoporp-g)",
-                kind.name()
-            ),
-        )),
-        Some(n) => NoiseChoice::parse(n),
-        None => Ok(NoiseChoice::default()),
-    }
 }
 
 /// What to publish: a numpy array or a dataset file.
@@ -172,73 +94,45 @@ pub fn publish<'py>(
     // One shard of a sharded release (a Spark executor, a worker): `output` is the shard
     // directory, the rows get the global ids `first_row, …`, and the file is
     // output/shard-i-of-N.dprp; `dprp.finish_shards(output)` writes the manifest at the end.
-    let (output, part) = match shard {
-        None => (output, None),
-        Some((i, n)) => {
-            if n == 0 || i >= n {
-                return Err(param(
-                    "shard",
-                    format!("({i}, {n}) is not (i, N) with 0 ≤ i < N"),
-                ));
-            }
-            if seed.is_none() {
-                return Err(param(
-                    "seed",
-                    "the shards of one release share its public seed: pass the same seed to \
-                     every worker's publish(..., shard=(i, N))",
-                ));
-            }
-            std::fs::create_dir_all(&output).map_err(|e| err(dprp::Error::io(&output, e)))?;
-            let file = output.join(dprp::release::shards::shard_file_name_as(i, n, container));
-            let part = dprp::publish::Part {
-                shard: dprp::release::ShardRecord {
-                    index: i,
-                    count: n,
-                    first_row,
-                },
-                skip: rows.map_or(0, |r| r.0),
-                take: rows.map(|(lo, hi)| hi.saturating_sub(lo)),
-            };
-            if let Some((lo, hi)) = rows {
-                if hi <= lo {
-                    return Err(param(
-                        "rows",
-                        format!("({lo}, {hi}) is not (lo, hi) with lo < hi"),
-                    ));
-                }
-                if x.extract::<PathBuf>().is_err() {
-                    return Err(param(
-                        "rows",
-                        "selects rows of an input file; slice a numpy array instead",
-                    ));
-                }
-            }
-            (file, Some(part))
+    let worker = shard.map(|(index, count)| WorkerShard {
+        index,
+        count,
+        first_row,
+        rows,
+    });
+    if rows.is_some() {
+        if worker.is_none() {
+            return Err(param(
+                "rows",
+                "rows=(lo, hi) picks a shard's rows from a whole input file: use it with shard=(i, N)",
+            ));
         }
-    };
-    if rows.is_some() && part.is_none() {
-        return Err(param(
-            "rows",
-            "rows=(lo, hi) picks a shard's rows from a whole input file: use it with shard=(i, N)",
-        ));
+        if x.extract::<PathBuf>().is_err() {
+            return Err(param(
+                "rows",
+                "selects rows of an input file; slice a numpy array instead",
+            ));
+        }
     }
-    let first_row = if part.is_some() { 0 } else { first_row };
-    let params = params(
-        mechanism,
+    let plan = MechanismOptions {
+        mechanism: mechanism.to_string(),
         epsilon,
         delta,
         beta,
-        neighbour,
+        neighbour: neighbour.map(String::from),
         k,
-        projection,
-        self::seed(seed)?,
+        projection: projection.map(String::from),
+        seed: self::seed(seed)?,
         min_norm,
         individual_dp,
         epsilon_norm,
         radius,
         first_row,
-    )
+        noise: noise.map(String::from),
+    }
+    .resolve(Front::Python)
     .map_err(err)?;
+    let params = plan.params;
     let input = if x.cast::<numpy::PyUntypedArray>().is_ok() {
         Input::Array(arrays::matrix(x, "x")?)
     } else if let Ok(p) = x.extract::<PathBuf>() {
@@ -275,8 +169,8 @@ pub fn publish<'py>(
     let opts = PublishOptions {
         memory_budget: memory.saturating_mul(1 << 20),
         on_warning: Some(collect_warning),
-        noise: noise_choice(params.kind, noise).map_err(err)?,
-        part,
+        noise: plan.noise,
+        part: None,
         container,
         read_cap: None,
         space_rows: None,
@@ -337,6 +231,14 @@ pub fn publish<'py>(
         scaling,
         params,
         output: output.clone(),
+    };
+    let (req, opts, output) = match worker {
+        None => (req, opts, output),
+        Some(w) => {
+            let plan = w.plan(&req, &opts, Front::Python).map_err(err)?;
+            let file = plan.request.output.clone();
+            (plan.request, plan.options, file)
+        }
     };
     let outcome = interrupt::run(py, |cancel| {
         WARNINGS.with(|w| w.borrow_mut().clear());
@@ -479,26 +381,28 @@ pub fn calibrate<'py>(
             "is computed from the mechanism; give it only without a mechanism",
         ));
     }
-    let mut p = params(
-        name,
+    let plan = MechanismOptions {
+        mechanism: name.to_string(),
         epsilon,
         delta,
         beta,
-        neighbour,
+        neighbour: neighbour.map(String::from),
         k,
-        projection,
-        self::seed(seed)?,
+        projection: projection.map(String::from),
+        seed: self::seed(seed)?,
         min_norm,
         individual_dp,
         epsilon_norm,
         radius,
-        0,
-    )
+        first_row: 0,
+        noise: noise.map(String::from),
+    }
+    .resolve(Front::Python)
     .map_err(err)?;
+    let (mut p, choice) = (plan.params, plan.noise);
     p.p = dim
         .filter(|&p| p > 0)
         .ok_or_else(|| param("dim", "give the input dimension p ≥ 1"))?;
-    let choice = noise_choice(p.kind, noise).map_err(err)?;
     let m = mechanism::build_with(&p, choice).map_err(err)?;
     let record = m.record();
     let guarantee = m.guarantee();

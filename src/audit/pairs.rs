@@ -22,7 +22,7 @@ use rand_distr::StandardNormal;
 use serde::Serialize;
 
 use crate::error::{Error, Result};
-use crate::mechanism::{idp_sign, Mechanism, MechanismKind, MechanismParams};
+use crate::mechanism::{central::idp_sign, Mechanism, MechanismKind, MechanismParams};
 use crate::privacy::guarantee::InputDomain;
 
 /// Random candidate rows searched for `dp-signrp-rr`'s worst case.

@@ -8,14 +8,16 @@ use clap::Args;
 
 use super::mean::{out_kind, write_mean};
 use super::InputArgs;
-use crate::aggregate::round::{run_round, RoundReport};
-use crate::aggregate::secagg::SecAggRound;
 use crate::atomic::check_not_input;
 use crate::data::synthetic::SyntheticRows;
 use crate::data::{open_reader, RowReader};
 use crate::error::{Error, Result};
-use crate::mechanism::distributed::{plan_encoder, DistributedKind, PlanDetail};
-use crate::privacy::distributed::params::{DdgPlan, DistributedRequest};
+use crate::mechanism::distributed::accountant::params::{DdgPlan, DistributedRequest};
+use crate::mechanism::distributed::round::{run_round, RoundReport};
+use crate::mechanism::distributed::secagg::SecAggRound;
+use crate::mechanism::distributed::{
+    plan_encoder, DistributedGuarantee, DistributedKind, PlanDetail,
+};
 use crate::privacy::noise::NoiseSource;
 use crate::projection::Seed;
 
@@ -151,7 +153,7 @@ pub fn run(a: AggregateArgs) -> Result<()> {
         }
         (None, Some(s)) => {
             let (n, d) = parse_synthetic(s)?;
-            crate::aggregate::round::check_round_memory(d, "--synthetic")?;
+            crate::mechanism::distributed::round::check_round_memory(d, "--synthetic")?;
             let data_seed = Seed::random()?;
             (Box::new(SyntheticRows::new(n, d, data_seed)?), n)
         }
@@ -163,7 +165,7 @@ pub fn run(a: AggregateArgs) -> Result<()> {
         }
     };
     let d = reader.dim();
-    crate::aggregate::round::check_round_memory(d, "input")?;
+    crate::mechanism::distributed::round::check_round_memory(d, "input")?;
     if binomial {
         return run_binomial(&a, reader.as_mut(), n, kind);
     }
@@ -209,20 +211,6 @@ pub fn run(a: AggregateArgs) -> Result<()> {
     }
 }
 
-/// The guarantee in words.
-fn statement(plan: &DdgPlan, n: u64) -> String {
-    format!(
-        "({}, {:e})-DP for the sum of the {n} clients' vectors — neighbours differ by one \
-         client's vector added or removed (Chen et al. 2022, Theorem E.1: {:.4e}-zCDP, converted \
-         with the tight bound of Canonne, Kamath & Steinke 2020). The server sees only the sum \
-         mod M: the pairwise masks cancel in the sum and hide each client's message among the \
-         others'.",
-        crate::privacy::guarantee::fmt_param(plan.epsilon),
-        plan.delta,
-        plan.rho
-    )
-}
-
 fn print_text(
     a: &AggregateArgs,
     plan: &DdgPlan,
@@ -246,7 +234,10 @@ fn print_text(
             a.bits
         )?,
     }
-    outln!("guarantee: {}", statement(plan, rep.clients))?;
+    outln!(
+        "guarantee: {}",
+        DistributedGuarantee::of_ddg(plan).statement(rep.clients)
+    )?;
     outln!(
         "parameters: γ = {:.6e}, σ = {:.6e} per client (integer noise N_Z(0, {})), β = {:.4e}, \
          public seed {} (rotation, sketch)",
@@ -304,7 +295,7 @@ fn print_json(
         "epsilon": plan.epsilon,
         "delta": plan.delta,
         "rho": plan.rho,
-        "guarantee": statement(plan, rep.clients),
+        "guarantee": DistributedGuarantee::of_ddg(plan).statement(rep.clients),
         "gamma": plan.gamma,
         "sigma": plan.sigma,
         "beta": plan.beta,
@@ -359,17 +350,7 @@ fn run_binomial(
     if let (Some(path), Some(kind)) = (&a.output, kind) {
         write_mean(path, kind, &rep.mean)?;
     }
-    let guarantee = format!(
-        "({}, {:e})-DP for the sum of the {} clients' vectors — neighbours differ by one \
-         client's vector replaced by another, with n fixed (Agarwal et al. 2018, cpSGD Theorem 1 \
-         with N = n·m = {} trials and the sensitivities of Lemma 7, δ split in three: binomial \
-         tail, sensitivity bounds, rotation clamp). The server sees only the sum mod M: the \
-         pairwise masks cancel in the sum and hide each client's message among the others'.",
-        crate::privacy::guarantee::fmt_param(plan.epsilon),
-        plan.delta,
-        rep.clients,
-        plan.n_trials
-    );
+    let guarantee = DistributedGuarantee::of_binomial(&plan).statement(rep.clients);
     if a.json {
         let check = check_json(&rep);
         let v = serde_json::json!({

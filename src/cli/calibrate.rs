@@ -2,6 +2,7 @@ use clap::Args;
 
 use crate::error::{Error, Result};
 use crate::estimate::{ip_variance, PairStats, QueryMode};
+use crate::mechanism::distributed::DistributedGuarantee;
 use crate::mechanism::{self, MechanismKind, MechanismParams};
 use crate::privacy::gaussian::{analytic_sigma, classical_is_proven, classical_sigma};
 use crate::privacy::guarantee::{check_beta, Neighbour};
@@ -219,7 +220,7 @@ pub fn run(a: CalibrateArgs) -> Result<()> {
         };
         let both = ip_variance(family, k, cal.sigma, &stats, QueryMode::BothPrivate);
         let raw = ip_variance(family, k, cal.sigma, &stats, QueryMode::RawQuery);
-        let cost = crate::mechanism::arithmetic::RoundingCost::of(&rec, &m.guarantee());
+        let cost = crate::mechanism::central::arithmetic::RoundingCost::of(&rec, &m.guarantee());
         rows.push((k, cal.sigma, cal.sigma_classical, both, raw, cost));
     }
     outln!(
@@ -369,7 +370,7 @@ fn sign_table(
     ks: &[usize],
     seed: Seed,
 ) -> Result<()> {
-    use crate::mechanism::sign_sketch::FlipRule;
+    use crate::mechanism::central::sign_sketch::FlipRule;
     use crate::privacy::rr::rr_flip_probability;
     let mut lines = Vec::new();
     let mut weak = false;
@@ -474,9 +475,9 @@ fn sign_table(
 
 /// `calibrate --mechanism ddg|sketch-ddg|binomial`: the parameters dprp would use for `n`
 /// clients (`--users`) of dimension `--dim`, with the expected error, the bits per parameter and
-/// the wrap probability ([`crate::privacy::distributed::params`]).
+/// the wrap probability ([`crate::mechanism::distributed::accountant::params`]).
 fn distributed(a: &CalibrateArgs, name: &str) -> Result<()> {
-    use crate::privacy::distributed::params::{
+    use crate::mechanism::distributed::accountant::params::{
         plan_binomial, plan_ddg, plan_sketch_ddg, DdgPlan, DistributedRequest,
     };
     let n = a
@@ -508,14 +509,7 @@ fn distributed(a: &CalibrateArgs, name: &str) -> Result<()> {
         max_wrap_probability: a.max_wrap,
     };
     let ddg_lines = |p: &DdgPlan, dims: &str| -> Result<()> {
-        outln!(
-            "guarantee: ({}, {:e})-DP for the sum, one client's vector added or removed \
-             (Chen et al. 2022 Theorem E.1: {:.4e}-zCDP, tight conversion of Canonne, Kamath & \
-             Steinke 2020)",
-            crate::privacy::guarantee::fmt_param(p.epsilon),
-            p.delta,
-            p.rho
-        )?;
+        outln!("guarantee: {}", DistributedGuarantee::of_ddg(p).summary())?;
         outln!(
             "{dims}; γ = {:.6e}, σ = {:.6e} per client (integer noise N_Z(0, {})), β = {:.4e}",
             p.gamma,
@@ -558,10 +552,8 @@ fn distributed(a: &CalibrateArgs, name: &str) -> Result<()> {
         _ => {
             let p = plan_binomial(&req)?;
             outln!(
-                "guarantee: ({}, {:e})-DP for the sum, one client's vector replaced with n fixed \
-                 (cpSGD Theorem 1 with Lemma 7's sensitivities; δ split three ways)",
-                crate::privacy::guarantee::fmt_param(p.epsilon),
-                p.delta
+                "guarantee: {}",
+                DistributedGuarantee::of_binomial(&p).summary()
             )?;
             outln!(
                 "rotated dimension d' = {}; clamp X = {:.6e}, k = {} levels ({:.6e} apart), \

@@ -8,7 +8,7 @@ use crate::error::{Error, Result};
 use crate::estimate::{
     agreements, estimate_ip, sign_cosine, Estimator, PairStats, QueryMode, INTERVAL_LEVEL,
 };
-use crate::mechanism::sign_sketch::pack_signs;
+use crate::mechanism::central::sign_sketch::pack_signs;
 use crate::mechanism::{self, MechanismKind, MechanismParams};
 use crate::privacy::guarantee::Neighbour;
 use crate::privacy::noise::NoiseSource;

@@ -6,7 +6,7 @@ use crate::error::{Error, Result};
 use crate::estimate::{
     agreements, estimate_ip, sign_cosine, Estimator, Family, IpEstimate, QueryMode, INTERVAL_LEVEL,
 };
-use crate::mechanism::{self, sign_sketch::pack_signs, Mechanism};
+use crate::mechanism::{self, central::sign_sketch::pack_signs, Mechanism};
 use crate::release::ReleaseSet;
 
 #[derive(Debug, Args)]

@@ -37,9 +37,10 @@ pub fn run(a: InfoArgs) -> Result<()> {
             }
             o.insert("advisories".into(), advisories.clone().into());
             let meta = r.meta();
-            if let Some(c) =
-                crate::mechanism::arithmetic::RoundingCost::of(&meta.mechanism, &meta.guarantee)
-            {
+            if let Some(c) = crate::mechanism::central::arithmetic::RoundingCost::of(
+                &meta.mechanism,
+                &meta.guarantee,
+            ) {
                 let c =
                     serde_json::to_value(c).map_err(|e| Error::param("--json", e.to_string()))?;
                 o.insert("rounding_cost".into(), c);
@@ -243,7 +244,7 @@ pub fn describe_meta(path: &std::path::Path, m: &ReleaseMeta, shards: Option<Str
     if let Some(a) = &m.mechanism.arithmetic {
         line("arithmetic", a.describe());
     }
-    if let Some(c) = crate::mechanism::arithmetic::RoundingCost::of(&m.mechanism, g) {
+    if let Some(c) = crate::mechanism::central::arithmetic::RoundingCost::of(&m.mechanism, g) {
         line("rounding cost", c.describe());
     }
     line(

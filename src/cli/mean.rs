@@ -5,9 +5,9 @@ use std::path::{Path, PathBuf};
 
 use clap::Args;
 
-use crate::aggregate::{MeanAccumulator, MeanEstimate};
 use crate::atomic::{check_not_input, AtomicFile};
 use crate::error::{Error, Result};
+use crate::mechanism::local::accumulator::{MeanAccumulator, MeanEstimate};
 use crate::mechanism::{self, Mechanism};
 
 #[derive(Debug, Args)]

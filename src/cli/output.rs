@@ -1,7 +1,7 @@
 //! Everything the command line prints goes through here, so that every command behaves the same
 //! when its output goes away:
 //!
-//! * **standard output** is written with [`outln!`] / [`stdout_error`], which turn a failed write
+//! * **standard output** is written with `outln!` / [`stdout_error`], which turn a failed write
 //!   into an ordinary [`Error`] (never a panic, as `println!` does). A closed pipe
 //!   (`dprp query … | head -1`) ends the program quietly, like `ls` or `cat`: any partial output
 //!   file is removed as the error unwinds, nothing is printed, and the process ends by SIGPIPE

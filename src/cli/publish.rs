@@ -5,11 +5,10 @@ use clap::Args;
 use super::{InputArgs, ScaleArgs};
 use crate::error::{Error, Result};
 use crate::ledger::{Budget, Gate};
-use crate::mechanism::{LocalMap, LocalOptions, MechanismKind, MechanismParams};
-use crate::privacy::guarantee::Neighbour;
 use crate::privacy::noise::NoiseSource;
-use crate::projection::{DenseKind, Seed};
-use crate::publish::{publish_gated, PublishOptions, PublishRequest};
+use crate::projection::Seed;
+use crate::publish::{publish_gated, publish_with, PublishOptions, PublishRequest};
+use crate::request::{shards, Front, MechanismOptions};
 
 #[derive(Debug, Args)]
 pub struct PublishArgs {
@@ -112,42 +111,14 @@ pub struct PublishArgs {
 }
 
 pub fn run(a: PublishArgs) -> Result<()> {
-    let kind = MechanismKind::parse(&a.mechanism)?;
-    let (projection, map) = match (&a.projection, kind.is_local()) {
-        (None, _) => (None, None),
-        (Some(p), false) => (Some(DenseKind::parse(p)?), None),
-        (Some(p), true) => (None, Some(LocalMap::parse(p)?)),
-    };
-    if kind.is_local() {
-        for (given, opt) in [
-            (a.beta.is_some(), "--beta"),
-            (a.neighbour.is_some(), "--neighbour"),
-        ] {
-            if given {
-                return Err(Error::param(
-                    opt,
-                    format!(
-                        "{} is local DP: any two inputs of its domain are neighbours \
-                         (replace-one), so β and the neighbour relation do not apply",
-                        kind.name()
-                    ),
-                ));
-            }
-        }
-    }
-    let params = MechanismParams {
-        kind,
+    let plan = MechanismOptions {
+        mechanism: a.mechanism.clone(),
         epsilon: a.epsilon,
         delta: a.delta,
-        beta: a.beta.unwrap_or(1.0),
-        neighbour: match &a.neighbour {
-            Some(n) => Neighbour::parse(n)?,
-            None if kind.is_local() => Neighbour::ReplaceOne,
-            None => Neighbour::Coordinate,
-        },
-        p: 0,
+        beta: a.beta,
+        neighbour: a.neighbour.clone(),
         k: a.k,
-        projection,
+        projection: a.projection.clone(),
         seed: a
             .projection_seed
             .as_deref()
@@ -155,13 +126,13 @@ pub fn run(a: PublishArgs) -> Result<()> {
             .transpose()?,
         min_norm: a.min_norm,
         individual_dp: a.individual_dp,
-        local: LocalOptions {
-            map,
-            epsilon_norm: a.epsilon_norm,
-            radius: a.radius,
-            first_row: if a.shard.is_some() { 0 } else { a.first_row },
-        },
-    };
+        epsilon_norm: a.epsilon_norm,
+        radius: a.radius,
+        first_row: if a.shard.is_some() { 0 } else { a.first_row },
+        noise: a.noise.clone(),
+    }
+    .resolve(Front::Cli)?;
+    let params = plan.params;
     let noise = match &a.noise_seed {
         Some(s) => NoiseSource::from_seed(s),
         None => NoiseSource::from_os()?,
@@ -189,20 +160,7 @@ pub fn run(a: PublishArgs) -> Result<()> {
             Some(f) => crate::release::Container::parse(f)?,
             None => crate::release::Container::from_path(&a.output),
         },
-        noise: match &a.noise {
-            Some(_) if !kind.adds_gaussian_noise() => {
-                return Err(Error::param(
-                    "--noise",
-                    format!(
-                        "{} adds no Gaussian noise (--noise chooses the Gaussian sampler of \
-                         raw-g-opt, dp-rp-g, dp-rp-g-opt, dp-oporp, idp-signrp-g, idp-signoporp-g)",
-                        kind.name()
-                    ),
-                ))
-            }
-            Some(n) => crate::privacy::lattice::NoiseChoice::parse(n)?,
-            None => crate::privacy::lattice::NoiseChoice::default(),
-        },
+        noise: plan.noise,
     };
     let budget = a.budget.as_deref().map(Budget::parse).transpose()?;
     let mut gate = match (&a.ledger, budget) {
@@ -231,12 +189,21 @@ pub fn run(a: PublishArgs) -> Result<()> {
     }
     let (out, shard_line) = match (a.shards, &a.shard) {
         (Some(n), _) => {
-            let (o, l) = super::shards::publish_all(&req, &noise, &opts, n, gate.as_mut())?;
+            let (o, l) = shards::publish_split(&req, &noise, &opts, n, gate.as_mut(), Front::Cli)?;
             (o, Some(l))
         }
         (None, Some(spec)) => {
-            let (o, l) = super::shards::publish_one(&req, &noise, &opts, spec, a.first_row)?;
-            (o, Some(l))
+            let (index, count) = super::shards::parse_shard(spec)?;
+            let worker = shards::WorkerShard {
+                index,
+                count,
+                first_row: a.first_row,
+                rows: None,
+            };
+            let plan = worker.plan(&req, &opts, Front::Cli)?;
+            let o = publish_with(&plan.request, &noise, &plan.options)?;
+            let line = worker.report(&plan, &req.output, o.meta.n);
+            (o, Some(line))
         }
         (None, None) => (publish_gated(&req, &noise, &opts, gate.as_mut())?, None),
     };

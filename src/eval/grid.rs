@@ -12,7 +12,7 @@ use rayon::prelude::*;
 
 use crate::data::Dataset;
 use crate::error::{Error, Result};
-use crate::mechanism::sign_sketch::pack_signs;
+use crate::mechanism::central::sign_sketch::pack_signs;
 use crate::mechanism::{build, LocalMap, LocalOptions, Mechanism, MechanismKind, MechanismParams};
 use crate::privacy::guarantee::{GuaranteeKind, Neighbour};
 use crate::privacy::noise::NoiseSource;

@@ -3,12 +3,12 @@
 //! Duchi et al.'s hemisphere mechanism) on synthetic or given unit-ball data.
 //!
 //! Each setting (mechanism, ε, d, k) is repeated with fresh public maps and fresh secret noise:
-//! every user's device runs [`LocalDecoder::client`], the server a
+//! every user's device runs [`LocalDecoder::client`](crate::mechanism::LocalDecoder::client), the server a
 //! [`MeanAccumulator`] (`add_rows`, `finish`), and the report gives
 //!
 //! - the empirical squared error `‖μ̂ − μ̄‖²` of the estimate against the true mean of the data
 //!   (mean and spread over the repeats), next to the closed form `E‖μ̂ − μ̄‖² = mse/n` of
-//!   [`MeanEstimate::expected_sq_error`](crate::aggregate::MeanEstimate);
+//!   [`MeanEstimate::expected_sq_error`](crate::mechanism::local::accumulator::MeanEstimate);
 //! - an **agreement check** of the closed form: each user's own decoded estimate `Ẑᵢ` gives one
 //!   sample `‖Ẑᵢ − vᵢ‖²` of the per-user error, whose expectation is the closed-form per-user MSE
 //!   (users are independent and each `Ẑᵢ` is unbiased, so `E‖μ̂ − μ̄‖² = mse/n` holds exactly when
@@ -39,12 +39,12 @@ use serde::{Deserialize, Serialize};
 use super::grid::Seeds;
 pub use super::mean_spec::{MeanSpec, CENTRAL, CENTRAL_ADD_REMOVE, CENTRAL_ZCDP, CLIP, MAX_WRAP};
 use super::{Metric, Status};
-use crate::aggregate::MeanAccumulator;
 use crate::error::{Error, Result};
+use crate::mechanism::distributed::accountant::params::DistributedRequest;
 use crate::mechanism::distributed::DistributedKind;
+use crate::mechanism::local::accumulator::MeanAccumulator;
 use crate::mechanism::local::release::ErrorKind;
 use crate::mechanism::{self, LocalOptions, MechanismKind, MechanismParams};
-use crate::privacy::distributed::params::DistributedRequest;
 use crate::privacy::gaussian::analytic_sigma;
 use crate::privacy::guarantee::{GuaranteeKind, InputDomain, Neighbour};
 use crate::privacy::zcdp;

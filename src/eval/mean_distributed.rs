@@ -3,7 +3,7 @@
 //! every user and decodes the sum mod `M`.
 //!
 //! **What the evaluation leaves out, and why that changes no number.** A real round masks each
-//! message with pairwise one-time pads ([`crate::aggregate::secagg`]); the pads cancel exactly in
+//! message with pairwise one-time pads ([`crate::mechanism::distributed::secagg`]); the pads cancel exactly in
 //! the sum mod `M` (tested bit for bit in `tests/distributed_round.rs`), so the decoded mean is
 //! the same with or without them and the evaluation skips their cost. The users' noise comes
 //! from ChaCha20 streams of a recorded seed (stream `i` for user `i`) instead of the operating
@@ -23,11 +23,11 @@ use rayon::prelude::*;
 
 use super::grid::Seeds;
 use super::mean::{DistributedOutcome, Repeat};
-use crate::aggregate::secagg::ModularSum;
 use crate::error::Result;
+use crate::mechanism::distributed::accountant::params::DistributedRequest;
+use crate::mechanism::distributed::secagg::ModularSum;
 use crate::mechanism::distributed::{plan_encoder, ClientEncoder, DistributedKind, Planned};
 use crate::mechanism::local::release::ErrorKind;
-use crate::privacy::distributed::params::DistributedRequest;
 use crate::projection::count_sketch::CountSketch;
 use crate::projection::Seed;
 

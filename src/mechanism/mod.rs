@@ -1,18 +1,26 @@
-//! The publishing mechanisms (DESIGN.md §5), one file each, all behind one [`Mechanism`] trait so
-//! that the CLI, the release format and the evaluation stay generic.
+//! The mechanisms, in three rooms — one folder per family — and the [`Mechanism`] trait the
+//! publishing families share (DESIGN.md §5, MECHANISMS-LDP.md).
+//!
+//! | room | who adds the noise | what leaves | server side |
+//! |---|---|---|---|
+//! | [`central`] | the data holder, once per row | a release of sketches, published row by row | search, estimates, SVM on the release |
+//! | [`local`] | each user, on their own vector | one private message per user | [`local::decoder`], [`local::accumulator`] (the mean) |
+//! | [`distributed`] | each client, a small integer share | only a secure sum mod `M` | [`distributed::round`] with [`distributed::secagg`]; [`distributed::accountant`] |
+//!
+//! Central sketches (one public map, an inner-product estimator):
 //!
 //! | name | file | algorithm |
 //! |---|---|---|
-//! | `raw-g-opt` | [`raw_gaussian`] | Gaussian noise on the raw row (Theorem C.1 baseline) |
-//! | `dp-rp-g` | [`dp_rp`] | Algorithm 1, classical σ (Theorem 3.1) |
-//! | `dp-rp-g-opt` | [`dp_rp`] | Algorithm 1 with analytic σ (Theorem 3.2); Rademacher = Algorithm 9 |
-//! | `dp-oporp` | [`dp_oporp`] | Algorithm 10 |
-//! | `dp-signrp-rr`, `dp-signoporp-rr` | [`sign_rr`] | Algorithm 3 with N₊ (Proposition 4.4); on OPORP N₊ = 1 |
-//! | `dp-signrp-rr-smooth`, `dp-signoporp-rr-smooth` | [`smooth_flipping`] | Algorithm 4 (Theorem 4.6) |
-//! | `idp-signrp-g`, `idp-signrp-rr`, `idp-signoporp-g`, `idp-signoporp-rr` | [`idp_sign`] | Algorithms 6–8, appendix A.3 (individual DP) |
+//! | `raw-g-opt` | [`central::raw_gaussian`] | Gaussian noise on the raw row (Theorem C.1 baseline) |
+//! | `dp-rp-g` | [`central::dp_rp`] | Algorithm 1, classical σ (Theorem 3.1) |
+//! | `dp-rp-g-opt` | [`central::dp_rp`] | Algorithm 1 with analytic σ (Theorem 3.2); Rademacher = Algorithm 9 |
+//! | `dp-oporp` | [`central::dp_oporp`] | Algorithm 10 |
+//! | `dp-signrp-rr`, `dp-signoporp-rr` | [`central::sign_rr`] | Algorithm 3 with N₊ (Proposition 4.4); on OPORP N₊ = 1 |
+//! | `dp-signrp-rr-smooth`, `dp-signoporp-rr-smooth` | [`central::smooth_flipping`] | Algorithm 4 (Theorem 4.6) |
+//! | `idp-signrp-g`, `idp-signrp-rr`, `idp-signoporp-g`, `idp-signoporp-rr` | [`central::idp_sign`] | Algorithms 6–8, appendix A.3 (individual DP) |
 //!
-//! The local-DP mechanisms for mean estimation (replace-one neighbours; [`local`] has their
-//! privacy arguments) go through the same trait; [`local::release`] adapts them:
+//! Local DP for mean estimation (replace-one neighbours; [`local`] has their privacy arguments),
+//! behind the same trait through [`local::release`]:
 //!
 //! | name | file | algorithm |
 //! |---|---|---|
@@ -25,41 +33,29 @@
 //! | `scalar-dp` | [`local::scalar_dp`] | Bhowmick et al. 2018, Algorithm 3 |
 //! | `privunit2-norm` | [`local::privunit2_norm`] | Bhowmick et al. 2018, eq. (22) |
 //!
-//! **How the trait serves both families.** Every mechanism privatises rows ([`Mechanism::privatise`],
-//! given the global index of the first row so that per-row public maps can be regenerated) and
-//! states its guarantee and input domain. The sketch mechanisms also have one public map and an
-//! inner-product estimator ([`Mechanism::project`], [`Mechanism::estimator`]); the local ones
-//! instead have a server side ([`Mechanism::local`]: decoding, the mean accumulator of
-//! [`crate::aggregate`], the closed-form error). Each capability a mechanism lacks is a clear
-//! error, not a silent default.
+//! **How the trait serves both publishing families.** Every mechanism privatises rows
+//! ([`Mechanism::privatise`], given the global index of the first row so that per-row public maps
+//! can be regenerated) and states its guarantee and input domain. The sketch mechanisms also have
+//! one public map and an inner-product estimator ([`Mechanism::project`],
+//! [`Mechanism::estimator`]); the local ones instead have a server side ([`Mechanism::local`]:
+//! decoding, the accumulator, the closed-form error). Each capability a mechanism lacks is a
+//! clear error, not a silent default.
 //!
-//! **Distributed DP under secure aggregation** (`dprp aggregate`) — a third family, deliberately
-//! *not* behind this trait: a client's single message carries only a small share of the noise
-//! and is not private on its own, so it must never become a release; only the secure sum is
-//! private. Its encoders implement [`distributed::ClientEncoder`], driven only by the round of
-//! [`crate::aggregate::round`]:
+//! **Distributed DP under secure aggregation** (`dprp aggregate`) is deliberately *not* behind
+//! this trait: a client's single message carries only a small share of the noise and is not
+//! private on its own, so it must never become a release; only the secure sum is private. Its
+//! encoders implement [`distributed::ClientEncoder`], driven only by the round:
 //!
 //! | name | file | algorithm |
 //! |---|---|---|
 //! | `ddg` | [`distributed::ddg`] | Kairouz et al. 2021 Algorithm 1 / Chen et al. 2022 Algorithm 6; privacy Theorem E.1 |
 //! | `sketch-ddg` | [`distributed::sketch_ddg`] | Chen et al. 2022 Algorithm 2: count sketch, then DDG in m dimensions |
 //! | `binomial` | [`distributed::binomial`] | Agarwal et al. 2018 (cpSGD) protocol π_sk; privacy Theorem 1 with Lemma 7 |
-//!
-//! The sign mechanisms share [`sign_sketch`]: projection, packing of signs (64 per `u64`) and the
-//! flip rules.
 
-pub mod arithmetic;
+pub mod central;
 pub mod distributed;
-pub mod dp_oporp;
-pub mod dp_rp;
-pub mod gaussian_sketch;
-pub mod idp_sign;
 pub mod kind;
 pub mod local;
-pub mod raw_gaussian;
-pub mod sign_rr;
-pub mod sign_sketch;
-pub mod smooth_flipping;
 
 use rand_chacha::ChaCha20Rng;
 use serde::{Deserialize, Serialize};
@@ -73,9 +69,9 @@ use crate::projection::{DenseKind, Seed};
 
 pub use local::release::{LocalDecoder, LocalMap, LocalOptions, LocalRecord};
 
-pub use gaussian_sketch::GaussianSketch;
+pub use central::gaussian_sketch::GaussianSketch;
+pub use central::sign_sketch::{SignRecord, SignSketch};
 pub use kind::{KindProperties, MapClass, MechanismKind, KIND_TABLE};
-pub use sign_sketch::{SignRecord, SignSketch};
 
 /// What a release's payload holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -156,10 +152,10 @@ pub struct MechanismRecord {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub noise: Option<NoiseMethod>,
     /// How the public map is evaluated on private rows and what that costs
-    /// ([`arithmetic`]); absent in releases written before dprp 0.3.0 (f32 evaluation) and for
+    /// ([`arithmetic`](central::arithmetic)); absent in releases written before dprp 0.3.0 (f32 evaluation) and for
     /// mechanisms without one public map.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub arithmetic: Option<arithmetic::ArithmeticRecord>,
+    pub arithmetic: Option<central::arithmetic::ArithmeticRecord>,
 }
 
 impl MechanismRecord {
@@ -412,23 +408,27 @@ pub fn build_with(params: &MechanismParams, noise: NoiseChoice) -> Result<Box<dy
         }
     };
     Ok(match params.kind {
-        MechanismKind::RawGOpt => Box::new(raw_gaussian::build(params)?.with_noise(noise, params)?),
+        MechanismKind::RawGOpt => {
+            Box::new(central::raw_gaussian::build(params)?.with_noise(noise, params)?)
+        }
         MechanismKind::DpRpG | MechanismKind::DpRpGOpt => {
-            Box::new(dp_rp::build(params, k, seed)?.with_noise(noise, params)?)
+            Box::new(central::dp_rp::build(params, k, seed)?.with_noise(noise, params)?)
         }
         MechanismKind::DpOporp => {
-            Box::new(dp_oporp::build(params, k, seed)?.with_noise(noise, params)?)
+            Box::new(central::dp_oporp::build(params, k, seed)?.with_noise(noise, params)?)
         }
         MechanismKind::DpSignrpRr | MechanismKind::DpSignoporpRr => {
-            Box::new(sign_rr::build(params, k, seed)?)
+            Box::new(central::sign_rr::build(params, k, seed)?)
         }
         MechanismKind::DpSignrpRrSmooth | MechanismKind::DpSignoporpRrSmooth => {
-            Box::new(smooth_flipping::build(params, k, seed)?)
+            Box::new(central::smooth_flipping::build(params, k, seed)?)
         }
         MechanismKind::IdpSignrpG
         | MechanismKind::IdpSignrpRr
         | MechanismKind::IdpSignoporpG
-        | MechanismKind::IdpSignoporpRr => Box::new(idp_sign::build(params, k, seed, noise)?),
+        | MechanismKind::IdpSignoporpRr => {
+            Box::new(central::idp_sign::build(params, k, seed, noise)?)
+        }
         local => {
             return Err(Error::param(
                 "--mechanism",

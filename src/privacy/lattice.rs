@@ -8,7 +8,7 @@
 //! # The mechanism
 //!
 //! For a row, `y ∈ ℝ^k` is the *computed* projection (f64, in the arithmetic of
-//! [`crate::mechanism::arithmetic`]), `Δ` the ℓ₂ sensitivity of the exact map on the
+//! [`crate::mechanism::central::arithmetic`]), `Δ` the ℓ₂ sensitivity of the exact map on the
 //! arithmetic's inputs (`Δ_q`, the grid's `Δ₂·(1 + 2^-q/β)`), `E` the arithmetic's bound on
 //! `‖ŷ − y‖₂` between the computed and the exact projection over the input domain, and
 //!
@@ -337,7 +337,7 @@ pub fn plan(
 
 /// Check before reading data that no row of the domain can overflow the lattice at `g`:
 /// `max_abs` bounds every computed value of a row of the domain (with its rounding; the map's
-/// arithmetic computes it, [`crate::mechanism::arithmetic::Arithmetic::max_abs_output`]).
+/// arithmetic computes it, [`crate::mechanism::central::arithmetic::Arithmetic::max_abs_output`]).
 pub fn check_range(max_abs: f64, g: i32) -> Result<()> {
     let m = max_abs * pow2(g);
     if m < LATTICE_LIMIT {

@@ -5,8 +5,6 @@
 //!   binomials) with rational parameters and no floating point, for distributed DP.
 //! - [`coin`]: exact Bernoulli coins for the local-DP mechanisms' branch and keep decisions,
 //!   rounded toward privacy.
-//! - [`distributed`]: accountants for distributed DP under secure aggregation (the Binomial
-//!   mechanism of cpSGD, the distributed discrete Gaussian of Chen et al.).
 //! - [`gaussian`]: the normal CDF in log space, the classical (Theorem 3.1) and analytic
 //!   (Theorem 3.2, Balle & Wang 2018) Gaussian mechanisms.
 //! - [`lattice`]: the default noise of the Gaussian mechanisms — a discrete Gaussian on the
@@ -24,7 +22,6 @@
 /// The multi-block ChaCha20 keystream, in [`crate::rng`] since issue 27 (re-exported here).
 pub use crate::rng::chacha;
 pub mod coin;
-pub mod distributed;
 pub mod exact;
 pub mod gaussian;
 pub mod guarantee;

@@ -16,7 +16,7 @@
 //! comparison of 64 uniform bits with the binary expansion of `P`, so `Pr(flip) = Q/2⁶⁴` exactly
 //! (given uniform words). `Q` is computed without trusting floating point:
 //!
-//! 1. `ε'` is an `f64`, hence exactly `m·2^e`. [`exp_neg_upper`] returns a **rigorous upper
+//! 1. `ε'` is an `f64`, hence exactly `m·2^e`. `exp_neg_upper` returns a **rigorous upper
 //!    bound** `U ≥ e^{−ε'}` in 126-bit fixed point: `y = ε'/2⁷` (exact shift, truncated *down* into
 //!    the fixed point, which only raises `e^{−y}`), the alternating Taylor series of `e^{−y}` summed
 //!    to an even term (for `0 ≤ y ≤ ½` the terms decrease, so that partial sum is `≥ e^{−y}`) with

@@ -178,7 +178,7 @@ pub fn epsilon(rho: f64, delta: f64) -> Result<f64> {
 
 /// [`epsilon`] and the order it was found at, as `α − 1` (an exact `f64`: the order is
 /// `α = 1 + (α − 1)` exactly). The ε is rounded up past the floating-point error of the bound at
-/// that order ([`ERROR_PER_UNIT`]); `tests/calibration_exact.rs` re-evaluates the bound at this α
+/// that order (`ERROR_PER_UNIT`); `tests/calibration_exact.rs` re-evaluates the bound at this α
 /// in 400-bit interval arithmetic. For ρ = 0, ε = 0 and the order is reported as 1 (unused).
 pub fn epsilon_with_order(rho: f64, delta: f64) -> Result<(f64, f64)> {
     check_rho(rho)?;

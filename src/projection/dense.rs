@@ -212,7 +212,7 @@ impl DenseProjection {
     }
 
     /// Exact integer sums over grid inputs (the `grid` arithmetic of
-    /// [`crate::mechanism::arithmetic`]): `out[r·k + j] = Σ_i n_ri·units_ij` with
+    /// [`crate::mechanism::central::arithmetic`]): `out[r·k + j] = Σ_i n_ri·units_ij` with
     /// `n_ri = round(u_ri·2^q)` (to nearest, ties to even), for sign units (±1, 0) and `0 ≤ q ≤`
     /// [`MAX_GRID_BITS`].
     ///
@@ -298,7 +298,7 @@ impl DenseProjection {
     }
 
     /// `out (m×k) = rows (m×p) · W · (unit/√k)` in f64 (the `float64` arithmetic of
-    /// [`crate::mechanism::arithmetic`]): inputs and entries are read exactly as f64, the products
+    /// [`crate::mechanism::central::arithmetic`]): inputs and entries are read exactly as f64, the products
     /// and sums are f64 (the matrix product takes the input coordinates in blocks of
     /// [`F64_BLOCK`], converted on the fly so that no f64 copy of `W` is kept), and the scale is
     /// applied last. `rows.len()` must be `m·p` and `out.len()` `m·k`.

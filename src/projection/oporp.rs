@@ -136,7 +136,7 @@ impl Oporp {
     }
 
     /// [`project`](Self::project) in f64 (the `float64` arithmetic of
-    /// [`crate::mechanism::arithmetic`]): each bin sums its `n_b` values `±u_i` (exact in f64) in
+    /// [`crate::mechanism::central::arithmetic`]): each bin sums its `n_b` values `±u_i` (exact in f64) in
     /// coordinate order, `n_b − 1` roundings.
     pub fn project_f64(&self, rows: &[f32], out: &mut [f64]) {
         for (row, x) in rows.chunks_exact(self.p).zip(out.chunks_exact_mut(self.k)) {

@@ -225,7 +225,7 @@ const BUFFER_WORDS: usize = 16 * BLOCK_WORDS;
 
 /// A `rand_chacha::ChaCha20Rng` read through the multi-block keystream: it returns exactly the
 /// words the generator would (`next_u32` one keystream word, `next_u64` two, low word first),
-/// computed [`BUFFER_WORDS`] at a time by [`fill`], and when dropped it leaves the generator
+/// computed `BUFFER_WORDS` at a time by [`fill`], and when dropped it leaves the generator
 /// just past the words it handed out — as if they had been drawn from the generator itself.
 ///
 /// For code that draws single words in a loop (the DDG's randomised rounding, the exact

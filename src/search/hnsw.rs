@@ -11,7 +11,7 @@
 //! candidates, prefetching each candidate's vector while the previous one is compared.
 //!
 //! Real sketches are indexed by their *directions* (rows scaled to unit length), quantised
-//! ([`quant`](super::quant)): the graph is built on 8-bit codes with one scale for all rows, and
+//! (`quant.rs`): the graph is built on 8-bit codes with one scale for all rows, and
 //! walked on 4-bit codes from k = 512 (8-bit below; a quarter and an eighth of the memory traffic of f32; a walk's time goes
 //! into loading a few hundred scattered rows). The rows a walk returns are re-scored from the
 //! release's f32 values, so the codes only decide which rows are visited, never a reported

@@ -3,7 +3,7 @@
 //! "raw query" mode: no noise on the query's side). Used by `dprp query` and the Python module.
 
 use crate::error::{Error, Result};
-use crate::mechanism::{sign_sketch::pack_signs, Mechanism, Payload};
+use crate::mechanism::{central::sign_sketch::pack_signs, Mechanism, Payload};
 
 /// Query sketches: projected real values (`rows × k`) for real releases, or packed sign words
 /// (`rows × ⌈k/64⌉`, bit set = projection ≥ 0, as [`pack_signs`]) for sign releases.

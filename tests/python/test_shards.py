@@ -82,3 +82,27 @@ def test_workers_write_shards_and_finish(tmp_path):
     with pytest.raises(dprp.DprpError, match="overflow"):
         dprp.publish(x, output=tmp_path / "bad", shard=(0, 3), first_row=2**64 - 256, **ARGS)
     assert not (tmp_path / "bad").exists() or not any((tmp_path / "bad").iterdir())
+
+
+def test_a_worker_never_privatises_a_shard_twice(tmp_path):
+    """The same refusals as `dprp publish --shard i/N` (one library path since 0.3.1): a shard
+    already written, or a finished release, is not written again (fresh noise on the same rows
+    would spend their budget twice); the shard directory is created, not its parents."""
+    rng = np.random.default_rng(9)
+    x = rng.random((40, 24), dtype=np.float32)
+    out = tmp_path / "w"
+    dprp.publish(x[:20], output=out, shard=(0, 2), **ARGS)
+    before = (out / "shard-00000-of-00002.dprp").read_bytes()
+    with pytest.raises(dprp.DprpError, match="shard: shard 0 of 2 is already written"):
+        dprp.publish(x[:20], output=out, shard=(0, 2), **ARGS)
+    assert (out / "shard-00000-of-00002.dprp").read_bytes() == before
+    dprp.publish(x[20:], output=out, shard=(1, 2), first_row=20, **ARGS)
+    dprp.finish_shards(out)
+    with pytest.raises(dprp.DprpError, match="finished sharded release"):
+        dprp.publish(x[20:], output=out, shard=(1, 2), first_row=20, **ARGS)
+    with pytest.raises(dprp.DprpError, match="the parent of .* does not exist"):
+        dprp.publish(x, output=tmp_path / "no" / "such", shard=(0, 2), **ARGS)
+    with pytest.raises(dprp.DprpError, match="seed: the shards of one release share its public "
+                                             "seed: give every worker the same seed"):
+        dprp.publish(x, output=tmp_path / "s", shard=(0, 2), mechanism="dp-oporp",
+                     epsilon=5.0, delta=1e-6, k=16)

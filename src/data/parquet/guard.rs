@@ -215,14 +215,14 @@ pub const MAX_PAGE_BYTES: i64 = 256 << 20;
 ///   index page differently when peeking and when reading, so its next header is not where a
 ///   walk can check it; no writer produces index pages);
 /// - sizes non-negative, the compressed size within the chunk, the uncompressed size at most
-///   [`MAX_PAGE_BYTES`] (see there);
+///   `MAX_PAGE_BYTES` (see there);
 /// - a dictionary page of n values must have the bytes for them: the crate sizes a dictionary by
 ///   its header's value count without looking at the page (fuzzing found a 2.6 KB file whose
 ///   header claimed 6·10⁸ values: 4.7 GB allocated and filled). A plain-encoded dictionary of n
 ///   values needs at least n × (value width) bytes — 4 for a byte array's length prefix, one bit
 ///   for a boolean.
 ///
-/// Headers are read with [`super::footer::page_header`], which reads their thrift as the crate
+/// Headers are read with `footer::page_header`, which reads their thrift as the crate
 /// does. Nothing here is decompressed.
 pub fn check_pages(
     path: &Path,

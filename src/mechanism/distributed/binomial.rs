@@ -2,7 +2,7 @@
 //! Communication-efficient and differentially-private distributed SGD* (quantise after a random
 //! rotation, add binomial noise; MECHANISMS-LDP.md §D). Privacy: cpSGD Theorem 1 for the sum of
 //! `n` clients, with the sensitivities of cpSGD Lemma 7 — computed, with `k`, `m` and `X`, by
-//! [`crate::privacy::distributed::params::plan_binomial`] (module documentation there).
+//! [`crate::mechanism::distributed::accountant::params::plan_binomial`] (module documentation there).
 //!
 //! **Client** ([`BinomialEncoder::encode`]), for `x ∈ R^d`:
 //! 1. clip: `x' = min(1, c/‖x‖)·x` (Lemma 7's sensitivities assume `‖x‖₂ ≤ c`);
@@ -42,7 +42,7 @@ pub const MAX_LEVELS: u64 = 1 << 52;
 /// The public parameters of a π_sk round (what [`BinomialPlan`] chose, plus the clip norm and
 /// the modulus).
 ///
-/// [`BinomialPlan`]: crate::privacy::distributed::params::BinomialPlan
+/// [`BinomialPlan`]: crate::mechanism::distributed::accountant::params::BinomialPlan
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct BinomialParams {
     /// ℓ₂ clip norm `c` of each client's vector.

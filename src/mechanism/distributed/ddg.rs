@@ -2,7 +2,7 @@
 //! Gaussian Mechanism for Federated Learning with Secure Aggregation", Algorithm 1, as restated
 //! with its parameters by Chen et al. 2022, Algorithm 6 (MECHANISMS-LDP.md §E). Privacy: Theorem
 //! E.1 of Chen et al. (½ε²-zCDP for the sum over `n` clients), computed by
-//! [`crate::privacy::distributed::ddg`] and converted to (ε, δ) by [`crate::privacy::zcdp`].
+//! [`crate::mechanism::distributed::accountant::ddg`] and converted to (ε, δ) by [`crate::privacy::zcdp`].
 //!
 //! **Client** ([`Ddg::encode`]), for `x ∈ R^d`:
 //! 1. clip and scale: `x' = min(1, c/‖x‖)·x/γ`;
@@ -20,7 +20,7 @@
 //!    CSPRNG;
 //! 5. reduce mod `M = 2^b`.
 //!
-//! **Server** ([`Ddg::decode`]): the secure sum mod `M` ([`crate::aggregate::secagg`]), lifted to
+//! **Server** ([`Ddg::decode`]): the secure sum mod `M` ([`crate::mechanism::distributed::secagg`]), lifted to
 //! `[−M/2, M/2)`, times `γ`, rotated back with `Uᵀ`, padding dropped, divided by `n`. A coordinate
 //! whose true sum leaves `[−M/2, M/2)` wraps around; the parameter choice keeps that unlikely and
 //! reports its probability.
@@ -29,9 +29,9 @@ use rand::Rng;
 use rand_chacha::ChaCha20Rng;
 
 use crate::error::{Error, Result};
+use crate::mechanism::distributed::accountant::ddg::DdgSetting;
 use crate::mechanism::distributed::modular::{ModularSum, Modulus};
 use crate::privacy::chacha::BufferedChaCha;
-use crate::privacy::distributed::ddg::DdgSetting;
 use crate::privacy::exact::{
     DiscreteGaussian, Rational, TableGaussian, TABLE_GAUSSIAN_MAX_S2, TABLE_GAUSSIAN_MIN_S2,
 };
@@ -140,7 +140,7 @@ impl Ddg {
         };
         // validates c, γ and β
         let bound = setting.rounding_norm_bound();
-        crate::privacy::distributed::ddg::zcdp_epsilon(&setting, 1.0)?;
+        crate::mechanism::distributed::accountant::ddg::zcdp_epsilon(&setting, 1.0)?;
         if !(params.sigma.is_finite() && params.sigma >= 0.0) {
             return Err(Error::param(
                 "σ",

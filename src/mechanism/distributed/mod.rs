@@ -1,6 +1,6 @@
 //! Distributed DP under secure aggregation (issue 12): each client encodes its vector into
 //! integers mod `M` with a small share of noise, a secure-aggregation round
-//! ([`crate::aggregate::secagg`]) reveals only the sum mod `M`, and the server decodes the mean.
+//! ([`crate::mechanism::distributed::secagg`]) reveals only the sum mod `M`, and the server decodes the mean.
 //! The guarantee is central DP of the *sum* (DDG: one client's vector added or removed; Binomial:
 //! one client's vector replaced, n fixed, as cpSGD's Theorem 1 and its 2c sensitivities state),
 //! which no single message carries on its own.
@@ -9,18 +9,27 @@
 //! rows into a release that may be published row by row. A distributed encoder's single message
 //! is *not* private — its noise share is far too small — so it must never be written as a
 //! release; only the secure sum is. The encoders therefore implement [`ClientEncoder`], which
-//! only the aggregation round ([`crate::aggregate::round`]) drives, and publish refuses them.
+//! only the aggregation round ([`crate::mechanism::distributed::round`]) drives, and publish refuses them.
 //!
 //! | encoder | file | paper | privacy |
 //! |---|---|---|---|
 //! | [`ddg::Ddg`] | `ddg.rs` | Kairouz et al. 2021 Alg. 1; Chen et al. 2022 Alg. 6 | Thm E.1 (zCDP) |
 //! | [`sketch_ddg::SketchDdg`] | `sketch_ddg.rs` | Chen et al. 2022 Alg. 2 (count sketch, then DDG) | Thm E.1 in `m` dims |
 //! | [`binomial::BinomialEncoder`] | `binomial.rs` | Agarwal et al. 2018 (cpSGD), protocol π_sk | cpSGD Thm 1, Lemma 7 |
+//!
+//! The rest of the room: [`accountant`] (ε of a setting, and the parameter plans of `dprp
+//! calibrate`), [`planned`] (a request → a planned encoder), [`modular`] (the arithmetic mod `M`),
+//! [`guarantee`] (the sum's guarantee as a value), [`secagg`] (pairwise one-time pads over a sparse graph), [`round`] (one secure-aggregation
+//! round over every client, parallel, bounded memory).
 
+pub mod accountant;
 pub mod binomial;
 pub mod ddg;
+pub mod guarantee;
 pub mod modular;
 pub mod planned;
+pub mod round;
+pub mod secagg;
 pub mod sketch_ddg;
 
 use rand_chacha::ChaCha20Rng;
@@ -30,6 +39,7 @@ use crate::mechanism::distributed::modular::{ModularSum, Modulus};
 
 pub use binomial::{BinomialEncoder, BinomialParams};
 pub use ddg::{Ddg, DdgParams, EncodeStats};
+pub use guarantee::DistributedGuarantee;
 pub use planned::{plan_encoder, DistributedKind, PlanDetail, Planned};
 pub use sketch_ddg::SketchDdg;
 

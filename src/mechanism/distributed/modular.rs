@@ -1,6 +1,6 @@
 //! Arithmetic in `Z_M`, `M = 2^b`: the modulus the encoders reduce their messages to and the
-//! server's running sum of masked messages ([`crate::aggregate::secagg`] adds the pairwise masks;
-//! [`crate::aggregate::round`] runs the round).
+//! server's running sum of masked messages ([`crate::mechanism::distributed::secagg`] adds the pairwise masks;
+//! [`crate::mechanism::distributed::round`] runs the round).
 
 use crate::error::{Error, Result};
 

@@ -1,11 +1,12 @@
 //! From a request to a ready encoder: choose the parameters of a distributed mechanism with its
-//! planner ([`crate::privacy::distributed::params`]) and build the matching [`ClientEncoder`] —
+//! planner ([`crate::mechanism::distributed::accountant::params`]) and build the matching [`ClientEncoder`] —
 //! the one path `dprp aggregate`'s library users and `dprp eval mean` share, so an evaluation
 //! runs exactly the encoder a round would.
 
+use super::guarantee::DistributedGuarantee;
 use super::{BinomialEncoder, BinomialParams, ClientEncoder, Ddg, DdgParams, SketchDdg};
 use crate::error::{Error, Result};
-use crate::privacy::distributed::params::{
+use crate::mechanism::distributed::accountant::params::{
     plan_binomial, plan_ddg, plan_sketch_ddg, BinomialPlan, DdgPlan, DistributedRequest, MseTerms,
     SketchDdgPlan,
 };
@@ -65,6 +66,8 @@ pub struct Planned {
     pub encoder: Box<dyn ClientEncoder>,
     /// ε achieved (≤ the target) for the sum, with the request's δ.
     pub epsilon: f64,
+    /// The whole guarantee of the sum (ε, δ, neighbours, theorem).
+    pub guarantee: DistributedGuarantee,
     /// The planner's expected squared error of the mean, term by term. The sketch term assumes
     /// the worst case `‖μ‖ = c`.
     pub mse: MseTerms,
@@ -118,6 +121,7 @@ pub fn plan_encoder(
             Ok(Planned {
                 encoder: Box::new(Ddg::new(d, params(&p), seed)?),
                 epsilon: p.epsilon,
+                guarantee: DistributedGuarantee::of_ddg(&p),
                 mse: p.mse,
                 bits_per_parameter: p.bits_per_parameter,
                 sketch_m: None,
@@ -135,6 +139,7 @@ pub fn plan_encoder(
             Ok(Planned {
                 encoder: Box::new(enc),
                 epsilon: sp.ddg.epsilon,
+                guarantee: DistributedGuarantee::of_ddg(&sp.ddg),
                 mse: sp.ddg.mse,
                 bits_per_parameter: sp.ddg.bits_per_parameter,
                 sketch_m: Some(sp.m),
@@ -159,6 +164,7 @@ pub fn plan_encoder(
                 bits_per_parameter: req.bits as f64 * enc.message_len() as f64 / d as f64,
                 encoder: Box::new(enc),
                 epsilon: p.epsilon,
+                guarantee: DistributedGuarantee::of_binomial(&p),
                 mse: p.mse,
                 sketch_m: None,
                 wrap_probability: 0.0,

@@ -12,7 +12,7 @@
 //! distributed` (n = 100, ε = 1, 1.04 bits per parameter, error against the true mean, so the
 //! clipping bias is in it): 1.084× the central error clipping at `c`, 1.307× at `1.1c`. dprp
 //! keeps `c` and the round reports the bias clipping caused (at most `‖Sᵀ‖·Σ excess/n`,
-//! [`crate::aggregate::round::RoundReport::clip_bias_bound`]). The error adds the sketch's
+//! [`crate::mechanism::distributed::round::RoundReport::clip_bias_bound`]). The error adds the sketch's
 //! `E‖SᵀSμ − μ‖² = (d−1)‖μ‖²/m` to the DDG's (mapped back by `Sᵀ`), and each client sends
 //! `b·m` bits instead of `b·d'`: the paper's "about 1.2 bits per parameter".
 
@@ -25,7 +25,7 @@ use crate::mechanism::distributed::modular::{ModularSum, Modulus};
 use crate::projection::count_sketch::CountSketch;
 use crate::projection::Seed;
 
-pub use crate::privacy::distributed::params::SKETCH_CLIP_FACTOR;
+pub use crate::mechanism::distributed::accountant::params::SKETCH_CLIP_FACTOR;
 
 /// Count sketch `R^d → R^m` followed by the DDG in `m` dimensions.
 #[derive(Debug, Clone)]

@@ -1,6 +1,6 @@
 //! The server side of the local mechanisms: decoding a release's rows (each user's message) into
 //! the mean, the closed-form error of the mean, and the client function a device runs. The
-//! accumulator that uses it is [`crate::aggregate::MeanAccumulator`].
+//! accumulator that uses it is [`crate::mechanism::local::accumulator::MeanAccumulator`].
 
 use rand_chacha::ChaCha20Rng;
 use serde::{Deserialize, Serialize};
@@ -24,7 +24,7 @@ pub enum ErrorKind {
 }
 
 /// The server side of a local mechanism. `row` arguments count release rows from 0 (the
-/// mechanism adds its [`LocalOptions::first_row`] for per-row maps).
+/// mechanism adds its [`LocalOptions::first_row`](crate::mechanism::LocalOptions::first_row) for per-row maps).
 pub trait LocalDecoder: Send + Sync {
     /// Dimension `d` of the inputs and of the mean.
     fn dim(&self) -> usize;

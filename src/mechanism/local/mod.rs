@@ -32,6 +32,7 @@
 //! All calibrations are computed from (ε, d) in log space ([`crate::privacy::special`]); every
 //! chosen constant is a public field of the mechanism's parameter struct.
 
+pub mod accumulator;
 pub mod decoder;
 pub use crate::rng::normal;
 pub mod privunit2;

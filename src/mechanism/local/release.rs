@@ -1,5 +1,5 @@
 //! The local-DP mechanisms behind the crate's [`Mechanism`] trait: what `dprp publish` runs, what a
-//! release records, and the server side that `dprp mean` and [`crate::aggregate`] use.
+//! release records, and the server side that `dprp mean` and [`crate::mechanism::local::accumulator`] use.
 //!
 //! A release of a local mechanism holds, per row, exactly what that user's device would send: the
 //! debiased `d`-vector of PrivUnit2 / PrivUnitG / Duchi / the composite, the `k` (or `k + 1`)

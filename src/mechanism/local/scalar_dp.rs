@@ -147,7 +147,7 @@ impl ScalarDp {
 
     /// Closed-form `E[(Z − r)²]` of Lemma 4.3:
     /// `r_max²(k+1)/(e^ε−1)²·((2k+1)(e^ε+k)/(6k) − (k+1)/4) − r_max·r(k+1)/(e^ε−1)
-    ///  + (r_max²/k²)·E[J²]·(e^ε+k)/(e^ε−1) − r²`, written with `t = e^{−ε}`.
+    ///  + (r_max²/k²)·E\[J²\]·(e^ε+k)/(e^ε−1) − r²`, written with `t = e^{−ε}`.
     pub fn mse(&self, r: f64) -> Result<f64> {
         let r = self.check(r)?;
         let (l, frac) = self.rounding(r);

@@ -15,8 +15,8 @@
 //! computed values' sensitivity: `Δ_q + 2E` (float noise) or `Δ_q + 2E + γ√k` (lattice).
 
 use super::gaussian_sketch::{GaussianSketch, PublicMap, SigmaRule};
-use super::{MechanismKind, MechanismParams};
 use crate::error::Result;
+use crate::mechanism::{MechanismKind, MechanismParams};
 use crate::projection::{DenseKind, DenseProjection, Seed};
 
 /// Citation recorded in releases.

@@ -17,8 +17,8 @@
 use super::gaussian_sketch::PublicMap;
 use super::sign_rr::require_coordinate_neighbours;
 use super::sign_sketch::{FlipRule, SignRecord, SignSketch};
-use super::{MechanismKind, MechanismParams};
 use crate::error::Result;
+use crate::mechanism::{MechanismKind, MechanismParams};
 use crate::privacy::guarantee::{Guarantee, GuaranteeKind};
 use crate::privacy::rr::split_epsilon;
 use crate::projection::{DenseKind, DenseProjection, Oporp, Seed};

@@ -232,7 +232,7 @@ pub struct ArithmeticRecord {
     /// `E`, the bound on `‖ŷ − y‖₂` for rows of the domain.
     pub error: f64,
     /// Sign mechanisms: the relative guard `g` on their steps
-    /// ([`crate::mechanism::sign_sketch::fp_guard`]).
+    /// ([`crate::mechanism::central::sign_sketch::fp_guard`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub guard: Option<f64>,
 }
@@ -299,7 +299,7 @@ impl RoundingCost {
     /// The cost for a mechanism record and its guarantee; `None` for records without an
     /// arithmetic (local mechanisms; releases written before dprp 0.3.0).
     pub fn of(
-        rec: &super::MechanismRecord,
+        rec: &crate::mechanism::MechanismRecord,
         guarantee: &crate::privacy::guarantee::Guarantee,
     ) -> Option<RoundingCost> {
         use crate::privacy::gaussian::{analytic_sigma, classical_sigma};

@@ -10,8 +10,8 @@
 //! Privacy: Gaussian mechanism on a query of ℓ₂-sensitivity Δ₂ ⇒ (ε,δ)-DP per row.
 
 use super::gaussian_sketch::{GaussianSketch, PublicMap, SigmaRule};
-use super::MechanismParams;
 use crate::error::Result;
+use crate::mechanism::MechanismParams;
 use crate::projection::{Oporp, Seed};
 
 /// Citation recorded in releases.

@@ -34,9 +34,9 @@ use serde::{Deserialize, Serialize};
 
 use super::arithmetic::{Arithmetic, ArithmeticRecord};
 use super::gaussian_sketch::PublicMap;
-use super::{Mechanism, MechanismKind, MechanismRecord, Payload, SketchMut};
 use crate::error::{Error, Result};
 use crate::estimate::Estimator;
+use crate::mechanism::{Mechanism, MechanismKind, MechanismRecord, Payload, SketchMut};
 use crate::privacy::guarantee::{Guarantee, Neighbour};
 use crate::privacy::noise::NoiseSource;
 use crate::privacy::nplus::NPlus;
@@ -419,7 +419,7 @@ impl SignSketch {
             _ => super::idp_sign::ALGORITHM,
         };
         let mut m = SignSketch::new(rec.name, algorithm, map, sign, guarantee.clone())?;
-        if let Some(super::NoiseMethod::Lattice(l)) = rec.noise_method() {
+        if let Some(crate::mechanism::NoiseMethod::Lattice(l)) = rec.noise_method() {
             m.idp_lattice = Some(super::idp_sign::IdpLattice::from_record(l)?);
         }
         Ok(m)
@@ -701,7 +701,7 @@ impl SignSketch {
     ) -> Result<()> {
         let words = self.block(rows, out)?;
         let m = rows.len() / self.map.p();
-        super::row_id(first_row, m.saturating_sub(1))?;
+        crate::mechanism::row_id(first_row, m.saturating_sub(1))?;
         // each row reads its own noise stream, from its start
         let rngs = Rngs::PerRow { noise, first_row };
         let z = self.project_values(rows)?;
@@ -783,16 +783,16 @@ impl Mechanism for SignSketch {
             local: None,
             noise: match (&self.record.rule, &self.idp_lattice) {
                 (FlipRule::IdpGaussian { .. }, Some(l)) => {
-                    Some(super::NoiseMethod::Lattice(l.record.clone()))
+                    Some(crate::mechanism::NoiseMethod::Lattice(l.record.clone()))
                 }
-                (FlipRule::IdpGaussian { .. }, None) => Some(super::NoiseMethod::Float),
+                (FlipRule::IdpGaussian { .. }, None) => Some(crate::mechanism::NoiseMethod::Float),
                 _ => None,
             },
             arithmetic: Some(self.arithmetic.clone()),
         }
     }
     /// The values whose signs are released (the mechanism's arithmetic; a query row outside the
-    /// domain in f64, [`crate::mechanism::arithmetic::Arithmetic::evaluate_query`]), rounded to
+    /// domain in f64, [`crate::mechanism::central::arithmetic::Arithmetic::evaluate_query`]), rounded to
     /// f32.
     fn project(&self, rows: &[f32], out: &mut [f32]) -> Result<()> {
         let mut z = vec![0f64; out.len()];

@@ -10,12 +10,12 @@ use rand_chacha::ChaCha20Rng;
 use rand_distr::StandardNormal;
 
 use super::arithmetic::{Arithmetic, ArithmeticRecord};
-use super::{
+use crate::error::{Error, Result};
+use crate::estimate::{Estimator, Family};
+use crate::mechanism::{
     GaussianCalibration, Mechanism, MechanismKind, MechanismParams, MechanismRecord, Payload,
     ProjectionRecord, SketchMut,
 };
-use crate::error::{Error, Result};
-use crate::estimate::{Estimator, Family};
 pub use crate::privacy::gaussian::{calibrate, SigmaRule};
 use crate::privacy::guarantee::Guarantee;
 use crate::privacy::lattice::{self, LatticeNoise, LatticeRecord, NoiseChoice, NoiseMethod};
@@ -157,7 +157,10 @@ pub struct GaussianSketch {
 /// The guarantee a calibrated Gaussian release actually carries: (ε, max(δ, δ_exact)). For the
 /// analytic σ this is the requested δ; for the classical σ at ε ≥ 1 (outside Theorem 3.1) it can be
 /// larger, and dprp says so rather than claim a δ the noise does not achieve.
-pub fn gaussian_guarantee(params: &super::MechanismParams, cal: &GaussianCalibration) -> Guarantee {
+pub fn gaussian_guarantee(
+    params: &crate::mechanism::MechanismParams,
+    cal: &GaussianCalibration,
+) -> Guarantee {
     let delta = params.delta.unwrap_or(0.0).max(cal.delta_exact);
     Guarantee {
         kind: crate::privacy::guarantee::GuaranteeKind::ApproxDp,
@@ -171,7 +174,7 @@ pub fn gaussian_guarantee(params: &super::MechanismParams, cal: &GaussianCalibra
 
 impl GaussianSketch {
     /// Assemble a float-noise mechanism from its public map (used by the per-mechanism
-    /// constructors): plans the map's arithmetic ([`crate::mechanism::arithmetic`]) and
+    /// constructors): plans the map's arithmetic ([`crate::mechanism::central::arithmetic`]) and
     /// calibrates σ with `rule` for the sensitivity the computed values carry, `Δ_q + 2E`.
     pub fn build(
         kind: MechanismKind,
@@ -210,7 +213,7 @@ impl GaussianSketch {
     pub fn with_noise(
         mut self,
         noise: NoiseChoice,
-        params: &super::MechanismParams,
+        params: &crate::mechanism::MechanismParams,
     ) -> Result<GaussianSketch> {
         if noise == NoiseChoice::Float {
             return Ok(self);
@@ -393,7 +396,7 @@ impl Mechanism for GaussianSketch {
         }
     }
     /// The values a release's noise is added to (the release's arithmetic; a query row outside
-    /// the domain in f64, [`crate::mechanism::arithmetic::Arithmetic::evaluate_query`]), rounded
+    /// the domain in f64, [`crate::mechanism::central::arithmetic::Arithmetic::evaluate_query`]), rounded
     /// to f32.
     fn project(&self, rows: &[f32], out: &mut [f32]) -> Result<()> {
         let m = rows.len() / self.map.p().max(1);
@@ -444,7 +447,8 @@ impl Mechanism for GaussianSketch {
         {
             let y = self.evaluate(r)?;
             for (i, (yr, or)) in y.chunks(k).zip(o.chunks_mut(k)).enumerate() {
-                let mut rng = noise.row_rng(super::row_id(first_row, t * Self::TILE + i)?);
+                let mut rng =
+                    noise.row_rng(crate::mechanism::row_id(first_row, t * Self::TILE + i)?);
                 self.add_noise(yr, or, &mut rng)?;
             }
         }

@@ -23,8 +23,8 @@
 use super::arithmetic::Arithmetic;
 use super::gaussian_sketch::PublicMap;
 use super::sign_sketch::{fp_guard, FlipRule, SignRecord, SignSketch};
-use super::{MechanismKind, MechanismParams};
 use crate::error::{Error, Result};
+use crate::mechanism::{MechanismKind, MechanismParams};
 use crate::privacy::guarantee::{Guarantee, GuaranteeKind, Neighbour};
 use crate::privacy::nplus;
 use crate::privacy::rr::{split_epsilon, Flip};

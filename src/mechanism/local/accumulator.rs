@@ -9,7 +9,7 @@
 //! would break the independence the error formula relies on.
 //!
 //! ```
-//! use dprp::aggregate::MeanAccumulator;
+//! use dprp::mechanism::local::accumulator::MeanAccumulator;
 //! use dprp::mechanism::{self, LocalOptions, MechanismKind, MechanismParams};
 //! use dprp::privacy::guarantee::Neighbour;
 //! use rand::SeedableRng;
@@ -50,9 +50,6 @@
 //! # Ok(())
 //! # }
 //! ```
-
-pub mod round;
-pub mod secagg;
 
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};

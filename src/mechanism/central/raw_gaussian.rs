@@ -6,8 +6,8 @@
 //! is (ε,δ)-DP for the row, and rows use independent noise.
 
 use super::gaussian_sketch::{GaussianSketch, PublicMap, SigmaRule};
-use super::{MechanismKind, MechanismParams};
 use crate::error::Result;
+use crate::mechanism::{MechanismKind, MechanismParams};
 
 /// Citation recorded in releases.
 pub const ALGORITHM: &str =

@@ -1,0 +1,193 @@
+//! The mechanism options of `dprp publish` and `dprp.publish`, validated into
+//! [`MechanismParams`] and the Gaussian sampler ([`NoiseChoice`]).
+
+use crate::error::{Error, Result};
+use crate::mechanism::{LocalMap, LocalOptions, MechanismKind, MechanismParams};
+use crate::privacy::guarantee::Neighbour;
+use crate::privacy::lattice::NoiseChoice;
+use crate::projection::{DenseKind, Seed};
+
+use super::Front;
+
+/// The mechanism options as given; `None` where the user gave nothing.
+#[derive(Debug, Clone, Default)]
+pub struct MechanismOptions {
+    /// The mechanism's name (`dp-rp-g-opt`, `privunitg`, …).
+    pub mechanism: String,
+    /// ε.
+    pub epsilon: f64,
+    /// δ (Gaussian mechanisms).
+    pub delta: Option<f64>,
+    /// β (sketch mechanisms; default 1). Refused for local mechanisms.
+    pub beta: Option<f64>,
+    /// `coordinate` (default) or `l1` (sketch mechanisms). Refused for local mechanisms.
+    pub neighbour: Option<String>,
+    /// Sketch width.
+    pub k: Option<usize>,
+    /// The dense map of a sketch (`rademacher`, `gaussian`, `uniform`, `sparse:S`) or the map of
+    /// a local mechanism (`srht`, `rotation`, `gaussian`, `srht-nearly-unbiased`).
+    pub projection: Option<String>,
+    /// The public projection seed (default: fresh from the OS, recorded in the release).
+    pub seed: Option<Seed>,
+    /// Public lower bound on every row's ℓ₂ norm (`dp-signrp-rr`).
+    pub min_norm: Option<f64>,
+    /// Accept individual DP (`idp-*`).
+    pub individual_dp: bool,
+    /// `privunit2-norm`: the norm's budget.
+    pub epsilon_norm: Option<f64>,
+    /// `privunit2-norm`, `scalar-dp`: the public radius.
+    pub radius: Option<f64>,
+    /// The id of the first row (per-row maps of local mechanisms).
+    pub first_row: u64,
+    /// The Gaussian sampler: `lattice` (default) or `float`. Refused for mechanisms without
+    /// Gaussian noise.
+    pub noise: Option<String>,
+}
+
+/// The validated mechanism: its parameters (the input dimension `p` is 0, taken from the input)
+/// and the Gaussian sampler.
+#[derive(Debug, Clone)]
+pub struct MechanismPlan {
+    /// The parameters [`crate::mechanism::build`] takes.
+    pub params: MechanismParams,
+    /// The Gaussian sampler.
+    pub noise: NoiseChoice,
+}
+
+impl MechanismOptions {
+    /// Validate: parse the names, refuse the options that do not apply to the mechanism (β and
+    /// the neighbour relation for local DP, a Gaussian sampler for mechanisms without Gaussian
+    /// noise), fill in the defaults.
+    pub fn resolve(&self, front: Front) -> Result<MechanismPlan> {
+        let kind = MechanismKind::parse(&self.mechanism)?;
+        let (projection, map) = match (&self.projection, kind.is_local()) {
+            (None, _) => (None, None),
+            (Some(p), false) => (Some(DenseKind::parse(p)?), None),
+            (Some(p), true) => (None, Some(LocalMap::parse(p)?)),
+        };
+        if kind.is_local() {
+            for (given, opt) in [
+                (self.beta.is_some(), "beta"),
+                (self.neighbour.is_some(), "neighbour"),
+            ] {
+                if given {
+                    return Err(Error::param(
+                        front.field(opt),
+                        format!(
+                            "{} is local DP: any two inputs of its domain are neighbours \
+                             (replace-one), so β and the neighbour relation do not apply",
+                            kind.name()
+                        ),
+                    ));
+                }
+            }
+        }
+        let params = MechanismParams {
+            kind,
+            epsilon: self.epsilon,
+            delta: self.delta,
+            beta: self.beta.unwrap_or(1.0),
+            neighbour: match &self.neighbour {
+                Some(n) => Neighbour::parse(n)?,
+                None if kind.is_local() => Neighbour::ReplaceOne,
+                None => Neighbour::Coordinate,
+            },
+            p: 0,
+            k: self.k,
+            projection,
+            seed: self.seed,
+            min_norm: self.min_norm,
+            individual_dp: self.individual_dp,
+            local: LocalOptions {
+                map,
+                epsilon_norm: self.epsilon_norm,
+                radius: self.radius,
+                first_row: self.first_row,
+            },
+        };
+        let noise = match &self.noise {
+            Some(_) if !kind.adds_gaussian_noise() => {
+                return Err(Error::param(
+                    front.field("noise"),
+                    format!(
+                        "{} adds no Gaussian noise ({} chooses the Gaussian sampler of \
+                         raw-g-opt, dp-rp-g, dp-rp-g-opt, dp-oporp, idp-signrp-g, \
+                         idp-signoporp-g)",
+                        kind.name(),
+                        front.field("noise")
+                    ),
+                ))
+            }
+            Some(n) => NoiseChoice::parse(n)?,
+            None => NoiseChoice::default(),
+        };
+        Ok(MechanismPlan { params, noise })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn opts(mechanism: &str) -> MechanismOptions {
+        MechanismOptions {
+            mechanism: mechanism.into(),
+            epsilon: 2.0,
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn defaults_follow_the_family() {
+        let sketch = opts("dp-rp-g-opt").resolve(Front::Cli).unwrap();
+        assert_eq!(sketch.params.neighbour, Neighbour::Coordinate);
+        assert_eq!(sketch.params.beta, 1.0);
+        assert_eq!(sketch.noise, NoiseChoice::Lattice);
+        let local = opts("privunitg").resolve(Front::Cli).unwrap();
+        assert_eq!(local.params.neighbour, Neighbour::ReplaceOne);
+        let mapped = MechanismOptions {
+            projection: Some("rotation".into()),
+            ..opts("projunit")
+        };
+        assert!(mapped
+            .resolve(Front::Cli)
+            .unwrap()
+            .params
+            .local
+            .map
+            .is_some());
+    }
+
+    #[test]
+    fn refusals_name_the_option_per_front_end() {
+        let beta = MechanismOptions {
+            beta: Some(2.0),
+            ..opts("privunitg")
+        };
+        for (front, name) in [(Front::Cli, "--beta"), (Front::Python, "beta")] {
+            match beta.resolve(front) {
+                Err(Error::Param { name: n, msg }) => {
+                    assert_eq!(n, name);
+                    assert!(msg.contains("local DP"), "{msg}");
+                }
+                other => panic!("{other:?}"),
+            }
+        }
+        let noise = MechanismOptions {
+            noise: Some("float".into()),
+            ..opts("dp-signrp-rr")
+        };
+        match noise.resolve(Front::Python) {
+            Err(Error::Param { name, msg }) => {
+                assert_eq!(name, "noise");
+                assert!(msg.contains("(noise chooses"), "{msg}");
+            }
+            other => panic!("{other:?}"),
+        }
+        let float = MechanismOptions {
+            noise: Some("float".into()),
+            ..opts("dp-oporp")
+        };
+        assert_eq!(float.resolve(Front::Cli).unwrap().noise, NoiseChoice::Float);
+    }
+}
