@@ -11,6 +11,27 @@ use std::path::PathBuf;
 /// Result alias used throughout dprp.
 pub type Result<T> = std::result::Result<T, Error>;
 
+/// The front end a request came from, for naming options in refusals.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Front {
+    /// The `dprp` command: `--first-row`.
+    Cli,
+    /// The Python module: `first_row`.
+    Python,
+}
+
+impl Front {
+    /// The option `name` (snake case) as this front end spells it.
+    pub fn field(self, name: &str) -> String {
+        match self {
+            Front::Cli => format!("--{}", name.replace('_', "-")),
+            // the module's publish() calls the projection seed `seed`
+            Front::Python if name == "projection_seed" => "seed".to_string(),
+            Front::Python => name.to_string(),
+        }
+    }
+}
+
 /// Everything that can go wrong in dprp. No path reachable from user input panics; it returns one
 /// of these instead.
 #[derive(Debug, thiserror::Error)]

@@ -19,12 +19,12 @@ use numpy::{IntoPyArray, PyArray2};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
-use dprp::data::scale::scale_queries;
-use dprp::data::Scaling;
 use dprp::estimate::{agreements, estimate_ip, sign_cosine, Estimator, QueryMode};
 use dprp::mechanism::{self, Mechanism, Payload};
 use dprp::release::ReleaseSet;
-use dprp::search::queries::{sketch_queries, QuerySketches};
+use dprp::request::query::RawQueries;
+use dprp::request::Front;
+use dprp::search::queries::QuerySketches;
 use dprp::search::{exact, Measure, Sketch};
 
 use crate::interrupt::{self, Outcome};
@@ -420,19 +420,7 @@ impl Release {
         let top: usize = ints::unsigned(top, "top")?;
         let m = crate::arrays::matrix(queries, "queries")?;
         let view = m.view();
-        let p = self.inner.meta().p;
-        if view.cols() != p {
-            return Err(param(
-                "queries",
-                format!(
-                    "queries have {} features, the release was made from {p}-dimensional rows",
-                    view.cols()
-                ),
-            ));
-        }
-        if view.rows() == 0 {
-            return Err(param("queries", "no query rows"));
-        }
+        let p = view.cols();
         self.check_files()?;
         let parts = dprp::search::sharded::part_sketches(&self.inner).map_err(err)?;
         let db = parts[0];
@@ -443,23 +431,18 @@ impl Release {
         };
         let nq = view.rows();
         let k = self.inner.k();
-        let payload = self.inner.meta().payload;
-        let release_scaling = &self.inner.meta().scaling;
+        let meta = self.inner.meta();
         let mech = self.mech.as_ref();
         let outcome = interrupt::run(py, |cancel| -> dprp::Result<(Vec<u64>, Vec<f32>)> {
             let mut values = Vec::with_capacity(nq * p);
             view.append_rows(0, nq, &mut values);
-            let label = Path::new("queries");
-            scale_queries(
-                release_scaling,
-                &Scaling::default(),
-                &mut values,
+            let raw = RawQueries {
+                values,
                 p,
-                label,
-                no_scale,
-            )?;
-            let q = sketch_queries(mech, payload, &values)?;
-            drop(values);
+                scaling: Default::default(),
+                file: None,
+            };
+            let (q, _) = raw.sketch_for(meta, mech, "queries", no_scale, Front::Python)?;
             let qs = match &q {
                 QuerySketches::Real(v) => Sketch::Real { data: v, k },
                 QuerySketches::Bits(v) => Sketch::Bits { data: v, k },

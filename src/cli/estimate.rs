@@ -93,7 +93,7 @@ pub fn run(a: EstimateArgs) -> Result<()> {
             let q = super::query::read_raw_queries(r.meta(), qpath, "--query-vector", a.no_scale)?;
             for &j in &a.rows {
                 let name = qpath.display().to_string();
-                lines.push(query(&r, m.as_ref(), q.row(0), name, j)?);
+                lines.push(query(&r, m.as_ref(), &q.values[..q.p], name, j)?);
             }
         }
     }

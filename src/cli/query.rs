@@ -2,11 +2,11 @@ use std::path::PathBuf;
 
 use clap::Args;
 
-use crate::data::scale::scale_queries;
-use crate::data::{read_all, InputOptions};
-use crate::error::{Error, Result};
+use crate::data::{read_all, InputOptions, Scaling};
+use crate::error::{Error, Front, Result};
 use crate::mechanism::{self, Mechanism, Payload};
-use crate::release::{Release, ReleaseMeta, ReleaseSet};
+use crate::release::{ReleaseMeta, ReleaseSet};
+use crate::request::query::{release_queries, RawQueries};
 use crate::search::hnsw::HnswIndex;
 use crate::search::queries::QuerySketches;
 use crate::search::{exact, Hit, Measure, Sketch};
@@ -65,52 +65,9 @@ pub struct Prepared {
     pub ids: Vec<u64>,
 }
 
-/// Read raw query vectors for release `r`: check their dimension and bring them to the scale of
-/// the release's rows ([`scale_queries`]: the public scaling the release records, unless
-/// `no_scale`), saying on stderr what was applied.
-pub fn read_raw_queries(
-    r: &ReleaseMeta,
-    path: &std::path::Path,
-    option: &str,
-    no_scale: bool,
-) -> Result<crate::data::Dataset> {
-    let mut q = read_all(path, &InputOptions::default())?;
-    if q.n == 0 {
-        return Err(Error::format(path, "the query file has no rows"));
-    }
-    if q.p != r.p {
-        return Err(Error::param(
-            option,
-            format!(
-                "{}: queries have {} features, the release was made from {}-dimensional rows",
-                path.display(),
-                q.p,
-                r.p
-            ),
-        ));
-    }
-    let applied = scale_queries(&r.scaling, &q.scaling, &mut q.values, q.p, path, no_scale)?;
-    if !applied.0.is_empty() {
-        super::output::note(format_args!(
-            "note: queries scaled as the release's rows were: {} (--no-scale to opt out)",
-            applied.describe()
-        ));
-    }
-    Ok(q)
-}
-
-/// Project raw query vectors with the release's public map (signs packed for sign releases),
-/// after [`read_raw_queries`].
-pub fn prepare_raw(
-    r: &ReleaseMeta,
-    m: &dyn Mechanism,
-    path: &std::path::Path,
-    no_scale: bool,
-) -> Result<Prepared> {
-    let q = read_raw_queries(r, path, "--queries", no_scale)?;
-    let ids = (0..q.n as u64).collect();
-    Ok(
-        match crate::search::queries::sketch_queries(m, r.payload, &q.values)? {
+impl Prepared {
+    fn new(sketches: QuerySketches, ids: Vec<u64>) -> Prepared {
+        match sketches {
             QuerySketches::Real(real) => Prepared {
                 real,
                 bits: Vec::new(),
@@ -121,50 +78,56 @@ pub fn prepare_raw(
                 bits,
                 ids,
             },
-        },
-    )
+        }
+    }
 }
 
-/// Use the rows of another release as queries, after checking it was made with the same public
-/// map, k and payload kind.
-pub fn prepare_release(a: &ReleaseMeta, path: &std::path::Path) -> Result<Prepared> {
-    let q = Release::open(path)?;
-    let b = q.meta();
-    if a.payload != b.payload {
-        return Err(Error::param(
-            "--queries",
-            "the query release and the searched release differ in kind (real values vs signs)",
-        ));
-    }
-    if a.p != b.p || a.k != b.k {
-        return Err(Error::param(
-            "--queries",
-            format!(
-                "the query release has p = {}, k = {}; the searched release p = {}, k = {}",
-                b.p, b.k, a.p, a.k
-            ),
-        ));
-    }
-    if a.mechanism.projection != b.mechanism.projection {
-        return Err(Error::param(
-            "--queries",
-            "the query release was made with a different public projection (kind or seed); its \
-             sketches are not comparable (publish both with the same --projection-seed)",
-        ));
-    }
-    let ids = (0..q.n()).map(|i| q.id(i)).collect();
-    Ok(match b.payload {
-        Payload::F32 => Prepared {
-            real: q.values()?.to_vec(),
-            bits: Vec::new(),
-            ids,
-        },
-        Payload::Bits => Prepared {
-            real: Vec::new(),
-            bits: q.bits()?.to_vec(),
-            ids,
-        },
+/// The query vectors of a file, as given.
+fn read_file(path: &std::path::Path) -> Result<RawQueries> {
+    let q = read_all(path, &InputOptions::default())?;
+    Ok(RawQueries {
+        values: q.values,
+        p: q.p,
+        scaling: q.scaling,
+        file: Some(path.to_path_buf()),
     })
+}
+
+/// Say on stderr which scaling steps were applied to the queries.
+fn note_applied(applied: &Scaling) {
+    if !applied.0.is_empty() {
+        super::output::note(format_args!(
+            "note: queries scaled as the release's rows were: {} (--no-scale to opt out)",
+            applied.describe()
+        ));
+    }
+}
+
+/// Read raw query vectors for release `r` and bring them to the scale of its rows
+/// ([`RawQueries::scale_for`]), saying on stderr what was applied.
+pub fn read_raw_queries(
+    r: &ReleaseMeta,
+    path: &std::path::Path,
+    option: &str,
+    no_scale: bool,
+) -> Result<RawQueries> {
+    let mut q = read_file(path)?;
+    note_applied(&q.scale_for(r, option, no_scale, Front::Cli)?);
+    Ok(q)
+}
+
+/// Project raw query vectors with the release's public map ([`RawQueries::sketch_for`]).
+pub fn prepare_raw(
+    r: &ReleaseMeta,
+    m: &dyn Mechanism,
+    path: &std::path::Path,
+    no_scale: bool,
+) -> Result<Prepared> {
+    let q = read_file(path)?;
+    let ids = (0..q.n() as u64).collect();
+    let (sketches, applied) = q.sketch_for(r, m, "--queries", no_scale, Front::Cli)?;
+    note_applied(&applied);
+    Ok(Prepared::new(sketches, ids))
 }
 
 /// A progress bar on stderr, drawn only when stderr is a terminal.
@@ -191,7 +154,10 @@ pub fn run(a: QueryArgs) -> Result<()> {
     let k = set.k();
     let q = match a.query_mode.as_str() {
         "raw" => prepare_raw(meta, m.as_ref(), &a.queries, a.no_scale)?,
-        "release" => prepare_release(meta, &a.queries)?,
+        "release" => {
+            let (sketches, ids) = release_queries(meta, &a.queries, "--queries", Front::Cli)?;
+            Prepared::new(sketches, ids)
+        }
         o => {
             return Err(Error::param(
                 "--query-mode",

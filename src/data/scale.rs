@@ -278,6 +278,17 @@ fn clip_row(row: &mut [f32]) {
     }
 }
 
+/// Where raw queries come from, for the messages of [`scale_queries`].
+#[derive(Debug, Clone, Copy)]
+pub struct QueryOrigin<'a> {
+    /// The query file (or a name for in-memory queries).
+    pub path: &'a std::path::Path,
+    /// The option that gave them, as the front end spells it (`--queries`, `queries`).
+    pub option: &'a str,
+    /// The front end (it spells `no_scale`).
+    pub front: crate::error::Front,
+}
+
 /// Bring raw query vectors to the scale of a release's rows: replay the public scaling steps the
 /// release records (`release`), less those the query file records as already applied
 /// (`query_file`, which must then be a prefix of the release's steps), check the result lies in
@@ -292,9 +303,11 @@ pub fn scale_queries(
     query_file: &Scaling,
     values: &mut [f32],
     p: usize,
-    path: &std::path::Path,
+    origin: &QueryOrigin<'_>,
     no_scale: bool,
 ) -> Result<Scaling> {
+    let path = origin.path;
+    let no_scale_flag = origin.front.field("no_scale");
     check_finite(values, p, 0, path)?;
     let todo: &[ScalingStep] = if no_scale {
         &[]
@@ -302,9 +315,9 @@ pub fn scale_queries(
         &release.0[query_file.0.len()..]
     } else {
         return Err(Error::param(
-            "--queries",
+            origin.option,
             format!(
-                "{}: the query file records the scaling '{}', which is not how the release's rows were scaled ('{}'); pass raw vectors, or --no-scale if they are already on the release's scale",
+                "{}: the query file records the scaling '{}', which is not how the release's rows were scaled ('{}'); pass raw vectors, or {no_scale_flag} if they are already on the release's scale",
                 path.display(),
                 query_file.describe(),
                 release.describe()
@@ -313,8 +326,8 @@ pub fn scale_queries(
     };
     if todo.contains(&ScalingStep::MaxAbs) {
         return Err(Error::param(
-            "--queries",
-            "the release's rows were scaled per column by the data's own maxima (--scale max-abs); those factors are not stored in the release (they would disclose each column's largest value), so raw queries cannot be put on the same scale: scale them yourself and pass --no-scale",
+            origin.option,
+            format!("the release's rows were scaled per column by the data's own maxima ({} max-abs); those factors are not stored in the release (they would disclose each column's largest value), so raw queries cannot be put on the same scale: scale them yourself and pass {no_scale_flag}", origin.front.field("scale")),
         ));
     }
     if p > 0 {
@@ -332,8 +345,10 @@ pub fn scale_queries(
     }
     let applied = Scaling(todo.to_vec());
     let hint = if no_scale {
-        "the queries were not scaled (--no-scale); scale them as the release's rows were scaled"
-            .to_string()
+        format!(
+            "the queries were not scaled ({no_scale_flag}); scale them as the release's rows were \
+             scaled"
+        )
     } else if applied.0.is_empty() {
         format!(
             "the release's rows were scaled with '{}' and the queries are taken as already on that scale",

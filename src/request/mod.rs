@@ -3,41 +3,24 @@
 //! their own syntax into these option structs and print what comes back; the refusals, the
 //! defaults and the checks between options live here, so the two front ends cannot drift apart.
 //!
-//! A refusal names the option the way the user wrote it: [`Front::field`] renders `k` as `--k`
-//! for the command line and `k` for Python.
+//! A refusal names the option the way the user wrote it: [`Front::field`] (in [`crate::error`], so
+//! that every floor can use it) renders `k` as `--k` for the command line and `k` for Python.
 //!
 //! - [`mechanism`]: the mechanism options of `publish` (and `dprp.publish`) → [`MechanismParams`]
 //!   and the Gaussian sampler.
+//! - [`query`]: raw query vectors → the release's scale and public map; another release's rows
+//!   as queries.
 //! - [`shards`]: sharded publishing — `--shards N` on one machine, one worker's shard — with the
 //!   refusals that keep a shard from being privatised twice.
 //!
 //! [`MechanismParams`]: crate::mechanism::MechanismParams
 
 pub mod mechanism;
+pub mod query;
 pub mod shards;
 
+pub use crate::error::Front;
 pub use mechanism::{MechanismOptions, MechanismPlan};
-
-/// The front end a request came from, for naming options in refusals.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Front {
-    /// The `dprp` command: `--first-row`.
-    Cli,
-    /// The Python module: `first_row`.
-    Python,
-}
-
-impl Front {
-    /// The option `name` (snake case) as this front end spells it.
-    pub fn field(self, name: &str) -> String {
-        match self {
-            Front::Cli => format!("--{}", name.replace('_', "-")),
-            // the module's publish() calls the projection seed `seed`
-            Front::Python if name == "projection_seed" => "seed".to_string(),
-            Front::Python => name.to_string(),
-        }
-    }
-}
 
 #[cfg(test)]
 mod tests {

@@ -1,0 +1,134 @@
+//! Queries for a release, for every front end: raw vectors checked against the release's
+//! dimension, brought to the scale of its rows (the public scaling it records), and projected
+//! with its public map; or the rows of another release made with the same map.
+
+use std::path::{Path, PathBuf};
+
+use crate::data::scale::{scale_queries, QueryOrigin};
+use crate::data::Scaling;
+use crate::error::{Error, Front, Result};
+use crate::mechanism::{Mechanism, Payload};
+use crate::release::{Release, ReleaseMeta};
+use crate::search::queries::{sketch_queries, QuerySketches};
+
+/// Raw query vectors as given.
+#[derive(Debug, Clone)]
+pub struct RawQueries {
+    /// Row-major values, `p` per query.
+    pub values: Vec<f32>,
+    /// Their dimension.
+    pub p: usize,
+    /// The scaling their file records as already applied (none for in-memory queries).
+    pub scaling: Scaling,
+    /// The file they came from; `None` for in-memory queries.
+    pub file: Option<PathBuf>,
+}
+
+impl RawQueries {
+    /// How many queries.
+    pub fn n(&self) -> usize {
+        self.values.len().checked_div(self.p).unwrap_or(0)
+    }
+
+    /// Check the dimension against the release, then bring the values to the scale of the
+    /// release's rows (unless `no_scale`; the domain is checked either way). `option` names where
+    /// the queries came from as the front end spells it (`--queries`, `--query-vector`,
+    /// `queries`). Returns the steps applied.
+    pub fn scale_for(
+        &mut self,
+        release: &ReleaseMeta,
+        option: &str,
+        no_scale: bool,
+        front: Front,
+    ) -> Result<Scaling> {
+        let prefix = self
+            .file
+            .as_ref()
+            .map(|f| format!("{}: ", f.display()))
+            .unwrap_or_default();
+        if self.values.is_empty() {
+            return Err(Error::param(option, format!("{prefix}no query rows")));
+        }
+        if self.p != release.p {
+            return Err(Error::param(
+                option,
+                format!(
+                    "{prefix}queries have {} features, the release was made from {}-dimensional \
+                     rows",
+                    self.p, release.p
+                ),
+            ));
+        }
+        let label = self.file.clone().unwrap_or_else(|| PathBuf::from(option));
+        let origin = QueryOrigin {
+            path: &label,
+            option,
+            front,
+        };
+        scale_queries(
+            &release.scaling,
+            &self.scaling,
+            &mut self.values,
+            self.p,
+            &origin,
+            no_scale,
+        )
+    }
+
+    /// [`RawQueries::scale_for`], then project with the release's public map `m` (the mechanism
+    /// rebuilt from the release; signs packed for sign releases).
+    pub fn sketch_for(
+        mut self,
+        release: &ReleaseMeta,
+        m: &dyn Mechanism,
+        option: &str,
+        no_scale: bool,
+        front: Front,
+    ) -> Result<(QuerySketches, Scaling)> {
+        let applied = self.scale_for(release, option, no_scale, front)?;
+        Ok((sketch_queries(m, release.payload, &self.values)?, applied))
+    }
+}
+
+/// The rows of another release as queries, with their ids, after checking it was made with the
+/// same public map, k and payload kind.
+pub fn release_queries(
+    searched: &ReleaseMeta,
+    path: &Path,
+    option: &str,
+    front: Front,
+) -> Result<(QuerySketches, Vec<u64>)> {
+    let q = Release::open(path)?;
+    let b = q.meta();
+    if searched.payload != b.payload {
+        return Err(Error::param(
+            option,
+            "the query release and the searched release differ in kind (real values vs signs)",
+        ));
+    }
+    if searched.p != b.p || searched.k != b.k {
+        return Err(Error::param(
+            option,
+            format!(
+                "the query release has p = {}, k = {}; the searched release p = {}, k = {}",
+                b.p, b.k, searched.p, searched.k
+            ),
+        ));
+    }
+    if searched.mechanism.projection != b.mechanism.projection {
+        return Err(Error::param(
+            option,
+            format!(
+                "the query release was made with a different public projection (kind or seed); \
+                 its sketches are not comparable (publish both with the same {})",
+                front.field("projection_seed")
+            ),
+        ));
+    }
+    let ids = (0..q.n()).map(|i| q.id(i)).collect();
+    let sketches = match b.payload {
+        Payload::F32 => QuerySketches::Real(q.values()?.to_vec()),
+        Payload::Bits => QuerySketches::Bits(q.bits()?.to_vec()),
+    };
+    Ok((sketches, ids))
+}
