@@ -10,6 +10,8 @@
 //!   and the Gaussian sampler.
 //! - [`query`]: raw query vectors → the release's scale and public map; another release's rows
 //!   as queries.
+//! - [`round`]: a secure-aggregation round (`dprp aggregate`): encoder, plan, round, and one
+//!   report rendered as text or JSON.
 //! - [`shards`]: sharded publishing — `--shards N` on one machine, one worker's shard — with the
 //!   refusals that keep a shard from being privatised twice.
 //!
@@ -17,6 +19,7 @@
 
 pub mod mechanism;
 pub mod query;
+pub mod round;
 pub mod shards;
 
 pub use crate::error::Front;
