@@ -88,19 +88,7 @@ fn shards_json(r: &ReleaseSet) -> serde_json::Value {
         .collect()
 }
 
-/// `gamma = 0.1234, p = 0.9`: a local release's constants, six significant digits.
-pub fn describe_constants(c: &[(String, f64)]) -> String {
-    c.iter()
-        .map(|(n, v)| {
-            if *v == 0.0 || (1e-3..1e6).contains(&v.abs()) {
-                format!("{n} = {v:.6}")
-            } else {
-                format!("{n} = {v:.6e}")
-            }
-        })
-        .collect::<Vec<_>>()
-        .join(", ")
-}
+pub use crate::mechanism::local::release::describe_constants;
 
 /// The human-readable description printed by `dprp info` (and the demo).
 pub fn describe(r: &Release) -> String {

@@ -169,7 +169,7 @@ pub(super) fn payload_elem(p: Payload) -> usize {
 }
 
 /// Privatise a whole in-memory dataset with `mech` (used by evaluation and tests): exactly what
-/// [`publish`] writes for the same noise key.
+/// [`publish`](super::publish) writes for the same noise key.
 pub fn privatise_dataset(
     mech: &dyn Mechanism,
     data: &Dataset,

@@ -6,6 +6,8 @@
 //! A refusal names the option the way the user wrote it: [`Front::field`] (in [`crate::error`], so
 //! that every floor can use it) renders `k` as `--k` for the command line and `k` for Python.
 //!
+//! - [`calibrate`]: `dprp calibrate`'s report (σ tables, flip rules, local constants, round
+//!   plans), built whole before anything is printed.
 //! - [`mechanism`]: the mechanism options of `publish` (and `dprp.publish`) → [`MechanismParams`]
 //!   and the Gaussian sampler.
 //! - [`query`]: raw query vectors → the release's scale and public map; another release's rows
@@ -17,6 +19,7 @@
 //!
 //! [`MechanismParams`]: crate::mechanism::MechanismParams
 
+pub mod calibrate;
 pub mod mechanism;
 pub mod query;
 pub mod round;

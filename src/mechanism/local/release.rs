@@ -746,3 +746,17 @@ fn not_a_sketch(kind: MechanismKind) -> Error {
         ),
     )
 }
+
+/// `gamma = 0.1234, p = 0.9`: a local release's constants, six significant digits.
+pub fn describe_constants(c: &[(String, f64)]) -> String {
+    c.iter()
+        .map(|(n, v)| {
+            if *v == 0.0 || (1e-3..1e6).contains(&v.abs()) {
+                format!("{n} = {v:.6}")
+            } else {
+                format!("{n} = {v:.6e}")
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
