@@ -182,21 +182,10 @@ pub const MAX_BINOMIAL_WORDS: f64 = 1_073_741_824.0;
 
 #[cfg(test)]
 mod tests {
+    use super::super::params::tests::request;
     use super::*;
     use rand::{RngExt, SeedableRng};
     use rand_chacha::ChaCha20Rng;
-
-    fn request(n: u64, d: u64, bits: u32) -> DistributedRequest {
-        DistributedRequest {
-            n,
-            d,
-            epsilon: 1.0,
-            delta: 1e-5,
-            clip: 1.0,
-            bits,
-            max_wrap_probability: 1e-6,
-        }
-    }
 
     #[test]
     fn binomial_mse_matches_monte_carlo() {

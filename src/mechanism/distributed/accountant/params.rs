@@ -484,14 +484,19 @@ pub fn plan_sketch_ddg(
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
     use crate::projection::hadamard::fwht_normalized;
     use rand::{RngExt, SeedableRng};
     use rand_chacha::ChaCha20Rng;
     use rand_distr::{Distribution, StandardNormal};
 
-    fn request(n: u64, d: u64, bits: u32) -> DistributedRequest {
+    /// A request for `n` clients of dimension `d` with `bits` bits, ε = 1, δ = 10⁻⁵, c = 1.
+    pub(in crate::mechanism::distributed::accountant) fn request(
+        n: u64,
+        d: u64,
+        bits: u32,
+    ) -> DistributedRequest {
         DistributedRequest {
             n,
             d,
