@@ -1,7 +1,11 @@
-//! The mechanisms of `dprp eval mean` ([`MeanSpec`]): local (`privunit2`, `projunit:srht`, …),
-//! distributed (`ddg`, `sketch-ddg`, `binomial`) and the central Gaussian references of each
-//! neighbour relation, parsed from `--mechanisms`.
+//! What `dprp eval mean` evaluates: the mechanisms ([`MeanSpec`]: local (`privunit2`,
+//! `projunit:srht`, …), distributed (`ddg`, `sketch-ddg`, `binomial`) and the central Gaussian
+//! references of each neighbour relation, parsed from `--mechanisms`), the experiments and their
+//! data ([`MeanConfig`]).
 
+use serde::{Deserialize, Serialize};
+
+use super::grid::Seeds;
 use crate::error::{Error, Result};
 use crate::mechanism::distributed::DistributedKind;
 use crate::mechanism::{LocalMap, MechanismKind};
@@ -246,6 +250,93 @@ impl MeanSpec {
             _ => p * 10e-9 * df,
         }
     }
+}
+
+/// Which of the papers' experiments an [`Experiment`] mirrors (decides its plot).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Plan {
+    /// Error against k, one panel per (d, ε).
+    ErrorVsK,
+    /// Error against ε, one panel per (d, k).
+    ErrorVsEps,
+    /// Error against the number of users n, one panel per (d, ε).
+    ErrorVsN,
+    /// Error against the bits each client sends per parameter, one panel per (d, n, ε).
+    ErrorVsBits,
+    /// Client and server time against d (no closed-form check).
+    RuntimeVsD,
+    /// A user-given grid: error vs k and/or vs ε, whichever has more than one value.
+    Grid,
+}
+
+/// One experiment: a grid of settings on one kind of data.
+#[derive(Debug, Clone)]
+pub struct Experiment {
+    /// Short name (file stems), e.g. `error-vs-k`.
+    pub name: String,
+    /// One-line description for the report.
+    pub title: String,
+    /// Which plot.
+    pub plan: Plan,
+    /// Input dimensions (synthetic data); one, the file's, for file data.
+    pub dims: Vec<usize>,
+    /// Numbers of users: synthetic users, or the first `n` rows of the file (empty: all rows).
+    pub ns: Vec<usize>,
+    /// Mechanisms.
+    pub mechanisms: Vec<MeanSpec>,
+    /// ε values.
+    pub epsilons: Vec<f64>,
+    /// k values of the projecting mechanisms.
+    pub ks: Vec<usize>,
+    /// Bits per transmitted coordinate `b` of the distributed mechanisms (SecAgg modulus 2^b).
+    pub bits: Vec<u32>,
+    /// sketch-DDG's caps on the bits per parameter (each chooses a sketch size; empty: the
+    /// planner's least-error sketch without a cap).
+    pub bpp_caps: Vec<f64>,
+    /// Use `min(k, d)` for every k (runtime vs d from d = 16); otherwise k > d is not run.
+    pub cap_k_at_d: bool,
+    /// Repeats per setting.
+    pub repeat: usize,
+    /// This experiment's own data, instead of the configuration's (a preset with two datasets).
+    pub data: Option<Data>,
+    /// Largest estimated seconds per setting (`n · repeats ·`
+    /// [`MeanSpec::seconds_per_user`]); settings above are reported as not run. `None`: no
+    /// limit.
+    pub budget: Option<f64>,
+}
+
+/// The users' vectors.
+#[derive(Debug, Clone)]
+pub enum Data {
+    /// `vᵢ = normalise(μ + N(0, I/d))`, `μ` a random unit vector; data of dimension d is drawn
+    /// from this seed and d (the same data for every mechanism, ε, k and repeat).
+    Synthetic {
+        /// Data seed.
+        seed: u64,
+    },
+    /// Given rows (row-major, `d` columns), each in the unit ball.
+    Rows {
+        /// Where they come from (for the report).
+        source: String,
+        /// Dimension.
+        d: usize,
+        /// Values.
+        values: Vec<f64>,
+    },
+}
+
+/// The whole evaluation.
+#[derive(Debug, Clone)]
+pub struct MeanConfig {
+    /// Experiments, in order.
+    pub experiments: Vec<Experiment>,
+    /// δ of the central Gaussian reference.
+    pub delta: f64,
+    /// Seeds of the public maps and of the noise.
+    pub seeds: Seeds,
+    /// The data.
+    pub data: Data,
 }
 
 #[cfg(test)]

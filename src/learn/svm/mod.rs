@@ -72,14 +72,15 @@
 //! # Ok(()) }
 //! ```
 
-use rand::{Rng, SeedableRng};
-use rand_chacha::ChaCha20Rng;
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
+
+mod solver;
 
 pub use super::features::Features;
 use super::features::Kernel;
 use crate::error::{Error, Result};
+use solver::{groups, solve_group, Solution};
 
 /// The loss `ξ` of the primal problem.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -203,17 +204,6 @@ pub struct LinearSvm {
     bias_weight: Vec<f64>,
     info: Vec<ModelInfo>,
     params: SvmParams,
-}
-
-/// The result of one binary dual coordinate descent.
-struct Solution {
-    w: Vec<f64>,
-    wb: f64,
-    iterations: usize,
-    converged: bool,
-    dual_objective: f64,
-    support_vectors: usize,
-    trace: Vec<f64>,
 }
 
 impl LinearSvm {
@@ -499,251 +489,6 @@ pub fn labels_from_f32(labels: &[f32]) -> Result<Vec<i32>> {
             }
         })
         .collect()
-}
-
-/// Uniform integer in `[0, n)` (multiply-shift; the bias, below `n / 2⁶⁴`, is irrelevant for a
-/// visiting order).
-#[inline]
-fn below(rng: &mut ChaCha20Rng, n: usize) -> usize {
-    ((rng.next_u64() as u128 * n as u128) >> 64) as usize
-}
-
-/// How many rows ahead of the current one the solver asks the CPU to prefetch.
-const PREFETCH_AHEAD: usize = 2;
-
-/// Largest number of one-vs-rest problems solved in lockstep over one shared stream of rows.
-const GROUP_MAX: usize = 5;
-
-/// Split `models` binary problems into groups of at most [`GROUP_MAX`] (sizes differ by at most
-/// one). Depends on nothing but `models`, so results do not depend on the number of threads.
-fn groups(models: usize) -> Vec<std::ops::Range<usize>> {
-    let g = models.div_ceil(GROUP_MAX).max(1);
-    (0..g)
-        .map(|j| j * models / g..(j + 1) * models / g)
-        .collect()
-}
-
-/// Per-problem state of the lockstep solver.
-struct ClassState {
-    positive: i32,
-    w: Vec<f64>,
-    wb: f64,
-    pg_max_old: f64,
-    pg_min_old: f64,
-    pg_max_new: f64,
-    pg_min_new: f64,
-    /// Rows whose coordinate is active (not shrunk) for this problem.
-    n_active: usize,
-    iterations: usize,
-    converged: bool,
-    done: bool,
-    trace: Vec<f64>,
-}
-
-/// Dual coordinate descent for a group of binary problems (`positives[c]` against the rest),
-/// run in lockstep: one shared random order of the rows per epoch, and for each row, one
-/// coordinate step in every problem for which that row is active. Each problem follows
-/// LIBLINEAR's algorithm exactly — the shared order restricted to a problem's active rows is a
-/// uniformly random permutation of them, and shrinking, the reset to the full set and the
-/// stopping rule are per problem — but a row is read from memory once per epoch for the whole
-/// group instead of once per problem, which matters when the data do not fit in the cache.
-/// With a single problem this is exactly Algorithm 3 of Hsieh et al. as in LIBLINEAR.
-#[allow(clippy::too_many_arguments)]
-fn solve_group(
-    x: &Features,
-    kernel: Kernel,
-    sq_norms: &[f64],
-    labels: &[i32],
-    positives: &[i32],
-    p: &SvmParams,
-    stream: u64,
-    record: bool,
-) -> Vec<Solution> {
-    let n = x.n();
-    let g = positives.len();
-    debug_assert!((1..=32).contains(&g));
-    let (diag, upper) = match p.loss {
-        Loss::Hinge => (0.0, p.c),
-        Loss::SquaredHinge => (0.5 / p.c, f64::INFINITY),
-    };
-    let b = p.bias.unwrap_or(0.0);
-    let qd: Vec<f64> = sq_norms.iter().map(|s| s + b * b + diag).collect();
-    // α of row i for problem c at alpha[i*g + c]: one cache line holds a row's whole group.
-    let mut alpha = vec![0f64; n * g];
-    let full: u32 = if g == 32 { u32::MAX } else { (1u32 << g) - 1 };
-    // Bit c of mask[i]: row i is active for problem c (and problem c is still running).
-    let mut mask = vec![full; n];
-    let mut index: Vec<u32> = (0..n as u32).collect();
-    let mut len = n;
-    let mut cs: Vec<ClassState> = positives
-        .iter()
-        .map(|&positive| ClassState {
-            positive,
-            w: vec![0f64; x.dim()],
-            wb: 0.0,
-            pg_max_old: f64::INFINITY,
-            pg_min_old: f64::NEG_INFINITY,
-            pg_max_new: f64::NEG_INFINITY,
-            pg_min_new: f64::INFINITY,
-            n_active: n,
-            iterations: 0,
-            converged: false,
-            done: false,
-            trace: Vec::new(),
-        })
-        .collect();
-    let mut rng = ChaCha20Rng::seed_from_u64(p.seed);
-    rng.set_stream(stream);
-
-    while cs.iter().any(|c| !c.done) {
-        for c in cs.iter_mut() {
-            c.pg_max_new = f64::NEG_INFINITY;
-            c.pg_min_new = f64::INFINITY;
-        }
-        for i in 0..len {
-            let j = i + below(&mut rng, len - i);
-            index.swap(i, j);
-        }
-        let mut s = 0;
-        while s < len {
-            let i = index[s] as usize;
-            if s + PREFETCH_AHEAD < len {
-                x.prefetch(index[s + PREFETCH_AHEAD] as usize);
-            }
-            let label = labels[i];
-            let ai = &mut alpha[i * g..(i + 1) * g];
-            let mut todo = mask[i];
-            while todo != 0 {
-                let c = todo.trailing_zeros() as usize;
-                todo &= todo - 1;
-                let st = &mut cs[c];
-                let yi = if label == st.positive { 1.0 } else { -1.0 };
-                let a = ai[c];
-                let grad = yi * (x.dot_with(kernel, i, &st.w) + b * st.wb) - 1.0 + a * diag;
-                let mut pg = 0.0;
-                if a == 0.0 {
-                    if grad > st.pg_max_old {
-                        mask[i] &= !(1 << c);
-                        st.n_active -= 1;
-                        continue;
-                    } else if grad < 0.0 {
-                        pg = grad;
-                    }
-                } else if a == upper {
-                    if grad < st.pg_min_old {
-                        mask[i] &= !(1 << c);
-                        st.n_active -= 1;
-                        continue;
-                    } else if grad > 0.0 {
-                        pg = grad;
-                    }
-                } else {
-                    pg = grad;
-                }
-                st.pg_max_new = st.pg_max_new.max(pg);
-                st.pg_min_new = st.pg_min_new.min(pg);
-                if pg.abs() > 1e-12 {
-                    // Q̄_ii = 0 only for an all-zero row without bias under the hinge loss;
-                    // then G = −1 and the dual is linear along α_i: its minimum is at U.
-                    let step = if qd[i] > 0.0 { a - grad / qd[i] } else { upper };
-                    let new = step.max(0.0).min(upper);
-                    ai[c] = new;
-                    let delta = (new - a) * yi;
-                    if delta != 0.0 {
-                        x.axpy_with(kernel, i, delta, &mut st.w);
-                        st.wb += delta * b;
-                    }
-                }
-            }
-            if mask[i] == 0 {
-                len -= 1;
-                index.swap(s, len);
-            } else {
-                s += 1;
-            }
-        }
-        let mut rebuild = false;
-        for (c, st) in cs.iter_mut().enumerate() {
-            if st.done {
-                continue;
-            }
-            st.iterations += 1;
-            if record {
-                st.trace
-                    .push(dual_objective(&st.w, st.wb, &alpha, c, g, diag));
-            }
-            let bit = 1u32 << c;
-            if st.pg_max_new - st.pg_min_new <= p.tol {
-                if st.n_active == n {
-                    st.converged = true;
-                    st.done = true;
-                } else {
-                    // Met on the shrunk set: check again on all rows.
-                    for m in mask.iter_mut() {
-                        *m |= bit;
-                    }
-                    st.n_active = n;
-                    st.pg_max_old = f64::INFINITY;
-                    st.pg_min_old = f64::NEG_INFINITY;
-                    rebuild = true;
-                }
-            } else {
-                st.pg_max_old = if st.pg_max_new <= 0.0 {
-                    f64::INFINITY
-                } else {
-                    st.pg_max_new
-                };
-                st.pg_min_old = if st.pg_min_new >= 0.0 {
-                    f64::NEG_INFINITY
-                } else {
-                    st.pg_min_new
-                };
-            }
-            if !st.done && st.iterations >= p.max_iter {
-                st.done = true;
-            }
-            if st.done {
-                for m in mask.iter_mut() {
-                    *m &= !bit;
-                }
-                rebuild = true;
-            }
-        }
-        if rebuild {
-            len = 0;
-            for (i, &m) in mask.iter().enumerate() {
-                if m != 0 {
-                    index[len] = i as u32;
-                    len += 1;
-                }
-            }
-        }
-    }
-    cs.into_iter()
-        .enumerate()
-        .map(|(c, st)| Solution {
-            dual_objective: dual_objective(&st.w, st.wb, &alpha, c, g, diag),
-            support_vectors: (0..n).filter(|&i| alpha[i * g + c] > 0.0).count(),
-            w: st.w,
-            wb: st.wb,
-            iterations: st.iterations,
-            converged: st.converged,
-            trace: st.trace,
-        })
-        .collect()
-}
-
-/// `½‖w̄‖² + Σ α_i (½ D_ii α_i − 1)` for problem `c` of a group of `g` (α interleaved), which
-/// equals `½ αᵀ(Q + D)α − Σα_i` for `w̄ = Σ y_i α_i x̄_i`.
-fn dual_objective(w: &[f64], wb: f64, alpha: &[f64], c: usize, g: usize, diag: f64) -> f64 {
-    let ww: f64 = w.iter().map(|v| v * v).sum::<f64>() + wb * wb;
-    let a: f64 = alpha
-        .iter()
-        .skip(c)
-        .step_by(g)
-        .map(|&a| a * (0.5 * diag * a - 1.0))
-        .sum();
-    0.5 * ww + a
 }
 
 #[cfg(test)]
