@@ -4,7 +4,7 @@ use plotters::coord::combinators::{LogCoord, WithKeyPoints};
 use plotters::coord::types::RangedCoordf64;
 use plotters::prelude::*;
 
-use super::plot::Series;
+use super::figures::Series;
 use super::raster::PResult;
 
 /// Colour-blind-safe palette (Okabe–Ito, without black, which the reference uses).

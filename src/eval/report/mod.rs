@@ -22,6 +22,7 @@
 //! Sans at their usual paths, else any font in the system font directories. Without one, the SVGs
 //! are still written; [`plots`] then returns an error and [`plots_with_warnings`] a warning.
 
+mod figures;
 mod lines;
 mod markdown;
 mod marks;
