@@ -15,7 +15,7 @@
 //!
 //! Shared by them: [`gaussian_sketch`] (projection + calibrated Gaussian or lattice noise, the
 //! inner-product estimator), [`sign_sketch`] (projection, packing of signs 64 per `u64`, the flip
-//! rules) and [`arithmetic`] (how the projection is computed, and the proof that its rounding is
+//! rules; what a release records of them in [`sign_record`]) and [`arithmetic`] (how the projection is computed, and the proof that its rounding is
 //! covered by the calibration).
 
 pub mod arithmetic;
@@ -24,6 +24,7 @@ pub mod dp_rp;
 pub mod gaussian_sketch;
 pub mod idp_sign;
 pub mod raw_gaussian;
+pub mod sign_record;
 pub mod sign_rr;
 pub mod sign_sketch;
 pub mod smooth_flipping;
