@@ -1,0 +1,230 @@
+//! The columns of a Parquet input: the files of a dataset directory, and each file's footer
+//! resolved against the columns asked for (names, types, row groups), checked to agree across
+//! files.
+
+use std::path::{Path, PathBuf};
+
+use arrow_schema::{DataType, Field};
+use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+
+use super::{check_pages, guarded, reader_options, Columns, StrictFile};
+use crate::error::{Error, Result};
+
+/// One Parquet file of the input.
+pub(super) struct FilePart {
+    pub(super) path: PathBuf,
+    /// Rows in each row group.
+    pub(super) groups: Vec<u64>,
+    pub(super) rows: u64,
+    /// Global id of the file's first row.
+    pub(super) start: u64,
+    /// The projected root columns (vectors, then label and id when asked for).
+    pub(super) roots: Vec<usize>,
+}
+
+/// The columns of the input, resolved by the first file: names and types.
+#[derive(Clone)]
+pub(super) struct Resolved {
+    pub(super) vectors: String,
+    pub(super) label: Option<String>,
+    pub(super) id: Option<String>,
+    pub(super) types: Vec<DataType>,
+}
+
+pub(super) fn is_number(t: &DataType) -> bool {
+    t.is_integer() || t.is_floating()
+}
+
+pub(super) fn describe(t: &DataType) -> String {
+    match t {
+        DataType::FixedSizeList(f, d) => format!("fixed_size_list<{}, {d}>", f.data_type()),
+        DataType::List(f) => format!("list<{}>", f.data_type()),
+        DataType::LargeList(f) => format!("large_list<{}>", f.data_type()),
+        other => other.to_string(),
+    }
+}
+
+/// The element field of a list type.
+pub(super) fn list_item(t: &DataType) -> Option<&Field> {
+    match t {
+        DataType::FixedSizeList(f, _) | DataType::List(f) | DataType::LargeList(f) => Some(f),
+        _ => None,
+    }
+}
+
+/// The Parquet files of a directory: `*.parquet` (not hidden, not `_`-prefixed), sorted by name.
+pub(super) fn dataset_files(dir: &Path) -> Result<Vec<PathBuf>> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map_err(|e| Error::io(dir, e))?
+        .filter_map(|e| e.ok())
+        .filter(|e| {
+            let name = e.file_name().to_string_lossy().to_ascii_lowercase();
+            name.ends_with(".parquet") && !name.starts_with(['.', '_'])
+        })
+        .map(|e| e.path())
+        .collect();
+    files.sort();
+    if files.is_empty() {
+        return Err(Error::format(
+            dir,
+            "a directory without Parquet files (*.parquet): nothing to read",
+        ));
+    }
+    Ok(files)
+}
+
+/// Open one file's footer and resolve the columns in it (`want`: the first file's, to compare).
+pub(super) fn inspect(
+    path: &Path,
+    cols: &Columns,
+    want: Option<&Resolved>,
+) -> Result<(FilePart, Resolved)> {
+    guarded(path, || inspect_unguarded(path, cols, want))
+}
+
+pub(super) fn inspect_unguarded(
+    path: &Path,
+    cols: &Columns,
+    want: Option<&Resolved>,
+) -> Result<(FilePart, Resolved)> {
+    let fail = |m: String| Error::format(path, m);
+    let file = StrictFile::open(path)?;
+    let builder = ParquetRecordBatchReaderBuilder::try_new_with_options(file, reader_options())
+        .map_err(|e| fail(format!("not a readable Parquet file: {e}")))?;
+    let schema = builder.schema().clone();
+    let names: Vec<&str> = schema.fields().iter().map(|f| f.name().as_str()).collect();
+    let listing = names.join(", ");
+    let find = |flag: &str, name: &str| -> Result<usize> {
+        schema.index_of(name).map_err(|_| {
+            fail(format!(
+                "no column '{name}' (given with {flag}); the file has: {listing}"
+            ))
+        })
+    };
+    let vectors = match (&cols.vectors, want) {
+        (_, Some(w)) => w.vectors.clone(),
+        (Some(name), None) => name.clone(),
+        (None, None) => {
+            let lists: Vec<&str> = schema
+                .fields()
+                .iter()
+                .filter(|f| list_item(f.data_type()).is_some())
+                .map(|f| f.name().as_str())
+                .collect();
+            match lists.as_slice() {
+                [one] => one.to_string(),
+                [] => {
+                    return Err(fail(format!(
+                        "no list column to read vectors from (columns: {listing}); dprp reads \
+                         one vector per row from a fixed_size_list or list column of numbers"
+                    )))
+                }
+                many => {
+                    return Err(fail(format!(
+                        "{} list columns ({}): say which holds the vectors with --column",
+                        many.len(),
+                        many.join(", ")
+                    )))
+                }
+            }
+        }
+    };
+    let vi = find("--column", &vectors)?;
+    let vtype = schema.field(vi).data_type();
+    match list_item(vtype) {
+        Some(item) if is_number(item.data_type()) => {}
+        Some(item) => {
+            return Err(fail(format!(
+                "column '{vectors}' is a list of {}, not of numbers",
+                item.data_type()
+            )))
+        }
+        None => {
+            return Err(fail(format!(
+                "column '{vectors}' is {}, not a list of numbers (dprp reads one vector per \
+                 row from a fixed_size_list or list column; name it with --column)",
+                describe(vtype)
+            )))
+        }
+    }
+    let mut roots = vec![vi];
+    let mut types = vec![vtype.clone()];
+    let mut scalar = |flag: &str, name: &Option<String>, ok: fn(&DataType) -> bool, want| {
+        let Some(name) = name else {
+            return Ok(None);
+        };
+        let i = find(flag, name)?;
+        let t = schema.field(i).data_type();
+        if !ok(t) {
+            return Err(fail(format!(
+                "column '{name}' (given with {flag}) is {}, not {want}",
+                describe(t)
+            )));
+        }
+        if name == &vectors {
+            return Err(Error::param(flag, format!("'{name}' is the vector column")));
+        }
+        roots.push(i);
+        types.push(t.clone());
+        Ok(Some(name.clone()))
+    };
+    let label = scalar("--label-column", &cols.label, is_number, "a number")?;
+    let id = scalar("--id-column", &cols.id, DataType::is_integer, "an integer")?;
+    if let (Some(l), Some(i)) = (&label, &id) {
+        if l == i {
+            return Err(Error::param(
+                "--id-column",
+                format!("'{i}' is also the label column"),
+            ));
+        }
+    }
+    let resolved = Resolved {
+        vectors,
+        label,
+        id,
+        types,
+    };
+    if let Some(w) = want {
+        if w.types != resolved.types {
+            let show = |t: &[DataType]| t.iter().map(describe).collect::<Vec<_>>().join(", ");
+            return Err(fail(format!(
+                "the columns are {} here but {} in the dataset's first file: every file of a \
+                 directory must have the same columns",
+                show(&resolved.types),
+                show(&w.types)
+            )));
+        }
+    }
+    // The rows are those of the row groups (what the reader yields, or fails on); the footer's
+    // total must agree with them.
+    let md = builder.metadata();
+    let groups = md
+        .row_groups()
+        .iter()
+        .map(|g| u64::try_from(g.num_rows()).ok())
+        .collect::<Option<Vec<u64>>>()
+        .ok_or_else(|| fail("a row group of the footer has a negative row count".into()))?;
+    let rows = groups
+        .iter()
+        .try_fold(0u64, |acc, &r| acc.checked_add(r))
+        .ok_or_else(|| fail("the row groups hold more than 2^64 rows".into()))?;
+    if u64::try_from(md.file_metadata().num_rows()).ok() != Some(rows) {
+        return Err(fail(format!(
+            "the footer says {} rows but its row groups hold {rows}",
+            md.file_metadata().num_rows()
+        )));
+    }
+    let schema_descr = builder.parquet_schema();
+    let leaves: Vec<usize> = (0..schema_descr.num_columns())
+        .filter(|&i| roots.contains(&schema_descr.get_column_root_idx(i)))
+        .collect();
+    check_pages(path, md, &leaves)?;
+    let part = FilePart {
+        path: path.to_path_buf(),
+        groups,
+        rows,
+        start: 0,
+        roots,
+    };
+    Ok((part, resolved))
+}
