@@ -13,6 +13,7 @@ use dprp::privacy::gaussian::{analytic_sigma, classical_is_proven, classical_sig
 use dprp::privacy::noise::NoiseSource;
 use dprp::projection::Seed;
 use dprp::publish::{publish_from, PublishOptions, PublishRequest};
+use dprp::request::publish::RunOptions;
 use dprp::request::shards::WorkerShard;
 use dprp::request::{Front, MechanismOptions};
 
@@ -85,12 +86,6 @@ pub fn publish<'py>(
     let rows: Option<(u64, u64)> = rows
         .map(|(lo, hi)| Ok::<_, PyErr>((lo.get("rows")?, hi.get("rows")?)))
         .transpose()?;
-    let container = match output_format {
-        Some(f) => {
-            dprp::release::Container::parse(f).map_err(|e| param("output_format", e.detail()))?
-        }
-        None => dprp::release::Container::from_path(&output),
-    };
     // One shard of a sharded release (a Spark executor, a worker): `output` is the shard
     // directory, the rows get the global ids `first_row, …`, and the file is
     // output/shard-i-of-N.dprp; `dprp.finish_shards(output)` writes the manifest at the end.
@@ -163,22 +158,13 @@ pub fn publish<'py>(
         clip,
         clip_norm,
     };
-    if memory == 0 {
-        return Err(param("memory", "the memory budget must be at least 1 MiB"));
+    let (opts, source) = RunOptions {
+        memory_mib: memory,
+        output_format: output_format.map(String::from),
+        noise_seed: noise_seed.map(String::from),
     }
-    let opts = PublishOptions {
-        memory_budget: memory.saturating_mul(1 << 20),
-        on_warning: Some(collect_warning),
-        noise: plan.noise,
-        part: None,
-        container,
-        read_cap: None,
-        space_rows: None,
-    };
-    let source = match noise_seed {
-        Some(s) => NoiseSource::from_seed(s),
-        None => NoiseSource::from_os().map_err(err)?,
-    };
+    .resolve(&output, plan.noise, Some(collect_warning), Front::Python)
+    .map_err(err)?;
     let (view, label_values, input_path) = match &input {
         Input::Array(m) => {
             for (name, given) in [

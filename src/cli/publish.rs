@@ -3,11 +3,10 @@ use std::path::PathBuf;
 use clap::Args;
 
 use super::{InputArgs, ScaleArgs};
-use crate::error::{Error, Result};
-use crate::ledger::{Budget, Gate};
-use crate::privacy::noise::NoiseSource;
+use crate::error::Result;
 use crate::projection::Seed;
-use crate::publish::{publish_gated, publish_with, PublishOptions, PublishRequest};
+use crate::publish::{publish_gated, publish_with, PublishRequest};
+use crate::request::publish::{LedgerOptions, PublishReport, RunOptions};
 use crate::request::{shards, Front, MechanismOptions};
 
 #[derive(Debug, Args)]
@@ -132,61 +131,38 @@ pub fn run(a: PublishArgs) -> Result<()> {
         noise: a.noise.clone(),
     }
     .resolve(Front::Cli)?;
-    let params = plan.params;
-    let noise = match &a.noise_seed {
-        Some(s) => NoiseSource::from_seed(s),
-        None => NoiseSource::from_os()?,
-    };
+    let (opts, noise) = RunOptions {
+        memory_mib: a.memory,
+        output_format: a.output_format.clone(),
+        noise_seed: a.noise_seed.clone(),
+    }
+    .resolve(
+        &a.output,
+        plan.noise,
+        Some(|w| super::output::warn(w)),
+        Front::Cli,
+    )?;
     let req = PublishRequest {
         input: a.input,
         input_opts: a.input_args.options()?,
         scaling: a.scale.request()?,
-        params,
+        params: plan.params,
         output: a.output.clone(),
     };
-    if a.memory == 0 {
-        return Err(Error::param(
-            "--memory",
-            "the memory budget must be at least 1 MiB",
-        ));
-    }
-    let opts = PublishOptions {
-        memory_budget: a.memory.saturating_mul(1 << 20),
-        on_warning: Some(|w| super::output::warn(w)),
-        part: None,
-        read_cap: None,
-        space_rows: None,
-        container: match &a.output_format {
-            Some(f) => crate::release::Container::parse(f)?,
-            None => crate::release::Container::from_path(&a.output),
-        },
-        noise: plan.noise,
+    let ledger = LedgerOptions {
+        dir: a.ledger.clone(),
+        budget: a.budget.clone(),
     };
-    let budget = a.budget.as_deref().map(Budget::parse).transpose()?;
-    let mut gate = match (&a.ledger, budget) {
-        (None, Some(_)) => {
-            return Err(Error::missing(
-                "--ledger",
-                "--budget needs the ledger directory whose releases it counts (--ledger DIR)",
-            ))
-        }
-        (None, None) => None,
-        (Some(dir), budget) => Some(Gate::new(dir, budget, || {
-            super::output::note(format_args!(
-                "waiting for another publish on the ledger {} to finish…",
-                dir.display()
-            ))
-        })?),
+    let on_wait = |dir: &std::path::Path| {
+        super::output::note(format_args!(
+            "waiting for another publish on the ledger {} to finish…",
+            dir.display()
+        ))
     };
-    if gate.is_some() && a.shard.is_some() {
-        return Err(Error::param(
-            "--ledger",
-            "a worker's shard (--shard i/N) cannot be recorded in a ledger: the worker sees only \
-             its rows, while the ledger fingerprints the whole dataset and checks the budget under \
-             one lock; publish with --shards N on one machine to record a sharded release, or \
-             without --ledger",
-        ));
-    }
+    let (mut gate, budget) = match ledger.open(a.shard.is_some(), on_wait, Front::Cli)? {
+        Some((g, b)) => (Some(g), b),
+        None => (None, None),
+    };
     let (out, shard_line) = match (a.shards, &a.shard) {
         (Some(n), _) => {
             let (o, l) = shards::publish_split(&req, &noise, &opts, n, gate.as_mut(), Front::Cli)?;
@@ -207,81 +183,18 @@ pub fn run(a: PublishArgs) -> Result<()> {
         }
         (None, None) => (publish_gated(&req, &noise, &opts, gate.as_mut())?, None),
     };
-    let m = &out.meta;
-    outln!(
-        "published {}: {} rows, {} → {} {} per row with {}",
-        a.output.display(),
-        m.n,
-        m.p,
-        m.k,
-        match m.payload {
-            crate::mechanism::Payload::F32 => "values",
-            crate::mechanism::Payload::Bits => "signs",
+    let report = PublishReport {
+        outcome: &out,
+        output: &a.output,
+        shards: shard_line,
+        timings: a.timings,
+        ledger: match (&gate, &a.ledger) {
+            (Some(g), Some(dir)) => Some((g, dir.as_path(), budget)),
+            _ => None,
         },
-        m.mechanism.name.name()
-    )?;
-    if let Some(s) = &m.mechanism.sign {
-        outln!("signs: {}", s.describe())?;
-    }
-    if let Some(g) = &m.mechanism.gaussian {
-        outln!(
-            "noise: σ = {:.6} (Δ₂ = {:.6}, {})",
-            g.sigma,
-            g.sensitivity,
-            g.method
-        )?;
-    }
-    if let Some(method) = m.mechanism.noise_method() {
-        outln!("noise method: {}", method.describe())?;
-    }
-    if let Some(l) = &m.mechanism.local {
-        outln!(
-            "constants: {}",
-            super::info::describe_constants(&l.constants)
-        )?;
-        outln!(
-            "expected squared error: E‖Z − v‖² = {:.6} per user ({}); dprp mean divides it by n",
-            l.mse_per_user,
-            l.mse_note
-        )?;
-    }
-    outln!("guarantee: {}", m.statement)?;
-    if let Some(line) = shard_line {
+    };
+    for line in report.to_text() {
         outln!("{line}")?;
-    }
-    if a.timings {
-        let t = &out.timings;
-        outln!(
-            "timings ({} thread(s), {} chunk(s)): set-up {:.3} s; reading {:.3} s (one thread); \
-             privatising {:.3} s (all threads), waiting for rows {:.3} s, waiting for the writer \
-             {:.3} s; writing {:.3} s (one thread); finishing {:.3} s; total {:.3} s",
-            rayon::current_num_threads(),
-            t.chunks,
-            t.setup,
-            t.read,
-            t.privatise,
-            t.wait_read,
-            t.wait_write,
-            t.write,
-            t.finish,
-            t.total
-        )?;
-    }
-    if let (Some(g), Some(dir)) = (gate.as_ref(), &a.ledger) {
-        if let Some(ad) = &g.admitted {
-            let short = &ad.dataset.fingerprint[..16.min(ad.dataset.fingerprint.len())];
-            outln!(
-                "ledger: recorded in {} as a release of dataset {short}",
-                dir.display()
-            )?;
-            if let (Some(t), Some(met), Some(b)) = (&ad.totals, &ad.met_by, budget) {
-                outln!(
-                    "budget: {} release(s) of this dataset, within {} by {met}",
-                    t.releases,
-                    b.label()
-                )?;
-            }
-        }
     }
     Ok(())
 }

@@ -10,6 +10,7 @@
 //!   plans), built whole before anything is printed.
 //! - [`mechanism`]: the mechanism options of `publish` (and `dprp.publish`) → [`MechanismParams`]
 //!   and the Gaussian sampler.
+//! - [`publish`]: the pipeline's options, the ledger gate, and the report of a publish.
 //! - [`query`]: raw query vectors → the release's scale and public map; another release's rows
 //!   as queries.
 //! - [`round`]: a secure-aggregation round (`dprp aggregate`): encoder, plan, round, and one
@@ -21,6 +22,7 @@
 
 pub mod calibrate;
 pub mod mechanism;
+pub mod publish;
 pub mod query;
 pub mod round;
 pub mod shards;

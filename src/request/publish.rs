@@ -1,0 +1,211 @@
+//! A publish run as a user asks for it, besides the mechanism ([`super::mechanism`]): the
+//! pipeline's options (memory budget, output container, the noise source), the privacy budget
+//! ledger that admits the release, and the report of what was published, rendered as text.
+
+use std::path::{Path, PathBuf};
+
+use crate::error::{Error, Front, Result};
+use crate::ledger::{Budget, Gate};
+use crate::mechanism::Payload;
+use crate::privacy::lattice::NoiseChoice;
+use crate::privacy::noise::NoiseSource;
+use crate::publish::{PublishOptions, PublishOutcome};
+use crate::release::Container;
+
+/// How to run the pipeline, as given.
+#[derive(Debug, Clone, Default)]
+pub struct RunOptions {
+    /// The memory budget of the row buffers, in MiB (at least 1).
+    pub memory_mib: usize,
+    /// `native` or `parquet` (default: from the output's extension).
+    pub output_format: Option<String>,
+    /// Reproducible noise for experiments: the release is then NOT private.
+    pub noise_seed: Option<String>,
+}
+
+impl RunOptions {
+    /// The pipeline's options for writing `output` with the Gaussian sampler `noise`, and the
+    /// secret noise source (the operating system's, unless a noise seed was given).
+    pub fn resolve(
+        &self,
+        output: &Path,
+        noise: NoiseChoice,
+        on_warning: Option<fn(&str)>,
+        front: Front,
+    ) -> Result<(PublishOptions, NoiseSource)> {
+        if self.memory_mib == 0 {
+            return Err(Error::param(
+                front.field("memory"),
+                "the memory budget must be at least 1 MiB",
+            ));
+        }
+        let container = match &self.output_format {
+            Some(f) => Container::parse(f)?,
+            None => Container::from_path(output),
+        };
+        let opts = PublishOptions {
+            memory_budget: self.memory_mib.saturating_mul(1 << 20),
+            on_warning,
+            part: None,
+            read_cap: None,
+            space_rows: None,
+            container,
+            noise,
+        };
+        let source = match &self.noise_seed {
+            Some(s) => NoiseSource::from_seed(s),
+            None => NoiseSource::from_os()?,
+        };
+        Ok((opts, source))
+    }
+}
+
+/// The ledger a publish is recorded in, with its budget.
+#[derive(Debug, Clone, Default)]
+pub struct LedgerOptions {
+    /// The ledger directory.
+    pub dir: Option<PathBuf>,
+    /// `ε` or `ε,δ` for all releases of the dataset (needs the directory).
+    pub budget: Option<String>,
+}
+
+impl LedgerOptions {
+    /// The ledger's gate (its lock taken; `on_wait` is called while another publish holds it),
+    /// or `None` without a ledger. A worker's shard cannot be recorded: it sees only its rows.
+    pub fn open(
+        &self,
+        worker_shard: bool,
+        on_wait: impl FnOnce(&Path),
+        front: Front,
+    ) -> Result<Option<(Gate, Option<Budget>)>> {
+        let budget = self.budget.as_deref().map(Budget::parse).transpose()?;
+        let Some(dir) = &self.dir else {
+            return match budget {
+                Some(_) => Err(Error::missing(
+                    front.field("ledger"),
+                    format!(
+                        "{} needs the ledger directory whose releases it counts ({} DIR)",
+                        front.field("budget"),
+                        front.field("ledger")
+                    ),
+                )),
+                None => Ok(None),
+            };
+        };
+        let gate = Gate::new(dir, budget, || on_wait(dir))?;
+        if worker_shard {
+            return Err(Error::param(
+                front.field("ledger"),
+                "a worker's shard (--shard i/N) cannot be recorded in a ledger: the worker sees \
+                 only its rows, while the ledger fingerprints the whole dataset and checks the \
+                 budget under one lock; publish with --shards N on one machine to record a \
+                 sharded release, or without --ledger",
+            ));
+        }
+        Ok(Some((gate, budget)))
+    }
+}
+
+/// What a publish did, for its report.
+pub struct PublishReport<'a> {
+    /// The outcome.
+    pub outcome: &'a PublishOutcome,
+    /// Where the release was written.
+    pub output: &'a Path,
+    /// The line about the shards of a sharded release.
+    pub shards: Option<String>,
+    /// Whether to report where the time went.
+    pub timings: bool,
+    /// The ledger that admitted the release: its gate, directory and budget.
+    pub ledger: Option<(&'a Gate, &'a Path, Option<Budget>)>,
+}
+
+impl PublishReport<'_> {
+    /// The report as text lines: what was published, its noise, guarantee, shards, timings and
+    /// ledger record.
+    pub fn to_text(&self) -> Vec<String> {
+        let m = &self.outcome.meta;
+        let mut out = vec![format!(
+            "published {}: {} rows, {} → {} {} per row with {}",
+            self.output.display(),
+            m.n,
+            m.p,
+            m.k,
+            match m.payload {
+                Payload::F32 => "values",
+                Payload::Bits => "signs",
+            },
+            m.mechanism.name.name()
+        )];
+        if let Some(s) = &m.mechanism.sign {
+            out.push(format!("signs: {}", s.describe()));
+        }
+        if let Some(g) = &m.mechanism.gaussian {
+            out.push(format!(
+                "noise: σ = {:.6} (Δ₂ = {:.6}, {})",
+                g.sigma, g.sensitivity, g.method
+            ));
+        }
+        if let Some(method) = m.mechanism.noise_method() {
+            out.push(format!("noise method: {}", method.describe()));
+        }
+        if let Some(l) = &m.mechanism.local {
+            out.push(format!(
+                "constants: {}",
+                crate::mechanism::local::release::describe_constants(&l.constants)
+            ));
+            out.push(format!(
+                "expected squared error: E‖Z − v‖² = {:.6} per user ({}); dprp mean divides it by n",
+                l.mse_per_user, l.mse_note
+            ));
+        }
+        out.push(format!("guarantee: {}", m.statement));
+        out.extend(self.shards.clone());
+        if self.timings {
+            out.push(self.timings_line());
+        }
+        out.extend(self.ledger_lines());
+        out
+    }
+
+    fn timings_line(&self) -> String {
+        let t = &self.outcome.timings;
+        format!(
+            "timings ({} thread(s), {} chunk(s)): set-up {:.3} s; reading {:.3} s (one thread); \
+             privatising {:.3} s (all threads), waiting for rows {:.3} s, waiting for the writer \
+             {:.3} s; writing {:.3} s (one thread); finishing {:.3} s; total {:.3} s",
+            rayon::current_num_threads(),
+            t.chunks,
+            t.setup,
+            t.read,
+            t.privatise,
+            t.wait_read,
+            t.wait_write,
+            t.write,
+            t.finish,
+            t.total
+        )
+    }
+
+    fn ledger_lines(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        let Some((g, dir, budget)) = &self.ledger else {
+            return out;
+        };
+        if let Some(ad) = &g.admitted {
+            let short = &ad.dataset.fingerprint[..16.min(ad.dataset.fingerprint.len())];
+            out.push(format!(
+                "ledger: recorded in {} as a release of dataset {short}",
+                dir.display()
+            ));
+            if let (Some(t), Some(met), Some(b)) = (&ad.totals, &ad.met_by, budget) {
+                out.push(format!(
+                    "budget: {} release(s) of this dataset, within {} by {met}",
+                    t.releases,
+                    b.label()
+                ));
+            }
+        }
+        out
+    }
+}
