@@ -298,10 +298,7 @@ impl Release {
             m.n,
             m.p,
             m.k,
-            match m.payload {
-                Payload::F32 => "values",
-                Payload::Bits => "signs",
-            },
+            m.payload.noun(),
             m.mechanism.name.name()
         )
     }

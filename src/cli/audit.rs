@@ -157,55 +157,13 @@ pub fn run(a: AuditArgs) -> Result<()> {
         .as_deref()
         .map(Miscalibration::parse)
         .transpose()?;
-    let kinds: Vec<MechanismKind> = match (&a.mechanism, a.all) {
-        (Some(m), false) => vec![MechanismKind::parse(m)?],
-        (None, true) => {
-            let given = [
-                (a.epsilon.is_some(), "--epsilon"),
-                (a.delta.is_some(), "--delta"),
-                (a.beta.is_some(), "--beta"),
-                (a.k.is_some(), "--k"),
-                (a.p.is_some(), "--p"),
-                (a.projection.is_some(), "--projection"),
-                (a.min_norm.is_some(), "--min-norm"),
-                (a.epsilon_norm.is_some(), "--epsilon-norm"),
-                (a.radius.is_some(), "--radius"),
-                (miscalibrate.is_some(), "--miscalibrate"),
-            ];
-            if let Some((_, opt)) = given.iter().find(|(g, _)| *g) {
-                return Err(Error::param(
-                    *opt,
-                    "--all audits every mechanism at fixed parameters (p = 16, k = 8, ε = 1, \
-                     δ = 1e-5, β = 1); audit one mechanism (--mechanism) to choose them",
-                ));
-            }
-            MechanismKind::all().collect()
-        }
-        _ => {
-            return Err(Error::missing(
-                "--mechanism",
-                "name the mechanism to audit, or pass --all",
-            ))
-        }
-    };
+    let kinds = kinds_to_audit(&a, miscalibrate.is_some())?;
     let staging = a
         .out
         .as_deref()
         .map(|o| StagingDir::create(o).map_err(|e| Error::param("--out", e.detail())))
         .transpose()?;
-    let (noise, proj_seed, pair_seed) = match a.seed {
-        Some(s) => (
-            NoiseSource::from_seed(&format!("dprp audit {s}")),
-            audit::projection_seed(s)?,
-            s,
-        ),
-        None => {
-            let seed = crate::projection::Seed::random()?;
-            let mut b = [0u8; 8];
-            b.copy_from_slice(&seed.to_hex().as_bytes()[..8]);
-            (NoiseSource::from_os()?, seed, u64::from_le_bytes(b))
-        }
-    };
+    let (noise, proj_seed, pair_seed) = audit_seeds(a.seed)?;
     let started = Instant::now();
     if a.pipeline {
         return run_pipeline(&a, &kinds, &noise, proj_seed, started);
@@ -266,34 +224,105 @@ pub fn run(a: AuditArgs) -> Result<()> {
         ));
     }
     if let Some(st) = staging {
-        let command = command_line(&a);
-        let machine = machine(elapsed);
-        let mut md = report::markdown(&reports, &command, &machine);
-        if !pipeline.is_empty() {
-            md.push_str(&audit::pipeline::markdown(&pipeline));
-        }
-        let mut f = AtomicFile::create(&st.path().join("report.md"))?;
-        f.write_all(md.as_bytes())?;
-        f.commit()?;
-        let json = serde_json::json!({
-            "command": command,
-            "machine": machine,
-            "reports": reports,
-            "pipeline": pipeline,
-        });
-        let s = serde_json::to_string_pretty(&json)
-            .map_err(|e| Error::param("--out", format!("cannot serialise the report: {e}")))?;
-        let mut f = AtomicFile::create(&st.path().join("report.json"))?;
-        f.write_all(s.as_bytes())?;
-        f.write_all(b"\n")?;
-        f.commit()?;
-        let dest = st.dest().to_path_buf();
-        st.commit()?;
-        super::output::note(format_args!(
-            "wrote {}/report.md and report.json",
-            dest.display()
-        ));
+        write_reports(&a, st, &reports, &pipeline, elapsed)?;
     }
+    verdict(&reports, &pipeline)
+}
+
+/// The mechanisms to audit: the one named, or with `--all` every one at fixed parameters (then
+/// no parameter may be given).
+fn kinds_to_audit(a: &AuditArgs, miscalibrated: bool) -> Result<Vec<MechanismKind>> {
+    Ok(match (&a.mechanism, a.all) {
+        (Some(m), false) => vec![MechanismKind::parse(m)?],
+        (None, true) => {
+            let given = [
+                (a.epsilon.is_some(), "--epsilon"),
+                (a.delta.is_some(), "--delta"),
+                (a.beta.is_some(), "--beta"),
+                (a.k.is_some(), "--k"),
+                (a.p.is_some(), "--p"),
+                (a.projection.is_some(), "--projection"),
+                (a.min_norm.is_some(), "--min-norm"),
+                (a.epsilon_norm.is_some(), "--epsilon-norm"),
+                (a.radius.is_some(), "--radius"),
+                (miscalibrated, "--miscalibrate"),
+            ];
+            if let Some((_, opt)) = given.iter().find(|(g, _)| *g) {
+                return Err(Error::param(
+                    *opt,
+                    "--all audits every mechanism at fixed parameters (p = 16, k = 8, ε = 1, \
+                     δ = 1e-5, β = 1); audit one mechanism (--mechanism) to choose them",
+                ));
+            }
+            MechanismKind::all().collect()
+        }
+        _ => {
+            return Err(Error::missing(
+                "--mechanism",
+                "name the mechanism to audit, or pass --all",
+            ))
+        }
+    })
+}
+
+/// The noise, the public projection seed and the pair seed: reproducible from `--seed` (the
+/// audit's noise is then not secret), else fresh from the OS.
+fn audit_seeds(seed: Option<u64>) -> Result<(NoiseSource, crate::projection::Seed, u64)> {
+    Ok(match seed {
+        Some(s) => (
+            NoiseSource::from_seed(&format!("dprp audit {s}")),
+            audit::projection_seed(s)?,
+            s,
+        ),
+        None => {
+            let seed = crate::projection::Seed::random()?;
+            let mut b = [0u8; 8];
+            b.copy_from_slice(&seed.to_hex().as_bytes()[..8]);
+            (NoiseSource::from_os()?, seed, u64::from_le_bytes(b))
+        }
+    })
+}
+
+/// `--out DIR`: the reports as Markdown and JSON, written whole into the staging directory.
+fn write_reports(
+    a: &AuditArgs,
+    st: StagingDir,
+    reports: &[AuditReport],
+    pipeline: &[audit::pipeline::PipelineReport],
+    elapsed: f64,
+) -> Result<()> {
+    let command = command_line(a);
+    let machine = machine(elapsed);
+    let mut md = report::markdown(reports, &command, &machine);
+    if !pipeline.is_empty() {
+        md.push_str(&audit::pipeline::markdown(pipeline));
+    }
+    let mut f = AtomicFile::create(&st.path().join("report.md"))?;
+    f.write_all(md.as_bytes())?;
+    f.commit()?;
+    let json = serde_json::json!({
+        "command": command,
+        "machine": machine,
+        "reports": reports,
+        "pipeline": pipeline,
+    });
+    let s = serde_json::to_string_pretty(&json)
+        .map_err(|e| Error::param("--out", format!("cannot serialise the report: {e}")))?;
+    let mut f = AtomicFile::create(&st.path().join("report.json"))?;
+    f.write_all(s.as_bytes())?;
+    f.write_all(b"\n")?;
+    f.commit()?;
+    let dest = st.dest().to_path_buf();
+    st.commit()?;
+    super::output::note(format_args!(
+        "wrote {}/report.md and report.json",
+        dest.display()
+    ));
+    Ok(())
+}
+
+/// The exit: an audit error naming every flagged mechanism, or success.
+fn verdict(reports: &[AuditReport], pipeline: &[audit::pipeline::PipelineReport]) -> Result<()> {
     let pipeline_flagged: Vec<String> = pipeline
         .iter()
         .filter(|r| r.flagged)

@@ -83,6 +83,16 @@ pub enum Payload {
     Bits,
 }
 
+impl Payload {
+    /// What a row holds, in words: `values` or `signs`.
+    pub fn noun(self) -> &'static str {
+        match self {
+            Payload::F32 => "values",
+            Payload::Bits => "signs",
+        }
+    }
+}
+
 /// The public map applied before noise, as recorded in a release.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "kebab-case")]

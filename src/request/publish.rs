@@ -6,7 +6,6 @@ use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Front, Result};
 use crate::ledger::{Budget, Gate};
-use crate::mechanism::Payload;
 use crate::privacy::lattice::NoiseChoice;
 use crate::privacy::noise::NoiseSource;
 use crate::publish::{PublishOptions, PublishOutcome};
@@ -131,10 +130,7 @@ impl PublishReport<'_> {
             m.n,
             m.p,
             m.k,
-            match m.payload {
-                Payload::F32 => "values",
-                Payload::Bits => "signs",
-            },
+            m.payload.noun(),
             m.mechanism.name.name()
         )];
         if let Some(s) = &m.mechanism.sign {
