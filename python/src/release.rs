@@ -421,11 +421,7 @@ impl Release {
         self.check_files()?;
         let parts = dprp::search::sharded::part_sketches(&self.inner).map_err(err)?;
         let db = parts[0];
-        let measure = match measure {
-            Some(s) => Measure::parse(s).map_err(err)?,
-            None if db.is_bits() => Measure::Hamming,
-            None => Measure::Cosine,
-        };
+        let measure = Measure::or_default(measure, db.is_bits()).map_err(err)?;
         let nq = view.rows();
         let k = self.inner.k();
         let meta = self.inner.meta();

@@ -188,11 +188,7 @@ pub fn run(a: QueryArgs) -> Result<()> {
             Sketch::Bits { data: &q.bits, k },
         ),
     };
-    let measure = match &a.measure {
-        Some(s) => Measure::parse(s)?,
-        None if db.is_bits() => Measure::Hamming,
-        None => Measure::Cosine,
-    };
+    let measure = Measure::or_default(a.measure.as_deref(), db.is_bits())?;
     let parts = crate::search::sharded::part_sketches(&set)?;
     crate::search::check_request(&db, &qs, measure, 1)?;
     if a.top > set.n() {
@@ -202,38 +198,7 @@ pub fn run(a: QueryArgs) -> Result<()> {
         ));
     }
     let nq = qs.rows();
-    let index = match &a.index {
-        Some(path) => {
-            let (index, header) = HnswIndex::load(path, &db)?;
-            if header.release_checksum != set.checksum() {
-                return Err(Error::param(
-                    "--index",
-                    format!(
-                        "{} was built for a different release (its checksum does not match {})",
-                        path.display(),
-                        a.release.display()
-                    ),
-                ));
-            }
-            if header.measure != measure {
-                return Err(Error::param(
-                    "--measure",
-                    format!(
-                        "the index was built for {}; query it with --measure {}",
-                        header.measure.name(),
-                        header.measure.name()
-                    ),
-                ));
-            }
-            let ef =
-                a.ef.unwrap_or(crate::search::hnsw::default_ef(measure, a.top));
-            if ef < a.top {
-                return Err(Error::param("--ef", "ef must be at least --top"));
-            }
-            Some((index, ef))
-        }
-        None => None,
-    };
+    let index = load_index(&a, &db, &set, measure)?;
     if a.memory == 0 {
         return Err(Error::param(
             "--memory",
@@ -281,6 +246,48 @@ pub fn run(a: QueryArgs) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// `--index`: the HNSW index, checked to belong to this release and measure, with its search
+/// breadth `ef` (at least `--top`).
+fn load_index<'d>(
+    a: &QueryArgs,
+    db: &Sketch<'d>,
+    set: &ReleaseSet,
+    measure: Measure,
+) -> Result<Option<(HnswIndex<'d>, usize)>> {
+    Ok(match &a.index {
+        Some(path) => {
+            let (index, header) = HnswIndex::load(path, db)?;
+            if header.release_checksum != set.checksum() {
+                return Err(Error::param(
+                    "--index",
+                    format!(
+                        "{} was built for a different release (its checksum does not match {})",
+                        path.display(),
+                        a.release.display()
+                    ),
+                ));
+            }
+            if header.measure != measure {
+                return Err(Error::param(
+                    "--measure",
+                    format!(
+                        "the index was built for {}; query it with --measure {}",
+                        header.measure.name(),
+                        header.measure.name()
+                    ),
+                ));
+            }
+            let ef =
+                a.ef.unwrap_or(crate::search::hnsw::default_ef(measure, a.top));
+            if ef < a.top {
+                return Err(Error::param("--ef", "ef must be at least --top"));
+            }
+            Some((index, ef))
+        }
+        None => None,
+    })
 }
 
 /// The release's id of a hit: for one file, the id of its row; for a sharded release, hits

@@ -34,6 +34,16 @@ pub enum Measure {
 }
 
 impl Measure {
+    /// The measure asked for, or the default of the sketch's kind: Hamming for packed signs,
+    /// cosine for real values.
+    pub fn or_default(given: Option<&str>, bits: bool) -> Result<Measure> {
+        match given {
+            Some(s) => Measure::parse(s),
+            None if bits => Ok(Measure::Hamming),
+            None => Ok(Measure::Cosine),
+        }
+    }
+
     /// Parse `ip`, `cosine` or `hamming`.
     pub fn parse(s: &str) -> Result<Measure> {
         match s.to_ascii_lowercase().as_str() {
