@@ -4,8 +4,10 @@ use clap::Args;
 
 use super::{InputArgs, ScaleArgs};
 use crate::error::Result;
+use crate::ledger::Gate;
+use crate::privacy::noise::NoiseSource;
 use crate::projection::Seed;
-use crate::publish::{publish_gated, publish_with, PublishRequest};
+use crate::publish::{publish_gated, publish_with, PublishOptions, PublishOutcome, PublishRequest};
 use crate::request::publish::{LedgerOptions, PublishReport, RunOptions};
 use crate::request::{shards, Front, MechanismOptions};
 
@@ -109,8 +111,10 @@ pub struct PublishArgs {
     scale: ScaleArgs,
 }
 
-pub fn run(a: PublishArgs) -> Result<()> {
-    let plan = MechanismOptions {
+/// The mechanism options as the flags give them (a worker's shard counts its rows from the
+/// shard record, so its per-row maps start at 0).
+fn mechanism_options(a: &PublishArgs) -> Result<MechanismOptions> {
+    Ok(MechanismOptions {
         mechanism: a.mechanism.clone(),
         epsilon: a.epsilon,
         delta: a.delta,
@@ -129,8 +133,11 @@ pub fn run(a: PublishArgs) -> Result<()> {
         radius: a.radius,
         first_row: if a.shard.is_some() { 0 } else { a.first_row },
         noise: a.noise.clone(),
-    }
-    .resolve(Front::Cli)?;
+    })
+}
+
+pub fn run(a: PublishArgs) -> Result<()> {
+    let plan = mechanism_options(&a)?.resolve(Front::Cli)?;
     let (opts, noise) = RunOptions {
         memory_mib: a.memory,
         output_format: a.output_format.clone(),
@@ -143,7 +150,7 @@ pub fn run(a: PublishArgs) -> Result<()> {
         Front::Cli,
     )?;
     let req = PublishRequest {
-        input: a.input,
+        input: a.input.clone(),
         input_opts: a.input_args.options()?,
         scaling: a.scale.request()?,
         params: plan.params,
@@ -163,26 +170,7 @@ pub fn run(a: PublishArgs) -> Result<()> {
         Some((g, b)) => (Some(g), b),
         None => (None, None),
     };
-    let (out, shard_line) = match (a.shards, &a.shard) {
-        (Some(n), _) => {
-            let (o, l) = shards::publish_split(&req, &noise, &opts, n, gate.as_mut(), Front::Cli)?;
-            (o, Some(l))
-        }
-        (None, Some(spec)) => {
-            let (index, count) = super::shards::parse_shard(spec)?;
-            let worker = shards::WorkerShard {
-                index,
-                count,
-                first_row: a.first_row,
-                rows: None,
-            };
-            let plan = worker.plan(&req, &opts, Front::Cli)?;
-            let o = publish_with(&plan.request, &noise, &plan.options)?;
-            let line = worker.report(&plan, &req.output, o.meta.n);
-            (o, Some(line))
-        }
-        (None, None) => (publish_gated(&req, &noise, &opts, gate.as_mut())?, None),
-    };
+    let (out, shard_line) = run_publish(&a, &req, &noise, &opts, gate.as_mut())?;
     let report = PublishReport {
         outcome: &out,
         output: &a.output,
@@ -197,4 +185,34 @@ pub fn run(a: PublishArgs) -> Result<()> {
         outln!("{line}")?;
     }
     Ok(())
+}
+
+/// One release file, the rows split into `--shards N` files, or one worker's `--shard i/N`.
+fn run_publish(
+    a: &PublishArgs,
+    req: &PublishRequest,
+    noise: &NoiseSource,
+    opts: &PublishOptions,
+    gate: Option<&mut Gate>,
+) -> Result<(PublishOutcome, Option<String>)> {
+    Ok(match (a.shards, &a.shard) {
+        (Some(n), _) => {
+            let (o, l) = shards::publish_split(req, noise, opts, n, gate, Front::Cli)?;
+            (o, Some(l))
+        }
+        (None, Some(spec)) => {
+            let (index, count) = super::shards::parse_shard(spec)?;
+            let worker = shards::WorkerShard {
+                index,
+                count,
+                first_row: a.first_row,
+                rows: None,
+            };
+            let plan = worker.plan(req, opts, Front::Cli)?;
+            let o = publish_with(&plan.request, noise, &plan.options)?;
+            let line = worker.report(&plan, &req.output, o.meta.n);
+            (o, Some(line))
+        }
+        (None, None) => (publish_gated(req, noise, opts, gate)?, None),
+    })
 }
