@@ -152,19 +152,7 @@ pub fn run(a: QueryArgs) -> Result<()> {
     let meta = set.meta();
     let m = mechanism::from_record(&meta.mechanism, &meta.guarantee)?;
     let k = set.k();
-    let q = match a.query_mode.as_str() {
-        "raw" => prepare_raw(meta, m.as_ref(), &a.queries, a.no_scale)?,
-        "release" => {
-            let (sketches, ids) = release_queries(meta, &a.queries, "--queries", Front::Cli)?;
-            Prepared::new(sketches, ids)
-        }
-        o => {
-            return Err(Error::param(
-                "--query-mode",
-                format!("unknown query mode '{o}' (expected raw or release)"),
-            ))
-        }
-    };
+    let q = prepare(&a, meta, m.as_ref())?;
     // An index over a shard directory was built on all shards' rows one after the other.
     let concatenated = (set.is_sharded() && a.index.is_some())
         .then(|| crate::search::sharded::Concatenated::of(&set))
@@ -235,17 +223,36 @@ pub fn run(a: QueryArgs) -> Result<()> {
     pb.finish_and_clear();
     printer.finish()?;
     if a.check_recall {
-        if index.is_none() {
-            super::output::note(format_args!("recall@{}: 1.000 (exact scan)", a.top));
-        } else {
-            super::output::note(format_args!(
-                "recall@{} of the index against the exact scan: {:.4}",
-                a.top,
-                found / total.max(1) as f64
-            ));
-        }
+        note_recall(a.top, index.is_some(), found / total.max(1) as f64);
     }
     Ok(())
+}
+
+/// The queries as `--query-mode` asks: raw vectors projected with the release's map, or the
+/// rows of another release made with the same map.
+fn prepare(a: &QueryArgs, meta: &ReleaseMeta, m: &dyn Mechanism) -> Result<Prepared> {
+    match a.query_mode.as_str() {
+        "raw" => prepare_raw(meta, m, &a.queries, a.no_scale),
+        "release" => {
+            let (sketches, ids) = release_queries(meta, &a.queries, "--queries", Front::Cli)?;
+            Ok(Prepared::new(sketches, ids))
+        }
+        o => Err(Error::param(
+            "--query-mode",
+            format!("unknown query mode '{o}' (expected raw or release)"),
+        )),
+    }
+}
+
+/// `--check-recall`: the index's recall@K against the exact scan (1 without an index).
+fn note_recall(top: usize, indexed: bool, recall: f64) {
+    if indexed {
+        super::output::note(format_args!(
+            "recall@{top} of the index against the exact scan: {recall:.4}"
+        ));
+    } else {
+        super::output::note(format_args!("recall@{top}: 1.000 (exact scan)"));
+    }
 }
 
 /// `--index`: the HNSW index, checked to belong to this release and measure, with its search
