@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Peer benchmark: dprp's linear SVM (src/learn/svm.rs, via examples/svm_train.rs) vs
+# Peer benchmark: dprp's linear SVM (src/learn/svm/, via examples/svm_train.rs) vs
 # scikit-learn's LinearSVC (bundled liblinear, dual=True) on the same data in the same run.
 #
 #   bash benches/run-svm-peer.sh [--help] [options for benches/peer_svm.py]

@@ -475,6 +475,19 @@ fn a_wrong_shard_directory_is_refused_naming_the_shard() {
         "led",
         &["--ledger", "a worker's shard", "--shards N on one machine"],
     );
+    // refused before the ledger is opened: no ledger directory is created
+    fails_clean(
+        d.path(),
+        &args(
+            "x.npy",
+            "dp-rp-g-opt",
+            "led2",
+            &["--shard", "0/2", "--ledger", "new-ledger"],
+        ),
+        "led2",
+        &["--ledger", "a worker's shard"],
+    );
+    assert!(!d.path().join("new-ledger").exists());
 }
 
 /// `dprp index DIR` builds one HNSW graph over every shard's rows; `query DIR --index` answers

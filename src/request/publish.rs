@@ -91,7 +91,7 @@ impl LedgerOptions {
                 None => Ok(None),
             };
         };
-        let gate = Gate::new(dir, budget, || on_wait(dir))?;
+        // refused before the ledger is opened: a refusal creates no ledger directory
         if worker_shard {
             return Err(Error::param(
                 front.field("ledger"),
@@ -101,6 +101,7 @@ impl LedgerOptions {
                  sharded release, or without --ledger",
             ));
         }
+        let gate = Gate::new(dir, budget, || on_wait(dir))?;
         Ok(Some((gate, budget)))
     }
 }
