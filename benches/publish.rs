@@ -482,7 +482,7 @@ fn phases(fx: &Fixture, noise: &NoiseSource) -> dprp::Result<()> {
                 .values
                 .par_chunks(BLOCK_ROWS * p)
                 .zip(out.par_chunks_mut(BLOCK_ROWS * k))
-                .for_each(|(r, o)| mech.project(r, o).unwrap());
+                .for_each(|(r, o)| mech.as_sketch().unwrap().project(r, o).unwrap());
         });
         // The same projection over larger blocks (one per thread per pipeline chunk), to show
         // what per-256-row calls cost (the dense kernel repacks W on every call).
@@ -492,7 +492,7 @@ fn phases(fx: &Fixture, noise: &NoiseSource) -> dprp::Result<()> {
                 .values
                 .par_chunks(big * p)
                 .zip(out.par_chunks_mut(big * k))
-                .for_each(|(r, o)| mech.project(r, o).unwrap());
+                .for_each(|(r, o)| mech.as_sketch().unwrap().project(r, o).unwrap());
         });
         let values: Vec<f64> = out.iter().map(|&v| v as f64).collect();
         let noise_t = time_it(REPS, || {
@@ -687,7 +687,7 @@ fn sign_phases(fx: &Fixture, noise: &NoiseSource) -> dprp::Result<()> {
                 .values
                 .par_chunks(group * p)
                 .zip(z.par_chunks_mut(group * k))
-                .for_each(|(r, o)| mech.project(r, o).unwrap());
+                .for_each(|(r, o)| mech.as_sketch().unwrap().project(r, o).unwrap());
         });
         drop(z);
         let mut out = Out::new(mech.as_ref(), n);

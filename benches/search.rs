@@ -137,7 +137,10 @@ impl Pair {
 fn build(kind: MechanismKind, train: &Dataset, test: &Dataset, epsilon: f64) -> dprp::Result<Pair> {
     let mech = mechanism::build(&params(kind, train.p, epsilon))?;
     let mut raw_q = vec![0f32; test.n * K];
-    mech.project(&test.values, &mut raw_q).unwrap();
+    mech.as_sketch()
+        .unwrap()
+        .project(&test.values, &mut raw_q)
+        .unwrap();
     Ok(Pair {
         db: privatise_dataset(mech.as_ref(), train, &NoiseSource::from_seed("bench-db"))?,
         q: privatise_dataset(mech.as_ref(), test, &NoiseSource::from_seed("bench-q"))?,

@@ -78,7 +78,7 @@
 //! let hits = exact::search(&db, &db, Measure::Cosine, 5, None)?;
 //! assert_eq!(hits.len(), 2000);
 //! let mechanism = from_record(&release.meta().mechanism, &release.meta().guarantee)?;
-//! let e = estimate_ip(&mechanism.estimator()?, release.row(0)?, release.row(1)?, None)
+//! let e = estimate_ip(&mechanism.as_sketch()?.estimator(), release.row(0)?, release.row(1)?, None)
 //!     .expect("a Gaussian release has an inner-product estimator");
 //! println!("⟨u0,u1⟩ ≈ {:.2} ± {:.2} ({})", e.inner_product, e.se, e.formula);
 //! # Ok(()) }

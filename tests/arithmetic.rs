@@ -339,7 +339,7 @@ fn release_minus_its_noiseless_twin_has_the_stated_sigma() {
     let meta = rel.meta();
     let m = dprp::mechanism::from_record(&meta.mechanism, &meta.guarantee).unwrap();
     let mut twin = vec![0f32; n * k];
-    m.project(&rows, &mut twin).unwrap();
+    m.as_sketch().unwrap().project(&rows, &mut twin).unwrap();
     let values = rel.values().unwrap();
     let diffs: Vec<f64> = values
         .iter()
@@ -386,7 +386,7 @@ fn queries_outside_the_domain_are_projected_not_refused() {
     let map = PublicMap::Dense(d);
     let mut q: Vec<f32> = (0..64).map(|i| (i as f32 / 64.0) - 0.5).collect();
     let mut inside = vec![0f32; 8];
-    m.project(&q, &mut inside).unwrap();
+    m.as_sketch().unwrap().project(&q, &mut inside).unwrap();
     let mut grid = vec![0f64; 8];
     Arithmetic::Grid { q: 12 }
         .evaluate(&map, &q, &mut grid)
@@ -394,7 +394,7 @@ fn queries_outside_the_domain_are_projected_not_refused() {
     assert_eq!(inside, grid.iter().map(|&v| v as f32).collect::<Vec<_>>());
     q[3] = 1.5;
     let mut outside = vec![0f32; 8];
-    m.project(&q, &mut outside).unwrap();
+    m.as_sketch().unwrap().project(&q, &mut outside).unwrap();
     let mut f64s = vec![0f64; 8];
     Arithmetic::Float64.evaluate(&map, &q, &mut f64s).unwrap();
     assert_eq!(outside, f64s.iter().map(|&v| v as f32).collect::<Vec<_>>());

@@ -67,10 +67,10 @@ fn coverage(kind: MechanismKind, proj: Option<DenseKind>, k: usize, raw_query: b
         let (x, y) = out.split_at(kk);
         let e = if raw_query {
             let mut q = vec![0f32; kk];
-            m.project(&u, &mut q).unwrap();
-            estimate_ip(&m.estimator().unwrap(), &q, y, Some(norm_u_sq)).unwrap()
+            m.as_sketch().unwrap().project(&u, &mut q).unwrap();
+            estimate_ip(&m.as_sketch().unwrap().estimator(), &q, y, Some(norm_u_sq)).unwrap()
         } else {
-            estimate_ip(&m.estimator().unwrap(), x, y, None).unwrap()
+            estimate_ip(&m.as_sketch().unwrap().estimator(), x, y, None).unwrap()
         };
         covered += ((e.inner_product - truth).abs() <= 1.96 * e.se) as usize;
     }
@@ -327,7 +327,7 @@ fn sign_coverage(
         let (mut a, mut b) = (vec![0u64; wpr], vec![0u64; wpr]);
         let mut x = vec![0f32; k];
         let raw = |row: &[f32], out: &mut [u64], x: &mut [f32]| {
-            m.project(row, x).unwrap();
+            m.as_sketch().unwrap().project(row, x).unwrap();
             pack_signs(x, out);
         };
         let mut rng = NoiseSource::from_seed(&format!("sign-cov-{t}")).row_rng(0);

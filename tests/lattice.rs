@@ -211,7 +211,7 @@ fn recorded_accounting_recomputes() {
         check_accounting(&l, sens, fp, kk, eps, 1e-6, classical)
             .unwrap_or_else(|e| panic!("{kind:?} {proj:?}: {e}"));
         assert_eq!(Some(cal.sigma), l.sigma, "{kind:?}: estimators use γ·s");
-        let est = m.estimator().unwrap();
+        let est = m.as_sketch().unwrap().estimator();
         let dprp::estimate::Estimator::Gaussian { sigma, .. } = est else {
             panic!()
         };
@@ -325,7 +325,7 @@ fn idp_gaussian_lattice_noise() {
     let mut row = vec![0f32; p];
     row[0] = 0.9;
     let mut x = vec![0f32; k];
-    m.project(&row, &mut x).unwrap();
+    m.as_sketch().unwrap().project(&row, &mut x).unwrap();
     let j = x.iter().position(|&v| v != 0.0).unwrap();
     let n = 100_000usize;
     let rows: Vec<f32> = row.iter().cycle().take(n * p).copied().collect();

@@ -220,11 +220,15 @@ fn every_local_mechanism_round_trips_through_a_release() {
             assert_eq!(g.epsilon, 5.5);
             assert!(g.label().contains("(4, 1.5)-separated"), "{}", g.label());
         }
-        // Sketch operations are refused with a pointer to `dprp mean`.
-        let mut x = vec![0f32; built.output_dim()];
-        let e = again.project(&vec![0f32; p.p], &mut x).unwrap_err();
+        // A local mechanism has no sketch capability; asking for one is refused with a pointer
+        // to `dprp mean`, and it has the local one instead.
+        assert!(again.sketch().is_none());
+        let e = again
+            .as_sketch()
+            .err()
+            .expect("a local release is not a sketch");
         assert!(e.to_string().contains("dprp mean"), "{e}");
-        assert!(again.estimator().is_err());
+        assert!(again.local().is_some());
     }
 }
 

@@ -85,7 +85,7 @@ fn mnist_train_converts_and_publishes() {
         let mut x = vec![0f32; k];
         let (mut s1, mut s2, mut n) = (0f64, 0f64, 0f64);
         for i in 0..2000 {
-            m.project(d.row(i), &mut x).unwrap();
+            m.as_sketch().unwrap().project(d.row(i), &mut x).unwrap();
             for (a, b) in rel.row(i).unwrap().iter().zip(&x) {
                 let e = (*a as f64) - (*b as f64);
                 s1 += e;

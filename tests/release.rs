@@ -94,8 +94,8 @@ fn streamed_release_equals_in_memory_privatisation() {
         let m2 = from_record(&r.meta().mechanism, &r.meta().guarantee).unwrap();
         let mut a = vec![0f32; m.output_dim()];
         let mut b = vec![0f32; m.output_dim()];
-        m.project(d.row(3), &mut a).unwrap();
-        m2.project(d.row(3), &mut b).unwrap();
+        m.as_sketch().unwrap().project(d.row(3), &mut a).unwrap();
+        m2.as_sketch().unwrap().project(d.row(3), &mut b).unwrap();
         assert_eq!(a, b);
         assert!(!r.meta().private);
     }

@@ -657,7 +657,9 @@ fn mechanism(kind: MechanismKind, k: usize) -> Box<dyn Mechanism> {
 fn project(m: &dyn Mechanism, queries: &Dataset, nq: usize) -> Vec<f32> {
     let k = m.output_dim();
     let mut out = vec![0f32; nq * k];
-    m.project(&queries.values[..nq * queries.p], &mut out)
+    m.as_sketch()
+        .unwrap()
+        .project(&queries.values[..nq * queries.p], &mut out)
         .unwrap();
     out
 }

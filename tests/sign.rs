@@ -49,7 +49,7 @@ fn flip_counts(m: &dyn Mechanism, u: &[f32], trials: usize) -> (Vec<u64>, Vec<f3
     let k = m.output_dim();
     let wpr = k.div_ceil(64);
     let mut x = vec![0f32; k];
-    m.project(u, &mut x).unwrap();
+    m.as_sketch().unwrap().project(u, &mut x).unwrap();
     let mut clean = vec![0u64; wpr];
     pack_signs(&x, &mut clean);
     let mut counts = vec![0u64; k];
@@ -324,7 +324,7 @@ fn idp_calibration_follows_the_noise_set() {
     let m = build(&params(MechanismKind::IdpSignrpRr, p, k, 2.0)).unwrap();
     let s = SignSketch::from_record(&m.record(), &m.guarantee()).unwrap();
     let mut x = vec![0f32; k];
-    m.project(&u, &mut x).unwrap();
+    m.as_sketch().unwrap().project(&u, &mut x).unwrap();
     let mut mask = Vec::new();
     let size = s.noise_set(&x, &mut mask);
     assert!(size > 2);
@@ -422,7 +422,7 @@ fn sign_estimator_is_unbiased_with_the_theorem_variance() {
                 }
                 QueryMode::RawQuery => {
                     let mut x = vec![0f32; k];
-                    m.project(&u, &mut x).unwrap();
+                    m.as_sketch().unwrap().project(&u, &mut x).unwrap();
                     pack_signs(&x, &mut a);
                 }
             }

@@ -123,11 +123,11 @@ fn simulate(
             QueryMode::BothPrivate => x.to_vec(),
             QueryMode::RawQuery => {
                 let mut q = vec![0f32; kk];
-                m.project(&u, &mut q).unwrap();
+                m.as_sketch().unwrap().project(&u, &mut q).unwrap();
                 q
             }
         };
-        let e = m.estimator().unwrap();
+        let e = m.as_sketch().unwrap().estimator();
         est.push(e.inner_product(&x, y));
         let dprp::estimate::Estimator::Gaussian {
             family: f, sigma, ..

@@ -499,7 +499,7 @@ impl Release {
         self.check_files()?;
         let (a, b) = (&self.inner.parts()[pi], &self.inner.parts()[pj]);
         let k = self.inner.k();
-        match self.mech.estimator().map_err(err)? {
+        match self.mech.as_sketch().map_err(err)?.estimator() {
             Estimator::Sign { eps_prime, .. } => {
                 let Some(eps) = eps_prime else {
                     return Err(param(

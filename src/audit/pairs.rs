@@ -44,7 +44,7 @@ pub struct Pair {
 /// The public map applied to one row (f64), through the mechanism's noiseless `project`.
 pub fn project(m: &dyn Mechanism, x: &[f32]) -> Result<Vec<f64>> {
     let mut out = vec![0f32; m.output_dim()];
-    m.project(x, &mut out)?;
+    m.as_sketch()?.project(x, &mut out)?;
     Ok(out.into_iter().map(|v| v as f64).collect())
 }
 
@@ -101,7 +101,7 @@ pub fn construct(
             x_prime: y,
         });
     }
-    let min_norm = m.min_norm().unwrap_or(0.0);
+    let min_norm = m.sketch().and_then(|s| s.min_norm()).unwrap_or(0.0);
     let idp = match (kind.is_idp(), params.seed) {
         (false, _) => None,
         (true, Some(seed)) => Some(idp_sign::build(
@@ -196,7 +196,7 @@ fn shift(x: &[f32], i: usize, beta: f64) -> Option<Vec<f32>> {
 
 /// `dp-signrp-rr`: the neighbour that flips the most signs among random rows of norm ≥ ν.
 fn most_flips(params: &MechanismParams, m: &dyn Mechanism, rng: &mut ChaCha20Rng) -> Result<Pair> {
-    let nu = m.min_norm().unwrap_or(0.0);
+    let nu = m.sketch().and_then(|s| s.min_norm()).unwrap_or(0.0);
     let p = params.p;
     if nu > (p as f64).sqrt() {
         return Err(Error::param(

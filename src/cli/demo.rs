@@ -118,7 +118,7 @@ fn norm(v: &[f32]) -> f64 {
 /// 400 disjoint pairs that share one projection, and says so.
 fn utility(r: &Release, data: &crate::data::Dataset) -> Result<()> {
     let m = mechanism::from_record(&r.meta().mechanism, &r.meta().guarantee)?;
-    let est = m.estimator()?;
+    let est = m.as_sketch()?.estimator();
     let k = r.k();
     let wpr = k.div_ceil(64);
     let bits = r.bits().ok();
@@ -214,7 +214,8 @@ fn utility(r: &Release, data: &crate::data::Dataset) -> Result<()> {
     let queries = 200.min(data.n / 2);
     let db = queries..data.n;
     let mut projected = vec![0f32; queries * k];
-    m.project(&data.values[..queries * data.p], &mut projected)?;
+    m.as_sketch()?
+        .project(&data.values[..queries * data.p], &mut projected)?;
     let (mut hit_raw, mut hit_priv) = (0usize, 0usize);
     for q in 0..queries {
         let qv = &projected[q * k..(q + 1) * k];

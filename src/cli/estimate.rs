@@ -253,7 +253,7 @@ fn row_of(r: &ReleaseSet, id: usize) -> Result<&[f32]> {
 
 fn pair(r: &ReleaseSet, m: &dyn Mechanism, i: usize, j: usize) -> Result<Line> {
     let k = r.k();
-    match m.estimator()? {
+    match m.as_sketch()?.estimator() {
         Estimator::Sign { eps_prime, .. } => {
             let agree = agreements(bits_of(r, i)?, bits_of(r, j)?, k);
             Ok(sign_line(
@@ -277,8 +277,8 @@ fn pair(r: &ReleaseSet, m: &dyn Mechanism, i: usize, j: usize) -> Result<Line> {
 fn query(r: &ReleaseSet, m: &dyn Mechanism, u: &[f32], file: String, j: usize) -> Result<Line> {
     let k = r.k();
     let mut x = vec![0f32; k];
-    m.project(u, &mut x)?;
-    match m.estimator()? {
+    m.as_sketch()?.project(u, &mut x)?;
+    match m.as_sketch()?.estimator() {
         Estimator::Sign { eps_prime, .. } => {
             let w = k.div_ceil(64);
             let mut q = vec![0u64; w];

@@ -319,7 +319,8 @@ pub const UNPROJECTED: &str = "unprojected";
 impl ReferenceKind {
     /// The reference of a mechanism, from the mechanism's own properties (whether it projects,
     /// with OPORP or a dense map of the given kind, and whether it releases signs). That this is
-    /// the map the built mechanism applies is tested against [`Mechanism::project`].
+    /// the map the built mechanism applies is tested against
+    /// [`Sketch::project`](crate::mechanism::Sketch::project).
     ///
     /// A local mechanism's row is drawn against the unprojected ceiling: its decoded rows live in
     /// the input space. For ProjUnit that is not its ε = ∞ limit (each row's own random map loses
@@ -667,7 +668,7 @@ mod tests {
             let seed = seeds.projection(k, 1);
             let m = mechanism(spec, 1.0, k, data.p, &privacy, seed).unwrap();
             let own = project_rows(
-                |r, o| m.project(r, o),
+                |r, o| m.as_sketch()?.project(r, o),
                 &data,
                 m.output_dim(),
                 m.payload() == crate::mechanism::Payload::Bits,

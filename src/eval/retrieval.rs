@@ -369,7 +369,7 @@ fn job_inner(
                 privatise_dataset(m.as_ref(), queries, &qn).map_err(failed)?
             }
             QueryMode::Raw => grid::project_rows(
-                |rows, out| m.project(rows, out),
+                |rows, out| m.as_sketch()?.project(rows, out),
                 queries,
                 m.output_dim(),
                 m.payload() == Payload::Bits,

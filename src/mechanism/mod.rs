@@ -33,13 +33,16 @@
 //! | `scalar-dp` | [`local::scalar_dp`] | Bhowmick et al. 2018, Algorithm 3 |
 //! | `privunit2-norm` | [`local::privunit2_norm`] | Bhowmick et al. 2018, eq. (22) |
 //!
-//! **How the trait serves both publishing families.** Every mechanism privatises rows
+//! **One trait per capability.** The core, [`Mechanism`], is what every publishing mechanism has:
+//! dimensions, payload, guarantee, record, input domain, and privatising rows
 //! ([`Mechanism::privatise`], given the global index of the first row so that per-row public maps
-//! can be regenerated) and states its guarantee and input domain. The sketch mechanisms also have
-//! one public map and an inner-product estimator ([`Mechanism::project`],
-//! [`Mechanism::estimator`]); the local ones instead have a server side ([`Mechanism::local`]:
-//! decoding, the accumulator, the closed-form error). Each capability a mechanism lacks is a
-//! clear error, not a silent default.
+//! can be regenerated). The central mechanisms add the [`Sketch`] capability (one public map,
+//! an inner-product estimator, a norm floor), reached through [`Mechanism::sketch`]; the local
+//! ones add the server side, [`LocalDecoder`] (decoding, the accumulator, the closed-form error),
+//! reached through [`Mechanism::local`]. A capability a mechanism lacks is `None`, or a clear
+//! error through [`Mechanism::as_sketch`], never a silent default. The kinds' properties are one
+//! table, [`KIND_TABLE`]; each family rebuilds itself from a release's record
+//! ([`from_record`]) without going back through publish parameters.
 //!
 //! **Distributed DP under secure aggregation** (`dprp aggregate`) is deliberately *not* behind
 //! this trait: a client's single message carries only a small share of the noise and is not
@@ -232,9 +235,6 @@ pub trait Mechanism: Send + Sync {
     fn guarantee(&self) -> Guarantee;
     /// The header record (projection seed, calibration, ...).
     fn record(&self) -> MechanismRecord;
-    /// The noiseless public map (what a querier applies to its own raw vectors). Local
-    /// mechanisms have none (their rows are decoded by [`local`](Mechanism::local)) and say so.
-    fn project(&self, rows: &[f32], out: &mut [f32]) -> Result<()>;
     /// Privatise rows (row-major, `input_dim` each) into `out`, drawing all their secret noise
     /// from `rng`, in row order. `first_row` is the global index of the first row in the release
     /// (a mechanism with one public map per row regenerates row `first_row + i`'s map from it).
@@ -248,18 +248,36 @@ pub trait Mechanism: Send + Sync {
         out: SketchMut<'_>,
         rng: &mut ChaCha20Rng,
     ) -> Result<()>;
-    /// The estimator for inner products between released rows, with its variance formula; an
-    /// error for mechanisms whose rows are not sketches (the local ones).
-    fn estimator(&self) -> Result<Estimator>;
     /// The inputs the mechanism accepts, checked row by row before privatising: the cube
     /// `[-1,1]^p` of DESIGN.md §2 unless the mechanism says otherwise.
     fn input_domain(&self) -> InputDomain {
         InputDomain::Cube
     }
+    /// The sketch capability (one public map, an inner-product estimator) of the central
+    /// mechanisms; `None` for the local ones.
+    fn sketch(&self) -> Option<&dyn Sketch> {
+        None
+    }
     /// The server side of a local-DP mechanism (decoding rows, the mean, its error); `None` for
     /// the sketch mechanisms.
     fn local(&self) -> Option<&dyn LocalDecoder> {
         None
+    }
+    /// [`sketch`](Mechanism::sketch), or the error a user sees when they ask a local release for
+    /// a public map or an inner product (its rows are per-user messages, decoded by
+    /// [`local`](Mechanism::local)).
+    fn as_sketch(&self) -> Result<&dyn Sketch> {
+        self.sketch().ok_or_else(|| {
+            Error::param(
+                "release",
+                format!(
+                    "{} is a local-DP mechanism for mean estimation: its rows are per-user \
+                     messages, not sketches with a public map and an inner-product estimator \
+                     (use dprp mean)",
+                    self.kind().name()
+                ),
+            )
+        })
     }
 
     /// Privatise consecutive rows whose global ids are `first_row, first_row + 1, …`: row
@@ -314,8 +332,18 @@ pub trait Mechanism: Send + Sync {
         perturbed.fill(self.output_dim() as u32);
         Ok(())
     }
+}
 
-    /// A public lower bound every row's ℓ₂ norm must meet (rows below it are refused).
+/// The sketch capability of the central mechanisms: one public map, the same for every row, and
+/// an unbiased inner-product estimator between released rows (DESIGN.md §3–4). A querier applies
+/// the map to their own raw vectors and estimates against the release.
+pub trait Sketch: Send + Sync {
+    /// The noiseless public map (what a querier applies to its own raw vectors), row-major.
+    fn project(&self, rows: &[f32], out: &mut [f32]) -> Result<()>;
+    /// The estimator for inner products between released rows, with its variance formula.
+    fn estimator(&self) -> Estimator;
+    /// A public lower bound every row's ℓ₂ norm must meet (rows below it are refused):
+    /// `dp-signrp-rr`'s ν (Proposition 4.4); `None` for the others.
     fn min_norm(&self) -> Option<f64> {
         None
     }
@@ -568,6 +596,7 @@ mod tests {
                 p.min_norm = Some(1.0);
                 p.individual_dp = true;
                 let m = build(&p).unwrap_or_else(|e| panic!("{kind:?}: {e}"));
+                assert!(m.sketch().is_some() && m.local().is_none(), "{kind:?}");
                 assert_eq!(
                     m.guarantee().kind,
                     kind.guarantee_kind(),

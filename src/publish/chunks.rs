@@ -126,7 +126,7 @@ pub(super) fn process_chunk(
         OutBuf::F32(_) => mech.output_dim(),
         OutBuf::Bits(_) => mech.output_dim().div_ceil(64),
     };
-    let nu = mech.min_norm();
+    let nu = mech.sketch().and_then(|s| s.min_norm());
     let work = |g: usize, v: &mut [f32], o: SketchMut<'_>, c: &mut [u32]| -> Result<()> {
         // The group's first id: the chunk's first id plus the rows before it, whatever the
         // chunk's size or alignment (each row's noise and public map follow from its id).

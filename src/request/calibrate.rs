@@ -238,7 +238,7 @@ fn gaussian_table(
         let Some(cal) = rec.gaussian.as_ref() else {
             continue;
         };
-        let est = m.estimator()?;
+        let est = m.as_sketch()?.estimator();
         let crate::estimate::Estimator::Gaussian { family, .. } = est else {
             continue;
         };

@@ -35,7 +35,7 @@ pub fn sketch_queries(
     }
     let rows = values.len() / p;
     let mut x = vec![0f32; rows * k];
-    m.project(values, &mut x)?;
+    m.as_sketch()?.project(values, &mut x)?;
     Ok(match payload {
         Payload::F32 => QuerySketches::Real(x),
         Payload::Bits => {

@@ -14,7 +14,7 @@ use crate::error::{Error, Result};
 use crate::estimate::{Estimator, Family};
 use crate::mechanism::{
     GaussianCalibration, Mechanism, MechanismKind, MechanismParams, MechanismRecord, Payload,
-    ProjectionRecord, SketchMut,
+    ProjectionRecord, Sketch, SketchMut,
 };
 pub use crate::privacy::gaussian::{calibrate, SigmaRule};
 use crate::privacy::guarantee::Guarantee;
@@ -395,29 +395,6 @@ impl Mechanism for GaussianSketch {
             arithmetic: Some(self.arithmetic.clone()),
         }
     }
-    /// The values a release's noise is added to (the release's arithmetic; a query row outside
-    /// the domain in f64, [`crate::mechanism::central::arithmetic::Arithmetic::evaluate_query`]), rounded
-    /// to f32.
-    fn project(&self, rows: &[f32], out: &mut [f32]) -> Result<()> {
-        let m = rows.len() / self.map.p().max(1);
-        if m * self.map.p() != rows.len() || out.len() != m * self.map.k() {
-            return Err(Error::param(
-                "rows",
-                "block shape does not match the mechanism",
-            ));
-        }
-        for (r, o) in rows
-            .chunks(Self::TILE * self.map.p())
-            .zip(out.chunks_mut(Self::TILE * self.map.k()))
-        {
-            let mut y = vec![0f64; o.len()];
-            self.arithmetic
-                .arithmetic
-                .evaluate_query(&self.map, r, &mut y)?;
-            o.iter_mut().zip(&y).for_each(|(o, &v)| *o = v as f32);
-        }
-        Ok(())
-    }
     fn privatise(
         &self,
         rows: &[f32],
@@ -454,11 +431,40 @@ impl Mechanism for GaussianSketch {
         }
         Ok(())
     }
-    fn estimator(&self) -> Result<Estimator> {
-        Ok(Estimator::Gaussian {
+    fn sketch(&self) -> Option<&dyn Sketch> {
+        Some(self)
+    }
+}
+
+impl Sketch for GaussianSketch {
+    /// The values a release's noise is added to (the release's arithmetic; a query row outside
+    /// the domain in f64, [`crate::mechanism::central::arithmetic::Arithmetic::evaluate_query`]), rounded
+    /// to f32.
+    fn project(&self, rows: &[f32], out: &mut [f32]) -> Result<()> {
+        let m = rows.len() / self.map.p().max(1);
+        if m * self.map.p() != rows.len() || out.len() != m * self.map.k() {
+            return Err(Error::param(
+                "rows",
+                "block shape does not match the mechanism",
+            ));
+        }
+        for (r, o) in rows
+            .chunks(Self::TILE * self.map.p())
+            .zip(out.chunks_mut(Self::TILE * self.map.k()))
+        {
+            let mut y = vec![0f64; o.len()];
+            self.arithmetic
+                .arithmetic
+                .evaluate_query(&self.map, r, &mut y)?;
+            o.iter_mut().zip(&y).for_each(|(o, &v)| *o = v as f32);
+        }
+        Ok(())
+    }
+    fn estimator(&self) -> Estimator {
+        Estimator::Gaussian {
             family: self.map.family(),
             k: self.map.k(),
             sigma: self.calibration.sigma,
-        })
+        }
     }
 }

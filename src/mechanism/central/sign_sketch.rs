@@ -35,7 +35,7 @@ use super::arithmetic::{Arithmetic, ArithmeticRecord};
 use super::gaussian_sketch::PublicMap;
 use crate::error::{Error, Result};
 use crate::estimate::Estimator;
-use crate::mechanism::{Mechanism, MechanismKind, MechanismRecord, Payload, SketchMut};
+use crate::mechanism::{Mechanism, MechanismKind, MechanismRecord, Payload, Sketch, SketchMut};
 use crate::privacy::guarantee::{Guarantee, Neighbour};
 use crate::privacy::noise::NoiseSource;
 use crate::privacy::rr::{smooth_flip_table, split_epsilon, Flip};
@@ -344,125 +344,170 @@ impl SignSketch {
         scratch: &mut Scratch,
     ) -> u32 {
         pack_signs(x, words);
-        let k = x.len();
         match &self.record.rule {
-            FlipRule::RandomisedResponse { .. } => {
-                let flip = self.rr_flip;
-                // one 64-bit word per sign, drawn in bulk (same stream order as one at a time);
-                // the flips of 64 signs gathered into a mask without branches
-                let draws = scratch.draws(k, rng);
-                for (out, ws) in words.iter_mut().zip(draws.chunks(64)) {
-                    let mut m = 0u64;
-                    for (b, &w) in ws.iter().enumerate() {
-                        m |= (flip.sample_word(w) as u64) << b;
-                    }
-                    *out ^= m;
-                }
-                k as u32
-            }
-            FlipRule::SmoothFlipping { .. } => {
-                // pass 1: L_j (vectorisable); pass 2: one 64-bit word per sign against its
-                // level's threshold, flips gathered per 64 signs
-                let mut levels = std::mem::take(&mut scratch.levels);
-                self.levels(x, &mut levels);
-                let draws = scratch.draws(k, rng);
-                for (out, (ws, ls)) in words
-                    .iter_mut()
-                    .zip(draws.chunks(64).zip(levels.chunks(64)))
-                {
-                    let mut m = 0u64;
-                    for (b, (&w, &l)) in ws.iter().zip(ls).enumerate() {
-                        m |= (self.smooth_table[l as usize].sample_word(w) as u64) << b;
-                    }
-                    *out ^= m;
-                }
-                scratch.levels = levels;
-                k as u32
-            }
+            FlipRule::RandomisedResponse { .. } => self.flip_rr(x.len(), words, rng, scratch),
+            FlipRule::SmoothFlipping { .. } => self.flip_smooth(x, words, rng, scratch),
             FlipRule::IdpRandomisedResponse { epsilon, split } => {
-                let n = self.noise_words(x, &mut scratch.set);
-                if n > 0 {
-                    // one coin per |A|, computed once per block (ε/|A| rounded down)
-                    let cache = &mut scratch.idp_thresholds;
-                    if cache.len() <= n as usize {
-                        cache.resize(n as usize + 1, 0);
-                    }
-                    let flip = match cache[n as usize] {
-                        0 => {
-                            let e = if *split {
-                                split_epsilon(*epsilon, n as u64)
-                            } else {
-                                *epsilon
-                            };
-                            let f = Flip::randomised_response_or_half(e);
-                            cache[n as usize] = f.threshold();
-                            f
-                        }
-                        // a cached threshold (≥ 1, ≤ 2^63) is a valid coin
-                        t => Flip::from_threshold(t).unwrap_or(self.rr_flip),
-                    };
-                    // one draw per member of A, in ascending j
-                    for (w, &a) in words.iter_mut().zip(&scratch.set) {
-                        let (mut rest, mut m) = (a, 0u64);
-                        while rest != 0 {
-                            let b = rest.trailing_zeros();
-                            rest &= rest - 1;
-                            m |= (flip.sample(rng) as u64) << b;
-                        }
-                        *w ^= m;
-                    }
-                }
-                n
+                self.flip_idp_rr(x, *epsilon, *split, words, rng, scratch)
             }
             FlipRule::IdpGaussian { sigma_unit, .. } => {
-                let n = self.noise_words(x, &mut scratch.set);
-                if n > 0 {
-                    let set_words = &scratch.set;
-                    let sens = self.sensitivity_of(|j| (set_words[j / 64] >> (j % 64)) & 1 == 1, n);
-                    if let Some(l) = &self.idp_lattice {
-                        l.signs(x, sens, n, set_words, words, rng);
-                        return n;
-                    }
-                    let sigma = sens * sigma_unit;
-                    // A value of exactly 0 (most OPORP bins of sparse data) releases
-                    // sign(σz) = [z ≥ 0], a fair coin: one random bit instead of a normal draw,
-                    // the same output distribution. The other members of A take normal draws
-                    // in one tight loop, consumed in ascending j; then, per 64 signs, one word
-                    // of coins where needed, and the noisy signs merged without branches.
-                    let zero_words = &mut scratch.words;
-                    zero_words.clear();
-                    let mut normals = 0u32;
-                    for (&a, xs) in set_words.iter().zip(x.chunks(64)) {
-                        let mut zw = 0u64;
-                        for (b, &v) in xs.iter().enumerate() {
-                            zw |= ((v.into() == 0.0) as u64) << b;
-                        }
-                        zw &= a;
-                        normals += (a & !zw).count_ones();
-                        zero_words.push(zw);
-                    }
-                    let z = &mut scratch.normals;
-                    z.clear();
-                    z.extend((0..normals).map(|_| rng.sample::<f64, _>(StandardNormal)));
-                    let mut next = z.iter();
-                    for (w, ((&a, &zw), xs)) in words
-                        .iter_mut()
-                        .zip(set_words.iter().zip(zero_words.iter()).zip(x.chunks(64)))
-                    {
-                        let mut set = if zw != 0 { rng.next_u64() & zw } else { 0 };
-                        let mut rest = a & !zw;
-                        while rest != 0 {
-                            let b = rest.trailing_zeros() as usize;
-                            rest &= rest - 1;
-                            let zj = next.next().copied().unwrap_or(0.0);
-                            set |= ((xs[b].into() + sigma * zj >= 0.0) as u64) << b;
-                        }
-                        *w = (*w & !a) | set;
-                    }
-                }
-                n
+                self.flip_idp_gaussian(x, *sigma_unit, words, rng, scratch)
             }
         }
+    }
+
+    /// Algorithm 3: every one of the `k` signs flipped with the randomised-response coin.
+    fn flip_rr(
+        &self,
+        k: usize,
+        words: &mut [u64],
+        rng: &mut ChaCha20Rng,
+        scratch: &mut Scratch,
+    ) -> u32 {
+        let flip = self.rr_flip;
+        // one 64-bit word per sign, drawn in bulk (same stream order as one at a time);
+        // the flips of 64 signs gathered into a mask without branches
+        let draws = scratch.draws(k, rng);
+        for (out, ws) in words.iter_mut().zip(draws.chunks(64)) {
+            let mut m = 0u64;
+            for (b, &w) in ws.iter().enumerate() {
+                m |= (flip.sample_word(w) as u64) << b;
+            }
+            *out ^= m;
+        }
+        k as u32
+    }
+
+    /// Algorithm 4: sign `j` flipped with the coin of its level `L_j`.
+    fn flip_smooth<T: Copy + Into<f64>>(
+        &self,
+        x: &[T],
+        words: &mut [u64],
+        rng: &mut ChaCha20Rng,
+        scratch: &mut Scratch,
+    ) -> u32 {
+        let k = x.len();
+        // pass 1: L_j (vectorisable); pass 2: one 64-bit word per sign against its
+        // level's threshold, flips gathered per 64 signs
+        let mut levels = std::mem::take(&mut scratch.levels);
+        self.levels(x, &mut levels);
+        let draws = scratch.draws(k, rng);
+        for (out, (ws, ls)) in words
+            .iter_mut()
+            .zip(draws.chunks(64).zip(levels.chunks(64)))
+        {
+            let mut m = 0u64;
+            for (b, (&w, &l)) in ws.iter().zip(ls).enumerate() {
+                m |= (self.smooth_table[l as usize].sample_word(w) as u64) << b;
+            }
+            *out ^= m;
+        }
+        scratch.levels = levels;
+        k as u32
+    }
+
+    /// Algorithm 8 (iDP, randomised response; the noise set `A` of Algorithm 7): the signs in
+    /// `A` flipped with the coin of `ε/|A|` (or ε without the split).
+    fn flip_idp_rr<T: Copy + Into<f64>>(
+        &self,
+        x: &[T],
+        epsilon: f64,
+        split: bool,
+        words: &mut [u64],
+        rng: &mut ChaCha20Rng,
+        scratch: &mut Scratch,
+    ) -> u32 {
+        let n = self.noise_words(x, &mut scratch.set);
+        if n > 0 {
+            // one coin per |A|, computed once per block (ε/|A| rounded down)
+            let cache = &mut scratch.idp_thresholds;
+            if cache.len() <= n as usize {
+                cache.resize(n as usize + 1, 0);
+            }
+            let flip = match cache[n as usize] {
+                0 => {
+                    let e = if split {
+                        split_epsilon(epsilon, n as u64)
+                    } else {
+                        epsilon
+                    };
+                    let f = Flip::randomised_response_or_half(e);
+                    cache[n as usize] = f.threshold();
+                    f
+                }
+                // a cached threshold (≥ 1, ≤ 2^63) is a valid coin
+                t => Flip::from_threshold(t).unwrap_or(self.rr_flip),
+            };
+            // one draw per member of A, in ascending j
+            for (w, &a) in words.iter_mut().zip(&scratch.set) {
+                let (mut rest, mut m) = (a, 0u64);
+                while rest != 0 {
+                    let b = rest.trailing_zeros();
+                    rest &= rest - 1;
+                    m |= (flip.sample(rng) as u64) << b;
+                }
+                *w ^= m;
+            }
+        }
+        n
+    }
+
+    /// Algorithm 6 (iDP, Gaussian; the noise set `A` of Algorithm 7): noise of
+    /// σ = Δ₂(A)·σ_unit on the values in `A`, then the signs.
+    fn flip_idp_gaussian<T: Copy + Into<f64>>(
+        &self,
+        x: &[T],
+        sigma_unit: f64,
+        words: &mut [u64],
+        rng: &mut ChaCha20Rng,
+        scratch: &mut Scratch,
+    ) -> u32 {
+        let n = self.noise_words(x, &mut scratch.set);
+        if n > 0 {
+            let set_words = &scratch.set;
+            let sens = self.sensitivity_of(|j| (set_words[j / 64] >> (j % 64)) & 1 == 1, n);
+            if let Some(l) = &self.idp_lattice {
+                l.signs(x, sens, n, set_words, words, rng);
+                return n;
+            }
+            let sigma = sens * sigma_unit;
+            // A value of exactly 0 (most OPORP bins of sparse data) releases
+            // sign(σz) = [z ≥ 0], a fair coin: one random bit instead of a normal draw,
+            // the same output distribution. The other members of A take normal draws
+            // in one tight loop, consumed in ascending j; then, per 64 signs, one word
+            // of coins where needed, and the noisy signs merged without branches.
+            let zero_words = &mut scratch.words;
+            zero_words.clear();
+            let mut normals = 0u32;
+            for (&a, xs) in set_words.iter().zip(x.chunks(64)) {
+                let mut zw = 0u64;
+                for (b, &v) in xs.iter().enumerate() {
+                    zw |= ((v.into() == 0.0) as u64) << b;
+                }
+                zw &= a;
+                normals += (a & !zw).count_ones();
+                zero_words.push(zw);
+            }
+            let z = &mut scratch.normals;
+            z.clear();
+            z.extend((0..normals).map(|_| rng.sample::<f64, _>(StandardNormal)));
+            let mut next = z.iter();
+            for (w, ((&a, &zw), xs)) in words
+                .iter_mut()
+                .zip(set_words.iter().zip(zero_words.iter()).zip(x.chunks(64)))
+            {
+                let mut set = if zw != 0 { rng.next_u64() & zw } else { 0 };
+                let mut rest = a & !zw;
+                while rest != 0 {
+                    let b = rest.trailing_zeros() as usize;
+                    rest &= rest - 1;
+                    let zj = next.next().copied().unwrap_or(0.0);
+                    set |= ((xs[b].into() + sigma * zj >= 0.0) as u64) << b;
+                }
+                *w = (*w & !a) | set;
+            }
+        }
+        n
     }
 
     /// The projected values the mechanism works with (f64, in its arithmetic).
@@ -629,17 +674,6 @@ impl Mechanism for SignSketch {
             arithmetic: Some(self.arithmetic.clone()),
         }
     }
-    /// The values whose signs are released (the mechanism's arithmetic; a query row outside the
-    /// domain in f64, [`crate::mechanism::central::arithmetic::Arithmetic::evaluate_query`]), rounded to
-    /// f32.
-    fn project(&self, rows: &[f32], out: &mut [f32]) -> Result<()> {
-        let mut z = vec![0f64; out.len()];
-        self.arithmetic
-            .arithmetic
-            .evaluate_query(&self.map, rows, &mut z)?;
-        out.iter_mut().zip(&z).for_each(|(o, &v)| *o = v as f32);
-        Ok(())
-    }
     fn privatise(
         &self,
         rows: &[f32],
@@ -671,14 +705,31 @@ impl Mechanism for SignSketch {
     ) -> Result<()> {
         self.run(rows, out, first_row, noise, Some(perturbed))
     }
-    fn estimator(&self) -> Result<Estimator> {
-        Ok(Estimator::Sign {
+    fn sketch(&self) -> Option<&dyn Sketch> {
+        Some(self)
+    }
+}
+
+impl Sketch for SignSketch {
+    /// The values whose signs are released (the mechanism's arithmetic; a query row outside the
+    /// domain in f64, [`crate::mechanism::central::arithmetic::Arithmetic::evaluate_query`]), rounded to
+    /// f32.
+    fn project(&self, rows: &[f32], out: &mut [f32]) -> Result<()> {
+        let mut z = vec![0f64; out.len()];
+        self.arithmetic
+            .arithmetic
+            .evaluate_query(&self.map, rows, &mut z)?;
+        out.iter_mut().zip(&z).for_each(|(o, &v)| *o = v as f32);
+        Ok(())
+    }
+    fn estimator(&self) -> Estimator {
+        Estimator::Sign {
             k: self.map.k(),
             eps_prime: match self.record.rule {
                 FlipRule::RandomisedResponse { eps_prime, .. } => Some(eps_prime),
                 _ => None,
             },
-        })
+        }
     }
     fn min_norm(&self) -> Option<f64> {
         self.record.min_norm

@@ -30,7 +30,6 @@ use super::{
     ScalarDp,
 };
 use crate::error::{Error, Result};
-use crate::estimate::Estimator;
 use crate::mechanism::{
     Mechanism, MechanismKind, MechanismParams, MechanismRecord, Payload, ProjectionRecord,
     SketchMut,
@@ -203,14 +202,47 @@ fn proj_kind(map: LocalMap) -> ProjKind {
     }
 }
 
-/// Build a local mechanism for a publish run.
+/// What fixes a local mechanism: its kind, budget, dimensions and public map. A publish run
+/// gives one through [`build`] (after refusing the options that do not apply); a release's record
+/// gives one directly ([`LocalSketch::from_record`]).
+#[derive(Debug, Clone, Copy)]
+pub struct LocalSpec {
+    /// Which local mechanism.
+    pub kind: MechanismKind,
+    /// ε (the direction's ε₁ for `privunit2-norm`).
+    pub epsilon: f64,
+    /// Input dimension d.
+    pub d: usize,
+    /// Projected dimension k (ProjUnit and correlated ProjUnit only).
+    pub k: Option<usize>,
+    /// Public seed of the per-row or correlated maps (default: fresh from the OS).
+    pub seed: Option<Seed>,
+    /// The map, the norm's budget, the radius and the first row id.
+    pub options: LocalOptions,
+}
+
+/// Build a local mechanism for a publish run: refuse the sketch options and the local options
+/// that do not apply to this kind, then [`LocalSketch::new`].
 pub fn build(params: &MechanismParams) -> Result<LocalSketch> {
     let kind = params.kind;
     super::check_epsilon("--epsilon", params.epsilon)?;
-    let d = params.p;
     if kind != MechanismKind::ScalarDp {
-        super::check_dim(d)?;
+        super::check_dim(params.p)?;
     }
+    refuse_options(params)?;
+    LocalSketch::new(&LocalSpec {
+        kind,
+        epsilon: params.epsilon,
+        d: params.p,
+        k: params.k,
+        seed: params.seed,
+        options: params.local,
+    })
+}
+
+/// The publish options a local mechanism of this kind does not take, each refused by name.
+fn refuse_options(params: &MechanismParams) -> Result<()> {
+    let kind = params.kind;
     let o = &params.local;
     if params.projection.is_some() {
         return Err(Error::param(
@@ -262,9 +294,14 @@ pub fn build(params: &MechanismParams) -> Result<LocalSketch> {
         "--k",
         "projunit and projunit-correlated among the local mechanisms (the others release d \
          values per row)",
-    )?;
-    let k_of = || -> Result<usize> {
-        let k = params.k.ok_or_else(|| {
+    )
+}
+
+impl LocalSpec {
+    /// The projected dimension, `1 ≤ k ≤ d`.
+    fn k(&self) -> Result<usize> {
+        let (kind, d) = (self.kind, self.d);
+        let k = self.k.ok_or_else(|| {
             Error::missing(
                 "--k",
                 format!("{} needs the projected dimension k", kind.name()),
@@ -277,106 +314,115 @@ pub fn build(params: &MechanismParams) -> Result<LocalSketch> {
             ));
         }
         Ok(k)
-    };
-    if let Some(r) = o.radius {
-        if !(r.is_finite() && r > 0.0) {
-            return Err(Error::param(
-                "--radius",
-                format!("the public radius must be a positive finite number, got {r}"),
-            ));
-        }
     }
-    let seed = || -> Result<Seed> {
-        match params.seed {
+
+    fn seed(&self) -> Result<Seed> {
+        match self.seed {
             Some(s) => Ok(s),
             None => Seed::random(),
         }
-    };
-    let algo = match kind {
-        MechanismKind::Privunit2 => Algo::PrivUnit2(PrivUnit2::new(params.epsilon, d)?),
-        MechanismKind::Duchi => Algo::PrivUnit2(PrivUnit2::duchi(params.epsilon, d)?),
-        MechanismKind::Privunitg => Algo::PrivUnitG(PrivUnitG::new(params.epsilon, d)?),
-        MechanismKind::Projunit => {
-            let k = params
-                .k
-                .ok_or_else(|| Error::missing("--k", "projunit needs the projected dimension k"))?;
-            if k == 0 || k > d {
-                return Err(Error::param(
-                    "--k",
-                    format!("projunit needs 1 ≤ k ≤ d = {d}, got k = {k}"),
-                ));
-            }
-            match o.map.unwrap_or(LocalMap::Srht) {
-                LocalMap::SrhtNearlyUnbiased => {
-                    Algo::Nearly(NearlyUnbiasedSrht::exact(params.epsilon, d, k)?, seed()?)
+    }
+
+    /// The algorithm with its constants, computed from (ε, d, k).
+    fn algo(&self) -> Result<Algo> {
+        let (eps, d, o) = (self.epsilon, self.d, &self.options);
+        Ok(match self.kind {
+            MechanismKind::Privunit2 => Algo::PrivUnit2(PrivUnit2::new(eps, d)?),
+            MechanismKind::Duchi => Algo::PrivUnit2(PrivUnit2::duchi(eps, d)?),
+            MechanismKind::Privunitg => Algo::PrivUnitG(PrivUnitG::new(eps, d)?),
+            MechanismKind::Projunit => {
+                let k = self.k()?;
+                match o.map.unwrap_or(LocalMap::Srht) {
+                    LocalMap::SrhtNearlyUnbiased => {
+                        Algo::Nearly(NearlyUnbiasedSrht::exact(eps, d, k)?, self.seed()?)
+                    }
+                    map => Algo::ProjUnit(ProjUnit::new(eps, d, k, proj_kind(map))?, self.seed()?),
                 }
-                map => Algo::ProjUnit(
-                    ProjUnit::new(params.epsilon, d, k, proj_kind(map))?,
-                    seed()?,
-                ),
             }
-        }
-        MechanismKind::ProjunitCorrelated => {
-            let k = k_of()?;
-            if k < 2 {
+            MechanismKind::ProjunitCorrelated => {
+                let k = self.k()?;
+                if k < 2 {
+                    return Err(Error::param(
+                        "--k",
+                        "projunit-correlated needs k ≥ 2 (PrivUnitG in k dimensions)",
+                    ));
+                }
+                let m = CorrelatedProjUnit::new(eps, d, k)?;
+                let public = m.public(self.seed()?)?;
+                Algo::Correlated(m, public)
+            }
+            MechanismKind::PrivunitInf => Algo::Inf(PrivUnitInf::new(eps, d)?),
+            MechanismKind::ScalarDp => self.scalar()?,
+            MechanismKind::Privunit2Norm => self.norm()?,
+            other => {
                 return Err(Error::param(
-                    "--k",
-                    "projunit-correlated needs k ≥ 2 (PrivUnitG in k dimensions)",
-                ));
+                    "--mechanism",
+                    format!("{} is not a local mechanism", other.name()),
+                ))
             }
-            let m = CorrelatedProjUnit::new(params.epsilon, d, k)?;
-            let public = m.public(seed()?)?;
-            Algo::Correlated(m, public)
-        }
-        MechanismKind::PrivunitInf => Algo::Inf(PrivUnitInf::new(params.epsilon, d)?),
-        MechanismKind::ScalarDp => {
-            if d != 1 {
-                return Err(Error::param(
-                    "input",
-                    format!("scalar-dp privatises one value per row; the data has {d} columns"),
-                ));
-            }
-            let r = o.radius.ok_or_else(|| {
-                Error::missing(
-                    "--radius",
-                    "scalar-dp needs the public upper bound R of the values",
-                )
-            })?;
-            Algo::Scalar(ScalarDp::new(params.epsilon, r)?)
-        }
-        MechanismKind::Privunit2Norm => {
-            let e2 = o.epsilon_norm.ok_or_else(|| {
-                Error::missing(
-                    "--epsilon-norm",
-                    "privunit2-norm spends --epsilon on the direction and --epsilon-norm on the \
-                     norm",
-                )
-            })?;
-            super::check_epsilon("--epsilon-norm", e2)?;
-            let r = o.radius.ok_or_else(|| {
-                Error::missing(
-                    "--radius",
-                    "privunit2-norm needs the public radius R of the ball",
-                )
-            })?;
-            Algo::Norm(PrivUnit2Norm::new(params.epsilon, e2, d, r)?)
-        }
-        other => {
+        })
+    }
+
+    fn scalar(&self) -> Result<Algo> {
+        let d = self.d;
+        if d != 1 {
             return Err(Error::param(
-                "--mechanism",
-                format!("{} is not a local mechanism", other.name()),
-            ))
+                "input",
+                format!("scalar-dp privatises one value per row; the data has {d} columns"),
+            ));
         }
-    };
-    Ok(LocalSketch {
-        kind,
-        d,
-        first_row: o.first_row,
-        algo,
-    })
+        let r = self.options.radius.ok_or_else(|| {
+            Error::missing(
+                "--radius",
+                "scalar-dp needs the public upper bound R of the values",
+            )
+        })?;
+        Ok(Algo::Scalar(ScalarDp::new(self.epsilon, r)?))
+    }
+
+    fn norm(&self) -> Result<Algo> {
+        let o = &self.options;
+        let e2 = o.epsilon_norm.ok_or_else(|| {
+            Error::missing(
+                "--epsilon-norm",
+                "privunit2-norm spends --epsilon on the direction and --epsilon-norm on the norm",
+            )
+        })?;
+        super::check_epsilon("--epsilon-norm", e2)?;
+        let r = o.radius.ok_or_else(|| {
+            Error::missing(
+                "--radius",
+                "privunit2-norm needs the public radius R of the ball",
+            )
+        })?;
+        Ok(Algo::Norm(PrivUnit2Norm::new(self.epsilon, e2, self.d, r)?))
+    }
 }
 
 impl LocalSketch {
+    /// The mechanism of a spec: its constants computed from (ε, d, k), its public maps from the
+    /// seed.
+    pub fn new(spec: &LocalSpec) -> Result<LocalSketch> {
+        super::check_epsilon("--epsilon", spec.epsilon)?;
+        if spec.kind != MechanismKind::ScalarDp {
+            super::check_dim(spec.d)?;
+        }
+        if let Some(r) = spec.options.radius {
+            if !(r.is_finite() && r > 0.0) {
+                return Err(Error::param(
+                    "--radius",
+                    format!("the public radius must be a positive finite number, got {r}"),
+                ));
+            }
+        }
+        Ok(LocalSketch {
+            kind: spec.kind,
+            d: spec.d,
+            first_row: spec.options.first_row,
+            algo: spec.algo()?,
+        })
+    }
+
     /// Rebuild from a release's record: the constants are recomputed from (ε, d, k) and must
     /// agree with the recorded ones (a mismatch means a damaged header or an incompatible
     /// writer, and decoding with either set would be wrong).
@@ -421,26 +467,19 @@ impl LocalSketch {
             (MechanismKind::Projunit | MechanismKind::ProjunitCorrelated, _) => Some(record.k),
             _ => None,
         };
-        let params = MechanismParams {
+        let mut m = LocalSketch::new(&LocalSpec {
             kind: record.name,
             epsilon,
-            delta: None,
-            beta: 0.0,
-            neighbour: crate::privacy::guarantee::Neighbour::ReplaceOne,
-            p: record.p,
+            d: record.p,
             k,
-            projection: None,
             seed,
-            min_norm: None,
-            individual_dp: false,
-            local: LocalOptions {
+            options: LocalOptions {
                 map,
                 epsilon_norm,
                 radius,
                 first_row: rec.first_row,
             },
-        };
-        let mut m = build(&params)?;
+        })?;
         if let (Algo::ProjUnit(p, _), Some(draw)) = (&mut m.algo, draw) {
             *p = p.with_rotation_draw(draw);
         }
@@ -675,9 +714,6 @@ impl Mechanism for LocalSketch {
             arithmetic: None,
         }
     }
-    fn project(&self, _rows: &[f32], _out: &mut [f32]) -> Result<()> {
-        Err(not_a_sketch(self.kind))
-    }
     fn privatise(
         &self,
         rows: &[f32],
@@ -724,27 +760,12 @@ impl Mechanism for LocalSketch {
         }
         Ok(())
     }
-    fn estimator(&self) -> Result<Estimator> {
-        Err(not_a_sketch(self.kind))
-    }
     fn input_domain(&self) -> InputDomain {
         self.domain()
     }
     fn local(&self) -> Option<&dyn LocalDecoder> {
         Some(self)
     }
-}
-
-/// The error for sketch operations on a local release.
-fn not_a_sketch(kind: MechanismKind) -> Error {
-    Error::param(
-        "release",
-        format!(
-            "{} is a local-DP mechanism for mean estimation: its rows are per-user messages, not \
-             sketches with a public map and an inner-product estimator (use dprp mean)",
-            kind.name()
-        ),
-    )
 }
 
 /// `gamma = 0.1234, p = 0.9`: a local release's constants, six significant digits.
