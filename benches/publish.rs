@@ -43,7 +43,7 @@ use dprp::mechanism::central::gaussian_sketch::add_gaussian_noise;
 use dprp::mechanism::SketchMut;
 use dprp::mechanism::{self, Mechanism, MechanismKind, MechanismParams};
 use dprp::privacy::guarantee::Neighbour;
-use dprp::privacy::noise::NoiseSource;
+use dprp::privacy::samplers::noise::NoiseSource;
 use dprp::projection::{DenseKind, DenseProjection, Oporp, Seed};
 use dprp::publish::BLOCK_ROWS;
 use dprp::publish::{

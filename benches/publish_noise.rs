@@ -23,7 +23,7 @@ use dprp::data::scale::{ScaleArg, ScalingRequest};
 use dprp::data::{native, InputOptions};
 use dprp::mechanism::{MechanismKind, MechanismParams, NoiseChoice};
 use dprp::privacy::guarantee::Neighbour;
-use dprp::privacy::noise::NoiseSource;
+use dprp::privacy::samplers::noise::NoiseSource;
 use dprp::projection::{DenseKind, Seed};
 use dprp::publish::{load_scaled, publish_with, PublishOptions, PublishRequest};
 

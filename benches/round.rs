@@ -29,7 +29,7 @@ use dprp::data::RowReader;
 use dprp::mechanism::distributed::secagg::{default_half_degree, ModularSum, SecAggRound};
 use dprp::mechanism::distributed::{ClientEncoder, DdgParams, SketchDdg};
 use dprp::privacy::chacha::BufferedChaCha;
-use dprp::privacy::noise::NoiseSource;
+use dprp::privacy::samplers::noise::NoiseSource;
 use dprp::projection::Seed;
 use dprp::rng::normal::fill_standard_normal;
 use dprp::rng::Xoshiro256pp;

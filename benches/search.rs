@@ -43,7 +43,7 @@ use dprp::data::scale::{ScaleArg, ScalingRequest};
 use dprp::data::{Dataset, InputOptions};
 use dprp::mechanism::{self, MechanismKind, MechanismParams};
 use dprp::privacy::guarantee::Neighbour;
-use dprp::privacy::noise::NoiseSource;
+use dprp::privacy::samplers::noise::NoiseSource;
 use dprp::projection::{DenseKind, Seed};
 use dprp::publish::{load_scaled, privatise_dataset, Sketches};
 use dprp::search::exact::search;

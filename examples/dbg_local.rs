@@ -1,6 +1,6 @@
 use dprp::data::sample;
 use dprp::eval::grid::{mechanism, MechanismSpec, Privacy};
-use dprp::privacy::noise::NoiseSource;
+use dprp::privacy::samplers::noise::NoiseSource;
 use dprp::projection::Seed;
 use dprp::publish::{privatise_dataset_at, Sketches};
 fn main() {

@@ -24,7 +24,7 @@ use dprp::privacy::exact::{
     fill_binomial_half, DiscreteGaussian, Rational, TableGaussian, TABLE_GAUSSIAN_MAX_S2,
     TABLE_GAUSSIAN_MIN_S2,
 };
-use dprp::privacy::noise::NoiseSource;
+use dprp::privacy::samplers::noise::NoiseSource;
 use dprp::{Error, Result};
 
 #[derive(Debug, Parser)]

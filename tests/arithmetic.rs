@@ -400,7 +400,7 @@ fn queries_outside_the_domain_are_projected_not_refused() {
     assert_eq!(outside, f64s.iter().map(|&v| v as f32).collect::<Vec<_>>());
     // a private row outside the domain is refused by the grid (publish checks it before)
     let mut out = vec![0f32; 8];
-    let src = dprp::privacy::noise::NoiseSource::from_seed("q");
+    let src = dprp::privacy::samplers::noise::NoiseSource::from_seed("q");
     let e = m
         .privatise_rows(&q, dprp::mechanism::SketchMut::Real(&mut out), 0, &src)
         .unwrap_err()

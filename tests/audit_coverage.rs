@@ -19,7 +19,7 @@
 use dprp::audit::{self, AuditConfig};
 use dprp::mechanism::{LocalOptions, MechanismKind, MechanismParams};
 use dprp::privacy::guarantee::Neighbour;
-use dprp::privacy::noise::NoiseSource;
+use dprp::privacy::samplers::noise::NoiseSource;
 
 const R: usize = 200;
 const EPS: f64 = 1.0;

@@ -804,7 +804,7 @@ fn a_directory_of_parquet_files_is_one_table_and_shards_skip_row_groups() {
     };
     dprp::publish::publish_with(
         &req,
-        &dprp::privacy::noise::NoiseSource::from_seed("n"),
+        &dprp::privacy::samplers::noise::NoiseSource::from_seed("n"),
         &lib,
     )
     .unwrap();

@@ -11,7 +11,7 @@ use dprp::data::RowReader;
 use dprp::mechanism::distributed::round::run_round;
 use dprp::mechanism::distributed::secagg::{ModularSum, SecAggRound};
 use dprp::mechanism::distributed::{BinomialEncoder, BinomialParams};
-use dprp::privacy::noise::NoiseSource;
+use dprp::privacy::samplers::noise::NoiseSource;
 use dprp::projection::flatten::Flatten;
 use dprp::projection::Seed;
 use rand::SeedableRng;

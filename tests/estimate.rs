@@ -19,8 +19,8 @@ use dprp::mechanism::{
     build, Mechanism, MechanismKind, MechanismParams, ProjectionRecord, SketchMut,
 };
 use dprp::privacy::guarantee::Neighbour;
-use dprp::privacy::noise::NoiseSource;
 use dprp::privacy::rr::rr_flip_probability;
+use dprp::privacy::samplers::noise::NoiseSource;
 use dprp::projection::{DenseKind, Seed};
 use std::f64::consts::PI;
 

@@ -15,7 +15,7 @@ use dprp::mechanism::{
 use dprp::privacy::gaussian::{analytic_sigma, classical_sigma};
 use dprp::privacy::guarantee::Neighbour;
 use dprp::privacy::lattice::LatticeRecord;
-use dprp::privacy::noise::NoiseSource;
+use dprp::privacy::samplers::noise::NoiseSource;
 use dprp::projection::{DenseKind, DenseProjection, Oporp, Seed};
 
 fn params(kind: MechanismKind, p: usize, k: Option<usize>, eps: f64) -> MechanismParams {

@@ -7,6 +7,8 @@
 //!    modules may depend on each other one way only: the graph of `crate::…` and `super::…`
 //!    references between siblings has no cycle. (A folder's own `mod.rs` and its children are
 //!    one unit: the trait a child implements and the dispatch to it live together.)
+//! 3. **Samplers apart from accountants.** `privacy/samplers/` draws with the parameters it is
+//!    given and names no accountant of `privacy/`.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -329,4 +331,58 @@ fn no_import_circle_crosses_a_folder() {
     planted.insert(key("privacy", "mechanism"), vec!["planted".into()]);
     let cycle = find_cycle(&planted).expect("a planted circle is found");
     assert!(cycle.contains(&"privacy".to_string()) && cycle.contains(&"mechanism".to_string()));
+}
+
+/// What a file under `privacy/samplers/` names inside `privacy` that is neither a sampler nor
+/// an exact (integer) sampler: an accountant, which samplers must not depend on.
+fn sampler_violations(rel: &str, text: &str) -> Vec<String> {
+    let module = module_of(rel);
+    let mut found = Vec::new();
+    for (n, line) in text.lines().enumerate() {
+        for target in references(&module, code(line)) {
+            // `privacy` alone is a visibility path (`pub(in crate::privacy)`), not a use
+            let inner = target.get(1).map(String::as_str);
+            if target.first().is_some_and(|t| t == "privacy")
+                && inner.is_some_and(|s| s != "samplers" && s != "exact")
+            {
+                found.push(format!("{rel}:{}: {}", n + 1, line.trim()));
+            }
+        }
+    }
+    found
+}
+
+/// Samplers apart from accountants (issue 27): the files in `privacy/samplers/` draw with
+/// parameters they are given and name no accountant (`privacy::gaussian`, `lattice`, `rr`,
+/// `coin`, `nplus`, `zcdp`, `guarantee`); the accountants may use the samplers.
+#[test]
+fn samplers_name_no_accountant() {
+    let mut found = Vec::new();
+    let mut seen = 0;
+    for (rel, text) in sources() {
+        if rel.starts_with("privacy/samplers/") {
+            seen += 1;
+            found.extend(sampler_violations(&rel, &text));
+        }
+    }
+    assert!(seen >= 4, "the samplers folder holds {seen} files");
+    assert!(
+        found.is_empty(),
+        "samplers using accountants:\n{}",
+        found.join("\n")
+    );
+    // power: an accountant named directly or through `super::super` is caught; a sibling
+    // sampler and the exact samplers are not
+    let rel = "privacy/samplers/flip.rs";
+    assert_eq!(
+        sampler_violations(rel, "use crate::privacy::rr::x;").len(),
+        1
+    );
+    assert_eq!(
+        sampler_violations(rel, "use super::super::lattice::S2;").len(),
+        1
+    );
+    assert!(sampler_violations(rel, "use super::coin::Coin;").is_empty());
+    assert!(sampler_violations(rel, "use crate::privacy::exact::TableGaussian;").is_empty());
+    assert!(sampler_violations(rel, "pub(in crate::privacy) threshold: u64,").is_empty());
 }

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use dprp::mechanism::local::accumulator::{AccumulatorState, MeanAccumulator};
 use dprp::mechanism::{self, LocalMap, LocalOptions, Mechanism, MechanismKind, MechanismParams};
 use dprp::privacy::guarantee::{GuaranteeKind, Neighbour};
-use dprp::privacy::noise::NoiseSource;
+use dprp::privacy::samplers::noise::NoiseSource;
 use dprp::projection::Seed;
 use dprp::publish::{publish, PublishRequest};
 use dprp::release::Release;

@@ -7,7 +7,7 @@ use dprp::data::scale::{ScaleArg, ScalingRequest};
 use dprp::data::{native, InputOptions};
 use dprp::mechanism::{MechanismKind, MechanismParams};
 use dprp::privacy::guarantee::Neighbour;
-use dprp::privacy::noise::NoiseSource;
+use dprp::privacy::samplers::noise::NoiseSource;
 use dprp::publish::{load_scaled, publish, PublishRequest};
 use dprp::release::Release;
 

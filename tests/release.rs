@@ -7,7 +7,7 @@ use dprp::data::{native, read_all, Dataset, InputOptions, Scaling};
 use dprp::mechanism::Payload;
 use dprp::mechanism::{build, from_record, MechanismKind, MechanismParams};
 use dprp::privacy::guarantee::Neighbour;
-use dprp::privacy::noise::NoiseSource;
+use dprp::privacy::samplers::noise::NoiseSource;
 use dprp::projection::Seed;
 use dprp::publish::BLOCK_ROWS;
 use dprp::publish::{

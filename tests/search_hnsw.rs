@@ -13,7 +13,7 @@ use dprp::data::{Dataset, InputOptions};
 use dprp::mechanism::central::sign_sketch::pack_signs;
 use dprp::mechanism::{Mechanism, MechanismKind, MechanismParams};
 use dprp::privacy::guarantee::Neighbour;
-use dprp::privacy::noise::NoiseSource;
+use dprp::privacy::samplers::noise::NoiseSource;
 use dprp::publish::{load_scaled, privatise_dataset, Sketches};
 use dprp::search::hnsw::{default_ef, HnswIndex, HnswParams};
 use dprp::search::{exact, Hit, Measure, Sketch};

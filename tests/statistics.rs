@@ -14,7 +14,7 @@ use dprp::estimate::{ip_variance, Family, PairStats, QueryMode};
 use dprp::mechanism::{build_with, MechanismKind, MechanismParams, NoiseChoice, SketchMut};
 use dprp::privacy::gaussian::{analytic_sigma, gaussian_delta, norm_cdf};
 use dprp::privacy::guarantee::Neighbour;
-use dprp::privacy::noise::NoiseSource;
+use dprp::privacy::samplers::noise::NoiseSource;
 use dprp::projection::{DenseKind, DenseProjection, Oporp, Seed};
 
 struct Moments {

@@ -12,7 +12,7 @@ use pyo3::types::PyDict;
 use dprp::mechanism::local::accumulator::AccumulatorState;
 use dprp::mechanism::{self, LocalMap, LocalOptions, Mechanism, MechanismKind, MechanismParams};
 use dprp::privacy::guarantee::Neighbour;
-use dprp::privacy::noise::NoiseSource;
+use dprp::privacy::samplers::noise::NoiseSource;
 
 use crate::ints::{self, Int};
 use crate::{err, param};

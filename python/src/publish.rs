@@ -10,7 +10,7 @@ use dprp::data::scale::{parse_normalize, ScaleArg, ScalingRequest};
 use dprp::data::{open_reader, InputOptions, RowReader};
 use dprp::mechanism;
 use dprp::privacy::gaussian::{analytic_sigma, classical_is_proven, classical_sigma};
-use dprp::privacy::noise::NoiseSource;
+use dprp::privacy::samplers::noise::NoiseSource;
 use dprp::projection::Seed;
 use dprp::publish::{publish_from, PublishOptions, PublishRequest};
 use dprp::request::publish::RunOptions;

@@ -42,7 +42,7 @@ use serde::Serialize;
 
 use crate::error::{Error, Result};
 use crate::mechanism::{self, Mechanism, MechanismKind, MechanismParams, Payload, SketchMut};
-use crate::privacy::noise::NoiseSource;
+use crate::privacy::samplers::noise::NoiseSource;
 use crate::projection::Seed;
 
 pub use events::FamilyResult;

@@ -33,7 +33,7 @@ use crate::data::scale::ScalingRequest;
 use crate::data::InputOptions;
 use crate::error::{Error, Result};
 use crate::mechanism::{MechanismParams, Payload};
-use crate::privacy::noise::NoiseSource;
+use crate::privacy::samplers::noise::NoiseSource;
 use crate::privacy::special::norm_isf_ln;
 use crate::publish::{publish_with, PublishOptions, PublishRequest};
 

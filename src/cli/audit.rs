@@ -11,7 +11,7 @@ use crate::audit::{self, report, AuditConfig, AuditReport, Miscalibration};
 use crate::error::{Error, Result};
 use crate::mechanism::{LocalMap, LocalOptions, MechanismKind, MechanismParams};
 use crate::privacy::guarantee::Neighbour;
-use crate::privacy::noise::NoiseSource;
+use crate::privacy::samplers::noise::NoiseSource;
 use crate::projection::DenseKind;
 
 /// Default samples per input of each pair.

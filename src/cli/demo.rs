@@ -11,7 +11,7 @@ use crate::estimate::{
 use crate::mechanism::central::sign_sketch::pack_signs;
 use crate::mechanism::{self, MechanismKind, MechanismParams};
 use crate::privacy::guarantee::Neighbour;
-use crate::privacy::noise::NoiseSource;
+use crate::privacy::samplers::noise::NoiseSource;
 use crate::release::Release;
 
 #[derive(Debug, Args)]

@@ -5,7 +5,7 @@ use clap::Args;
 use super::{InputArgs, ScaleArgs};
 use crate::error::Result;
 use crate::ledger::Gate;
-use crate::privacy::noise::NoiseSource;
+use crate::privacy::samplers::noise::NoiseSource;
 use crate::projection::Seed;
 use crate::publish::{publish_gated, publish_with, PublishOptions, PublishOutcome, PublishRequest};
 use crate::request::publish::{LedgerOptions, PublishReport, RunOptions};

@@ -15,7 +15,7 @@ use crate::error::{Error, Result};
 use crate::mechanism::central::sign_sketch::pack_signs;
 use crate::mechanism::{build, LocalMap, LocalOptions, Mechanism, MechanismKind, MechanismParams};
 use crate::privacy::guarantee::{GuaranteeKind, Neighbour};
-use crate::privacy::noise::NoiseSource;
+use crate::privacy::samplers::noise::NoiseSource;
 use crate::projection::{DenseKind, DenseProjection, Oporp, Seed};
 use crate::publish::Sketches;
 

@@ -266,7 +266,7 @@ fn local_job(
 fn decoded(
     m: &dyn Mechanism,
     data: &Dataset,
-    noise: &crate::privacy::noise::NoiseSource,
+    noise: &crate::privacy::samplers::noise::NoiseSource,
     first_row: u64,
 ) -> Result<Sketches> {
     use rayon::prelude::*;

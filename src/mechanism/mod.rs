@@ -288,13 +288,13 @@ pub trait Mechanism: Send + Sync {
     /// with those generators; mechanisms override it to share work across rows (e.g. one larger
     /// matrix product).
     ///
-    /// [`NoiseSource::row_rng`]: crate::privacy::noise::NoiseSource::row_rng
+    /// [`NoiseSource::row_rng`]: crate::privacy::samplers::noise::NoiseSource::row_rng
     fn privatise_rows(
         &self,
         rows: &[f32],
         out: SketchMut<'_>,
         first_row: u64,
-        noise: &crate::privacy::noise::NoiseSource,
+        noise: &crate::privacy::samplers::noise::NoiseSource,
     ) -> Result<()> {
         let p = self.input_dim();
         match out {
@@ -325,7 +325,7 @@ pub trait Mechanism: Send + Sync {
         rows: &[f32],
         out: SketchMut<'_>,
         first_row: u64,
-        noise: &crate::privacy::noise::NoiseSource,
+        noise: &crate::privacy::samplers::noise::NoiseSource,
         perturbed: &mut [u32],
     ) -> Result<()> {
         self.privatise_rows(rows, out, first_row, noise)?;

@@ -40,10 +40,10 @@
 //!    Gaussian densities); the discrete Gaussian `N_ℤ(r, s²)` is `φ_s(z − r)·√(2π)s/Θ_s(0)`, in
 //!    the same range (its own η is smaller since `s ≥ s₂`). So the laws of `M'` and of the
 //!    lattice mechanism differ pointwise by a factor in `[1/c, c]`, `c = (1+η)/(1−η)`, per
-//!    coordinate, `c^k` per row. The sampler ([`TableGaussian`]) was within a factor
-//!    `(1+e)/(1−e)` of `N_ℤ(0, s²)` pointwise (`e` = [`WEIGHT_ERROR`]) until it gained an exact
-//!    correction of its envelope weights (session 17); the accounting still multiplies `c` by that
-//!    factor — a charge of about 10⁻⁹ in ε that is now conservative, kept so that recorded
+//!    coordinate, `c^k` per row. The sampler
+//!    ([`TableGaussian`](crate::privacy::exact::TableGaussian)) was within a factor `(1+e)/(1−e)`
+//!    of `N_ℤ(0, s²)` pointwise (`e` = [`WEIGHT_ERROR`]) until it gained an exact correction of
+//!    its envelope weights (session 17); the accounting still multiplies `c` by that factor — a charge of about 10⁻⁹ in ε that is now conservative, kept so that recorded
 //!    calibrations do not change.
 //!    Rounding `s²` up to an integer only adds continuous noise (a larger `s₁`), so the same
 //!    argument holds with the larger `s₁`.
@@ -64,11 +64,12 @@
 //! set `A` of each row (`k` replaced by `|A| ≤ k` in step 1 and the data-independent `k` in the
 //! accounting of step 4) and releases the signs of `γ(r + Z)`.
 
-use rand_chacha::ChaCha20Rng;
 use serde::{Deserialize, Serialize};
 
+pub use super::samplers::lattice::LatticeNoise;
+use super::samplers::lattice::LATTICE_LIMIT;
 use crate::error::{Error, Result};
-use crate::privacy::exact::{TableGaussian, WEIGHT_ERROR};
+use crate::privacy::exact::WEIGHT_ERROR;
 use crate::privacy::gaussian::{calibrate, GaussianCalibration, SigmaRule};
 
 /// `s₂`, the width of the discrete Gaussian that absorbs the lattice (step 3).
@@ -76,9 +77,6 @@ pub const S2: f64 = 2.0;
 
 /// `γ` is at most `2^-MARGIN_BITS` of the sensitivity (per √k) and of σ (per s₂).
 pub const MARGIN_BITS: i32 = 12;
-
-/// `|y|·2^g` must stay below this (so `r + Z` and `γ(r + Z)` are exact in f64).
-const LATTICE_LIMIT: f64 = 4_503_599_627_370_496.0; // 2^52
 
 /// Which noise a Gaussian mechanism draws (`--noise`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -354,70 +352,11 @@ pub fn check_range(max_abs: f64, g: i32) -> Result<()> {
     }
 }
 
-/// Lattice noise ready to draw: `γ = 2^-g` and the sampler for `N_ℤ(0, s²)`.
-#[derive(Debug, Clone)]
-pub struct LatticeNoise {
-    g: i32,
-    sampler: TableGaussian,
-}
-
-impl LatticeNoise {
-    /// From a recorded `g` and `s²`.
-    pub fn new(g: i32, s_squared: u64) -> Result<LatticeNoise> {
-        Ok(LatticeNoise {
-            g,
-            sampler: TableGaussian::new(s_squared)?,
-        })
-    }
-
-    /// `g`.
-    pub fn g(&self) -> i32 {
-        self.g
-    }
-
-    /// The sampler.
-    pub fn sampler(&self) -> &TableGaussian {
-        &self.sampler
-    }
-
-    /// `out_j = γ·(round(y_j/γ) + Z_j)`, rounded once to f32, for the computed values `y` (f64:
-    /// rounding them to f32 first would add `2⁻²⁴|y_j|` of error). Errors (naming the value) if
-    /// `|y|·2^g ≥ 2^52`; `out` may then be partly noised and must be discarded (the publisher
-    /// removes the output file on any error).
-    pub fn add(&self, y: &[f64], out: &mut [f32], rng: &mut ChaCha20Rng) -> Result<()> {
-        let up = pow2(self.g);
-        let down = pow2(-self.g);
-        let mut z = [0i64; 512];
-        // the same keystream words as `rng`, computed eight blocks at a time
-        let mut fast = crate::privacy::chacha::BufferedChaCha::new(rng);
-        for (chunk, ys) in out.chunks_mut(z.len()).zip(y.chunks(z.len())) {
-            let z = &mut z[..chunk.len()];
-            self.sampler.fill(&mut fast, z);
-            for ((v, &yv), &zi) in chunk.iter_mut().zip(ys).zip(z.iter()) {
-                let t = yv * up;
-                if t.is_nan() || t.abs() >= LATTICE_LIMIT {
-                    return Err(Error::param(
-                        "lattice noise",
-                        format!(
-                            "the projected value {yv} times 2^{} does not fit the lattice's \
-                             integers (|y|·2^g < 2^52); use a larger --beta or --noise float",
-                            self.g
-                        ),
-                    ));
-                }
-                // |round(t)| < 2^52 and |Z| < 2^40 (s < 2^31, far tails aside: the sum stays
-                // exact below 2^53 unless Z exceeds 2^52, probability e^{-2^40})
-                *v = ((t.round() + zi as f64) * down) as f32;
-            }
-        }
-        Ok(())
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use rand::SeedableRng;
+    use rand_chacha::ChaCha20Rng;
 
     /// A value beyond the lattice's integer range is an error naming the lattice, never wrapped;
     /// values inside come out as multiples of γ.

@@ -1,20 +1,21 @@
-//! Privacy accounting: calibration of noise to a guarantee, the guarantee itself, and the noise
-//! source.
+//! Privacy: the accountants (calibration of noise to a guarantee, the guarantee itself) and,
+//! apart from them, the samplers that draw the noise.
 //!
+//! - [`samplers`]: given calibrated parameters, draw — the noise CSPRNG, the sign flips' and the
+//!   local mechanisms' exact coins, lattice noise. Nothing there names an accountant.
 //! - [`exact`]: exact integer samplers (discrete Gaussian and Laplace, Bernoulli(exp(−γ)),
 //!   binomials) with rational parameters and no floating point, for distributed DP.
-//! - [`coin`]: exact Bernoulli coins for the local-DP mechanisms' branch and keep decisions,
-//!   rounded toward privacy.
+//! - [`coin`]: the local-DP mechanisms' branch and keep coins, their thresholds computed from
+//!   the budget and rounded toward privacy.
 //! - [`gaussian`]: the normal CDF in log space, the classical (Theorem 3.1) and analytic
 //!   (Theorem 3.2, Balle & Wang 2018) Gaussian mechanisms.
 //! - [`lattice`]: the default noise of the Gaussian mechanisms — a discrete Gaussian on the
-//!   lattice `γℤ`, sampled with integer arithmetic, and its privacy argument.
+//!   lattice `γℤ` — its privacy argument, γ and s² (the sampler is [`samplers::lattice`]).
 //! - [`guarantee`]: the privacy model (neighbour relation, guarantee kinds) and its plain-language
 //!   statement.
-//! - [`noise`]: the CSPRNG that draws secret noise (OS-seeded ChaCha20).
 //! - [`nplus`]: `N₊` (Proposition 4.4), the high-probability bound on how many signs one neighbour
 //!   can flip, for DP-SignRP-RR.
-//! - [`rr`]: randomised response and smooth flipping on signs.
+//! - [`rr`]: randomised response and smooth flipping on signs: the flip thresholds from ε'.
 //! - [`special`]: log-space special functions (normal tail and quantile, incomplete beta) for the
 //!   local-DP mechanisms.
 //! - [`zcdp`]: ρ-zCDP → (ε, δ)-DP, the tight conversion of Canonne, Kamath & Steinke 2020.
@@ -26,8 +27,8 @@ pub mod exact;
 pub mod gaussian;
 pub mod guarantee;
 pub mod lattice;
-pub mod noise;
 pub mod nplus;
 pub mod rr;
+pub mod samplers;
 pub mod special;
 pub mod zcdp;

@@ -48,6 +48,7 @@
 //! Cost: one `Q` takes about a microsecond (30 Taylor terms and 7 squarings of 256-bit products,
 //! one 128-step division); a mechanism computes its flips once, not per sign.
 
+pub use super::samplers::flip::Flip;
 use crate::error::{Error, Result};
 
 /// `q = 1/(1+e^{ε'})` in floating point, computed without overflow for large ε': the *nominal*
@@ -281,14 +282,6 @@ fn check_eps_prime(eps_prime: f64) -> Result<(u128, i32)> {
     })
 }
 
-/// A Bernoulli(`Q/2⁶⁴`) coin on 64-bit words: flips iff a uniform word is `< Q`, so its
-/// probability is exactly `Q/2⁶⁴` (module documentation). `Q ≤ 2⁶³`: every coin here flips with
-/// probability at most ½.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Flip {
-    threshold: u64,
-}
-
 impl Flip {
     /// Randomised response at `ε'`: `Q = ⌈2⁶⁴·U/(1+U)⌉` with a rigorous `U ≥ e^{−ε'}`, so
     /// `Q/2⁶⁴ ≥ 1/(1+e^{ε'})` (rounded toward ½) and `(2⁶⁴ − Q)/Q ≤ e^{ε'}`.
@@ -307,43 +300,6 @@ impl Flip {
     /// always-private answer — instead of an error.
     pub fn randomised_response_or_half(eps_prime: f64) -> Flip {
         Flip::randomised_response(eps_prime).unwrap_or(Flip { threshold: 1 << 63 })
-    }
-
-    /// The coin with probability `threshold/2⁶⁴`, `threshold ≤ 2⁶³`.
-    ///
-    /// # Errors
-    /// `threshold > 2⁶³` (a flip probability above ½).
-    pub fn from_threshold(threshold: u64) -> Result<Flip> {
-        if threshold > 1 << 63 {
-            return Err(Error::param(
-                "flip threshold",
-                format!("{threshold} exceeds 2^63: a flip probability above 1/2"),
-            ));
-        }
-        Ok(Flip { threshold })
-    }
-
-    /// `Q`: the coin flips iff a uniform 64-bit word is below it.
-    pub fn threshold(&self) -> u64 {
-        self.threshold
-    }
-
-    /// Draw.
-    #[inline]
-    pub fn sample<R: rand::Rng + ?Sized>(&self, rng: &mut R) -> bool {
-        rng.next_u64() < self.threshold
-    }
-
-    /// Decide from an already drawn uniform 64-bit word (what [`sample`](Flip::sample) does with
-    /// `next_u64()`).
-    #[inline]
-    pub fn sample_word(&self, w: u64) -> bool {
-        w < self.threshold
-    }
-
-    /// The probability `Q/2⁶⁴` as the nearest `f64` (for display; the coin uses `Q` itself).
-    pub fn probability(&self) -> f64 {
-        self.threshold as f64 / 18_446_744_073_709_551_616.0
     }
 }
 

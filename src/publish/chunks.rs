@@ -9,7 +9,7 @@ use crate::data::scale::{check_finite, check_input_domain, Scaler};
 use crate::data::Dataset;
 use crate::error::{Error, Result};
 use crate::mechanism::{self, Mechanism, Payload, SketchMut};
-use crate::privacy::noise::NoiseSource;
+use crate::privacy::samplers::noise::NoiseSource;
 
 /// Most blocks per parallel task: each task privatises up to `GROUP_BLOCKS·BLOCK_ROWS` rows
 /// at once (fewer for small chunks, see `group_rows`).

@@ -6,7 +6,7 @@ use super::{noise_generator_for, PublishOptions, Warnings};
 use crate::data::Scaling;
 use crate::mechanism::Mechanism;
 use crate::privacy::guarantee::GuaranteeKind;
-use crate::privacy::noise::NoiseSource;
+use crate::privacy::samplers::noise::NoiseSource;
 use crate::release::{now_rfc3339, DatasetRecord, NoiseRecord, ReleaseMeta, VERSION};
 
 /// What the run learned about its input.

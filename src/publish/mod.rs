@@ -25,7 +25,7 @@ use crate::data::scale::{column_max_abs, Scaler, ScalingRequest};
 use crate::data::{open_reader, Dataset, InputOptions, RowReader};
 use crate::error::{Error, Result};
 use crate::mechanism::{self, MechanismParams, Payload};
-use crate::privacy::noise::NoiseSource;
+use crate::privacy::samplers::noise::NoiseSource;
 use crate::release::{ReleaseMeta, ReleaseWriter};
 
 pub use chunks::{

@@ -15,7 +15,7 @@ use crate::data::RowReader;
 use crate::error::{Error, Result};
 use crate::ledger::fingerprint::Fingerprinter;
 use crate::mechanism::{self, Mechanism, Payload};
-use crate::privacy::noise::NoiseSource;
+use crate::privacy::samplers::noise::NoiseSource;
 use crate::release::{DatasetRecord, ReleaseWriter};
 
 /// What the streaming stage needs besides the reader and the writer.

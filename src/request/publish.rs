@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use crate::error::{Error, Front, Result};
 use crate::ledger::{Budget, Gate};
 use crate::privacy::lattice::NoiseChoice;
-use crate::privacy::noise::NoiseSource;
+use crate::privacy::samplers::noise::NoiseSource;
 use crate::publish::{PublishOptions, PublishOutcome};
 use crate::release::Container;
 

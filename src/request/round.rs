@@ -18,7 +18,7 @@ use crate::mechanism::distributed::{
     plan_encoder, DistributedGuarantee, DistributedKind, PlanDetail,
 };
 use crate::privacy::guarantee::fmt_param;
-use crate::privacy::noise::NoiseSource;
+use crate::privacy::samplers::noise::NoiseSource;
 use crate::projection::Seed;
 
 /// The options of a round; `None` where the user gave nothing.

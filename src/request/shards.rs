@@ -10,7 +10,7 @@ use crate::atomic::StagingDir;
 use crate::data::open_reader;
 use crate::error::{Error, Result};
 use crate::ledger::Gate;
-use crate::privacy::noise::NoiseSource;
+use crate::privacy::samplers::noise::NoiseSource;
 use crate::publish::{publish_gated, Part, PublishOptions, PublishOutcome, PublishRequest};
 use crate::release::shards::{finish, shard_file_name_as, LEGACY_MANIFEST, MANIFEST};
 use crate::release::{DatasetRecord, ShardRecord};

@@ -411,7 +411,7 @@ impl Mechanism for GaussianSketch {
         rows: &[f32],
         out: SketchMut<'_>,
         first_row: u64,
-        noise: &crate::privacy::noise::NoiseSource,
+        noise: &crate::privacy::samplers::noise::NoiseSource,
     ) -> Result<()> {
         // One projection per tile of rows (a larger, more efficient matrix product), then each
         // row's noise from its own stream: identical to privatising row by row.

@@ -37,8 +37,8 @@ use crate::error::{Error, Result};
 use crate::estimate::Estimator;
 use crate::mechanism::{Mechanism, MechanismKind, MechanismRecord, Payload, Sketch, SketchMut};
 use crate::privacy::guarantee::{Guarantee, Neighbour};
-use crate::privacy::noise::NoiseSource;
 use crate::privacy::rr::{smooth_flip_table, split_epsilon, Flip};
+use crate::privacy::samplers::noise::NoiseSource;
 
 pub use super::sign_record::{FlipRule, SetSummary, SignRecord};
 

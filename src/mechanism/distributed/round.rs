@@ -19,7 +19,7 @@ use super::secagg::{ModularSum, SecAggRound};
 use crate::data::RowReader;
 use crate::error::{Error, Result};
 use crate::mechanism::distributed::ClientEncoder;
-use crate::privacy::noise::NoiseSource;
+use crate::privacy::samplers::noise::NoiseSource;
 
 /// Clients read per batch and thread (each client is its own parallel task).
 const CLIENTS_PER_THREAD: usize = 4;

@@ -29,7 +29,7 @@
 //!
 //! **Randomness.** Every sampler is generic over `R: rand::CryptoRng` (a cryptographically
 //! secure generator, enforced by the trait bound); dprp draws its secret noise from ChaCha20
-//! through [`NoiseSource::row_rng`](crate::privacy::noise::NoiseSource::row_rng). The
+//! through [`NoiseSource::row_rng`](crate::privacy::samplers::noise::NoiseSource::row_rng). The
 //! results are exact given independent uniform bits; they are as good as the generator.
 //!
 //! **Parameters and errors.** Constructors (`new`) validate once and return
@@ -43,7 +43,7 @@
 //!
 //! ```
 //! use dprp::privacy::exact::{fill_discrete_gaussian, Binomial, Rational};
-//! use dprp::privacy::noise::NoiseSource;
+//! use dprp::privacy::samplers::noise::NoiseSource;
 //!
 //! # fn main() -> dprp::Result<()> {
 //! let mut rng = NoiseSource::from_os()?.row_rng(0);
