@@ -8,7 +8,7 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
-use super::marks::{colour, draw_legend_marker};
+use super::marks::{colour, draw_legend_marker, NOTE_COLOR};
 use super::raster::PResult;
 
 /// Size of one panel in pixels.
@@ -259,7 +259,7 @@ impl Legend<'_, '_> {
                 (LEGEND_X + indent, self.y),
                 (FONT, 13)
                     .into_font()
-                    .color(&super::marks::NOTE_COLOR)
+                    .color(&NOTE_COLOR)
                     .pos(Pos::new(HPos::Left, VPos::Center)),
             ))
             .map_err(perr)?;

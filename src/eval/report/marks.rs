@@ -1,4 +1,4 @@
-//! Colours, marker shapes and dash patterns of the plots, and where the ε = ∞ points go.
+//! Colours, marker shapes, ±sd bars and dash patterns of the plots, and where the ε = ∞ points go.
 
 use plotters::coord::types::RangedCoordf64;
 use plotters::element::ErrorBarOrientV;
