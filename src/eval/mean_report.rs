@@ -152,9 +152,37 @@ pub fn markdown(rep: &MeanReport) -> String {
     s
 }
 
+/// One experiment's section: its title, what ran and whether the closed form agreed, the table,
+/// the reasons for settings not run, wrapped sums, and the headline and scaling lines.
 fn experiment_markdown(e: &ExperimentReport) -> String {
     let mut s = String::new();
     let _ = writeln!(s, "## {}\n", e.title);
+    s.push_str(&run_sentence(e));
+    s.push('\n');
+    s.push_str(
+        "| mechanism | guarantee | d | n | ε | k | b | bits/param | ‖μ̂ − μ̄‖² | closed form | \
+         ratio | check | client / user | server (n users) |\n",
+    );
+    s.push_str("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|\n");
+    let mut reasons: Vec<String> = Vec::new();
+    for r in &e.rows {
+        s.push_str(&table_row(r, &mut reasons));
+    }
+    if !reasons.is_empty() {
+        s.push('\n');
+        for (i, r) in reasons.iter().enumerate() {
+            let _ = writeln!(s, "[{}] {}", i + 1, r);
+        }
+    }
+    s.push_str(&wrapped_sums(e));
+    s.push_str(&super::mean_summary::summary(e));
+    s
+}
+
+/// "12 settings, 5 repeats each; 2 not run (…). Closed-form check: 9 of 10 checked settings
+/// agree; disagreeing: …."
+fn run_sentence(e: &ExperimentReport) -> String {
+    let mut s = String::new();
     let checked: Vec<&MeanRow> = e.rows.iter().filter(|r| r.check.is_some()).collect();
     let bad: Vec<&&MeanRow> = checked
         .iter()
@@ -171,134 +199,120 @@ fn experiment_markdown(e: &ExperimentReport) -> String {
     let _ = write!(s, ".");
     if checked.is_empty() {
         s.push('\n');
-    } else {
-        let _ = write!(
-            s,
-            " Closed-form check: {} of {} checked settings agree",
-            checked.len() - bad.len(),
-            checked.len()
-        );
-        if bad.is_empty() {
-            let _ = writeln!(s, ".");
-        } else {
-            let list: Vec<String> = bad
-                .iter()
-                .map(|r| {
-                    format!(
-                        "{} d = {} ε = {}{} (z = {:.1})",
-                        r.mechanism,
-                        r.d,
-                        r.epsilon,
-                        r.k.map(|k| format!(" k = {k}")).unwrap_or_default(),
-                        r.check.as_ref().map(|c| c.z).unwrap_or(f64::NAN)
-                    )
-                })
-                .collect();
-            let _ = writeln!(s, "; disagreeing: {}.", list.join("; "));
-        }
+        return s;
     }
-    s.push('\n');
-    s.push_str(
-        "| mechanism | guarantee | d | n | ε | k | b | bits/param | ‖μ̂ − μ̄‖² | closed form | \
-         ratio | check | client / user | server (n users) |\n",
+    let _ = write!(
+        s,
+        " Closed-form check: {} of {} checked settings agree",
+        checked.len() - bad.len(),
+        checked.len()
     );
-    s.push_str("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|\n");
-    let mut reasons: Vec<String> = Vec::new();
-    for r in &e.rows {
-        let k = r.k.map(|k| k.to_string()).unwrap_or_else(|| "—".into());
-        let b = r.bits.map(|b| b.to_string()).unwrap_or_else(|| "—".into());
-        let bpp = match (r.bits_per_parameter, r.sketch_m, r.bpp_cap) {
-            (Some(x), Some(m), _) => format!("{x:.3} (m = {m})"),
-            (Some(x), None, _) => format!("{x:.3}"),
-            (None, _, Some(c)) => format!("≤ {c}"),
-            (None, _, None) => "—".into(),
-        };
-        let head = format!(
-            "| {} | {} | {} | {} | {} | {k} | {b} | {bpp} |",
-            r.mechanism.replace('|', "\\|"),
-            if MeanSpec::is_central_label(&r.mechanism) {
-                format!("{} (trusted server)", r.guarantee.short())
-            } else if distributed(r) {
-                format!("{} (SecAgg)", r.guarantee.short())
-            } else {
-                r.guarantee.short().to_string()
-            },
-            r.d,
-            r.n,
-            r.epsilon
-        );
-        match (&r.status, &r.sq_error, r.expected) {
-            (Status::Ok, Some(m), Some(x)) => {
-                let kind = r
-                    .error_kind
-                    .filter(|k| *k != ErrorKind::Exact)
-                    .map(|k| format!(" ({})", error_kind_name(k)))
-                    .unwrap_or_default();
-                let _ = writeln!(
-                    s,
-                    "{head} {} | {}{kind} | {:.3} | {} | {} | {} |",
-                    mean_sd(m),
-                    sci(x),
-                    m.mean / x,
-                    check_cell(r),
-                    r.client_s_per_user
-                        .as_ref()
-                        .map(|c| secs(c.mean))
-                        .unwrap_or_else(|| "—".into()),
-                    r.server_s
-                        .as_ref()
-                        .map(|c| secs(c.mean))
-                        .unwrap_or_else(|| "—".into()),
-                );
-            }
-            (st, _, _) => {
-                let reason = match st {
-                    Status::NotApplicable(x) | Status::Failed(x) => x.clone(),
-                    Status::Ok => "no values".into(),
-                };
-                let i = match reasons.iter().position(|x| *x == reason) {
-                    Some(i) => i,
-                    None => {
-                        reasons.push(reason);
-                        reasons.len() - 1
-                    }
-                };
-                let _ = writeln!(s, "{head} not run [{}] | | | | | |", i + 1);
-            }
+    if bad.is_empty() {
+        let _ = writeln!(s, ".");
+    } else {
+        let list: Vec<String> = bad
+            .iter()
+            .map(|r| {
+                format!(
+                    "{} d = {} ε = {}{} (z = {:.1})",
+                    r.mechanism,
+                    r.d,
+                    r.epsilon,
+                    r.k.map(|k| format!(" k = {k}")).unwrap_or_default(),
+                    r.check.as_ref().map(|c| c.z).unwrap_or(f64::NAN)
+                )
+            })
+            .collect();
+        let _ = writeln!(s, "; disagreeing: {}.", list.join("; "));
+    }
+    s
+}
+
+/// A setting's line of the table; a setting not run points to its reason (added to `reasons`
+/// if new).
+fn table_row(r: &MeanRow, reasons: &mut Vec<String>) -> String {
+    let k = r.k.map(|k| k.to_string()).unwrap_or_else(|| "—".into());
+    let b = r.bits.map(|b| b.to_string()).unwrap_or_else(|| "—".into());
+    let bpp = match (r.bits_per_parameter, r.sketch_m, r.bpp_cap) {
+        (Some(x), Some(m), _) => format!("{x:.3} (m = {m})"),
+        (Some(x), None, _) => format!("{x:.3}"),
+        (None, _, Some(c)) => format!("≤ {c}"),
+        (None, _, None) => "—".into(),
+    };
+    let head = format!(
+        "| {} | {} | {} | {} | {} | {k} | {b} | {bpp} |",
+        r.mechanism.replace('|', "\\|"),
+        if MeanSpec::is_central_label(&r.mechanism) {
+            format!("{} (trusted server)", r.guarantee.short())
+        } else if distributed(r) {
+            format!("{} (SecAgg)", r.guarantee.short())
+        } else {
+            r.guarantee.short().to_string()
+        },
+        r.d,
+        r.n,
+        r.epsilon
+    );
+    match (&r.status, &r.sq_error, r.expected) {
+        (Status::Ok, Some(m), Some(x)) => {
+            let kind = r
+                .error_kind
+                .filter(|k| *k != ErrorKind::Exact)
+                .map(|k| format!(" ({})", error_kind_name(k)))
+                .unwrap_or_default();
+            let time = |t: &Option<Metric>| t.as_ref().map(|c| secs(c.mean));
+            format!(
+                "{head} {} | {}{kind} | {:.3} | {} | {} | {} |\n",
+                mean_sd(m),
+                sci(x),
+                m.mean / x,
+                check_cell(r),
+                time(&r.client_s_per_user).unwrap_or_else(|| "—".into()),
+                time(&r.server_s).unwrap_or_else(|| "—".into()),
+            )
+        }
+        (st, _, _) => {
+            let reason = match st {
+                Status::NotApplicable(x) | Status::Failed(x) => x.clone(),
+                Status::Ok => "no values".into(),
+            };
+            let i = match reasons.iter().position(|x| *x == reason) {
+                Some(i) => i,
+                None => {
+                    reasons.push(reason);
+                    reasons.len() - 1
+                }
+            };
+            format!("{head} not run [{}] | | | | | |\n", i + 1)
         }
     }
-    if !reasons.is_empty() {
-        s.push('\n');
-        for (i, r) in reasons.iter().enumerate() {
-            let _ = writeln!(s, "[{}] {}", i + 1, r);
-        }
-    }
-    let wrapped: Vec<&MeanRow> = e
+}
+
+/// The paragraph on secure sums that wrapped around the modulus (empty when none did).
+fn wrapped_sums(e: &ExperimentReport) -> String {
+    let wrapped: Vec<String> = e
         .rows
         .iter()
         .filter(|r| r.wrapped.is_some_and(|w| w > 0))
+        .map(|r| {
+            format!(
+                "{} b = {} n = {} ε = {}: {}",
+                r.mechanism,
+                r.bits.unwrap_or(0),
+                r.n,
+                r.epsilon,
+                r.wrapped.unwrap_or(0)
+            )
+        })
         .collect();
-    if !wrapped.is_empty() {
-        let _ = writeln!(
-            s,
-            "\n**Wrapped sums** (coordinates of the secure sum outside [−M/2, M/2), over all \
-             repeats): {}.",
-            wrapped
-                .iter()
-                .map(|r| format!(
-                    "{} b = {} n = {} ε = {}: {}",
-                    r.mechanism,
-                    r.bits.unwrap_or(0),
-                    r.n,
-                    r.epsilon,
-                    r.wrapped.unwrap_or(0)
-                ))
-                .collect::<Vec<_>>()
-                .join("; ")
-        );
+    if wrapped.is_empty() {
+        return String::new();
     }
-    s.push_str(&super::mean_summary::summary(e));
-    s
+    format!(
+        "\n**Wrapped sums** (coordinates of the secure sum outside [−M/2, M/2), over all \
+         repeats): {}.\n",
+        wrapped.join("; ")
+    )
 }
 
 /// The CSV header of [`write_csv`].

@@ -187,92 +187,109 @@ fn ok(r: &MeanRow) -> Option<f64> {
 /// The headline and scaling lines of an experiment (empty when it has neither).
 pub fn summary(e: &ExperimentReport) -> String {
     let rows: Vec<&MeanRow> = e.rows.iter().collect();
-    let mut s = String::new();
-    // Headline: per (d, n, ε), the best sketch-ddg row within HEADLINE_BITS against the central
-    // reference's closed form (exact: d·σ²).
-    let mut headline = Vec::new();
+    let mut s = headline(&rows);
+    s.push_str(&scaling(&rows));
+    s
+}
+
+/// The headline: per (d, n, ε), the best sketch-ddg row within [`HEADLINE_BITS`] against the
+/// central reference's closed form (exact: d·σ²); empty without a reference or such a row.
+fn headline(rows: &[&MeanRow]) -> String {
     // the reference at the same accountant when there is one (module documentation of mean.rs)
     let reference = if rows.iter().any(|r| r.mechanism == CENTRAL_ZCDP) {
         CENTRAL_ZCDP
     } else {
         CENTRAL_ADD_REMOVE
     };
-    for r in rows.iter().filter(|r| r.mechanism == reference) {
-        let Some(central) = r.expected.filter(|_| r.status == Status::Ok) else {
-            continue;
-        };
-        let best = rows
-            .iter()
-            .filter(|x| x.sketch_m.is_some() && x.d == r.d && x.n == r.n && x.epsilon == r.epsilon)
-            .filter(|x| x.bits_per_parameter.is_some_and(|b| b <= HEADLINE_BITS))
-            .filter_map(|x| ok(x).map(|m| (x, m)))
-            .min_by(|a, b| a.1.total_cmp(&b.1));
-        let same = |x: &&&MeanRow| x.d == r.d && x.n == r.n && x.epsilon == r.epsilon;
-        // the fewest bits per parameter at which sketch-ddg is within 10 %
-        let fewest = rows
-            .iter()
-            .filter(same)
-            .filter(|x| x.sketch_m.is_some())
-            .filter(|x| ok(x).is_some_and(|m| m / central <= HEADLINE_RATIO))
-            .filter_map(|x| x.bits_per_parameter)
-            .min_by(f64::total_cmp);
-        let ddg = rows
-            .iter()
-            .filter(same)
-            .filter(|x| x.mechanism == "ddg")
-            .filter_map(|x| ok(x).map(|m| (x, m)))
-            .min_by(|a, b| a.1.total_cmp(&b.1));
-        if let Some((x, m)) = best {
-            let mut line = format!(
-                "d = {} n = {} ε = {}: {} at {:.2} bits/param (b = {}, m = {}) has {:.3} × the \
-                 central error ({})",
-                r.d,
-                r.n,
-                r.epsilon,
-                x.mechanism,
-                x.bits_per_parameter.unwrap_or(f64::NAN),
-                x.bits.unwrap_or(0),
-                x.sketch_m.unwrap_or(0),
-                m / central,
-                if m / central <= HEADLINE_RATIO {
-                    "within 10 %"
-                } else {
-                    "not within 10 %"
-                }
-            );
-            match fewest {
-                Some(b) => {
-                    let _ = write!(line, "; within 10 % from {b:.2} bits/param");
-                }
-                None => line.push_str("; no sketch size within 10 %"),
-            }
-            if let Some((x, m)) = ddg {
-                let _ = write!(
-                    line,
-                    "; ddg {:.3} × at {:.2} bits/param",
-                    m / central,
-                    x.bits_per_parameter.unwrap_or(f64::NAN)
-                );
-            }
-            headline.push(line);
-        }
+    let lines: Vec<String> = rows
+        .iter()
+        .filter(|r| r.mechanism == reference)
+        .filter_map(|r| headline_line(r, rows))
+        .collect();
+    if lines.is_empty() {
+        return String::new();
     }
-    if !headline.is_empty() {
-        let _ = writeln!(
-            s,
-            "\n**Headline** (Chen et al. 2022: about 1.2 bits per parameter without loss; here \
-             the least measured error of sketch-ddg at ≤ {HEADLINE_BITS} bits per parameter \
-             against {reference}'s exact d·σ²):\n"
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "\n**Headline** (Chen et al. 2022: about 1.2 bits per parameter without loss; here \
+         the least measured error of sketch-ddg at ≤ {HEADLINE_BITS} bits per parameter \
+         against {reference}'s exact d·σ²):\n"
+    );
+    for h in lines {
+        let _ = writeln!(s, "- {h}");
+    }
+    s
+}
+
+/// The headline line of the setting of the central reference row `r`: the best sketch-ddg
+/// within the bit budget against its error, the fewest bits per parameter within 10 %, and the
+/// best ddg.
+fn headline_line(r: &MeanRow, rows: &[&MeanRow]) -> Option<String> {
+    let central = r.expected.filter(|_| r.status == Status::Ok)?;
+    let same = |x: &&&MeanRow| x.d == r.d && x.n == r.n && x.epsilon == r.epsilon;
+    let (x, m) = rows
+        .iter()
+        .filter(same)
+        .filter(|x| x.sketch_m.is_some())
+        .filter(|x| x.bits_per_parameter.is_some_and(|b| b <= HEADLINE_BITS))
+        .filter_map(|x| ok(x).map(|m| (x, m)))
+        .min_by(|a, b| a.1.total_cmp(&b.1))?;
+    // the fewest bits per parameter at which sketch-ddg is within 10 %
+    let fewest = rows
+        .iter()
+        .filter(same)
+        .filter(|x| x.sketch_m.is_some())
+        .filter(|x| ok(x).is_some_and(|m| m / central <= HEADLINE_RATIO))
+        .filter_map(|x| x.bits_per_parameter)
+        .min_by(f64::total_cmp);
+    let ddg = rows
+        .iter()
+        .filter(same)
+        .filter(|x| x.mechanism == "ddg")
+        .filter_map(|x| ok(x).map(|m| (x, m)))
+        .min_by(|a, b| a.1.total_cmp(&b.1));
+    let mut line = format!(
+        "d = {} n = {} ε = {}: {} at {:.2} bits/param (b = {}, m = {}) has {:.3} × the \
+         central error ({})",
+        r.d,
+        r.n,
+        r.epsilon,
+        x.mechanism,
+        x.bits_per_parameter.unwrap_or(f64::NAN),
+        x.bits.unwrap_or(0),
+        x.sketch_m.unwrap_or(0),
+        m / central,
+        if m / central <= HEADLINE_RATIO {
+            "within 10 %"
+        } else {
+            "not within 10 %"
+        }
+    );
+    match fewest {
+        Some(b) => {
+            let _ = write!(line, "; within 10 % from {b:.2} bits/param");
+        }
+        None => line.push_str("; no sketch size within 10 %"),
+    }
+    if let Some((x, m)) = ddg {
+        let _ = write!(
+            line,
+            "; ddg {:.3} × at {:.2} bits/param",
+            m / central,
+            x.bits_per_parameter.unwrap_or(f64::NAN)
         );
-        for h in headline {
-            let _ = writeln!(s, "- {h}");
-        }
     }
-    // Scaling: slopes of ln error against ln n (fixed ε) and ln ε (fixed n) per series.
+    Some(line)
+}
+
+/// The scaling lines: per series, the slopes of ln error against ln n (at each fixed ε) and
+/// against ln ε (at each fixed n); empty when no series has three points.
+fn scaling(rows: &[&MeanRow]) -> String {
     let mut slopes = Vec::new();
-    for (axis, key) in [("n", true), ("ε", false)] {
+    for (axis, by_n) in [("n", true), ("ε", false)] {
         for d in distinct(rows.iter().map(|r| r.d)) {
-            let fixed: Vec<u64> = if key {
+            let fixed: Vec<u64> = if by_n {
                 distinct(rows.iter().map(|r| r.epsilon.to_bits()))
             } else {
                 distinct(rows.iter().map(|r| r.n as u64))
@@ -283,50 +300,60 @@ pub fn summary(e: &ExperimentReport) -> String {
                     .copied()
                     .filter(|r| r.d == d)
                     .filter(|r| {
-                        if key {
+                        if by_n {
                             r.epsilon.to_bits() == f
                         } else {
                             r.n as u64 == f
                         }
                     })
                     .collect();
-                let mut seen: Vec<String> = Vec::new();
-                for r in &here {
-                    let k = series(r, &rows, true);
-                    if seen.contains(&k) {
-                        continue;
-                    }
-                    seen.push(k.clone());
-                    let pts: Vec<(f64, f64)> = here
-                        .iter()
-                        .filter(|r| series(r, &rows, true) == k)
-                        .filter_map(|r| {
-                            ok(r).map(|m| (if key { r.n as f64 } else { r.epsilon }, m))
-                        })
-                        .collect();
-                    if let Some(sl) = log_slope(&pts) {
-                        let at = if key {
-                            format!("ε = {}", f64::from_bits(f))
-                        } else {
-                            format!("n = {f}")
-                        };
-                        slopes.push(format!("{k} (d = {d}, {at}): {sl:.2} against ln {axis}"));
-                    }
+                let at = if by_n {
+                    format!("ε = {}", f64::from_bits(f))
+                } else {
+                    format!("n = {f}")
+                };
+                for (k, sl) in series_slopes(&here, rows, by_n) {
+                    slopes.push(format!("{k} (d = {d}, {at}): {sl:.2} against ln {axis}"));
                 }
             }
         }
     }
-    if !slopes.is_empty() {
-        let _ = writeln!(
-            s,
-            "\n**Scaling** (least-squares slope of ln ‖μ̂ − μ̄‖² over the grid; O(c²d/(n²ε²)) \
-             is −2 against both ln n and ln ε, local DP is −1 against ln n):\n"
-        );
-        for l in slopes {
-            let _ = writeln!(s, "- {l}");
-        }
+    if slopes.is_empty() {
+        return String::new();
+    }
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "\n**Scaling** (least-squares slope of ln ‖μ̂ − μ̄‖² over the grid; O(c²d/(n²ε²)) \
+         is −2 against both ln n and ln ε, local DP is −1 against ln n):\n"
+    );
+    for l in slopes {
+        let _ = writeln!(s, "- {l}");
     }
     s
+}
+
+/// Each series of `here` (in order of appearance) with the slope of its ln error against ln n
+/// (`by_n`) or ln ε, where there is one.
+fn series_slopes(here: &[&MeanRow], rows: &[&MeanRow], by_n: bool) -> Vec<(String, f64)> {
+    let mut out = Vec::new();
+    let mut seen: Vec<String> = Vec::new();
+    for r in here {
+        let k = series(r, rows, true);
+        if seen.contains(&k) {
+            continue;
+        }
+        seen.push(k.clone());
+        let pts: Vec<(f64, f64)> = here
+            .iter()
+            .filter(|r| series(r, rows, true) == k)
+            .filter_map(|r| ok(r).map(|m| (if by_n { r.n as f64 } else { r.epsilon }, m)))
+            .collect();
+        if let Some(sl) = log_slope(&pts) {
+            out.push((k, sl));
+        }
+    }
+    out
 }
 
 #[cfg(test)]

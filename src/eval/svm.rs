@@ -54,6 +54,42 @@ pub fn run(
     cfg: &SvmConfig,
     tick: &(dyn Fn(usize, usize) + Sync),
 ) -> Result<Report> {
+    let (ytr, yte) = class_labels(train, test)?;
+    if cfg.repeat == 0 {
+        return Err(Error::param("--repeat", "must be at least 1"));
+    }
+    grid::refuse_local(&cfg.mechanisms, "eval svm")?;
+    cfg.svm.validate()?;
+    let start = Instant::now();
+    let jobs = grid::jobs(&cfg.mechanisms, &cfg.epsilons, &cfg.ks, cfg.repeat);
+    let results = grid::run_parallel(
+        &jobs,
+        |j| {
+            let t0 = Instant::now();
+            let r = job(train, test, &ytr, &yte, cfg, j);
+            (r, t0.elapsed().as_secs_f64())
+        },
+        tick,
+    );
+    let (rows, nonconverged) = result_rows(&jobs, &results, cfg, train.p);
+    let meta = meta(
+        train,
+        test,
+        &ytr,
+        cfg,
+        nonconverged,
+        start.elapsed().as_secs_f64(),
+    );
+    Ok(Report {
+        kind: EvalKind::Svm,
+        metrics: METRICS.iter().map(|s| s.to_string()).collect(),
+        rows,
+        meta,
+    })
+}
+
+/// The class labels of the training and test rows, once both have the same features and labels.
+fn class_labels(train: &Dataset, test: &Dataset) -> Result<(Vec<i32>, Vec<i32>)> {
     if train.p != test.p {
         return Err(Error::param(
             "--test",
@@ -74,37 +110,32 @@ pub fn run(
             .as_deref()
             .ok_or_else(|| Error::param("--test", "the test data has no labels"))?,
     )?;
-    if cfg.repeat == 0 {
-        return Err(Error::param("--repeat", "must be at least 1"));
-    }
-    grid::refuse_local(&cfg.mechanisms, "eval svm")?;
-    cfg.svm.validate()?;
-    let start = Instant::now();
-    let jobs = grid::jobs(&cfg.mechanisms, &cfg.epsilons, &cfg.ks, cfg.repeat);
-    let results = grid::run_parallel(
-        &jobs,
-        |j| {
-            let t0 = Instant::now();
-            let r = job(train, test, &ytr, &yte, cfg, j);
-            (r, t0.elapsed().as_secs_f64())
-        },
-        tick,
-    );
+    Ok((ytr, yte))
+}
+
+/// The report's rows from the jobs' results (and their seconds): per setting, one row per
+/// reported C; with the number of fits that did not converge.
+fn result_rows(
+    jobs: &[Job],
+    results: &[(JobResult, f64)],
+    cfg: &SvmConfig,
+    p: usize,
+) -> (Vec<ResultRow>, usize) {
     let mut rows = Vec::new();
     let mut nonconverged = 0usize;
-    for range in grid::settings(&jobs) {
+    for range in grid::settings(jobs) {
         let j = &jobs[range.start];
-        let group: Vec<usize> = range.clone().collect();
-        let d = grid::describe(&jobs, range, &cfg.mechanisms, train.p, &cfg.seeds);
-        let seconds: f64 = group.iter().map(|&g| results[g].1).sum();
+        let group = &results[range.clone()];
+        let d = grid::describe(jobs, range, &cfg.mechanisms, p, &cfg.seeds);
+        let seconds: f64 = group.iter().map(|g| g.1).sum();
         // one row per reported C (with pick_c: one row, C = the value picked in the first repeat)
         let slots = if cfg.pick_c { 1 } else { cfg.cs.len() };
         for slot in 0..slots {
             let mut status = Status::Ok;
             let mut acc = Vec::new();
             let mut c_used = None;
-            for &g in &group {
-                match &results[g].0 {
+            for g in group {
+                match &g.0 {
                     Ok(v) => {
                         let (c, a, conv) = v[slot];
                         c_used.get_or_insert(c);
@@ -138,13 +169,26 @@ pub fn run(
             });
         }
     }
-    let meta = json!({
+    (rows, nonconverged)
+}
+
+/// The report's metadata: the data, the grid, the solver, the seeds, the fits that did not
+/// converge and the `seconds` the run took.
+fn meta(
+    train: &Dataset,
+    test: &Dataset,
+    ytr: &[i32],
+    cfg: &SvmConfig,
+    nonconverged: usize,
+    seconds: f64,
+) -> serde_json::Value {
+    json!({
         "evaluation": "svm",
         "dprp_version": env!("CARGO_PKG_VERSION"),
         "train_rows": train.n,
         "test_rows": test.n,
         "p": train.p,
-        "classes": distinct(&ytr),
+        "classes": distinct(ytr),
         "scaling_train": train.scaling,
         "scaling_test": test.scaling,
         "mechanisms": cfg.mechanisms.iter().map(|m| m.label.clone()).collect::<Vec<_>>(),
@@ -169,13 +213,7 @@ pub fn run(
         "reference": "each mechanism's row names its reference: noiseless:<map> = the same public map (same kind, k and projection seed of each repeat) without noise; noiseless-signs:<map> = its signs without flips (as ±1 features); unprojected = the original features (the SVM's accuracy without any projection or noise; the ε = ∞ limit of raw-g-opt)",
         "noise": "seeded from the master seed (a reproducible simulation, not a release)",
         "threads": rayon::current_num_threads(),
-        "seconds": start.elapsed().as_secs_f64(),
-    });
-    Ok(Report {
-        kind: EvalKind::Svm,
-        metrics: METRICS.iter().map(|s| s.to_string()).collect(),
-        rows,
-        meta,
+        "seconds": seconds,
     })
 }
 

@@ -5,9 +5,12 @@
 
 use std::path::Path;
 
+use plotters::coord::combinators::LogCoord;
 use plotters::prelude::*;
-use plotters::style::text_anchor::{HPos, Pos, VPos};
 
+use super::frame::{
+    legend_width, perr, Axes, Legend, Page, PanelChart, TypeSizes, ENTRY_H, LEGEND_TOP, NOTE_H,
+};
 use super::marks::*;
 use super::plot::PlotOutcome;
 use super::raster::{system_fonts, PResult};
@@ -112,11 +115,15 @@ fn tick(x: f64) -> String {
     }
 }
 
-/// Draw a figure as SVG text.
-fn figure_svg(fig: &LineFigure) -> PResult<String> {
-    let n = fig.panels.len().max(1);
-    let ncols = n.min(3);
-    let nrows = n.div_ceil(ncols);
+/// A panel of a line figure: both axes on a log scale.
+type LogChart<'a, 'b> = PanelChart<'a, 'b, LogCoord<f64>>;
+
+/// The legend's sample of a flat (dashed) line: three dashes across the 32 pixels.
+const FLAT_SAMPLE: (u32, u32) = (9, 4);
+
+/// The page: up to three panels a row, the legend column as wide as its longest line and the
+/// page tall enough for the legend as [`draw_legend`] lays it out.
+fn page(fig: &LineFigure) -> Page {
     let longest = fig
         .legend
         .iter()
@@ -124,118 +131,106 @@ fn figure_svg(fig: &LineFigure) -> PResult<String> {
         .chain(fig.notes.iter().map(|s| s.chars().count() * 7 / 8))
         .max()
         .unwrap_or(0);
-    let legend_w = (60 + 8 * longest as u32).clamp(150, 520);
-    let width = ncols as u32 * PANEL_W + legend_w;
-    let legend_h = 60 + 24 * fig.legend.len() + 18 * (fig.notes.len() + 1) + 20;
-    let height = TITLE_H + (nrows as u32 * PANEL_H).max(legend_h as u32);
+    let legend_h = LEGEND_TOP as usize
+        + ENTRY_H as usize * fig.legend.len()
+        + NOTE_H as usize * (fig.notes.len() + 1)
+        + 20;
+    Page::new(
+        fig.panels.len(),
+        |n| n.min(3),
+        legend_width(longest, 520),
+        legend_h,
+    )
+}
+
+/// Draw a figure as SVG text.
+fn figure_svg(fig: &LineFigure) -> PResult<String> {
     let ((xlo, xhi), (ylo, yhi), ticks) = ranges(fig);
-    let mut svg = String::new();
-    {
-        let (root, cells, legend_area) =
-            frame(&mut svg, (width, height), &fig.title, (nrows, ncols))?;
+    let x_label = |x: &f64| tick(*x);
+    let y_label = |y: &f64| format!("{y:.0e}");
+    let axes = Axes {
+        x: (xlo, xhi),
+        ticks,
+        y: (ylo..yhi).log_scale(),
+        x_desc: &fig.xlabel,
+        y_desc: &fig.ylabel,
+        x_label: &x_label,
+        y_label: &y_label,
+        y_labels: 11,
+        y_label_area: 60,
+        sizes: TypeSizes {
+            caption: 16,
+            label: 13,
+            desc: 14,
+        },
+    };
+    page(fig).render(&fig.title, |cells, legend| {
         for (panel, area) in fig.panels.iter().zip(cells.iter()) {
-            let mut chart = ChartBuilder::on(area)
-                .caption(panel.caption.clone(), (FONT, 16))
-                .margin(8)
-                .margin_right(18)
-                .x_label_area_size(42)
-                .y_label_area_size(60)
-                .build_cartesian_2d(
-                    (xlo..xhi).log_scale().with_key_points(ticks.clone()),
-                    (ylo..yhi).log_scale(),
-                )
-                .map_err(perr)?;
-            let xfmt = |x: &f64| tick(*x);
-            let yfmt = |y: &f64| format!("{y:.0e}");
-            chart
-                .configure_mesh()
-                .x_desc(fig.xlabel.as_str())
-                .y_desc(fig.ylabel.as_str())
-                .x_label_formatter(&xfmt)
-                .y_label_formatter(&yfmt)
-                .label_style((FONT, 13))
-                .axis_desc_style((FONT, 14))
-                .bold_line_style(BLACK.mix(0.10))
-                .light_line_style(TRANSPARENT)
-                .draw()
-                .map_err(perr)?;
+            let mut chart = axes.panel(area, &panel.caption)?;
             for l in &panel.lines {
-                let c = colour(l.style);
-                let pts: Vec<(f64, f64)> = l
-                    .points
-                    .iter()
-                    .filter(|p| p.1 > 0.0 && p.1.is_finite())
-                    .map(|p| (p.0, p.1))
-                    .collect();
-                if l.flat {
-                    if let Some(&(_, y)) = pts.first() {
-                        chart
-                            .draw_series(DashedLineSeries::new(
-                                vec![(xlo, y), (xhi, y)],
-                                8,
-                                5,
-                                c.stroke_width(2),
-                            ))
-                            .map_err(perr)?;
-                    }
-                    continue;
-                }
-                chart
-                    .draw_series(LineSeries::new(pts.clone(), c.stroke_width(2)))
-                    .map_err(perr)?;
-                chart
-                    .draw_series(
-                        l.points
-                            .iter()
-                            .filter(|p| p.1 > 0.0 && p.2 > 0.0 && p.2.is_finite())
-                            .map(|p| {
-                                ErrorBar::new_vertical(
-                                    p.0,
-                                    (p.1 - p.2).max(ylo),
-                                    p.1,
-                                    (p.1 + p.2).min(yhi),
-                                    c.stroke_width(1),
-                                    8,
-                                )
-                            }),
-                    )
-                    .map_err(perr)?;
-                draw_markers(&mut chart, l.style, &pts)?;
+                draw_line(&mut chart, l, (xlo, xhi), (ylo, yhi))?;
             }
         }
-        // legend
-        let x0 = LEGEND_X;
-        let mut y = 60;
-        for (style, dashed, label) in &fig.legend {
-            if *dashed {
-                for seg in [(x0, x0 + 9), (x0 + 13, x0 + 22), (x0 + 26, x0 + 32)] {
-                    legend_area
-                        .draw(&PathElement::new(
-                            vec![(seg.0, y), (seg.1, y)],
-                            colour(*style).stroke_width(2),
-                        ))
-                        .map_err(perr)?;
-                }
-                legend_label(&legend_area, y, label)?;
-            } else {
-                legend_entry(&legend_area, *style, y, label)?;
-            }
-            y += 24;
-        }
-        let note_style = (FONT, 13)
-            .into_font()
-            .color(&NOTE_COLOR)
-            .pos(Pos::new(HPos::Left, VPos::Center));
-        y += 8;
-        for s in &fig.notes {
-            legend_area
-                .draw(&Text::new(s.clone(), (x0, y), note_style.clone()))
+        draw_legend(legend, fig)
+    })
+}
+
+/// A curve: line, ±sd bars (clipped to `(ylo, yhi)`) and markers at its positive values; a flat
+/// line is dashed across `(xlo, xhi)` at its one value.
+fn draw_line(
+    chart: &mut LogChart<'_, '_>,
+    l: &Line,
+    (xlo, xhi): (f64, f64),
+    (ylo, yhi): (f64, f64),
+) -> PResult {
+    let c = colour(l.style);
+    let pts: Vec<(f64, f64)> = l
+        .points
+        .iter()
+        .filter(|p| p.1 > 0.0 && p.1.is_finite())
+        .map(|p| (p.0, p.1))
+        .collect();
+    if l.flat {
+        if let Some(&(_, y)) = pts.first() {
+            chart
+                .draw_series(DashedLineSeries::new(
+                    vec![(xlo, y), (xhi, y)],
+                    8,
+                    5,
+                    c.stroke_width(2),
+                ))
                 .map_err(perr)?;
-            y += 18;
         }
-        root.present().map_err(perr)?;
+        return Ok(());
     }
-    Ok(svg)
+    chart
+        .draw_series(LineSeries::new(pts.clone(), c.stroke_width(2)))
+        .map_err(perr)?;
+    chart
+        .draw_series(
+            l.points
+                .iter()
+                .filter(|p| p.1 > 0.0 && p.2 > 0.0 && p.2.is_finite())
+                .map(|p| sd_bar(p.0, (p.1, p.2), (ylo, yhi), c, 8)),
+        )
+        .map_err(perr)?;
+    draw_markers(chart, l.style, &pts)
+}
+
+/// The legend: an entry per curve (dashed for a flat line), then the notes in small print.
+fn draw_legend(legend: &mut Legend<'_, '_>, fig: &LineFigure) -> PResult {
+    for (style, dashed, label) in &fig.legend {
+        if *dashed {
+            legend.dashed(colour(*style), FLAT_SAMPLE, label)?;
+        } else {
+            legend.curve(*style, label)?;
+        }
+    }
+    legend.skip(8);
+    for s in &fig.notes {
+        legend.note(s, 0)?;
+    }
+    Ok(())
 }
 
 /// Write each figure as `<stem>.svg` and, where a font is found, `<stem>.png` into `dir` (which

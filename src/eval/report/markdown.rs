@@ -109,8 +109,30 @@ pub fn markdown(report: &Report) -> String {
     if !para.is_empty() {
         let _ = writeln!(out, "{para}\n");
     }
+    let table = Table {
+        report,
+        grid: &grid,
+        keys: row_keys(report, &grid),
+        any_guarantee: report.rows.iter().any(|r| r.guarantee.is_some()),
+    };
+    if names.is_empty() {
+        out.push_str("No metrics were recorded.\n");
+    }
+    for (ti, name) in names.iter().enumerate() {
+        if ti > 0 {
+            out.push('\n');
+        }
+        let _ = writeln!(out, "### {} — {}\n", md_cell(name), describe_metric(name));
+        let _ = writeln!(out, "{}\n", caption(&grid));
+        table.write(&mut out, name);
+    }
+    out
+}
 
-    // Row keys, ordered: query mode (first appearance), k, reference last, mechanism, C.
+/// The table rows, ordered: query mode (first appearance), k, reference last, mechanism, C.
+/// A reference shown in the ∞ column of a mechanism row of the same setting is not listed
+/// again (the ceiling always is).
+fn row_keys(report: &Report, grid: &Grid) -> Vec<RowKey> {
     let mut keys: Vec<RowKey> = Vec::new();
     for r in &report.rows {
         if !keys.iter().any(|k| k.matches(r, grid.c_is_dim)) {
@@ -133,8 +155,6 @@ pub fn markdown(report: &Report) -> String {
             });
         }
     }
-    // A reference shown in the ∞ column of a mechanism row of the same setting is not listed
-    // again (the ceiling always is).
     let shown: Vec<(String, usize, Option<String>, Option<f64>)> = keys
         .iter()
         .filter_map(|k| {
@@ -167,43 +187,97 @@ pub fn markdown(report: &Report) -> String {
                     .total_cmp(&b.c.unwrap_or(f64::NEG_INFINITY)),
             )
     });
-    let any_guarantee = report.rows.iter().any(|r| r.guarantee.is_some());
+    keys
+}
 
-    if names.is_empty() {
-        out.push_str("No metrics were recorded.\n");
+/// The sentence under a table's heading: the repeats, the columns, the query modes, C.
+fn caption(grid: &Grid) -> String {
+    let mut caption = grid.repeats_sentence();
+    if grid.has_inf {
+        caption
+            .push_str(" Columns: ε; ∞ = the mechanism's own public map without noise (reference).");
+    } else {
+        caption.push_str(" Columns: ε.");
     }
-    for (ti, name) in names.iter().enumerate() {
-        if ti > 0 {
-            out.push('\n');
+    if grid.any_mode {
+        caption.push_str(
+            " Query mode: private = queries privatised like the database, raw = queries \
+             projected only.",
+        );
+    }
+    if !grid.c_is_dim {
+        if let Some(c) = grid.constant_c() {
+            let _ = write!(caption, " C = {}.", fmt_num(c));
+        } else if grid.c_varies() {
+            caption.push_str(" The C used is given in each cell.");
         }
-        let _ = writeln!(out, "### {} — {}\n", md_cell(name), describe_metric(name));
-        let mut caption = grid.repeats_sentence();
-        if grid.has_inf {
-            caption.push_str(
-                " Columns: ε; ∞ = the mechanism's own public map without noise (reference).",
-            );
-        } else {
-            caption.push_str(" Columns: ε.");
-        }
-        if grid.any_mode {
-            caption.push_str(
-                " Query mode: private = queries privatised like the database, raw = queries \
-                 projected only.",
-            );
-        }
-        if !grid.c_is_dim {
-            if let Some(c) = grid.constant_c() {
-                let _ = write!(caption, " C = {}.", fmt_num(c));
-            } else if grid.c_varies() {
-                caption.push_str(" The C used is given in each cell.");
+    }
+    caption
+}
+
+/// The footnotes of a table: one per distinct (`n/a` or `failed`, reason), numbered in order
+/// of appearance.
+#[derive(Default)]
+struct Footnotes(Vec<(&'static str, String)>);
+
+impl Footnotes {
+    /// The number of the footnote (from 1), added if new.
+    fn number(&mut self, tag: &'static str, reason: String) -> usize {
+        match self.0.iter().position(|n| n.0 == tag && n.1 == reason) {
+            Some(i) => i + 1,
+            None => {
+                self.0.push((tag, reason));
+                self.0.len()
             }
         }
-        let _ = writeln!(out, "{caption}\n");
+    }
 
-        // Header.
+    /// The list below the table (nothing when there is no footnote).
+    fn write(&self, out: &mut String) {
+        if self.0.is_empty() {
+            return;
+        }
+        out.push('\n');
+        for (i, (tag, reason)) in self.0.iter().enumerate() {
+            let what = if *tag == "n/a" {
+                "not applicable"
+            } else {
+                "failed"
+            };
+            let _ = writeln!(out, "- ({}) {what}: {reason}", i + 1);
+        }
+    }
+}
+
+/// What every metric's table shares: the rows and the columns.
+struct Table<'r> {
+    report: &'r Report,
+    grid: &'r Grid,
+    keys: Vec<RowKey>,
+    /// Some row records its guarantee kind: a `guarantee` column.
+    any_guarantee: bool,
+}
+
+impl Table<'_> {
+    /// The table of metric `name`, its footnotes below.
+    fn write(&self, out: &mut String, name: &str) {
+        let (header, right) = self.header();
+        let mut notes = Footnotes::default();
+        let body: Vec<Vec<String>> = self
+            .keys
+            .iter()
+            .map(|key| self.line(key, name, &mut notes))
+            .collect();
+        write_aligned(out, &header, &right, &body);
+        notes.write(out);
+    }
+
+    /// The column names, and which columns are right-aligned (the numbers).
+    fn header(&self) -> (Vec<String>, Vec<bool>) {
+        let grid = self.grid;
         let mut header: Vec<String> = vec!["mechanism".into()];
         let mut right: Vec<bool> = vec![false];
-        if any_guarantee {
+        if self.any_guarantee {
             header.push("guarantee".into());
             right.push(false);
         }
@@ -225,141 +299,134 @@ pub fn markdown(report: &Report) -> String {
             header.push("ε = ∞".into());
             right.push(true);
         }
+        (header, right)
+    }
 
-        // Footnotes: one per distinct (status, reason), numbered in order of appearance.
-        let mut notes: Vec<(&'static str, String)> = Vec::new();
-        let mut body: Vec<Vec<String>> = Vec::new();
-        for key in &keys {
-            let mut line = vec![md_cell(&key.mechanism)];
-            if any_guarantee {
-                line.push(md_cell(&key.guarantee));
-            }
-            line.push(key.k.to_string());
-            if grid.any_mode {
-                line.push(md_cell(key.mode.as_deref().unwrap_or("—")));
-            }
-            if grid.c_is_dim {
-                line.push(key.c.map(fmt_num).unwrap_or_else(|| "—".into()));
-            }
-            let columns: Vec<Option<f64>> = grid
-                .eps
-                .iter()
-                .map(|e| Some(*e))
-                .chain(grid.has_inf.then_some(None))
-                .collect();
-            for col in columns {
-                let mut parts: Vec<String> = Vec::new();
-                let own: Vec<&ResultRow> = report
-                    .rows
-                    .iter()
-                    .filter(|r| key.matches(r, grid.c_is_dim) && same_f64(finite_eps(r), col))
-                    .collect();
-                // The ∞ column of a mechanism: its own reference's rows.
-                let cell_rows: Vec<&ResultRow> = match (&key.own_reference, col) {
-                    (Some(reference), None) if own.is_empty() => report
-                        .rows
-                        .iter()
-                        .filter(|r| {
-                            &r.mechanism == reference
-                                && finite_eps(r).is_none()
-                                && key.same_setting(r, grid.c_is_dim)
-                        })
-                        .collect(),
-                    _ => own,
-                };
-                for r in cell_rows {
-                    let text = match &r.status {
-                        Status::Ok => {
-                            let mut t =
-                                r.metric(name).map(fmt_metric).unwrap_or_else(|| "—".into());
-                            if grid.c_varies() {
-                                if let Some(c) = r.c {
-                                    let _ = write!(t, " (C = {})", fmt_num(c));
-                                }
-                            }
-                            t
-                        }
-                        Status::NotApplicable(reason) | Status::Failed(reason) => {
-                            let tag = if matches!(r.status, Status::Failed(_)) {
-                                "failed"
-                            } else {
-                                "n/a"
-                            };
-                            let reason = reason.replace(['\n', '\r'], " ");
-                            let i = match notes.iter().position(|n| n.0 == tag && n.1 == reason) {
-                                Some(i) => i,
-                                None => {
-                                    notes.push((tag, reason));
-                                    notes.len() - 1
-                                }
-                            };
-                            format!("{tag} ({})", i + 1)
-                        }
-                    };
-                    parts.push(text);
-                }
-                line.push(if parts.is_empty() {
-                    "—".into()
-                } else {
-                    md_cell(&parts.join(" / "))
-                });
-            }
-            body.push(line);
+    /// The cells of one table row.
+    fn line(&self, key: &RowKey, name: &str, notes: &mut Footnotes) -> Vec<String> {
+        let grid = self.grid;
+        let mut line = vec![md_cell(&key.mechanism)];
+        if self.any_guarantee {
+            line.push(md_cell(&key.guarantee));
         }
-
-        // Widths and layout.
-        let mut widths: Vec<usize> = header.iter().map(|h| h.chars().count().max(3)).collect();
-        for line in &body {
-            for (w, c) in widths.iter_mut().zip(line) {
-                *w = (*w).max(c.chars().count());
-            }
+        line.push(key.k.to_string());
+        if grid.any_mode {
+            line.push(md_cell(key.mode.as_deref().unwrap_or("—")));
         }
-        let pad = |s: &str, w: usize, right: bool| -> String {
-            let n = w.saturating_sub(s.chars().count());
-            if right {
-                format!("{}{s}", " ".repeat(n))
-            } else {
-                format!("{s}{}", " ".repeat(n))
-            }
-        };
-        let render = |cells: &[String]| -> String {
-            let inner: Vec<String> = cells
-                .iter()
-                .enumerate()
-                .map(|(i, c)| pad(c, widths[i], right[i]))
-                .collect();
-            format!("| {} |\n", inner.join(" | "))
-        };
-        out.push_str(&render(&header));
-        let rule: Vec<String> = widths
+        if grid.c_is_dim {
+            line.push(key.c.map(fmt_num).unwrap_or_else(|| "—".into()));
+        }
+        let columns = grid
+            .eps
             .iter()
-            .zip(&right)
-            .map(|(w, r)| {
-                let dashes = "-".repeat(*w - 1);
-                if *r {
-                    format!("{dashes}:")
-                } else {
-                    format!(":{dashes}")
-                }
-            })
-            .collect();
-        let _ = writeln!(out, "| {} |", rule.join(" | "));
-        for line in &body {
-            out.push_str(&render(line));
+            .map(|e| Some(*e))
+            .chain(grid.has_inf.then_some(None));
+        for col in columns {
+            line.push(self.cell(key, col, name, notes));
         }
-        if !notes.is_empty() {
-            out.push('\n');
-            for (i, (tag, reason)) in notes.iter().enumerate() {
-                let what = if *tag == "n/a" {
-                    "not applicable"
-                } else {
+        line
+    }
+
+    /// The cell of a row in the column of ε `col` (`None`: ∞): the value of each run of it,
+    /// `/`-separated, or `—`.
+    fn cell(&self, key: &RowKey, col: Option<f64>, name: &str, notes: &mut Footnotes) -> String {
+        let c_is_dim = self.grid.c_is_dim;
+        let rows = &self.report.rows;
+        let own: Vec<&ResultRow> = rows
+            .iter()
+            .filter(|r| key.matches(r, c_is_dim) && same_f64(finite_eps(r), col))
+            .collect();
+        // The ∞ column of a mechanism: its own reference's rows.
+        let cell_rows: Vec<&ResultRow> = match (&key.own_reference, col) {
+            (Some(reference), None) if own.is_empty() => rows
+                .iter()
+                .filter(|r| {
+                    &r.mechanism == reference
+                        && finite_eps(r).is_none()
+                        && key.same_setting(r, c_is_dim)
+                })
+                .collect(),
+            _ => own,
+        };
+        let parts: Vec<String> = cell_rows
+            .iter()
+            .map(|r| self.value(r, name, notes))
+            .collect();
+        if parts.is_empty() {
+            "—".into()
+        } else {
+            md_cell(&parts.join(" / "))
+        }
+    }
+
+    /// A run's value: `mean ± sd` (with its C when C varies per setting), or `n/a (i)` /
+    /// `failed (i)` pointing to its footnote.
+    fn value(&self, r: &ResultRow, name: &str, notes: &mut Footnotes) -> String {
+        match &r.status {
+            Status::Ok => {
+                let mut t = r.metric(name).map(fmt_metric).unwrap_or_else(|| "—".into());
+                if self.grid.c_varies() {
+                    if let Some(c) = r.c {
+                        let _ = write!(t, " (C = {})", fmt_num(c));
+                    }
+                }
+                t
+            }
+            Status::NotApplicable(reason) | Status::Failed(reason) => {
+                let tag = if matches!(r.status, Status::Failed(_)) {
                     "failed"
+                } else {
+                    "n/a"
                 };
-                let _ = writeln!(out, "- ({}) {what}: {reason}", i + 1);
+                let i = notes.number(tag, reason.replace(['\n', '\r'], " "));
+                format!("{tag} ({i})")
             }
         }
     }
-    out
+}
+
+/// A Markdown table with its columns padded to a common width: the header, the rule (`:` on
+/// the aligned side), the body.
+fn write_aligned(out: &mut String, header: &[String], right: &[bool], body: &[Vec<String>]) {
+    let mut widths: Vec<usize> = header.iter().map(|h| h.chars().count().max(3)).collect();
+    for line in body {
+        for (w, c) in widths.iter_mut().zip(line) {
+            *w = (*w).max(c.chars().count());
+        }
+    }
+    let pad = |s: &str, w: usize, right: bool| -> String {
+        let n = w.saturating_sub(s.chars().count());
+        if right {
+            format!("{}{s}", " ".repeat(n))
+        } else {
+            format!("{s}{}", " ".repeat(n))
+        }
+    };
+    let render = |cells: &[String]| -> String {
+        let inner: Vec<String> = cells
+            .iter()
+            .enumerate()
+            .map(|(i, c)| pad(c, widths[i], right[i]))
+            .collect();
+        format!("| {} |\n", inner.join(" | "))
+    };
+    out.push_str(&render(header));
+    let rule: Vec<String> = widths
+        .iter()
+        .zip(right)
+        .map(|(w, r)| {
+            let dashes = "-".repeat(*w - 1);
+            if *r {
+                format!("{dashes}:")
+            } else {
+                format!(":{dashes}")
+            }
+        })
+        .collect();
+    let _ = writeln!(out, "| {} |", rule.join(" | "));
+    for line in body {
+        out.push_str(&render(line));
+    }
 }
 
 #[cfg(test)]

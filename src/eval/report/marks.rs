@@ -1,10 +1,11 @@
-//! Colours, marker shapes and dash patterns of the plots, and where the ε = ∞ points go.
+//! Colours, marker shapes, ±sd bars and dash patterns of the plots, and where the ε = ∞ points go.
 
-use plotters::coord::combinators::{LogCoord, WithKeyPoints};
 use plotters::coord::types::RangedCoordf64;
+use plotters::element::ErrorBarOrientV;
 use plotters::prelude::*;
 
 use super::figures::Series;
+use super::frame::{perr, PanelChart, PANEL_W};
 use super::raster::PResult;
 
 /// Colour-blind-safe palette (Okabe–Ito, without black, which the reference uses).
@@ -25,13 +26,8 @@ pub(super) fn colour(style: usize) -> RGBColor {
     PALETTE[style % PALETTE.len()]
 }
 
-pub(super) const PANEL_W: u32 = 400;
-pub(super) const PANEL_H: u32 = 340;
-pub(super) const TITLE_H: u32 = 40;
-pub(super) const FONT: &str = "sans-serif";
-
-pub(super) type Chart<'a, 'b> =
-    ChartContext<'a, SVGBackend<'b>, Cartesian2d<WithKeyPoints<LogCoord<f64>>, RangedCoordf64>>;
+/// A retrieval/SVM panel: ε on a log scale, the metric on a linear one.
+pub(super) type Chart<'a, 'b> = PanelChart<'a, 'b, RangedCoordf64>;
 
 /// Marker shape of a style index: 0 circle, 1 square, 2 triangle, 3 diamond, 4 cross (shapes
 /// cycle more slowly than colours, so the first 40 mechanisms all differ).
@@ -185,85 +181,21 @@ pub(super) fn draw_open_marker(chart: &mut Chart<'_, '_>, style: usize, p: (f64,
     Ok(())
 }
 
-/// Convert a plotters error into text.
-/// The layout every figure shares: a white page of `size`, the title centred in the top
-/// [`TITLE_H`] pixels, `rows × cols` panels of [`PANEL_W`] × [`PANEL_H`] on the left and the
-/// legend column on the right. Returns the page (to `present` once drawn), the panel cells in
-/// row-major order and the legend area.
-#[allow(clippy::type_complexity)]
-pub(super) fn frame<'a>(
-    svg: &'a mut String,
-    size: (u32, u32),
-    title: &str,
-    (rows, cols): (usize, usize),
-) -> PResult<(
-    DrawingArea<SVGBackend<'a>, plotters::coord::Shift>,
-    Vec<DrawingArea<SVGBackend<'a>, plotters::coord::Shift>>,
-    DrawingArea<SVGBackend<'a>, plotters::coord::Shift>,
-)> {
-    use plotters::style::text_anchor::{HPos, Pos, VPos};
-    let root = SVGBackend::with_string(svg, size).into_drawing_area();
-    root.fill(&WHITE).map_err(perr)?;
-    let (title_area, body) = root.split_vertically(TITLE_H);
-    title_area
-        .draw(&Text::new(
-            title.to_string(),
-            ((size.0 / 2) as i32, 12),
-            (FONT, 20)
-                .into_font()
-                .color(&BLACK)
-                .pos(Pos::new(HPos::Center, VPos::Top)),
-        ))
-        .map_err(perr)?;
-    let (panels_area, legend_area) = body.split_horizontally(cols as u32 * PANEL_W);
-    let (panels_area, _) = panels_area.split_vertically(rows as u32 * PANEL_H);
-    let cells = panels_area.split_evenly((rows, cols));
-    Ok((root, cells, legend_area))
-}
-
-/// The legend's left margin and its label style (15 px, left-aligned, centred on the entry).
-pub(super) const LEGEND_X: i32 = 12;
-
-fn legend_label_style() -> TextStyle<'static> {
-    use plotters::style::text_anchor::{HPos, Pos, VPos};
-    (FONT, 15)
-        .into_font()
-        .color(&BLACK)
-        .pos(Pos::new(HPos::Left, VPos::Center))
-}
-
-/// A legend label at height `y`, right of the 32-pixel sample.
-pub(super) fn legend_label(
-    area: &DrawingArea<SVGBackend<'_>, plotters::coord::Shift>,
-    y: i32,
-    label: &str,
-) -> PResult {
-    area.draw(&Text::new(
-        label.to_string(),
-        (LEGEND_X + 42, y),
-        legend_label_style(),
-    ))
-    .map_err(perr)
-}
-
-/// One legend entry of a curve: a solid 32-pixel line in the style's colour with its marker,
-/// then the label, at height `y`.
-pub(super) fn legend_entry(
-    area: &DrawingArea<SVGBackend<'_>, plotters::coord::Shift>,
-    style: usize,
-    y: i32,
-    label: &str,
-) -> PResult {
-    let x0 = LEGEND_X;
-    area.draw(&PathElement::new(
-        vec![(x0, y), (x0 + 32, y)],
-        colour(style).stroke_width(2),
-    ))
-    .map_err(perr)?;
-    draw_legend_marker(area, style, (x0 + 16, y))?;
-    legend_label(area, y, label)
-}
-
-pub(super) fn perr<E: std::error::Error + Send + Sync>(e: DrawingAreaErrorKind<E>) -> String {
-    e.to_string()
+/// A bar of ± `sd` around `mean` at `x`, clipped to the y range `(lo, hi)`, its caps `width`
+/// pixels wide.
+pub(super) fn sd_bar(
+    x: f64,
+    (mean, sd): (f64, f64),
+    (lo, hi): (f64, f64),
+    c: RGBColor,
+    width: u32,
+) -> ErrorBar<f64, f64, ErrorBarOrientV<f64, f64>> {
+    ErrorBar::new_vertical(
+        x,
+        (mean - sd).max(lo),
+        mean,
+        (mean + sd).min(hi),
+        c.stroke_width(1),
+        width,
+    )
 }

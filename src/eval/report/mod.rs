@@ -23,6 +23,7 @@
 //! are still written; [`plots`] then returns an error and [`plots_with_warnings`] a warning.
 
 mod figures;
+mod frame;
 mod lines;
 mod markdown;
 mod marks;

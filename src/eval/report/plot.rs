@@ -3,9 +3,11 @@
 use std::path::{Path, PathBuf};
 
 use plotters::prelude::*;
-use plotters::style::text_anchor::{HPos, Pos, VPos};
 
-use super::figures::{figures, Figure};
+use super::figures::{figures, Figure, Panel, RefLine, Series};
+use super::frame::{
+    legend_width, perr, Axes, Legend, Page, TypeSizes, ENTRY_H, LEGEND_TOP, NOTE_H,
+};
 use super::marks::*;
 use super::raster::{rasterise, system_fonts, Fonts, PResult};
 use super::{fmt_num, write_atomic, Grid};
@@ -21,21 +23,26 @@ pub struct PlotOutcome {
     pub warnings: Vec<String>,
 }
 
-/// Draw a figure as SVG text.
-fn figure_svg(fig: &Figure, eps_grid: &[f64]) -> PResult<String> {
-    let n = fig.panels.len().max(1);
-    let ncols = match n {
-        1..=3 => n,
+/// Columns of the panel grid: up to three side by side, four as 2 × 2.
+fn columns(panels: usize) -> usize {
+    match panels {
+        1..=3 => panels,
         4 => 2,
         _ => 3,
-    };
-    let nrows = n.div_ceil(ncols);
-    // Settings without a value, listed under the legend: "k = 1024, dp-oporp: n/a".
-    let notes: Vec<String> = fig
-        .panels
+    }
+}
+
+/// Settings without a value, listed under the legend: "k = 1024, dp-oporp: n/a".
+fn not_shown(fig: &Figure) -> Vec<String> {
+    fig.panels
         .iter()
         .flat_map(|p| p.notes.iter().map(move |n| format!("k = {}, {n}", p.k)))
-        .collect();
+        .collect()
+}
+
+/// The page: the legend column as wide as its longest line and the page tall enough for the
+/// legend as [`draw_legend`] lays it out.
+fn page(fig: &Figure, notes: &[String]) -> Page {
     let longest = fig
         .legend
         .iter()
@@ -46,35 +53,61 @@ fn figure_svg(fig: &Figure, eps_grid: &[f64]) -> PResult<String> {
         .chain(std::iter::once(if fig.max_repeats > 1 { 22 } else { 0 }))
         .max()
         .unwrap_or(0);
-    let legend_w = (60 + 8 * longest as u32).clamp(150, 440);
-    let width = ncols as u32 * PANEL_W + legend_w;
-    // tall enough for the legend too (as drawn below: entries of 24 px from y = 60, notes of 18)
-    let legend_h = 60
-        + 24 * (fig.legend.len() + fig.ref_legend.len() + fig.has_inf as usize)
+    let entries = fig.legend.len() + fig.ref_legend.len() + fig.has_inf as usize;
+    let legend_h = LEGEND_TOP as usize
+        + ENTRY_H as usize * entries
         + if fig.max_repeats > 1 { 32 } else { 0 }
         + if notes.is_empty() {
             0
         } else {
-            8 + 18 * (notes.len() + 1)
+            8 + NOTE_H as usize * (notes.len() + 1)
         }
         + 12;
-    let height = TITLE_H + (nrows as u32 * PANEL_H).max(legend_h as u32);
+    Page::new(
+        fig.panels.len(),
+        columns,
+        legend_width(longest, 440),
+        legend_h,
+    )
+}
 
-    // x range: the grid's ε with some room, on a log scale; with ε = ∞ points, a column for them
-    // at 3× the largest ε, labelled ∞, past a dotted break.
-    let (lo, mut hi) = match (eps_grid.first(), eps_grid.last()) {
-        (Some(&a), Some(&b)) if a > 0.0 && b > a => (a / 1.5, b * 1.5),
-        (Some(&a), _) if a > 0.0 => (a / 3.0, a * 3.0),
-        _ => (1.0, 100.0),
-    };
-    let mut ticks: Vec<f64> = eps_grid.iter().copied().filter(|e| *e > 0.0).collect();
-    let x_inf = fig
-        .has_inf
-        .then(|| ticks.last().copied().unwrap_or(hi) * INF_AT);
-    if let Some(x) = x_inf {
-        hi = x * 2.5; // room for ∞ markers spread sideways (see `dodge`)
-        ticks.push(x);
+/// The ε axis: the grid's ε with some room, on a log scale; with ε = ∞ points, a column for them
+/// at [`INF_AT`] × the largest ε, labelled ∞, past a dotted break.
+struct EpsAxis {
+    lo: f64,
+    hi: f64,
+    ticks: Vec<f64>,
+    /// Where the ∞ column is, if the figure has one.
+    inf: Option<f64>,
+}
+
+impl EpsAxis {
+    fn new(eps_grid: &[f64], has_inf: bool) -> EpsAxis {
+        let (lo, mut hi) = match (eps_grid.first(), eps_grid.last()) {
+            (Some(&a), Some(&b)) if a > 0.0 && b > a => (a / 1.5, b * 1.5),
+            (Some(&a), _) if a > 0.0 => (a / 3.0, a * 3.0),
+            _ => (1.0, 100.0),
+        };
+        let mut ticks: Vec<f64> = eps_grid.iter().copied().filter(|e| *e > 0.0).collect();
+        let inf = has_inf.then(|| ticks.last().copied().unwrap_or(hi) * INF_AT);
+        if let Some(x) = inf {
+            hi = x * 2.5; // room for ∞ markers spread sideways (see `dodge`)
+            ticks.push(x);
+        }
+        EpsAxis { lo, hi, ticks, inf }
     }
+
+    /// A tick's label: the ε, or ∞ at the ∞ column.
+    fn label(&self, x: f64) -> String {
+        match self.inf {
+            Some(i) if (x / i - 1.0).abs() < 1e-9 => "∞".to_string(),
+            _ => fmt_num(x),
+        }
+    }
+}
+
+/// The top of the y axis: 1, or the largest mean rounded up to a tenth when it exceeds 1.
+fn y_max(fig: &Figure) -> f64 {
     let mut ymax: f64 = 1.0;
     for p in &fig.panels {
         for s in &p.series {
@@ -89,195 +122,177 @@ fn figure_svg(fig: &Figure, eps_grid: &[f64]) -> PResult<String> {
     if ymax > 1.0 {
         ymax = (ymax * 10.0).ceil() / 10.0;
     }
+    ymax
+}
 
-    let mut svg = String::new();
-    {
-        let (root, cells, legend_area) =
-            frame(&mut svg, (width, height), &fig.title, (nrows, ncols))?;
+/// Draw a figure as SVG text.
+fn figure_svg(fig: &Figure, eps_grid: &[f64]) -> PResult<String> {
+    let notes = not_shown(fig);
+    let eps = EpsAxis::new(eps_grid, fig.has_inf);
+    let ymax = y_max(fig);
+    let x_label = |x: &f64| eps.label(*x);
+    let y_label = |y: &f64| format!("{y:.1}");
+    let axes = Axes {
+        x: (eps.lo, eps.hi),
+        ticks: eps.ticks.clone(),
+        y: 0.0..ymax,
+        x_desc: "ε (log scale)",
+        y_desc: &fig.ylabel,
+        x_label: &x_label,
+        y_label: &y_label,
+        y_labels: 6,
+        y_label_area: 52,
+        sizes: TypeSizes {
+            caption: 17,
+            label: 14,
+            desc: 15,
+        },
+    };
+    page(fig, &notes).render(&fig.title, |cells, legend| {
         for (panel, area) in fig.panels.iter().zip(cells.iter()) {
-            let mut chart = ChartBuilder::on(area)
-                .caption(format!("k = {}", panel.k), (FONT, 17))
-                .margin(8)
-                .margin_right(18)
-                .x_label_area_size(42)
-                .y_label_area_size(52)
-                .build_cartesian_2d(
-                    (lo..hi).log_scale().with_key_points(ticks.clone()),
-                    0.0..ymax,
-                )
-                .map_err(perr)?;
-            let xfmt = |x: &f64| match x_inf {
-                Some(i) if (x / i - 1.0).abs() < 1e-9 => "∞".to_string(),
-                _ => fmt_num(*x),
-            };
-            let yfmt = |y: &f64| format!("{y:.1}");
+            let mut chart = axes.panel(area, &format!("k = {}", panel.k))?;
+            draw_panel(&mut chart, panel, &eps, ymax)?;
+        }
+        draw_legend(legend, fig, &notes)
+    })
+}
+
+/// A panel's marks: the reference lines, the ∞ column and each mechanism's curve.
+fn draw_panel(chart: &mut Chart<'_, '_>, panel: &Panel, eps: &EpsAxis, ymax: f64) -> PResult {
+    draw_ref_lines(chart, &panel.refs, (eps.lo, eps.hi), ymax)?;
+    // The ∞ column: a dotted break, then each mechanism's own reference.
+    let inf_x = match eps.inf {
+        Some(x) => {
+            let brk = (x * x / INF_AT).sqrt();
             chart
-                .configure_mesh()
-                .x_desc("ε (log scale)")
-                .y_desc(fig.ylabel.as_str())
-                .x_label_formatter(&xfmt)
-                .y_label_formatter(&yfmt)
-                .y_labels(6)
-                .label_style((FONT, 14))
-                .axis_desc_style((FONT, 15))
-                .bold_line_style(BLACK.mix(0.10))
-                .light_line_style(TRANSPARENT)
-                .draw()
-                .map_err(perr)?;
-
-            // Horizontal reference lines: a band of ±sd when repeated and a dashed line, named
-            // in the legend (no label in the panel, where labels of close lines would overlap).
-            for r in &panel.refs {
-                if r.n > 1 && r.sd > 0.0 {
-                    chart
-                        .draw_series(std::iter::once(Rectangle::new(
-                            [
-                                (lo, (r.mean - r.sd).max(0.0)),
-                                (hi, (r.mean + r.sd).min(ymax)),
-                            ],
-                            REF_COLOR.mix(0.12).filled(),
-                        )))
-                        .map_err(perr)?;
-                }
-                let (dash, gap) = DASHES[r.dash % DASHES.len()];
-                chart
-                    .draw_series(DashedLineSeries::new(
-                        vec![(lo, r.mean), (hi, r.mean)],
-                        dash,
-                        gap,
-                        REF_COLOR.stroke_width(2),
-                    ))
-                    .map_err(perr)?;
-            }
-
-            // The ∞ column: a dotted break, then each mechanism's own reference.
-            let inf_x = match x_inf {
-                Some(x) => {
-                    let brk = (x * x / INF_AT).sqrt();
-                    chart
-                        .draw_series(DashedLineSeries::new(
-                            vec![(brk, 0.0), (brk, ymax)],
-                            2,
-                            4,
-                            NOTE_COLOR.mix(0.6).stroke_width(1),
-                        ))
-                        .map_err(perr)?;
-                    dodge(&panel.series, x, ymax, (lo, hi))
-                }
-                None => Vec::new(),
-            };
-
-            for (si, s) in panel.series.iter().enumerate() {
-                let c = colour(s.style);
-                let pts: Vec<(f64, f64)> = s.points.iter().map(|p| (p.eps, p.mean)).collect();
-                chart
-                    .draw_series(LineSeries::new(pts.clone(), c.stroke_width(2)))
-                    .map_err(perr)?;
-                chart
-                    .draw_series(s.points.iter().filter(|p| p.n > 1 && p.sd > 0.0).map(|p| {
-                        ErrorBar::new_vertical(
-                            p.eps,
-                            (p.mean - p.sd).max(0.0),
-                            p.mean,
-                            (p.mean + p.sd).min(ymax),
-                            c.stroke_width(1),
-                            8,
-                        )
-                    }))
-                    .map_err(perr)?;
-                draw_markers(&mut chart, s.style, &pts)?;
-                if let (Some(inf), Some(&x), Some(last)) = (s.inf, inf_x.get(si), pts.last()) {
-                    if x.is_finite() {
-                        chart
-                            .draw_series(DashedLineSeries::new(
-                                vec![*last, (x, inf.mean)],
-                                4,
-                                3,
-                                c.mix(0.7).stroke_width(1),
-                            ))
-                            .map_err(perr)?;
-                        if inf.n > 1 && inf.sd > 0.0 {
-                            chart
-                                .draw_series(std::iter::once(ErrorBar::new_vertical(
-                                    x,
-                                    (inf.mean - inf.sd).max(0.0),
-                                    inf.mean,
-                                    (inf.mean + inf.sd).min(ymax),
-                                    c.stroke_width(1),
-                                    6,
-                                )))
-                                .map_err(perr)?;
-                        }
-                        draw_open_marker(&mut chart, s.style, (x, inf.mean))?;
-                    }
-                }
-            }
-        }
-
-        // Legend, to the right of the panels.
-        let x0 = LEGEND_X;
-        let mut y = 60;
-        for (style, label) in &fig.legend {
-            legend_entry(&legend_area, *style, y, label)?;
-            y += 24;
-        }
-        if fig.has_inf {
-            legend_area
-                .draw(&Circle::new((x0 + 16, y), 4, NOTE_COLOR.stroke_width(2)))
-                .map_err(perr)?;
-            legend_label(&legend_area, y, "ε = ∞: own map, no noise")?;
-            y += 24;
-        }
-        for (dash, label) in &fig.ref_legend {
-            let (d, g) = DASHES[dash % DASHES.len()];
-            let mut x = x0;
-            while x < x0 + 32 {
-                let e = (x + d as i32).min(x0 + 32);
-                legend_area
-                    .draw(&PathElement::new(
-                        vec![(x, y), (e, y)],
-                        REF_COLOR.stroke_width(2),
-                    ))
-                    .map_err(perr)?;
-                x = e + g as i32;
-            }
-            legend_label(&legend_area, y, label)?;
-            y += 24;
-        }
-        if fig.max_repeats > 1 {
-            y += 8;
-            legend_area
-                .draw(&Text::new(
-                    format!("bars: ± 1 sd, {} repeats", fig.max_repeats),
-                    (x0, y),
-                    (FONT, 13)
-                        .into_font()
-                        .color(&NOTE_COLOR)
-                        .pos(Pos::new(HPos::Left, VPos::Center)),
+                .draw_series(DashedLineSeries::new(
+                    vec![(brk, 0.0), (brk, ymax)],
+                    2,
+                    4,
+                    NOTE_COLOR.mix(0.6).stroke_width(1),
                 ))
                 .map_err(perr)?;
-            y += 24;
+            dodge(&panel.series, x, ymax, (eps.lo, eps.hi))
         }
-        if !notes.is_empty() {
-            y += 8;
-            let note_style = (FONT, 13)
-                .into_font()
-                .color(&NOTE_COLOR)
-                .pos(Pos::new(HPos::Left, VPos::Center));
-            legend_area
-                .draw(&Text::new("not shown:", (x0, y), note_style.clone()))
-                .map_err(perr)?;
-            for n in &notes {
-                y += 18;
-                legend_area
-                    .draw(&Text::new(n.clone(), (x0 + 8, y), note_style.clone()))
-                    .map_err(perr)?;
-            }
-        }
-        root.present().map_err(perr)?;
+        None => Vec::new(),
+    };
+    for (si, s) in panel.series.iter().enumerate() {
+        draw_curve(chart, s, inf_x.get(si).copied(), ymax)?;
     }
-    Ok(svg)
+    Ok(())
 }
+
+/// Horizontal reference lines across `(lo, hi)`: a band of ±sd when repeated and a dashed line,
+/// named in the legend (no label in the panel, where labels of close lines would overlap).
+fn draw_ref_lines(
+    chart: &mut Chart<'_, '_>,
+    refs: &[RefLine],
+    (lo, hi): (f64, f64),
+    ymax: f64,
+) -> PResult {
+    for r in refs {
+        if r.n > 1 && r.sd > 0.0 {
+            chart
+                .draw_series(std::iter::once(Rectangle::new(
+                    [
+                        (lo, (r.mean - r.sd).max(0.0)),
+                        (hi, (r.mean + r.sd).min(ymax)),
+                    ],
+                    REF_COLOR.mix(0.12).filled(),
+                )))
+                .map_err(perr)?;
+        }
+        let (dash, gap) = DASHES[r.dash % DASHES.len()];
+        chart
+            .draw_series(DashedLineSeries::new(
+                vec![(lo, r.mean), (hi, r.mean)],
+                dash,
+                gap,
+                REF_COLOR.stroke_width(2),
+            ))
+            .map_err(perr)?;
+    }
+    Ok(())
+}
+
+/// A mechanism's curve: line, ±sd bars and markers; then, at `inf_x` in the ∞ column, its own
+/// reference as an open marker joined to the last point by a dashed line.
+fn draw_curve(chart: &mut Chart<'_, '_>, s: &Series, inf_x: Option<f64>, ymax: f64) -> PResult {
+    let c = colour(s.style);
+    let pts: Vec<(f64, f64)> = s.points.iter().map(|p| (p.eps, p.mean)).collect();
+    chart
+        .draw_series(LineSeries::new(pts.clone(), c.stroke_width(2)))
+        .map_err(perr)?;
+    chart
+        .draw_series(
+            s.points
+                .iter()
+                .filter(|p| p.n > 1 && p.sd > 0.0)
+                .map(|p| sd_bar(p.eps, (p.mean, p.sd), (0.0, ymax), c, 8)),
+        )
+        .map_err(perr)?;
+    draw_markers(chart, s.style, &pts)?;
+    let (Some(inf), Some(x), Some(last)) = (s.inf, inf_x, pts.last()) else {
+        return Ok(());
+    };
+    if !x.is_finite() {
+        return Ok(());
+    }
+    chart
+        .draw_series(DashedLineSeries::new(
+            vec![*last, (x, inf.mean)],
+            4,
+            3,
+            c.mix(0.7).stroke_width(1),
+        ))
+        .map_err(perr)?;
+    if inf.n > 1 && inf.sd > 0.0 {
+        chart
+            .draw_series(std::iter::once(sd_bar(
+                x,
+                (inf.mean, inf.sd),
+                (0.0, ymax),
+                c,
+                6,
+            )))
+            .map_err(perr)?;
+    }
+    draw_open_marker(chart, s.style, (x, inf.mean))
+}
+
+/// The legend, right of the panels: the mechanisms, the ∞ marker, the reference lines, what the
+/// bars mean, and the settings not shown.
+fn draw_legend(legend: &mut Legend<'_, '_>, fig: &Figure, notes: &[String]) -> PResult {
+    for (style, label) in &fig.legend {
+        legend.curve(*style, label)?;
+    }
+    if fig.has_inf {
+        legend.entry(
+            |area, (x0, y)| {
+                area.draw(&Circle::new((x0 + 16, y), 4, NOTE_COLOR.stroke_width(2)))
+                    .map_err(perr)
+            },
+            "ε = ∞: own map, no noise",
+        )?;
+    }
+    for (dash, label) in &fig.ref_legend {
+        legend.dashed(REF_COLOR, DASHES[dash % DASHES.len()], label)?;
+    }
+    if fig.max_repeats > 1 {
+        legend.skip(8);
+        legend.note(&format!("bars: ± 1 sd, {} repeats", fig.max_repeats), 0)?;
+        legend.skip(ENTRY_H - NOTE_H);
+    }
+    if !notes.is_empty() {
+        legend.skip(8);
+        legend.note("not shown:", 0)?;
+        for n in notes {
+            legend.note(n, 8)?;
+        }
+    }
+    Ok(())
+}
+
 /// Draw every figure into `dir`; PNGs only when `fonts` is usable.
 fn plots_into(report: &Report, dir: &Path, fonts: &PResult<Fonts>) -> Result<PlotOutcome> {
     std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
