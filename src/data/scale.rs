@@ -132,6 +132,38 @@ pub fn parse_normalize(s: &str) -> Result<bool> {
     }
 }
 
+/// The scaling options as a user gives them (`--scale`, `--normalize`, `--clip`, `--clip-norm`),
+/// unparsed: [`request`](ScaleOptions::request) parses them when the data are about to be read, so
+/// a command that reads no file (synthetic data) never refuses them.
+#[derive(Debug, Clone, Default)]
+pub struct ScaleOptions {
+    /// `max-abs` or a number to divide by.
+    pub scale: Option<String>,
+    /// `l2`.
+    pub normalize: Option<String>,
+    /// Clamp values to [-1, 1].
+    pub clip: bool,
+    /// Shrink rows whose ℓ₂ norm exceeds R to norm R.
+    pub clip_norm: Option<f64>,
+}
+
+impl ScaleOptions {
+    /// The parsed request.
+    pub fn request(&self) -> Result<ScalingRequest> {
+        Ok(ScalingRequest {
+            scale: self.scale.as_deref().map(ScaleArg::parse).transpose()?,
+            normalize_l2: self
+                .normalize
+                .as_deref()
+                .map(parse_normalize)
+                .transpose()?
+                .unwrap_or(false),
+            clip: self.clip,
+            clip_norm: self.clip_norm,
+        })
+    }
+}
+
 impl ScalingRequest {
     /// True when nothing is requested.
     pub fn is_empty(&self) -> bool {

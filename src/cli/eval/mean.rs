@@ -208,7 +208,7 @@ pub const GRADIENT_CLIENTS: (usize, usize) = (6000, 10);
 /// The distributed preset (Chen et al. 2022 on MNIST; see docs/distributed-dp.md): error against the bits
 /// per parameter on MNIST gradients and rows, and the scaling in n and ε.
 fn distributed_preset(a: &MeanArgs, budget: Option<f64>) -> Result<Vec<Experiment>> {
-    let dir = super::data_dir();
+    let dir = crate::request::eval::data_dir();
     let images = dir.join("mnist/train-images-idx3-ubyte.gz");
     let labels = dir.join("mnist/train-labels-idx1-ubyte.gz");
     for f in [&images, &labels] {
@@ -218,7 +218,7 @@ fn distributed_preset(a: &MeanArgs, budget: Option<f64>) -> Result<Vec<Experimen
                 format!(
                     "distributed needs {} (not found); {}",
                     f.display(),
-                    super::DATA_HINT
+                    crate::request::eval::DATA_HINT
                 ),
             ));
         }
