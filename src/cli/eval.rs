@@ -180,7 +180,7 @@ fn run_retrieval(a: RetrievalArgs) -> Result<()> {
     let staging = stage_out(out.as_deref())?;
     let run = req.load()?;
     note(run.summary());
-    let rep = with_progress(|tick| run.run(tick))?;
+    let rep = with_progress("eval", |tick| run.run(tick))?;
     finish(rep, staging.as_ref().map(|s| s.path()))?;
     commit_out(staging)
 }
@@ -201,7 +201,7 @@ fn run_svm(a: SvmArgs) -> Result<()> {
     for set in req.sets() {
         let run = req.load(set)?;
         note(run.summary(&set.name));
-        let rep = with_progress(|tick| run.run(tick))?;
+        let rep = with_progress("eval", |tick| run.run(tick))?;
         if !set.name.is_empty() {
             outln!("## {}\n", set.name)?;
         }
@@ -233,8 +233,8 @@ fn commit_out(staging: Option<StagingDir>) -> Result<()> {
 }
 
 /// Run an evaluation with a progress bar (drawn on a terminal only).
-fn with_progress<R>(run: impl FnOnce(&(dyn Fn(usize, usize) + Sync)) -> R) -> R {
-    let pb = super::query::progress_bar(0, "eval");
+fn with_progress<R>(what: &str, run: impl FnOnce(&(dyn Fn(usize, usize) + Sync)) -> R) -> R {
+    let pb = super::query::progress_bar(0, what);
     let tick = |done: usize, total: usize| {
         pb.set_length(total as u64);
         pb.set_position(done as u64);

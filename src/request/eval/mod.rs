@@ -1,9 +1,10 @@
-//! `dprp eval retrieval|svm` from options as a user gives them: the grid (mechanisms, ε, k, δ, β,
+//! `dprp eval` from options as a user gives them: the grid (mechanisms, ε, k, δ, β,
 //! ν, repeats, master seed), the data (files or a preset's datasets under [`data_dir`]) and the
 //! refusals, resolved in the order the command checks them; then the datasets loaded, the
 //! evaluation run ([`crate::eval::retrieval`], [`crate::eval::svm`]) and its report annotated
 //! and written. The front end stages the output directory, draws the progress bar and prints.
 //!
+//! - [`mean`]: `eval mean`, [`mean::MeanOptions`] → [`mean::MeanRequest`].
 //! - `retrieval.rs`: [`RetrievalOptions`] → [`RetrievalRequest`] → [`RetrievalRun`].
 //! - `svm.rs`: [`SvmOptions`] → [`SvmRequest`] (its datasets) → one [`SvmRun`] per dataset.
 
@@ -19,6 +20,7 @@ use crate::eval::Report;
 use crate::projection::Seed;
 use crate::publish::load_scaled;
 
+pub mod mean;
 mod retrieval;
 mod svm;
 
