@@ -205,9 +205,12 @@ fn run_svm(a: SvmArgs) -> Result<()> {
         if !set.name.is_empty() {
             outln!("## {}\n", set.name)?;
         }
-        let dir = staging.as_ref().map(|s| match several {
-            true => s.path().join(&set.name),
-            false => s.path().to_path_buf(),
+        let dir = staging.as_ref().map(|s| {
+            if several {
+                s.path().join(&set.name)
+            } else {
+                s.path().to_path_buf()
+            }
         });
         finish(rep, dir.as_deref())?;
     }
@@ -262,13 +265,17 @@ fn finish(mut rep: Report, out: Option<&Path>) -> Result<()> {
     if let Some(dir) = out {
         // `dir` lies inside the staging directory of `--out` (see `stage_out`)
         let plots = write_report(&rep, &md, dir)?;
-        for w in &plots.warnings {
-            warn(w);
-        }
-        note(format_args!(
-            "report.md, report.csv, report.json and {} plot files",
-            plots.files.len()
-        ));
+        written(plots.files.len(), &plots.warnings);
     }
     Ok(())
+}
+
+/// Warn about what could not be drawn and say what was written.
+fn written(plot_files: usize, warnings: &[String]) {
+    for w in warnings {
+        warn(w);
+    }
+    note(format_args!(
+        "report.md, report.csv, report.json and {plot_files} plot files"
+    ));
 }

@@ -5,9 +5,9 @@ use std::path::PathBuf;
 
 use clap::Args;
 
-use super::super::output::{note, warn};
+use super::super::output::note;
 use super::super::ScaleArgs;
-use super::{commit_out, record_command, stage_out, with_progress};
+use super::{commit_out, record_command, stage_out, with_progress, written};
 use crate::error::{Front, Result};
 use crate::eval::mean_report;
 use crate::request::eval::mean::MeanOptions;
@@ -118,13 +118,7 @@ pub fn run(a: MeanArgs) -> Result<()> {
     outln!("{md}")?;
     if let Some(s) = &staging {
         let (files, warnings) = mean_report::write_all(&rep, &md, s.path())?;
-        for w in &warnings {
-            warn(w);
-        }
-        note(format_args!(
-            "report.md, report.csv, report.json and {} plot files",
-            files.len()
-        ));
+        written(files.len(), &warnings);
     }
     commit_out(staging)
 }

@@ -1,12 +1,14 @@
-//! `dprp eval` from options as a user gives them: the grid (mechanisms, ε, k, δ, β,
-//! ν, repeats, master seed), the data (files or a preset's datasets under [`data_dir`]) and the
-//! refusals, resolved in the order the command checks them; then the datasets loaded, the
-//! evaluation run ([`crate::eval::retrieval`], [`crate::eval::svm`]) and its report annotated
-//! and written. The front end stages the output directory, draws the progress bar and prints.
+//! `dprp eval` from options as a user gives them. For retrieval and the SVM (this module): the
+//! grid (mechanisms, ε, k, δ, β, ν, repeats, master seed), the data (files or a preset's datasets
+//! under [`data_dir`]) and the refusals, resolved in the order the command checks them; then the
+//! datasets loaded, the evaluation run ([`crate::eval::retrieval`], [`crate::eval::svm`]) and its
+//! report annotated and written. The front end stages the output directory, draws the progress
+//! bar and prints.
 //!
-//! - [`mean`]: `eval mean`, [`mean::MeanOptions`] → [`mean::MeanRequest`].
 //! - `retrieval.rs`: [`RetrievalOptions`] → [`RetrievalRequest`] → [`RetrievalRun`].
 //! - `svm.rs`: [`SvmOptions`] → [`SvmRequest`] (its datasets) → one [`SvmRun`] per dataset.
+//! - [`mean`]: `eval mean`, [`mean::MeanOptions`] → [`mean::MeanRequest`] (its data and
+//!   experiments, presets included).
 
 use std::path::{Path, PathBuf};
 
@@ -76,7 +78,7 @@ pub fn data_dir() -> PathBuf {
 }
 
 /// The preset's file `rel` under `dir`, refused (naming the preset option) when it is missing.
-pub fn preset_file(dir: &Path, rel: &str, preset: &str, front: Front) -> Result<PathBuf> {
+fn preset_file(dir: &Path, rel: &str, preset: &str, front: Front) -> Result<PathBuf> {
     let p = dir.join(rel);
     if p.is_file() {
         Ok(p)
@@ -316,7 +318,7 @@ impl GridOptions {
 }
 
 /// The master seed given in hexadecimal, or a fresh one from the operating system.
-pub fn master_seed(seed: Option<&str>, front: Front) -> Result<Seed> {
+fn master_seed(seed: Option<&str>, front: Front) -> Result<Seed> {
     match seed {
         Some(s) => Seed::parse_hex(s).map_err(|_| {
             Error::param(
