@@ -552,6 +552,28 @@ mod tests {
     use super::*;
 
     #[test]
+    fn scale_options_parse_into_a_request() {
+        assert!(ScaleOptions::default().request().unwrap().is_empty());
+        let o = ScaleOptions {
+            scale: Some("255".into()),
+            normalize: Some("L2".into()),
+            clip: true,
+            clip_norm: Some(1.0),
+        };
+        let req = o.request().unwrap();
+        assert_eq!(req.scale, Some(ScaleArg::Divide(255.0)));
+        assert!(req.normalize_l2 && req.clip && req.clip_norm == Some(1.0));
+        let bad = ScaleOptions {
+            normalize: Some("l1".into()),
+            ..Default::default()
+        };
+        assert_eq!(
+            bad.request().unwrap_err().to_string(),
+            "invalid --normalize: 'l1' is not supported (only 'l2')"
+        );
+    }
+
+    #[test]
     fn divide_normalise_clip_in_order() {
         let req = ScalingRequest {
             scale: Some(ScaleArg::Divide(2.0)),
