@@ -1,20 +1,20 @@
 //! `dprp eval retrieval|svm|mean`: utility of each mechanism at given ε and k, before publishing.
 
+//! The grids, data and refusals are [`crate::request::eval`] and [`crate::request::eval_mean`];
+//! this module parses the flags, stages `--out`, draws the progress bar and prints.
+
 use std::path::{Path, PathBuf};
 
 use clap::{Args, Subcommand};
 
 mod mean;
 
+use super::output::{note, warn};
 use super::ScaleArgs;
-use crate::data::scale::{check_domain, ScaleArg, ScalingRequest};
-use crate::data::{Dataset, Format, InputOptions};
-use crate::error::{Error, Result};
-use crate::eval::grid::{parse_f64_list, parse_usize_list, MechanismSpec, Privacy, Seeds};
-use crate::eval::retrieval::{self, QueryMode, RetrievalConfig};
+use crate::atomic::StagingDir;
+use crate::error::{Error, Front, Result};
 use crate::eval::{report, Report};
-use crate::projection::Seed;
-use crate::publish::load_scaled;
+use crate::request::eval::{write_report, GridOptions, RetrievalOptions, SvmOptions};
 
 #[derive(Debug, Args)]
 pub struct EvalArgs {
@@ -142,340 +142,77 @@ pub fn run(a: EvalArgs) -> Result<()> {
     }
 }
 
-/// The classification grid of paper-svm.
-pub const PAPER_SVM_MECHANISMS: &str = "raw-g-opt,dp-rp-g-opt,dp-oporp,dp-signrp-rr-smooth,\
-dp-signoporp-rr,dp-signoporp-rr-smooth,idp-signrp-g,idp-signoporp-g";
-/// Sketch sizes of paper-svm (values are clamped to [-1, 1] unless scaling is given).
-pub const PAPER_SVM_KS: &str = "16,64,256";
-/// The LIBSVM sets of paper-svm (name, train, test) under the data directory ([`data_dir`]).
-pub const PAPER_SVM_SETS: [(&str, &str, &str); 2] = [
-    ("a9a", "libsvm/a9a.svm.gz", "libsvm/a9a.t.svm.gz"),
-    (
-        "ijcnn1",
-        "libsvm/ijcnn1.trn.svm.gz",
-        "libsvm/ijcnn1.tst.svm.gz",
-    ),
-];
-
-/// The paper's retrieval grid (DESIGN.md §9, §11).
-pub const PAPER_MNIST_MECHANISMS: &str = "raw-g-opt,dp-rp-g,dp-rp-g-opt,dp-rp-g-opt:gaussian,\
-dp-oporp,dp-signrp-rr,dp-signrp-rr-smooth,dp-signoporp-rr,dp-signoporp-rr-smooth,idp-signrp-g,\
-idp-signrp-rr,idp-signoporp-g,idp-signoporp-rr";
-/// ε grid of the presets.
-pub const PAPER_EPSILONS: &str = "1,2,5,10,20,50,100";
-/// Default query subset of paper-mnist.
-pub const PAPER_MNIST_QUERIES: usize = 1000;
-/// ν for MNIST/255 in paper-mnist: below the smallest row norm of MNIST train and test (3.57 and
-/// 3.68), so no row is refused; in a real release ν must be a public bound, not read off the data.
-pub const PAPER_MNIST_MIN_NORM: f64 = 3.0;
-
-/// How to point the presets at the datasets, for the error messages.
-pub const DATA_HINT: &str = "set DPRP_DATA to a directory holding mnist/ and libsvm/";
-
-/// Where the presets' datasets (`mnist/`, `libsvm/`) are: `$DPRP_DATA` if set, else the project's
-/// `data/` directory (the source tree's path, fixed at compile time, so an installed binary run
-/// elsewhere still finds it). Run from the source tree, that directory is named `data`, relative
-/// to the working directory, so that reports record `data/...` rather than this machine's path.
-pub fn data_dir() -> PathBuf {
-    if let Some(d) = std::env::var_os("DPRP_DATA").filter(|d| !d.is_empty()) {
-        return PathBuf::from(d);
+impl CommonArgs {
+    /// The options as given, and `--out`.
+    fn options(self) -> (GridOptions, Option<PathBuf>) {
+        let grid = GridOptions {
+            preset: self.preset,
+            train: self.train,
+            test: self.test,
+            train_labels: self.train_labels,
+            test_labels: self.test_labels,
+            format: self.format,
+            column: self.column,
+            label_column: self.label_column,
+            mechanisms: self.mechanisms,
+            epsilon: self.epsilon,
+            k: self.k,
+            delta: self.delta,
+            beta: self.beta,
+            min_norm: self.min_norm,
+            repeat: self.repeat,
+            seed: self.seed,
+            scale: self.scale.options(),
+        };
+        (grid, self.out)
     }
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("data");
-    let here = Path::new("data");
-    match (here.canonicalize(), dir.canonicalize()) {
-        (Ok(a), Ok(b)) if a == b => here.to_path_buf(),
-        _ => dir,
-    }
-}
-
-fn preset_file(dir: &Path, rel: &str, preset: &str) -> Result<PathBuf> {
-    let p = dir.join(rel);
-    if p.is_file() {
-        Ok(p)
-    } else {
-        Err(Error::param(
-            "--preset",
-            format!(
-                "{preset} needs {} (not found); {DATA_HINT}, or pass --train/--test",
-                p.display()
-            ),
-        ))
-    }
-}
-
-/// Load one side (train or test), scaled and checked against the privacy domain [-1, 1].
-fn load(
-    path: &Path,
-    labels: Option<&PathBuf>,
-    format: Option<Format>,
-    req: &ScalingRequest,
-    dim: Option<usize>,
-    columns: &crate::data::parquet::Columns,
-) -> Result<Dataset> {
-    let opts = InputOptions {
-        format,
-        labels: labels.cloned(),
-        dim,
-        columns: columns.clone(),
-        ..Default::default()
-    };
-    let d = load_scaled(path, &opts, req)?;
-    check_domain(&d.values, d.p, 0, path)?;
-    Ok(d)
-}
-
-/// Resolved inputs and grid of an evaluation.
-struct Resolved {
-    train: PathBuf,
-    test: PathBuf,
-    train_labels: Option<PathBuf>,
-    test_labels: Option<PathBuf>,
-    columns: crate::data::parquet::Columns,
-    scaling: ScalingRequest,
-    mechanisms: Vec<MechanismSpec>,
-    epsilons: Vec<f64>,
-    ks: Vec<usize>,
-    privacy: Privacy,
-    repeat: usize,
-    seeds: Seeds,
-}
-
-fn resolve(c: &CommonArgs, default_ks: &str) -> Result<Resolved> {
-    let mut train = c.train.clone();
-    let mut test = c.test.clone();
-    let mut train_labels = c.train_labels.clone();
-    let mut test_labels = c.test_labels.clone();
-    let mut scaling = c.scale.request()?;
-    let mut mechanisms = c.mechanisms.clone().unwrap_or_else(|| "all".to_string());
-    let mut min_norm = c.min_norm;
-    match c.preset.as_deref() {
-        None => {}
-        Some("paper-mnist") => {
-            let dir = data_dir();
-            let f = |rel: &str| preset_file(&dir, rel, "paper-mnist");
-            train.get_or_insert(f("mnist/train-images-idx3-ubyte.gz")?);
-            test.get_or_insert(f("mnist/t10k-images-idx3-ubyte.gz")?);
-            train_labels.get_or_insert(f("mnist/train-labels-idx1-ubyte.gz")?);
-            test_labels.get_or_insert(f("mnist/t10k-labels-idx1-ubyte.gz")?);
-            if scaling == ScalingRequest::default() {
-                scaling.scale = Some(ScaleArg::Divide(255.0));
-            }
-            if c.mechanisms.is_none() {
-                mechanisms = PAPER_MNIST_MECHANISMS.to_string();
-            }
-            min_norm.get_or_insert(PAPER_MNIST_MIN_NORM);
-        }
-        // the datasets are set per run by run_svm
-        Some("paper-svm") if default_ks == PAPER_SVM_KS && c.mechanisms.is_none() => {
-            mechanisms = PAPER_SVM_MECHANISMS.to_string();
-        }
-        Some("paper-svm") if default_ks == PAPER_SVM_KS => {}
-        Some(o) => {
-            let expected = if default_ks == PAPER_SVM_KS {
-                "paper-svm"
-            } else {
-                "paper-mnist"
-            };
-            return Err(Error::param(
-                "--preset",
-                format!("unknown preset '{o}' for this evaluation (expected {expected})"),
-            ));
-        }
-    }
-    let train = train
-        .ok_or_else(|| Error::missing("--train", "give the training data (or use --preset)"))?;
-    let test =
-        test.ok_or_else(|| Error::missing("--test", "give the test data (or use --preset)"))?;
-    let delta = c.delta.unwrap_or(1e-6);
-    if !(delta > 0.0 && delta < 1.0) {
-        return Err(Error::param("--delta", format!("{delta} is not in (0, 1)")));
-    }
-    let beta = c.beta.unwrap_or(1.0);
-    if !(beta.is_finite() && beta > 0.0) {
-        return Err(Error::param("--beta", format!("{beta} must be positive")));
-    }
-    if let Some(v) = min_norm {
-        if !(v.is_finite() && v > 0.0) {
-            return Err(Error::param("--min-norm", format!("{v} must be positive")));
-        }
-    }
-    let repeat = c.repeat.unwrap_or(1);
-    if repeat == 0 {
-        return Err(Error::param("--repeat", "must be at least 1"));
-    }
-    let master = match &c.seed {
-        Some(s) => Seed::parse_hex(s).map_err(|_| {
-            Error::param("--seed", format!("'{s}' is not 1 to 64 hexadecimal digits"))
-        })?,
-        None => Seed::random()?,
-    };
-    Ok(Resolved {
-        train,
-        test,
-        train_labels,
-        test_labels,
-        columns: crate::data::parquet::Columns {
-            vectors: c.column.clone(),
-            label: c.label_column.clone(),
-            id: None,
-        },
-        scaling,
-        mechanisms: MechanismSpec::parse_list(&mechanisms)?,
-        epsilons: parse_f64_list("--epsilon", c.epsilon.as_deref().unwrap_or(PAPER_EPSILONS))?,
-        ks: parse_usize_list("--k", c.k.as_deref().unwrap_or(default_ks))?,
-        privacy: Privacy {
-            delta,
-            beta,
-            min_norm,
-        },
-        repeat,
-        seeds: Seeds::new(master),
-    })
 }
 
 fn run_retrieval(a: RetrievalArgs) -> Result<()> {
-    let c = &a.common;
-    let r = resolve(c, "256,512,1024")?;
-    let format = c.format.as_deref().map(Format::parse).transpose()?;
-    // the output directory is checked (and staged) before the work
-    let staging = stage_out(c.out.as_deref())?;
-    let (train, mut test) = load_train_test(&r, format)?;
-    let queries = a.queries.or(if c.preset.as_deref() == Some("paper-mnist") {
-        Some(PAPER_MNIST_QUERIES)
-    } else {
-        None
-    });
-    if let Some(nq) = queries {
-        if nq == 0 {
-            return Err(Error::param("--queries", "must be at least 1"));
-        }
-        if nq < test.n {
-            test.n = nq;
-            test.values.truncate(nq * test.p);
-            if let Some(l) = test.labels.as_mut() {
-                l.truncate(nq);
-            }
-        }
-    }
-    let query_modes = QueryMode::parse_list(a.query_mode.as_deref().unwrap_or("both"))?;
-    let cfg = RetrievalConfig {
-        mechanisms: r.mechanisms.clone(),
-        epsilons: r.epsilons.clone(),
-        ks: r.ks.clone(),
-        privacy: r.privacy,
-        query_modes,
-        repeat: r.repeat,
-        seeds: r.seeds,
+    let (grid, out) = a.common.options();
+    let options = RetrievalOptions {
+        grid,
+        queries: a.queries,
+        query_mode: a.query_mode,
     };
-    super::output::note(format_args!(
-        "retrieval: {} database rows, {} queries (the first {} test rows), p = {}; {} mechanisms × \
-         {} ε × {} k × {} repeats",
-        train.n,
-        test.n,
-        test.n,
-        train.p,
-        cfg.mechanisms.len(),
-        cfg.epsilons.len(),
-        cfg.ks.len(),
-        cfg.repeat
-    ));
-    let mut rep = with_progress(|tick| retrieval::run(&train, &test, &cfg, tick))?;
-    annotate(&mut rep, c, &r);
-    finish(&rep, staging.as_ref().map(|s| s.path()))?;
+    let req = options.resolve(Front::Cli)?;
+    // the output directory is checked (and staged) before the work
+    let staging = stage_out(out.as_deref())?;
+    let run = req.load()?;
+    note(run.summary());
+    let rep = with_progress("eval", |tick| run.run(tick))?;
+    finish(rep, staging.as_ref().map(|s| s.path()))?;
     commit_out(staging)
 }
 
 fn run_svm(a: SvmArgs) -> Result<()> {
-    let c = &a.common;
-    let preset = c.preset.as_deref() == Some("paper-svm");
-    let staging = stage_out(c.out.as_deref())?;
-    // (name, train, test) per dataset
-    let sets: Vec<(String, PathBuf, PathBuf)> = if preset && c.train.is_none() && c.test.is_none() {
-        let dir = data_dir();
-        PAPER_SVM_SETS
-            .iter()
-            .map(|(n, tr, te)| {
-                Ok((
-                    n.to_string(),
-                    preset_file(&dir, tr, "paper-svm")?,
-                    preset_file(&dir, te, "paper-svm")?,
-                ))
-            })
-            .collect::<Result<_>>()?
-    } else {
-        let tr = c.train.clone().ok_or_else(|| {
-            Error::missing(
-                "--train",
-                "give the training data (or use --preset paper-svm)",
-            )
-        })?;
-        let te = c.test.clone().ok_or_else(|| {
-            Error::missing("--test", "give the test data (or use --preset paper-svm)")
-        })?;
-        vec![(String::new(), tr, te)]
-    };
-    let format = c.format.as_deref().map(Format::parse).transpose()?;
-    let svm = crate::learn::svm::SvmParams {
-        c: 1.0,
-        loss: crate::learn::svm::Loss::parse(&a.loss)?,
+    let (grid, out) = a.common.options();
+    let staging = stage_out(out.as_deref())?;
+    let options = SvmOptions {
+        grid,
+        c: a.c,
+        pick_c: a.pick_c,
+        loss: a.loss,
         tol: a.tol,
-        max_iter: a.max_iter.unwrap_or(if preset { 200 } else { 1000 }),
-        ..Default::default()
+        max_iter: a.max_iter,
     };
-    let cs = parse_f64_list("--c", &a.c)?;
-    for (name, tr, te) in &sets {
-        let mut common = CommonArgs { ..c.clone() };
-        common.train = Some(tr.clone());
-        common.test = Some(te.clone());
-        if preset && c.scale.scale.is_none() && c.scale.normalize.is_none() {
-            // ijcnn1's test file has values slightly outside [-1, 1] (e.g. -1.0028): clamp them,
-            // a fixed public transform
-            common.scale.clip = true;
+    let req = options.resolve(Front::Cli)?;
+    let several = req.sets().len() > 1;
+    for set in req.sets() {
+        let run = req.load(set)?;
+        note(run.summary(&set.name));
+        let rep = with_progress("eval", |tick| run.run(tick))?;
+        if !set.name.is_empty() {
+            outln!("## {}\n", set.name)?;
         }
-        let r = resolve(&common, PAPER_SVM_KS)?;
-        crate::eval::grid::refuse_local(&r.mechanisms, "eval svm")?;
-        let (train, test) = load_pair(&r, format)?;
-        let cfg = crate::eval::svm::SvmConfig {
-            mechanisms: r.mechanisms.clone(),
-            epsilons: r.epsilons.clone(),
-            ks: r.ks.clone(),
-            privacy: r.privacy,
-            cs: cs.clone(),
-            pick_c: a.pick_c,
-            svm,
-            repeat: r.repeat,
-            seeds: r.seeds,
-        };
-        super::output::note(format_args!(
-            "svm{}: {} training rows, {} test rows, p = {}; {} mechanisms × {} ε × {} k × {} C \
-             × {} repeats",
-            if name.is_empty() {
-                String::new()
-            } else {
-                format!(" [{name}]")
-            },
-            train.n,
-            test.n,
-            train.p,
-            cfg.mechanisms.len(),
-            cfg.epsilons.len(),
-            cfg.ks.len(),
-            cfg.cs.len(),
-            cfg.repeat
-        ));
-        let mut rep = with_progress(|tick| crate::eval::svm::run(&train, &test, &cfg, tick))?;
-        annotate(&mut rep, &common, &r);
-        if !name.is_empty() {
-            outln!("## {name}\n")?;
-        }
-        let out = staging.as_ref().map(|s| {
-            if sets.len() > 1 {
-                s.path().join(name)
+        let dir = staging.as_ref().map(|s| {
+            if several {
+                s.path().join(&set.name)
             } else {
                 s.path().to_path_buf()
             }
         });
-        finish(&rep, out.as_deref())?;
+        finish(rep, dir.as_deref())?;
     }
     commit_out(staging)
 }
@@ -483,80 +220,24 @@ fn run_svm(a: SvmArgs) -> Result<()> {
 /// Stage `--out`: refused at once if it is a file or its parent directory is missing; its files
 /// are written under a hidden directory beside it and moved into place only when every report of
 /// the run is complete (an error or a signal leaves nothing behind).
-fn stage_out(out: Option<&Path>) -> Result<Option<crate::atomic::StagingDir>> {
-    out.map(|o| {
-        crate::atomic::StagingDir::create(o).map_err(|e| Error::param("--out", e.to_string()))
-    })
-    .transpose()
+fn stage_out(out: Option<&Path>) -> Result<Option<StagingDir>> {
+    out.map(|o| StagingDir::create(o).map_err(|e| Error::param("--out", e.to_string())))
+        .transpose()
 }
 
 /// Move the staged reports into `--out` and say where they are.
-fn commit_out(staging: Option<crate::atomic::StagingDir>) -> Result<()> {
+fn commit_out(staging: Option<StagingDir>) -> Result<()> {
     if let Some(s) = staging {
         let dest = s.dest().to_path_buf();
         s.commit()?;
-        super::output::note(format_args!("wrote {}", dest.display()));
+        note(format_args!("wrote {}", dest.display()));
     }
     Ok(())
 }
 
-/// Load train and test; LIBSVM files whose largest feature index differs are read again with the
-/// larger dimension (the same feature space).
-/// The training and test sets as given (no reconciliation of their widths).
-fn load_train_test(r: &Resolved, format: Option<Format>) -> Result<(Dataset, Dataset)> {
-    let one = |path: &Path, labels: Option<&PathBuf>| {
-        load(path, labels, format, &r.scaling, None, &r.columns)
-    };
-    Ok((
-        one(&r.train, r.train_labels.as_ref())?,
-        one(&r.test, r.test_labels.as_ref())?,
-    ))
-}
-
-fn load_pair(r: &Resolved, format: Option<Format>) -> Result<(Dataset, Dataset)> {
-    let (train, test) = load_train_test(r, format)?;
-    if train.p == test.p {
-        return Ok((train, test));
-    }
-    let is_svm = |p: &Path| {
-        format == Some(Format::Svm)
-            || (format.is_none() && Format::from_path(p) == Some(Format::Svm))
-    };
-    if !(is_svm(&r.train) && is_svm(&r.test)) {
-        return Err(Error::param(
-            "--test",
-            format!(
-                "test rows have {} features, training rows {}",
-                test.p, train.p
-            ),
-        ));
-    }
-    let dim = train.p.max(test.p);
-    Ok((
-        load(
-            &r.train,
-            r.train_labels.as_ref(),
-            format,
-            &r.scaling,
-            Some(dim),
-            &r.columns,
-        )?,
-        load(
-            &r.test,
-            r.test_labels.as_ref(),
-            format,
-            &r.scaling,
-            Some(dim),
-            &r.columns,
-        )?,
-    ))
-}
-
 /// Run an evaluation with a progress bar (drawn on a terminal only).
-fn with_progress(
-    run: impl FnOnce(&(dyn Fn(usize, usize) + Sync)) -> Result<Report>,
-) -> Result<Report> {
-    let pb = super::query::progress_bar(0, "eval");
+fn with_progress<R>(what: &str, run: impl FnOnce(&(dyn Fn(usize, usize) + Sync)) -> R) -> R {
+    let pb = super::query::progress_bar(0, what);
     let tick = |done: usize, total: usize| {
         pb.set_length(total as u64);
         pb.set_position(done as u64);
@@ -566,18 +247,9 @@ fn with_progress(
     rep
 }
 
-/// Record the inputs and command line in the report's metadata.
-fn annotate(rep: &mut Report, c: &CommonArgs, r: &Resolved) {
-    if let Some(m) = rep.meta.as_object_mut() {
-        m.insert("preset".into(), serde_json::json!(c.preset));
-        m.insert(
-            "train".into(),
-            serde_json::json!(r.train.display().to_string()),
-        );
-        m.insert(
-            "test".into(),
-            serde_json::json!(r.test.display().to_string()),
-        );
+/// Record the command line in a report's metadata.
+fn record_command(meta: &mut serde_json::Value) {
+    if let Some(m) = meta.as_object_mut() {
         m.insert(
             "command".into(),
             serde_json::json!(std::env::args().collect::<Vec<_>>().join(" ")),
@@ -586,25 +258,24 @@ fn annotate(rep: &mut Report, c: &CommonArgs, r: &Resolved) {
 }
 
 /// Print the Markdown table; write the files and plots under `out`.
-fn finish(rep: &Report, out: Option<&Path>) -> Result<()> {
-    let md = report::markdown(rep);
+fn finish(mut rep: Report, out: Option<&Path>) -> Result<()> {
+    record_command(&mut rep.meta);
+    let md = report::markdown(&rep);
     outln!("{md}")?;
     if let Some(dir) = out {
         // `dir` lies inside the staging directory of `--out` (see `stage_out`)
-        std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
-        let mut f = crate::atomic::AtomicFile::create(&dir.join("report.md"))?;
-        f.write_all(md.as_bytes())?;
-        f.commit()?;
-        report::write_csv(rep, &dir.join("report.csv"))?;
-        report::write_json(rep, &dir.join("report.json"))?;
-        let plots = report::plots_with_warnings(rep, dir)?;
-        for w in &plots.warnings {
-            super::output::warn(w);
-        }
-        super::output::note(format_args!(
-            "report.md, report.csv, report.json and {} plot files",
-            plots.files.len()
-        ));
+        let plots = write_report(&rep, &md, dir)?;
+        written(plots.files.len(), &plots.warnings);
     }
     Ok(())
+}
+
+/// Warn about what could not be drawn and say what was written.
+fn written(plot_files: usize, warnings: &[String]) {
+    for w in warnings {
+        warn(w);
+    }
+    note(format_args!(
+        "report.md, report.csv, report.json and {plot_files} plot files"
+    ));
 }

@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
 
-use crate::data::scale::{parse_normalize, ScaleArg, ScalingRequest};
+use crate::data::scale::{ScaleOptions, ScalingRequest};
 use crate::data::{Format, InputOptions};
 use crate::error::{Error, Result};
 
@@ -156,18 +156,18 @@ pub struct ScaleArgs {
 }
 
 impl ScaleArgs {
-    fn request(&self) -> Result<ScalingRequest> {
-        Ok(ScalingRequest {
-            scale: self.scale.as_deref().map(ScaleArg::parse).transpose()?,
-            normalize_l2: self
-                .normalize
-                .as_deref()
-                .map(parse_normalize)
-                .transpose()?
-                .unwrap_or(false),
+    /// The options as given, parsed later by [`ScaleOptions::request`].
+    fn options(self) -> ScaleOptions {
+        ScaleOptions {
+            scale: self.scale,
+            normalize: self.normalize,
             clip: self.clip,
             clip_norm: self.clip_norm,
-        })
+        }
+    }
+
+    fn request(&self) -> Result<ScalingRequest> {
+        self.clone().options().request()
     }
 }
 

@@ -132,6 +132,38 @@ pub fn parse_normalize(s: &str) -> Result<bool> {
     }
 }
 
+/// The scaling options as a user gives them (`--scale`, `--normalize`, `--clip`, `--clip-norm`),
+/// unparsed: [`request`](ScaleOptions::request) parses them when the data are about to be read, so
+/// a command that reads no file (synthetic data) never refuses them.
+#[derive(Debug, Clone, Default)]
+pub struct ScaleOptions {
+    /// `max-abs` or a number to divide by.
+    pub scale: Option<String>,
+    /// `l2`.
+    pub normalize: Option<String>,
+    /// Clamp values to [-1, 1].
+    pub clip: bool,
+    /// Shrink rows whose ℓ₂ norm exceeds R to norm R.
+    pub clip_norm: Option<f64>,
+}
+
+impl ScaleOptions {
+    /// The parsed request.
+    pub fn request(&self) -> Result<ScalingRequest> {
+        Ok(ScalingRequest {
+            scale: self.scale.as_deref().map(ScaleArg::parse).transpose()?,
+            normalize_l2: self
+                .normalize
+                .as_deref()
+                .map(parse_normalize)
+                .transpose()?
+                .unwrap_or(false),
+            clip: self.clip,
+            clip_norm: self.clip_norm,
+        })
+    }
+}
+
 impl ScalingRequest {
     /// True when nothing is requested.
     pub fn is_empty(&self) -> bool {
@@ -518,6 +550,28 @@ pub fn check_finite(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn scale_options_parse_into_a_request() {
+        assert!(ScaleOptions::default().request().unwrap().is_empty());
+        let o = ScaleOptions {
+            scale: Some("255".into()),
+            normalize: Some("L2".into()),
+            clip: true,
+            clip_norm: Some(1.0),
+        };
+        let req = o.request().unwrap();
+        assert_eq!(req.scale, Some(ScaleArg::Divide(255.0)));
+        assert!(req.normalize_l2 && req.clip && req.clip_norm == Some(1.0));
+        let bad = ScaleOptions {
+            normalize: Some("l1".into()),
+            ..Default::default()
+        };
+        assert_eq!(
+            bad.request().unwrap_err().to_string(),
+            "invalid --normalize: 'l1' is not supported (only 'l2')"
+        );
+    }
 
     #[test]
     fn divide_normalise_clip_in_order() {

@@ -8,6 +8,8 @@
 //!
 //! - [`calibrate`]: `dprp calibrate`'s report (σ tables, flip rules, local constants, round
 //!   plans), built whole before anything is printed.
+//! - [`eval`]: `dprp eval retrieval|svm|mean` (and their presets' datasets): the grid or the
+//!   experiments and the data checked, loaded and run, the report annotated (and written).
 //! - [`mechanism`]: the mechanism options of `publish` (and `dprp.publish`) → [`MechanismParams`]
 //!   and the Gaussian sampler.
 //! - [`publish`]: the pipeline's options, the ledger gate, and the report of a publish.
@@ -21,6 +23,7 @@
 //! [`MechanismParams`]: crate::mechanism::MechanismParams
 
 pub mod calibrate;
+pub mod eval;
 pub mod mechanism;
 pub mod publish;
 pub mod query;
