@@ -41,7 +41,7 @@
 //! use dprp::data::{native, sample};
 //! use dprp::estimate::estimate_ip;
 //! use dprp::mechanism::{from_record, MechanismKind, MechanismParams};
-//! use dprp::privacy::{guarantee::Neighbour, noise::NoiseSource};
+//! use dprp::privacy::{guarantee::Neighbour, samplers::noise::NoiseSource};
 //! use dprp::publish::{publish, PublishRequest};
 //! use dprp::release::Release;
 //! use dprp::search::{exact, Measure, Sketch};
