@@ -87,7 +87,7 @@ pub fn run(a: DemoArgs) -> Result<()> {
         };
         crate::publish::publish(&req, &NoiseSource::from_os()?)?;
         let r = Release::open(&out)?;
-        super::output::print_str(&super::info::describe(&r))?;
+        super::output::print_str(&crate::request::info::ReleaseInfo::of_release(&r).to_text())?;
         utility(&r, &data)?;
         outln!()?;
     }

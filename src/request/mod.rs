@@ -8,6 +8,7 @@
 //!
 //! - [`calibrate`]: `dprp calibrate`'s report (σ tables, flip rules, local constants, round
 //!   plans), built whole before anything is printed.
+//! - [`info`]: what `dprp info` says about a release, as text or JSON.
 //! - [`mechanism`]: the mechanism options of `publish` (and `dprp.publish`) → [`MechanismParams`]
 //!   and the Gaussian sampler.
 //! - [`publish`]: the pipeline's options, the ledger gate, and the report of a publish.
@@ -21,6 +22,7 @@
 //! [`MechanismParams`]: crate::mechanism::MechanismParams
 
 pub mod calibrate;
+pub mod info;
 pub mod mechanism;
 pub mod publish;
 pub mod query;
