@@ -8,6 +8,8 @@
 //!
 //! - [`calibrate`]: `dprp calibrate`'s report (σ tables, flip rules, local constants, round
 //!   plans), built whole before anything is printed.
+//! - [`estimate`]: `dprp estimate`'s inner products and cosines with error bars, as text or
+//!   JSON.
 //! - [`info`]: what `dprp info` says about a release, as text or JSON.
 //! - [`mechanism`]: the mechanism options of `publish` (and `dprp.publish`) → [`MechanismParams`]
 //!   and the Gaussian sampler.
@@ -22,6 +24,7 @@
 //! [`MechanismParams`]: crate::mechanism::MechanismParams
 
 pub mod calibrate;
+pub mod estimate;
 pub mod info;
 pub mod mechanism;
 pub mod publish;
