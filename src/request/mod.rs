@@ -11,6 +11,8 @@
 //! - [`estimate`]: `dprp estimate`'s inner products and cosines with error bars, as text or
 //!   JSON.
 //! - [`info`]: what `dprp info` says about a release, as text or JSON.
+//! - [`mean`]: `dprp mean`, the mean of one or several local-DP releases, and the file a mean
+//!   vector is written to.
 //! - [`mechanism`]: the mechanism options of `publish` (and `dprp.publish`) → [`MechanismParams`]
 //!   and the Gaussian sampler.
 //! - [`publish`]: the pipeline's options, the ledger gate, and the report of a publish.
@@ -26,6 +28,7 @@
 pub mod calibrate;
 pub mod estimate;
 pub mod info;
+pub mod mean;
 pub mod mechanism;
 pub mod publish;
 pub mod query;
