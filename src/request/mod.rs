@@ -8,6 +8,7 @@
 //!
 //! - [`calibrate`]: `dprp calibrate`'s report (σ tables, flip rules, local constants, round
 //!   plans), built whole before anything is printed.
+//! - [`demo`]: `dprp demo`'s releases of the bundled sample and what each keeps.
 //! - [`estimate`]: `dprp estimate`'s inner products and cosines with error bars, as text or
 //!   JSON.
 //! - [`info`]: what `dprp info` says about a release, as text or JSON.
@@ -26,6 +27,7 @@
 //! [`MechanismParams`]: crate::mechanism::MechanismParams
 
 pub mod calibrate;
+pub mod demo;
 pub mod estimate;
 pub mod info;
 pub mod mean;
