@@ -12,6 +12,7 @@
 //! - [`estimate`]: `dprp estimate`'s inner products and cosines with error bars, as text or
 //!   JSON.
 //! - [`info`]: what `dprp info` says about a release, as text or JSON.
+//! - [`ledger`]: `dprp ledger`, a ledger's releases grouped by dataset with their totals.
 //! - [`mean`]: `dprp mean`, the mean of one or several local-DP releases, and the file a mean
 //!   vector is written to.
 //! - [`mechanism`]: the mechanism options of `publish` (and `dprp.publish`) → [`MechanismParams`]
@@ -30,6 +31,7 @@ pub mod calibrate;
 pub mod demo;
 pub mod estimate;
 pub mod info;
+pub mod ledger;
 pub mod mean;
 pub mod mechanism;
 pub mod publish;
