@@ -8,6 +8,7 @@
 //!
 //! - [`calibrate`]: `dprp calibrate`'s report (σ tables, flip rules, local constants, round
 //!   plans), built whole before anything is printed.
+//! - [`convert`]: `dprp convert`, an input scaled and written as a native dataset.
 //! - [`demo`]: `dprp demo`'s releases of the bundled sample and what each keeps.
 //! - [`estimate`]: `dprp estimate`'s inner products and cosines with error bars, as text or
 //!   JSON.
@@ -28,6 +29,7 @@
 //! [`MechanismParams`]: crate::mechanism::MechanismParams
 
 pub mod calibrate;
+pub mod convert;
 pub mod demo;
 pub mod estimate;
 pub mod info;
