@@ -152,11 +152,7 @@ pub fn run(a: AggregateArgs) -> Result<()> {
         check: a.check,
     };
     opts.kind(Front::Cli)?;
-    let file = a
-        .output
-        .as_deref()
-        .map(|p| MeanFile::new(p, Front::Cli))
-        .transpose()?;
+    let file = MeanFile::of(a.output.as_deref(), Front::Cli)?;
     let (mut reader, n) = clients(&a)?;
     let opts = RoundOptions {
         seed: a.seed.as_deref().map(Seed::parse_hex).transpose()?,

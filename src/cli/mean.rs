@@ -23,11 +23,7 @@ pub struct MeanArgs {
 }
 
 pub fn run(a: MeanArgs) -> Result<()> {
-    let file = a
-        .output
-        .as_deref()
-        .map(|p| MeanFile::new(p, Front::Cli))
-        .transpose()?;
+    let file = MeanFile::of(a.output.as_deref(), Front::Cli)?;
     if let Some(out) = &a.output {
         for r in &a.releases {
             check_not_input(r, out)?;

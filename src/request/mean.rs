@@ -49,6 +49,11 @@ impl MeanFile {
         })
     }
 
+    /// The file `output` names, if it names one ([`new`](Self::new)).
+    pub fn of(output: Option<&Path>, front: Front) -> Result<Option<MeanFile>> {
+        output.map(|p| MeanFile::new(p, front)).transpose()
+    }
+
     /// Write `mean` whole or not at all.
     pub fn write(&self, mean: &[f64]) -> Result<()> {
         let bytes = if self.npy {
@@ -219,6 +224,7 @@ mod tests {
     #[test]
     fn a_mean_file_is_npy_or_csv_named_per_front() {
         assert!(MeanFile::new(Path::new("m.NPY"), Front::Cli).unwrap().npy);
+        assert!(MeanFile::of(None, Front::Cli).unwrap().is_none());
         assert!(
             !MeanFile::new(Path::new("m.csv"), Front::Python)
                 .unwrap()
