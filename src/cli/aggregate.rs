@@ -7,7 +7,6 @@ use std::path::PathBuf;
 
 use clap::Args;
 
-use super::mean::{out_kind, write_mean};
 use super::InputArgs;
 use crate::atomic::check_not_input;
 use crate::data::synthetic::SyntheticRows;
@@ -15,6 +14,7 @@ use crate::data::{open_reader, RowReader};
 use crate::error::{Error, Front, Result};
 use crate::mechanism::distributed::round::check_round_memory;
 use crate::projection::Seed;
+use crate::request::mean::MeanFile;
 use crate::request::round::RoundOptions;
 
 #[derive(Debug, Args)]
@@ -152,15 +152,15 @@ pub fn run(a: AggregateArgs) -> Result<()> {
         check: a.check,
     };
     opts.kind(Front::Cli)?;
-    let kind = a.output.as_deref().map(out_kind).transpose()?;
+    let file = MeanFile::of(a.output.as_deref(), Front::Cli)?;
     let (mut reader, n) = clients(&a)?;
     let opts = RoundOptions {
         seed: a.seed.as_deref().map(Seed::parse_hex).transpose()?,
         ..opts
     };
     let outcome = opts.run(reader.as_mut(), n, Front::Cli)?;
-    if let (Some(path), Some(kind)) = (&a.output, kind) {
-        write_mean(path, kind, &outcome.report.mean)?;
+    if let Some(f) = &file {
+        f.write(&outcome.report.mean)?;
     }
     if a.json {
         let v = outcome.to_json(a.output.as_deref());

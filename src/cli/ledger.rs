@@ -1,15 +1,12 @@
 //! `dprp ledger DIR [--json]`: the releases of each dataset in a privacy budget ledger and their
-//! total guarantee (see [`crate::ledger`]).
+//! total guarantee (see [`crate::ledger`] and [`crate::request::ledger`]).
 
 use std::path::PathBuf;
 
 use clap::Args;
-use serde::Serialize;
 
 use crate::error::{Error, Result};
-use crate::ledger::compose::{compose, fmt_num, Totals};
-use crate::ledger::{FileStatus, Inventory, Ledger, Listed, Unreadable};
-use crate::release::DatasetRecord;
+use crate::request::ledger::LedgerReport;
 
 #[derive(Debug, Args)]
 pub struct LedgerArgs {
@@ -20,242 +17,17 @@ pub struct LedgerArgs {
     json: bool,
 }
 
-/// One dataset's releases and totals.
-#[derive(Debug, Serialize)]
-struct Dataset<'a> {
-    fingerprint: String,
-    key_id: String,
-    /// Whether the fingerprint was made with this ledger's key.
-    this_ledger: bool,
-    releases: Vec<&'a Listed>,
-    total: Option<Totals>,
-    no_total_reason: Option<String>,
-}
-
-#[derive(Debug, Serialize)]
-struct Report<'a> {
-    dir: String,
-    key_id: Option<String>,
-    datasets: Vec<Dataset<'a>>,
-    unattributed: Vec<&'a Listed>,
-    unreadable: &'a [Unreadable],
-}
-
-fn group<'a>(inv: &'a Inventory, key_id: Option<&str>) -> Report<'a> {
-    let mut datasets: Vec<Dataset<'a>> = Vec::new();
-    let mut unattributed = Vec::new();
-    for l in &inv.releases {
-        let Some(DatasetRecord {
-            fingerprint,
-            key_id: kid,
-            ..
-        }) = &l.entry.dataset
-        else {
-            unattributed.push(l);
-            continue;
-        };
-        match datasets
-            .iter_mut()
-            .find(|d| &d.fingerprint == fingerprint && &d.key_id == kid)
-        {
-            Some(d) => d.releases.push(l),
-            None => datasets.push(Dataset {
-                fingerprint: fingerprint.clone(),
-                key_id: kid.clone(),
-                this_ledger: key_id == Some(kid.as_str()),
-                releases: vec![l],
-                total: None,
-                no_total_reason: None,
-            }),
-        }
-    }
-    for d in &mut datasets {
-        let entries: Vec<_> = d.releases.iter().map(|l| &l.entry).collect();
-        match compose(&entries) {
-            Ok(t) => d.total = Some(t),
-            Err(why) => d.no_total_reason = Some(why),
-        }
-    }
-    Report {
-        dir: String::new(),
-        key_id: key_id.map(str::to_string),
-        datasets,
-        unattributed,
-        unreadable: &inv.unreadable,
-    }
-}
-
-fn short(hex: &str) -> &str {
-    &hex[..16.min(hex.len())]
-}
-
-fn guarantee_label(l: &Listed) -> String {
-    if l.entry.private {
-        l.entry.guarantee.label()
-    } else {
-        "NOT PRIVATE".into()
-    }
-}
-
-fn table(rows: &[&Listed], out: &mut String) {
-    let cells: Vec<[String; 5]> = rows
-        .iter()
-        .map(|l| {
-            let note = match (l.status, l.in_journal) {
-                (FileStatus::Present, true) => String::new(),
-                (FileStatus::Present, false) => {
-                    "(not in the journal: found in the directory)".into()
-                }
-                (FileStatus::Missing, _) => {
-                    "(file missing: recorded in the journal, still counted)".into()
-                }
-                (FileStatus::Replaced, _) => {
-                    "(the file now holds another release: this one is still counted)".into()
-                }
-            };
-            [
-                l.entry.file.clone(),
-                l.entry.mechanism.clone(),
-                guarantee_label(l),
-                l.entry.created.clone(),
-                note,
-            ]
-        })
-        .collect();
-    let head = ["file", "mechanism", "guarantee", "date", ""];
-    let mut w = [0usize; 4];
-    for (i, wi) in w.iter_mut().enumerate() {
-        *wi = cells
-            .iter()
-            .map(|c| c[i].chars().count())
-            .chain(std::iter::once(head[i].chars().count()))
-            .max()
-            .unwrap_or(0);
-    }
-    let pad = |s: &str, n: usize| format!("{s}{}", " ".repeat(n.saturating_sub(s.chars().count())));
-    out.push_str(&format!(
-        "  {}  {}  {}  {}\n",
-        pad(head[0], w[0]),
-        pad(head[1], w[1]),
-        pad(head[2], w[2]),
-        head[3]
-    ));
-    for c in &cells {
-        let line = format!(
-            "  {}  {}  {}  {}  {}",
-            pad(&c[0], w[0]),
-            pad(&c[1], w[1]),
-            pad(&c[2], w[2]),
-            pad(&c[3], w[3]),
-            c[4]
-        );
-        out.push_str(line.trim_end());
-        out.push('\n');
-    }
-}
-
-fn describe_totals(t: &Totals, out: &mut String) {
-    if t.kind == "not private" {
-        out.push_str(
-            "  total: NOT PRIVATE — a release's noise came from a --noise-seed, so nothing \
-             bounds what these releases reveal together\n",
-        );
-        return;
-    }
-    let kind = t.kind.as_str();
-    let basic = if t.delta == 0.0 {
-        format!("{}-{kind}", t.epsilon)
-    } else {
-        format!("({}, {})-{kind}", t.epsilon, fmt_num(t.delta))
-    };
-    out.push_str(&format!("  total, basic composition (Σε, Σδ): {basic}\n"));
-    match (t.rho, t.zcdp_epsilon) {
-        (Some(rho), Some(e)) => out.push_str(&format!(
-            "  total, zCDP composition: ρ = {} → ({}, {})-{kind} (tight conversion of \
-             Canonne, Kamath & Steinke){}\n",
-            fmt_num(rho),
-            fmt_num(e),
-            fmt_num(t.delta),
-            if e < t.epsilon {
-                "; the tighter of the two"
-            } else {
-                "; basic composition is tighter here"
-            }
-        )),
-        _ => out.push_str(&format!("  zCDP: {}\n", t.zcdp_note)),
-    }
-    out.push_str(&format!("  neighbours: {}\n", t.relation.describe()));
-    if let Some(n) = &t.relation_note {
-        out.push_str(&format!("  ({n})\n"));
-    }
-}
-
 pub fn run(a: LedgerArgs) -> Result<()> {
-    let ledger = Ledger::open(&a.dir)?;
-    let key_id = ledger.key_id()?;
-    let inv = ledger.inventory()?;
-    let mut report = group(&inv, key_id.as_deref());
-    report.dir = a.dir.display().to_string();
+    let report = LedgerReport::open(&a.dir)?;
     if a.json {
         let s = serde_json::to_string_pretty(&report)
             .map_err(|e| Error::param("--json", e.to_string()))?;
         outln!("{s}")?;
     } else {
-        let mut s = String::new();
-        s.push_str(&format!(
-            "ledger {}: {}; {} release(s), {} dataset(s), {} unattributed\n",
-            a.dir.display(),
-            match &key_id {
-                Some(k) => format!("key id {k}"),
-                None => "no ledger key yet (nothing was published with --ledger here)".into(),
-            },
-            inv.releases.len(),
-            report.datasets.len(),
-            report.unattributed.len()
-        ));
-        for d in &report.datasets {
-            s.push_str(&format!(
-                "\ndataset {}{} — {} release(s)\n",
-                short(&d.fingerprint),
-                if d.this_ledger {
-                    String::new()
-                } else {
-                    format!(
-                        " (fingerprinted under another ledger's key, key id {}: not comparable \
-                         with this ledger's fingerprints)",
-                        d.key_id
-                    )
-                },
-                d.releases.len()
-            ));
-            table(&d.releases, &mut s);
-            match (&d.total, &d.no_total_reason) {
-                (Some(t), _) => describe_totals(t, &mut s),
-                (None, Some(why)) => s.push_str(&format!("  no total: {why}\n")),
-                (None, None) => {}
-            }
-        }
-        if !report.unattributed.is_empty() {
-            s.push_str(&format!(
-                "\nunattributed — {} release(s) without a dataset fingerprint (published without \
-                 --ledger): counted toward no dataset\n",
-                report.unattributed.len()
-            ));
-            table(&report.unattributed, &mut s);
-        }
-        super::output::print_str(&s)?;
+        super::output::print_str(&report.to_text())?;
     }
-    if !inv.unreadable.is_empty() {
-        for u in &inv.unreadable {
-            super::output::warn(format_args!("{} could not be read: {}", u.file, u.error));
-        }
-        return Err(Error::ledger(
-            &a.dir,
-            format!(
-                "{} release file(s) could not be read; the totals above do not include them",
-                inv.unreadable.len()
-            ),
-        ));
+    for u in report.unreadable() {
+        super::output::warn(format_args!("{} could not be read: {}", u.file, u.error));
     }
-    Ok(())
+    report.complete()
 }

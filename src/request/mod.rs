@@ -8,8 +8,16 @@
 //!
 //! - [`calibrate`]: `dprp calibrate`'s report (σ tables, flip rules, local constants, round
 //!   plans), built whole before anything is printed.
+//! - [`convert`]: `dprp convert`, an input scaled and written as a native dataset.
+//! - [`demo`]: `dprp demo`'s releases of the bundled sample and what each keeps.
+//! - [`estimate`]: `dprp estimate`'s inner products and cosines with error bars, as text or
+//!   JSON.
 //! - [`eval`]: `dprp eval retrieval|svm|mean` (and their presets' datasets): the grid or the
 //!   experiments and the data checked, loaded and run, the report annotated (and written).
+//! - [`info`]: what `dprp info` says about a release, as text or JSON.
+//! - [`ledger`]: `dprp ledger`, a ledger's releases grouped by dataset with their totals.
+//! - [`mean`]: `dprp mean`, the mean of one or several local-DP releases, and the file a mean
+//!   vector is written to.
 //! - [`mechanism`]: the mechanism options of `publish` (and `dprp.publish`) → [`MechanismParams`]
 //!   and the Gaussian sampler.
 //! - [`publish`]: the pipeline's options, the ledger gate, and the report of a publish.
@@ -23,7 +31,13 @@
 //! [`MechanismParams`]: crate::mechanism::MechanismParams
 
 pub mod calibrate;
+pub mod convert;
+pub mod demo;
+pub mod estimate;
 pub mod eval;
+pub mod info;
+pub mod ledger;
+pub mod mean;
 pub mod mechanism;
 pub mod publish;
 pub mod query;

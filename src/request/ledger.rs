@@ -1,0 +1,266 @@
+//! `dprp ledger DIR`: the releases of each dataset in a privacy budget ledger and their total
+//! guarantee ([`crate::ledger`]), as one report rendered as text or serialised as JSON.
+
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+use crate::error::{Error, Result};
+use crate::ledger::compose::{compose, fmt_num, Totals};
+use crate::ledger::{FileStatus, Inventory, Ledger, Listed, Unreadable};
+use crate::release::DatasetRecord;
+
+/// One dataset's releases and totals.
+#[derive(Debug, Serialize)]
+struct Dataset {
+    fingerprint: String,
+    key_id: String,
+    /// Whether the fingerprint was made with this ledger's key.
+    this_ledger: bool,
+    releases: Vec<Listed>,
+    total: Option<Totals>,
+    no_total_reason: Option<String>,
+}
+
+/// A ledger's releases grouped by dataset, with each dataset's total guarantee.
+#[derive(Debug, Serialize)]
+pub struct LedgerReport {
+    dir: String,
+    key_id: Option<String>,
+    datasets: Vec<Dataset>,
+    unattributed: Vec<Listed>,
+    unreadable: Vec<Unreadable>,
+    /// Every release listed (attributed or not).
+    #[serde(skip)]
+    releases: usize,
+    /// The ledger directory.
+    #[serde(skip)]
+    path: PathBuf,
+}
+
+/// The releases of `inv` grouped by dataset (fingerprint and key id), in the order first seen,
+/// and those without a fingerprint.
+fn group(inv: &Inventory, key_id: Option<&str>) -> (Vec<Dataset>, Vec<Listed>) {
+    let mut datasets: Vec<Dataset> = Vec::new();
+    let mut unattributed = Vec::new();
+    for l in &inv.releases {
+        let Some(DatasetRecord {
+            fingerprint,
+            key_id: kid,
+            ..
+        }) = &l.entry.dataset
+        else {
+            unattributed.push(l.clone());
+            continue;
+        };
+        match datasets
+            .iter_mut()
+            .find(|d| &d.fingerprint == fingerprint && &d.key_id == kid)
+        {
+            Some(d) => d.releases.push(l.clone()),
+            None => datasets.push(Dataset {
+                fingerprint: fingerprint.clone(),
+                key_id: kid.clone(),
+                this_ledger: key_id == Some(kid.as_str()),
+                releases: vec![l.clone()],
+                total: None,
+                no_total_reason: None,
+            }),
+        }
+    }
+    for d in &mut datasets {
+        let entries: Vec<_> = d.releases.iter().map(|l| &l.entry).collect();
+        match compose(&entries) {
+            Ok(t) => d.total = Some(t),
+            Err(why) => d.no_total_reason = Some(why),
+        }
+    }
+    (datasets, unattributed)
+}
+
+fn short(hex: &str) -> &str {
+    &hex[..16.min(hex.len())]
+}
+
+fn guarantee_label(l: &Listed) -> String {
+    if l.entry.private {
+        l.entry.guarantee.label()
+    } else {
+        "NOT PRIVATE".into()
+    }
+}
+
+/// The cells of a release's row: file, mechanism, guarantee, date and a note on its file.
+fn cells(l: &Listed) -> [String; 5] {
+    let note = match (l.status, l.in_journal) {
+        (FileStatus::Present, true) => String::new(),
+        (FileStatus::Present, false) => "(not in the journal: found in the directory)".into(),
+        (FileStatus::Missing, _) => "(file missing: recorded in the journal, still counted)".into(),
+        (FileStatus::Replaced, _) => {
+            "(the file now holds another release: this one is still counted)".into()
+        }
+    };
+    [
+        l.entry.file.clone(),
+        l.entry.mechanism.clone(),
+        guarantee_label(l),
+        l.entry.created.clone(),
+        note,
+    ]
+}
+
+/// The releases as a table with a header, columns padded to their widest cell.
+fn table(rows: &[Listed], out: &mut String) {
+    let cells: Vec<[String; 5]> = rows.iter().map(cells).collect();
+    let head = ["file", "mechanism", "guarantee", "date", ""];
+    let mut w = [0usize; 4];
+    for (i, wi) in w.iter_mut().enumerate() {
+        *wi = cells
+            .iter()
+            .map(|c| c[i].chars().count())
+            .chain(std::iter::once(head[i].chars().count()))
+            .max()
+            .unwrap_or(0);
+    }
+    let pad = |s: &str, n: usize| format!("{s}{}", " ".repeat(n.saturating_sub(s.chars().count())));
+    out.push_str(&format!(
+        "  {}  {}  {}  {}\n",
+        pad(head[0], w[0]),
+        pad(head[1], w[1]),
+        pad(head[2], w[2]),
+        head[3]
+    ));
+    for c in &cells {
+        let line = format!(
+            "  {}  {}  {}  {}  {}",
+            pad(&c[0], w[0]),
+            pad(&c[1], w[1]),
+            pad(&c[2], w[2]),
+            pad(&c[3], w[3]),
+            c[4]
+        );
+        out.push_str(line.trim_end());
+        out.push('\n');
+    }
+}
+
+fn describe_totals(t: &Totals, out: &mut String) {
+    if t.kind == "not private" {
+        out.push_str(
+            "  total: NOT PRIVATE — a release's noise came from a --noise-seed, so nothing \
+             bounds what these releases reveal together\n",
+        );
+        return;
+    }
+    let kind = t.kind.as_str();
+    let basic = if t.delta == 0.0 {
+        format!("{}-{kind}", t.epsilon)
+    } else {
+        format!("({}, {})-{kind}", t.epsilon, fmt_num(t.delta))
+    };
+    out.push_str(&format!("  total, basic composition (Σε, Σδ): {basic}\n"));
+    match (t.rho, t.zcdp_epsilon) {
+        (Some(rho), Some(e)) => out.push_str(&format!(
+            "  total, zCDP composition: ρ = {} → ({}, {})-{kind} (tight conversion of \
+             Canonne, Kamath & Steinke){}\n",
+            fmt_num(rho),
+            fmt_num(e),
+            fmt_num(t.delta),
+            if e < t.epsilon {
+                "; the tighter of the two"
+            } else {
+                "; basic composition is tighter here"
+            }
+        )),
+        _ => out.push_str(&format!("  zCDP: {}\n", t.zcdp_note)),
+    }
+    out.push_str(&format!("  neighbours: {}\n", t.relation.describe()));
+    if let Some(n) = &t.relation_note {
+        out.push_str(&format!("  ({n})\n"));
+    }
+}
+
+impl LedgerReport {
+    /// Read the ledger in `dir`: its key id, its journal and the releases in the directory.
+    pub fn open(dir: &Path) -> Result<LedgerReport> {
+        let ledger = Ledger::open(dir)?;
+        let key_id = ledger.key_id()?;
+        let inv = ledger.inventory()?;
+        let (datasets, unattributed) = group(&inv, key_id.as_deref());
+        Ok(LedgerReport {
+            dir: dir.display().to_string(),
+            key_id,
+            datasets,
+            unattributed,
+            releases: inv.releases.len(),
+            unreadable: inv.unreadable,
+            path: dir.to_path_buf(),
+        })
+    }
+
+    /// The release files that could not be read (not in any total).
+    pub fn unreadable(&self) -> &[Unreadable] {
+        &self.unreadable
+    }
+
+    /// An error when some release file could not be read: the totals do not include it.
+    pub fn complete(&self) -> Result<()> {
+        if self.unreadable.is_empty() {
+            return Ok(());
+        }
+        Err(Error::ledger(
+            &self.path,
+            format!(
+                "{} release file(s) could not be read; the totals above do not include them",
+                self.unreadable.len()
+            ),
+        ))
+    }
+
+    /// The report as text: a line on the ledger, then per dataset its releases and totals, then
+    /// the releases without a dataset.
+    pub fn to_text(&self) -> String {
+        let mut s = format!(
+            "ledger {}: {}; {} release(s), {} dataset(s), {} unattributed\n",
+            self.dir,
+            match &self.key_id {
+                Some(k) => format!("key id {k}"),
+                None => "no ledger key yet (nothing was published with --ledger here)".into(),
+            },
+            self.releases,
+            self.datasets.len(),
+            self.unattributed.len()
+        );
+        for d in &self.datasets {
+            s.push_str(&format!(
+                "\ndataset {}{} — {} release(s)\n",
+                short(&d.fingerprint),
+                if d.this_ledger {
+                    String::new()
+                } else {
+                    format!(
+                        " (fingerprinted under another ledger's key, key id {}: not comparable \
+                         with this ledger's fingerprints)",
+                        d.key_id
+                    )
+                },
+                d.releases.len()
+            ));
+            table(&d.releases, &mut s);
+            match (&d.total, &d.no_total_reason) {
+                (Some(t), _) => describe_totals(t, &mut s),
+                (None, Some(why)) => s.push_str(&format!("  no total: {why}\n")),
+                (None, None) => {}
+            }
+        }
+        if !self.unattributed.is_empty() {
+            s.push_str(&format!(
+                "\nunattributed — {} release(s) without a dataset fingerprint (published without \
+                 --ledger): counted toward no dataset\n",
+                self.unattributed.len()
+            ));
+            table(&self.unattributed, &mut s);
+        }
+        s
+    }
+}
