@@ -323,6 +323,32 @@ fn native_image_unguarded(path: &Path) -> Result<(Vec<u64>, usize)> {
         crate::data::parquet::reader_options(),
     )
     .map_err(|e| Error::format(path, format!("not a readable Parquet file: {e}")))?;
+    let (json, checksum, meta) = recorded_meta(path, &builder)?;
+    check_columns(path, &builder, &meta)?;
+    let rows = builder.metadata().file_metadata().num_rows();
+    if u64::try_from(rows).ok() != Some(meta.n) {
+        return Err(corrupt(format!(
+            "the file holds {rows} rows but its metadata says {}",
+            meta.n
+        )));
+    }
+    let reader = builder
+        .with_batch_size(8192)
+        .build()
+        .map_err(|e| corrupt(format!("cannot read: {e}")))?;
+    let mut rows = DecodedRows::default();
+    rows.image.resize(HEADER_LEN);
+    rows.decode(path, reader, &meta)?;
+    Ok(rows.into_image(&meta, &json, &checksum))
+}
+
+/// The release's metadata (its JSON text and parsed) and recorded checksum, from the Parquet
+/// file's key–value metadata.
+fn recorded_meta(
+    path: &Path,
+    builder: &ParquetRecordBatchReaderBuilder<crate::data::parquet::StrictFile>,
+) -> Result<(String, [u8; 32], ReleaseMeta)> {
+    let corrupt = |m: String| Error::corrupt(path, m);
     let kv = builder.metadata().file_metadata().key_value_metadata();
     let get = |key: &str| {
         kv.and_then(|kv| kv.iter().find(|e| e.key == key))
@@ -343,6 +369,15 @@ fn native_image_unguarded(path: &Path) -> Result<(Vec<u64>, usize)> {
         .ok_or_else(|| corrupt(format!("missing or malformed '{CHECKSUM_KEY}' metadata")))?;
     let meta: ReleaseMeta = serde_json::from_str(&json)
         .map_err(|e| corrupt(format!("bad metadata in '{META_KEY}': {e}")))?;
+    Ok((json, checksum, meta))
+}
+
+/// The columns are those of the release the metadata describes, and their pages are sound.
+fn check_columns(
+    path: &Path,
+    builder: &ParquetRecordBatchReaderBuilder<crate::data::parquet::StrictFile>,
+    meta: &ReleaseMeta,
+) -> Result<()> {
     let (payload, k, n) = (meta.payload, meta.k, meta.n);
     let want = schema(payload, k, meta.labels)?;
     let got = builder.schema();
@@ -357,51 +392,92 @@ fn native_image_unguarded(path: &Path) -> Result<(Vec<u64>, usize)> {
                             if f.data_type() == &DataType::Float32))
         });
     if !same {
-        return Err(corrupt(format!(
-            "the columns ({}) are not those of a {}-row release with k = {k}{}",
-            got.fields()
-                .iter()
-                .map(|f| format!("{}: {}", f.name(), f.data_type()))
-                .collect::<Vec<_>>()
-                .join(", "),
-            n,
-            if meta.labels { " and labels" } else { "" }
-        )));
+        return Err(Error::corrupt(
+            path,
+            format!(
+                "the columns ({}) are not those of a {}-row release with k = {k}{}",
+                got.fields()
+                    .iter()
+                    .map(|f| format!("{}: {}", f.name(), f.data_type()))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                n,
+                if meta.labels { " and labels" } else { "" }
+            ),
+        ));
     }
     let columns = builder.parquet_schema().num_columns();
-    crate::data::parquet::check_pages(path, builder.metadata(), &(0..columns).collect::<Vec<_>>())?;
-    let rows = builder.metadata().file_metadata().num_rows();
-    if u64::try_from(rows).ok() != Some(n) {
-        return Err(corrupt(format!(
-            "the file holds {rows} rows but its metadata says {n}"
-        )));
-    }
-    let rb = row_bytes(payload, k);
-    let first_row = meta.shard.map_or(0, |s| s.first_row);
-    let mut image = Image::default();
-    image.resize(HEADER_LEN);
-    let mut ids: Vec<u64> = Vec::new();
-    let mut labels: Vec<f32> = Vec::new();
-    let mut seen = 0u64;
-    let reader = builder
-        .with_batch_size(8192)
-        .build()
-        .map_err(|e| corrupt(format!("cannot read: {e}")))?;
-    for batch in reader {
-        let batch = batch.map_err(|e| corrupt(format!("cannot decode rows after {seen}: {e}")))?;
-        let m = batch.num_rows();
-        let cols = batch.columns();
-        if cols.iter().any(|c| c.null_count() > 0) {
+    crate::data::parquet::check_pages(path, builder.metadata(), &(0..columns).collect::<Vec<_>>())
+}
+
+/// The rows of a Parquet release decoded into the native layout: the payload (after the header
+/// space) in `image`, the ids and labels beside it.
+#[derive(Default)]
+struct DecodedRows {
+    image: Image,
+    ids: Vec<u64>,
+    labels: Vec<f32>,
+    seen: u64,
+}
+
+impl DecodedRows {
+    /// Every batch of `reader`, checked (no nulls, ids in place or non-negative, `n` rows of
+    /// `k` values).
+    fn decode(
+        &mut self,
+        path: &Path,
+        reader: parquet::arrow::arrow_reader::ParquetRecordBatchReader,
+        meta: &ReleaseMeta,
+    ) -> Result<()> {
+        let corrupt = |m: String| Error::corrupt(path, m);
+        let n = meta.n;
+        for batch in reader {
+            let seen = self.seen;
+            let batch =
+                batch.map_err(|e| corrupt(format!("cannot decode rows after {seen}: {e}")))?;
+            let m = batch.num_rows();
+            let cols = batch.columns();
+            if cols.iter().any(|c| c.null_count() > 0) {
+                return Err(corrupt(format!(
+                    "null values in rows {seen}..{}",
+                    seen + m as u64
+                )));
+            }
+            self.ids(cols[0].as_primitive::<Int64Type>().values(), meta, &corrupt)?;
+            if meta.labels {
+                self.labels
+                    .extend_from_slice(cols[1].as_primitive::<Float32Type>().values());
+            }
+            self.sketches(&cols[cols.len() - 1], m, meta, &corrupt)?;
+            self.seen += m as u64;
+            if self.seen > n {
+                break;
+            }
+        }
+        if self.seen != n
+            || self.image.len - HEADER_LEN != row_bytes(meta.payload, meta.k) * n as usize
+        {
             return Err(corrupt(format!(
-                "null values in rows {seen}..{}",
-                seen + m as u64
+                "{} rows decoded, the metadata says {n}",
+                self.seen
             )));
         }
-        let id = cols[0].as_primitive::<Int64Type>().values();
+        Ok(())
+    }
+
+    /// A batch's ids: kept (a release with ids; never negative) or checked to be the rows'
+    /// positions from the shard's first row.
+    fn ids(
+        &mut self,
+        id: &[i64],
+        meta: &ReleaseMeta,
+        corrupt: &dyn Fn(String) -> Error,
+    ) -> Result<()> {
+        let first_row = meta.shard.map_or(0, |s| s.first_row);
         for (j, &v) in id.iter().enumerate() {
-            let row = seen + j as u64;
+            let row = self.seen + j as u64;
             if meta.ids {
-                ids.push(
+                self.ids.push(
                     u64::try_from(v)
                         .map_err(|_| corrupt(format!("row {row} has the negative id {v}")))?,
                 );
@@ -412,11 +488,20 @@ fn native_image_unguarded(path: &Path) -> Result<(Vec<u64>, usize)> {
                 )));
             }
         }
-        if meta.labels {
-            labels.extend_from_slice(cols[1].as_primitive::<Float32Type>().values());
-        }
-        let sketch = &cols[cols.len() - 1];
-        match payload {
+        Ok(())
+    }
+
+    /// A batch's `m` sketches appended to the payload: `k` f32 values (a fixed-size or checked
+    /// variable-length list) or the packed sign bytes.
+    fn sketches(
+        &mut self,
+        sketch: &ArrayRef,
+        m: usize,
+        meta: &ReleaseMeta,
+        corrupt: &dyn Fn(String) -> Error,
+    ) -> Result<()> {
+        let (k, seen) = (meta.k, self.seen);
+        match meta.payload {
             Payload::F32 => {
                 let (child, start) = match sketch.data_type() {
                     DataType::FixedSizeList(..) => {
@@ -425,12 +510,12 @@ fn native_image_unguarded(path: &Path) -> Result<(Vec<u64>, usize)> {
                     }
                     DataType::List(_) => {
                         let off = sketch.as_list::<i32>().value_offsets();
-                        check_lengths(off.iter().map(|&o| o as i64), k, seen, &corrupt)?;
+                        check_lengths(off.iter().map(|&o| o as i64), k, seen, corrupt)?;
                         (sketch.as_list::<i32>().values().clone(), off[0] as usize)
                     }
                     _ => {
                         let off = sketch.as_list::<i64>().value_offsets();
-                        check_lengths(off.iter().copied(), k, seen, &corrupt)?;
+                        check_lengths(off.iter().copied(), k, seen, corrupt)?;
                         (sketch.as_list::<i64>().values().clone(), off[0] as usize)
                     }
                 };
@@ -442,57 +527,55 @@ fn native_image_unguarded(path: &Path) -> Result<(Vec<u64>, usize)> {
                     return Err(corrupt(format!("null sketch values in rows {seen}..")));
                 }
                 let v = values.as_primitive::<Float32Type>().values();
-                image.extend(bytemuck::cast_slice::<f32, u8>(v));
+                self.image.extend(bytemuck::cast_slice::<f32, u8>(v));
             }
             Payload::Bits => {
                 let bin = sketch.as_fixed_size_binary();
                 for r in 0..m {
-                    image.extend(bin.value(r));
+                    self.image.extend(bin.value(r));
                 }
             }
         }
-        seen += m as u64;
-        if seen > n {
-            break;
+        Ok(())
+    }
+
+    /// The native image: the payload, then (64-byte aligned) the ids, the labels and the
+    /// metadata, and the header with the recorded checksum; as words and a length in bytes.
+    fn into_image(self, meta: &ReleaseMeta, json: &str, checksum: &[u8; 32]) -> (Vec<u64>, usize) {
+        let mut image = self.image;
+        let payload_len = (image.len - HEADER_LEN) as u64;
+        let pad = |image: &mut Image| image.resize(image.len.next_multiple_of(64));
+        let mut ids_off = 0u64;
+        if meta.ids {
+            pad(&mut image);
+            ids_off = image.len as u64;
+            for i in &self.ids {
+                image.extend(&i.to_le_bytes());
+            }
         }
-    }
-    if seen != n || image.len - HEADER_LEN != rb * n as usize {
-        return Err(corrupt(format!(
-            "{seen} rows decoded, the metadata says {n}"
-        )));
-    }
-    let payload_len = (image.len - HEADER_LEN) as u64;
-    let pad = |image: &mut Image| image.resize(image.len.next_multiple_of(64));
-    let mut ids_off = 0u64;
-    if meta.ids {
-        pad(&mut image);
-        ids_off = image.len as u64;
-        for i in &ids {
-            image.extend(&i.to_le_bytes());
+        let mut labels_off = 0u64;
+        if meta.labels {
+            pad(&mut image);
+            labels_off = image.len as u64;
+            image.extend(bytemuck::cast_slice(&self.labels));
         }
-    }
-    let mut labels_off = 0u64;
-    if meta.labels {
         pad(&mut image);
-        labels_off = image.len as u64;
-        image.extend(bytemuck::cast_slice(&labels));
+        let meta_off = image.len as u64;
+        image.extend(json.as_bytes());
+        let h = header(&Header {
+            payload: meta.payload,
+            n: meta.n,
+            k: meta.k as u64,
+            payload_len,
+            ids_off,
+            labels_off,
+            meta_off,
+            meta_len: json.len() as u64,
+        });
+        image.bytes_mut()[..HEADER_LEN].copy_from_slice(&h);
+        image.bytes_mut()[80..112].copy_from_slice(checksum);
+        (image.words, image.len)
     }
-    pad(&mut image);
-    let meta_off = image.len as u64;
-    image.extend(json.as_bytes());
-    let h = header(&Header {
-        payload,
-        n,
-        k: k as u64,
-        payload_len,
-        ids_off,
-        labels_off,
-        meta_off,
-        meta_len: json.len() as u64,
-    });
-    image.bytes_mut()[..HEADER_LEN].copy_from_slice(&h);
-    image.bytes_mut()[80..112].copy_from_slice(&checksum);
-    Ok((image.words, image.len))
 }
 
 /// A byte buffer kept in 8-byte words (so the payload can be viewed as f32 or u64 in place).

@@ -58,6 +58,25 @@ struct ClassState {
     trace: Vec<f64>,
 }
 
+impl ClassState {
+    fn new(positive: i32, dim: usize, n: usize) -> ClassState {
+        ClassState {
+            positive,
+            w: vec![0f64; dim],
+            wb: 0.0,
+            pg_max_old: f64::INFINITY,
+            pg_min_old: f64::NEG_INFINITY,
+            pg_max_new: f64::NEG_INFINITY,
+            pg_min_new: f64::INFINITY,
+            n_active: n,
+            iterations: 0,
+            converged: false,
+            done: false,
+            trace: Vec::new(),
+        }
+    }
+}
+
 /// Dual coordinate descent for a group of binary problems (`positives[c]` against the rest),
 /// run in lockstep: one shared random order of the rows per epoch, and for each row, one
 /// coordinate step in every problem for which that row is active. Each problem follows
@@ -80,106 +99,173 @@ pub(super) fn solve_group(
     let n = x.n();
     let g = positives.len();
     debug_assert!((1..=32).contains(&g));
-    let (diag, upper) = match p.loss {
-        Loss::Hinge => (0.0, p.c),
-        Loss::SquaredHinge => (0.5 / p.c, f64::INFINITY),
-    };
-    let b = p.bias.unwrap_or(0.0);
-    let qd: Vec<f64> = sq_norms.iter().map(|s| s + b * b + diag).collect();
-    // α of row i for problem c at alpha[i*g + c]: one cache line holds a row's whole group.
-    let mut alpha = vec![0f64; n * g];
-    let full: u32 = if g == 32 { u32::MAX } else { (1u32 << g) - 1 };
-    // Bit c of mask[i]: row i is active for problem c (and problem c is still running).
-    let mut mask = vec![full; n];
-    let mut index: Vec<u32> = (0..n as u32).collect();
-    let mut len = n;
+    let mut group = Lockstep::new(sq_norms, g, p);
     let mut cs: Vec<ClassState> = positives
         .iter()
-        .map(|&positive| ClassState {
-            positive,
-            w: vec![0f64; x.dim()],
-            wb: 0.0,
-            pg_max_old: f64::INFINITY,
-            pg_min_old: f64::NEG_INFINITY,
-            pg_max_new: f64::NEG_INFINITY,
-            pg_min_new: f64::INFINITY,
-            n_active: n,
-            iterations: 0,
-            converged: false,
-            done: false,
-            trace: Vec::new(),
-        })
+        .map(|&positive| ClassState::new(positive, x.dim(), n))
         .collect();
     let mut rng = ChaCha20Rng::seed_from_u64(p.seed);
     rng.set_stream(stream);
-
     while cs.iter().any(|c| !c.done) {
+        group.epoch(x, kernel, labels, &mut cs, &mut rng);
+        if group.end_epoch(&mut cs, p, record) {
+            group.rebuild_index();
+        }
+    }
+    cs.into_iter()
+        .enumerate()
+        .map(|(c, st)| Solution {
+            dual_objective: dual_objective(&st.w, st.wb, &group.alpha, c, g, group.diag),
+            support_vectors: (0..n).filter(|&i| group.alpha[i * g + c] > 0.0).count(),
+            w: st.w,
+            wb: st.wb,
+            iterations: st.iterations,
+            converged: st.converged,
+            trace: st.trace,
+        })
+        .collect()
+}
+
+/// What the problems of a group share: the loss's constants, the interleaved α, which rows are
+/// active for which problem, and the active rows in visiting order.
+struct Lockstep {
+    g: usize,
+    /// `D_ii`: 0 (hinge) or `1/(2C)` (squared hinge).
+    diag: f64,
+    /// `U`: C (hinge) or ∞ (squared hinge).
+    upper: f64,
+    /// The bias feature's value (0 without a bias).
+    b: f64,
+    /// `Q̄_ii = ‖x_i‖² + b² + D_ii`.
+    qd: Vec<f64>,
+    /// α of row i for problem c at `alpha[i*g + c]`: one cache line holds a row's whole group.
+    alpha: Vec<f64>,
+    /// Bit c of `mask[i]`: row i is active for problem c (and problem c is still running).
+    mask: Vec<u32>,
+    /// The rows active for some problem are `index[..len]`.
+    index: Vec<u32>,
+    len: usize,
+}
+
+impl Lockstep {
+    fn new(sq_norms: &[f64], g: usize, p: &SvmParams) -> Lockstep {
+        let n = sq_norms.len();
+        let (diag, upper) = match p.loss {
+            Loss::Hinge => (0.0, p.c),
+            Loss::SquaredHinge => (0.5 / p.c, f64::INFINITY),
+        };
+        let b = p.bias.unwrap_or(0.0);
+        let full: u32 = if g == 32 { u32::MAX } else { (1u32 << g) - 1 };
+        Lockstep {
+            g,
+            diag,
+            upper,
+            b,
+            qd: sq_norms.iter().map(|s| s + b * b + diag).collect(),
+            alpha: vec![0f64; n * g],
+            mask: vec![full; n],
+            index: (0..n as u32).collect(),
+            len: n,
+        }
+    }
+
+    /// One epoch: the active rows in a fresh random order, each stepped in every problem for
+    /// which it is active; rows shrunk in every problem leave the active set.
+    fn epoch(
+        &mut self,
+        x: &Features,
+        kernel: Kernel,
+        labels: &[i32],
+        cs: &mut [ClassState],
+        rng: &mut ChaCha20Rng,
+    ) {
         for c in cs.iter_mut() {
             c.pg_max_new = f64::NEG_INFINITY;
             c.pg_min_new = f64::INFINITY;
         }
+        let len = self.len;
         for i in 0..len {
-            let j = i + below(&mut rng, len - i);
-            index.swap(i, j);
+            let j = i + below(rng, len - i);
+            self.index.swap(i, j);
         }
         let mut s = 0;
-        while s < len {
-            let i = index[s] as usize;
-            if s + PREFETCH_AHEAD < len {
-                x.prefetch(index[s + PREFETCH_AHEAD] as usize);
+        while s < self.len {
+            let i = self.index[s] as usize;
+            if s + PREFETCH_AHEAD < self.len {
+                x.prefetch(self.index[s + PREFETCH_AHEAD] as usize);
             }
-            let label = labels[i];
-            let ai = &mut alpha[i * g..(i + 1) * g];
-            let mut todo = mask[i];
+            let mut todo = self.mask[i];
             while todo != 0 {
                 let c = todo.trailing_zeros() as usize;
                 todo &= todo - 1;
-                let st = &mut cs[c];
-                let yi = if label == st.positive { 1.0 } else { -1.0 };
-                let a = ai[c];
-                let grad = yi * (x.dot_with(kernel, i, &st.w) + b * st.wb) - 1.0 + a * diag;
-                let mut pg = 0.0;
-                if a == 0.0 {
-                    if grad > st.pg_max_old {
-                        mask[i] &= !(1 << c);
-                        st.n_active -= 1;
-                        continue;
-                    } else if grad < 0.0 {
-                        pg = grad;
-                    }
-                } else if a == upper {
-                    if grad < st.pg_min_old {
-                        mask[i] &= !(1 << c);
-                        st.n_active -= 1;
-                        continue;
-                    } else if grad > 0.0 {
-                        pg = grad;
-                    }
-                } else {
-                    pg = grad;
-                }
-                st.pg_max_new = st.pg_max_new.max(pg);
-                st.pg_min_new = st.pg_min_new.min(pg);
-                if pg.abs() > 1e-12 {
-                    // Q̄_ii = 0 only for an all-zero row without bias under the hinge loss;
-                    // then G = −1 and the dual is linear along α_i: its minimum is at U.
-                    let step = if qd[i] > 0.0 { a - grad / qd[i] } else { upper };
-                    let new = step.max(0.0).min(upper);
-                    ai[c] = new;
-                    let delta = (new - a) * yi;
-                    if delta != 0.0 {
-                        x.axpy_with(kernel, i, delta, &mut st.w);
-                        st.wb += delta * b;
-                    }
+                if !self.step(x, kernel, i, labels[i], c, &mut cs[c]) {
+                    self.mask[i] &= !(1 << c);
+                    cs[c].n_active -= 1;
                 }
             }
-            if mask[i] == 0 {
-                len -= 1;
-                index.swap(s, len);
+            if self.mask[i] == 0 {
+                self.len -= 1;
+                self.index.swap(s, self.len);
             } else {
                 s += 1;
             }
         }
+    }
+
+    /// One coordinate step of row `i` in problem `c`; `false` if the row is shrunk instead.
+    #[inline]
+    fn step(
+        &mut self,
+        x: &Features,
+        kernel: Kernel,
+        i: usize,
+        label: i32,
+        c: usize,
+        st: &mut ClassState,
+    ) -> bool {
+        let (b, diag, upper) = (self.b, self.diag, self.upper);
+        let yi = if label == st.positive { 1.0 } else { -1.0 };
+        let a = self.alpha[i * self.g + c];
+        let grad = yi * (x.dot_with(kernel, i, &st.w) + b * st.wb) - 1.0 + a * diag;
+        let mut pg = 0.0;
+        if a == 0.0 {
+            if grad > st.pg_max_old {
+                return false;
+            } else if grad < 0.0 {
+                pg = grad;
+            }
+        } else if a == upper {
+            if grad < st.pg_min_old {
+                return false;
+            } else if grad > 0.0 {
+                pg = grad;
+            }
+        } else {
+            pg = grad;
+        }
+        st.pg_max_new = st.pg_max_new.max(pg);
+        st.pg_min_new = st.pg_min_new.min(pg);
+        if pg.abs() > 1e-12 {
+            // Q̄_ii = 0 only for an all-zero row without bias under the hinge loss;
+            // then G = −1 and the dual is linear along α_i: its minimum is at U.
+            let qd = self.qd[i];
+            let step = if qd > 0.0 { a - grad / qd } else { upper };
+            let new = step.max(0.0).min(upper);
+            self.alpha[i * self.g + c] = new;
+            let delta = (new - a) * yi;
+            if delta != 0.0 {
+                x.axpy_with(kernel, i, delta, &mut st.w);
+                st.wb += delta * b;
+            }
+        }
+        true
+    }
+
+    /// After an epoch, each running problem's stopping rule: converged on all rows, met on the
+    /// shrunk set (then every row is active again), or out of iterations. `true` if the active
+    /// rows must be gathered again.
+    fn end_epoch(&mut self, cs: &mut [ClassState], p: &SvmParams, record: bool) -> bool {
+        let n = self.mask.len();
         let mut rebuild = false;
         for (c, st) in cs.iter_mut().enumerate() {
             if st.done {
@@ -187,8 +273,14 @@ pub(super) fn solve_group(
             }
             st.iterations += 1;
             if record {
-                st.trace
-                    .push(dual_objective(&st.w, st.wb, &alpha, c, g, diag));
+                st.trace.push(dual_objective(
+                    &st.w,
+                    st.wb,
+                    &self.alpha,
+                    c,
+                    self.g,
+                    self.diag,
+                ));
             }
             let bit = 1u32 << c;
             if st.pg_max_new - st.pg_min_new <= p.tol {
@@ -197,7 +289,7 @@ pub(super) fn solve_group(
                     st.done = true;
                 } else {
                     // Met on the shrunk set: check again on all rows.
-                    for m in mask.iter_mut() {
+                    for m in self.mask.iter_mut() {
                         *m |= bit;
                     }
                     st.n_active = n;
@@ -221,34 +313,25 @@ pub(super) fn solve_group(
                 st.done = true;
             }
             if st.done {
-                for m in mask.iter_mut() {
+                for m in self.mask.iter_mut() {
                     *m &= !bit;
                 }
                 rebuild = true;
             }
         }
-        if rebuild {
-            len = 0;
-            for (i, &m) in mask.iter().enumerate() {
-                if m != 0 {
-                    index[len] = i as u32;
-                    len += 1;
-                }
+        rebuild
+    }
+
+    /// The rows active for some problem, in row order.
+    fn rebuild_index(&mut self) {
+        self.len = 0;
+        for (i, &m) in self.mask.iter().enumerate() {
+            if m != 0 {
+                self.index[self.len] = i as u32;
+                self.len += 1;
             }
         }
     }
-    cs.into_iter()
-        .enumerate()
-        .map(|(c, st)| Solution {
-            dual_objective: dual_objective(&st.w, st.wb, &alpha, c, g, diag),
-            support_vectors: (0..n).filter(|&i| alpha[i * g + c] > 0.0).count(),
-            w: st.w,
-            wb: st.wb,
-            iterations: st.iterations,
-            converged: st.converged,
-            trace: st.trace,
-        })
-        .collect()
 }
 
 /// `½‖w̄‖² + Σ α_i (½ D_ii α_i − 1)` for problem `c` of a group of `g` (α interleaved), which
