@@ -22,6 +22,7 @@
 //!
 //! [`MechanismParams`]: crate::mechanism::MechanismParams
 
+pub mod audit;
 pub mod calibrate;
 pub mod eval;
 pub mod mechanism;
