@@ -332,124 +332,166 @@ fn pair_families(
 ) -> Result<Vec<FamilyResult>> {
     match (o1, o2) {
         (Outputs::Real(v1, dim), Outputs::Real(v2, _)) => {
-            let dim = *dim;
-            let d: Vec<f64> = nx.iter().zip(ny).map(|(a, b)| a - b).collect();
-            let dn = d
-                .iter()
-                .map(|v| v * v)
-                .sum::<f64>()
-                .sqrt()
-                .max(f64::MIN_POSITIVE);
-            let j = (0..dim)
-                .max_by(|&a, &b| d[a].abs().total_cmp(&d[b].abs()))
-                .unwrap_or(0);
-            let mid = 0.5 * (nx[j] + ny[j]);
-            let dir = |v: &[f32]| -> Vec<f64> {
-                v.chunks_exact(dim)
-                    .map(|y| y.iter().zip(&d).map(|(&a, b)| a as f64 * b).sum::<f64>() / dn)
-                    .collect()
-            };
-            let coord =
-                |v: &[f32]| -> Vec<f64> { v.chunks_exact(dim).map(|y| y[j] as f64).collect() };
-            let sign = |v: &[f32]| -> Vec<f64> {
-                v.chunks_exact(dim)
-                    .map(|y| ((y[j] as f64) >= mid) as u8 as f64)
-                    .collect()
-            };
-            Ok(vec![
-                family(
-                    "direction",
-                    "⟨y, d⟩/‖d‖, d = the noiseless difference".into(),
-                    dir(v1),
-                    dir(v2),
-                    delta,
-                    alpha,
-                )?,
-                family(
-                    "coordinate",
-                    format!("y_{j} (counted from 0)"),
-                    coord(v1),
-                    coord(v2),
-                    delta,
-                    alpha,
-                )?,
-                family(
-                    "sign",
-                    format!("[y_{j} ≥ {mid:.4}]"),
-                    sign(v1),
-                    sign(v2),
-                    delta,
-                    alpha,
-                )?,
-            ])
+            real_families((v1, v2), *dim, (nx, ny), delta, alpha)
         }
         (Outputs::Bits(w1, words), Outputs::Bits(w2, _)) => {
-            let (words, k) = (*words, nx.len());
-            let bit = |w: &[u64], j: usize| (w[j / 64] >> (j % 64)) & 1;
-            // the bit whose frequencies differ most on the selection halves
-            let half = |w: &Vec<u64>| w.len() / words / 2;
-            let freq = |w: &[u64], rows: usize, j: usize| {
-                w.chunks_exact(words)
-                    .take(rows)
-                    .map(|r| bit(r, j))
-                    .sum::<u64>() as f64
-                    / rows.max(1) as f64
-            };
-            let (h1, h2) = (half(w1), half(w2));
-            let j = (0..k)
-                .max_by(|&a, &b| {
-                    let fa = (freq(w1, h1, a) - freq(w2, h2, a)).abs();
-                    let fb = (freq(w1, h1, b) - freq(w2, h2, b)).abs();
-                    fa.total_cmp(&fb)
-                })
-                .unwrap_or(0);
-            let bits = |w: &[u64]| -> Vec<f64> {
-                w.chunks_exact(words).map(|r| bit(r, j) as f64).collect()
-            };
-            let sx: Vec<bool> = nx.iter().map(|&v| v >= 0.0).collect();
-            let mut positions: Vec<usize> = (0..k).filter(|&j| sx[j] != (ny[j] >= 0.0)).collect();
-            let over = if positions.is_empty() {
-                positions = (0..k).collect();
-                "all k positions (no noiseless sign differs)".to_string()
-            } else {
-                format!(
-                    "the {} positions where the noiseless signs differ",
-                    positions.len()
-                )
-            };
-            let count = |w: &[u64]| -> Vec<f64> {
-                w.chunks_exact(words)
-                    .map(|r| {
-                        positions
-                            .iter()
-                            .filter(|&&j| (bit(r, j) == 1) == sx[j])
-                            .count() as f64
-                    })
-                    .collect()
-            };
-            Ok(vec![
-                family(
-                    "bit",
-                    format!("bit {j} (counted from 0; chosen on the selection half)"),
-                    bits(w1),
-                    bits(w2),
-                    delta,
-                    alpha,
-                )?,
-                family(
-                    "count",
-                    format!("agreements with sign(P x) over {over}"),
-                    count(w1),
-                    count(w2),
-                    delta,
-                    alpha,
-                )?,
-            ])
+            bit_families((w1, w2), *words, (nx, ny), delta, alpha)
         }
         _ => Err(Error::param(
             "audit",
             "the two inputs gave different payloads",
         )),
+    }
+}
+
+/// The families of real outputs (rows of `dim` values): the projection on the noiseless
+/// difference `d`, the coordinate `j` where `d` is largest, and the side of its midpoint `y_j`
+/// falls on.
+fn real_families(
+    (v1, v2): (&[f32], &[f32]),
+    dim: usize,
+    (nx, ny): (&[f64], &[f64]),
+    delta: f64,
+    alpha: f64,
+) -> Result<Vec<FamilyResult>> {
+    let d: Vec<f64> = nx.iter().zip(ny).map(|(a, b)| a - b).collect();
+    let dn = d
+        .iter()
+        .map(|v| v * v)
+        .sum::<f64>()
+        .sqrt()
+        .max(f64::MIN_POSITIVE);
+    let j = (0..dim)
+        .max_by(|&a, &b| d[a].abs().total_cmp(&d[b].abs()))
+        .unwrap_or(0);
+    let mid = 0.5 * (nx[j] + ny[j]);
+    let dir = |v: &[f32]| -> Vec<f64> {
+        v.chunks_exact(dim)
+            .map(|y| y.iter().zip(&d).map(|(&a, b)| a as f64 * b).sum::<f64>() / dn)
+            .collect()
+    };
+    let coord = |v: &[f32]| -> Vec<f64> { v.chunks_exact(dim).map(|y| y[j] as f64).collect() };
+    let sign = |v: &[f32]| -> Vec<f64> {
+        v.chunks_exact(dim)
+            .map(|y| ((y[j] as f64) >= mid) as u8 as f64)
+            .collect()
+    };
+    Ok(vec![
+        family(
+            "direction",
+            "⟨y, d⟩/‖d‖, d = the noiseless difference".into(),
+            dir(v1),
+            dir(v2),
+            delta,
+            alpha,
+        )?,
+        family(
+            "coordinate",
+            format!("y_{j} (counted from 0)"),
+            coord(v1),
+            coord(v2),
+            delta,
+            alpha,
+        )?,
+        family(
+            "sign",
+            format!("[y_{j} ≥ {mid:.4}]"),
+            sign(v1),
+            sign(v2),
+            delta,
+            alpha,
+        )?,
+    ])
+}
+
+/// Bit `j` of a row of packed sign bits.
+fn bit(w: &[u64], j: usize) -> u64 {
+    (w[j / 64] >> (j % 64)) & 1
+}
+
+/// The families of sign bits (rows of `words` words; `k = nx.len()` bits): the bit whose
+/// frequencies differ most on the selection halves, and the count of agreements with the
+/// noiseless signs where they differ.
+fn bit_families(
+    (w1, w2): (&[u64], &[u64]),
+    words: usize,
+    (nx, ny): (&[f64], &[f64]),
+    delta: f64,
+    alpha: f64,
+) -> Result<Vec<FamilyResult>> {
+    let j = most_different_bit((w1, w2), words, nx.len());
+    let bits =
+        |w: &[u64]| -> Vec<f64> { w.chunks_exact(words).map(|r| bit(r, j) as f64).collect() };
+    let sx: Vec<bool> = nx.iter().map(|&v| v >= 0.0).collect();
+    let (positions, over) = differing_signs(nx, ny);
+    let count = |w: &[u64]| -> Vec<f64> {
+        w.chunks_exact(words)
+            .map(|r| {
+                positions
+                    .iter()
+                    .filter(|&&j| (bit(r, j) == 1) == sx[j])
+                    .count() as f64
+            })
+            .collect()
+    };
+    Ok(vec![
+        family(
+            "bit",
+            format!("bit {j} (counted from 0; chosen on the selection half)"),
+            bits(w1),
+            bits(w2),
+            delta,
+            alpha,
+        )?,
+        family(
+            "count",
+            format!("agreements with sign(P x) over {over}"),
+            count(w1),
+            count(w2),
+            delta,
+            alpha,
+        )?,
+    ])
+}
+
+/// Of `k` bits, the one whose frequencies in the two inputs' selection halves differ most.
+fn most_different_bit((w1, w2): (&[u64], &[u64]), words: usize, k: usize) -> usize {
+    let half = |w: &[u64]| w.len() / words / 2;
+    let freq = |w: &[u64], rows: usize, j: usize| {
+        w.chunks_exact(words)
+            .take(rows)
+            .map(|r| bit(r, j))
+            .sum::<u64>() as f64
+            / rows.max(1) as f64
+    };
+    let (h1, h2) = (half(w1), half(w2));
+    (0..k)
+        .max_by(|&a, &b| {
+            let fa = (freq(w1, h1, a) - freq(w2, h2, a)).abs();
+            let fb = (freq(w1, h1, b) - freq(w2, h2, b)).abs();
+            fa.total_cmp(&fb)
+        })
+        .unwrap_or(0)
+}
+
+/// The positions where the noiseless signs of `nx` and `ny` differ (all of them if none does),
+/// and how to say which.
+fn differing_signs(nx: &[f64], ny: &[f64]) -> (Vec<usize>, String) {
+    let k = nx.len();
+    let positions: Vec<usize> = (0..k)
+        .filter(|&j| (nx[j] >= 0.0) != (ny[j] >= 0.0))
+        .collect();
+    if positions.is_empty() {
+        (
+            (0..k).collect(),
+            "all k positions (no noiseless sign differs)".to_string(),
+        )
+    } else {
+        let over = format!(
+            "the {} positions where the noiseless signs differ",
+            positions.len()
+        );
+        (positions, over)
     }
 }
 
@@ -463,80 +505,19 @@ fn families_per_pair(m: &dyn Mechanism) -> usize {
 
 /// Audit one mechanism. `noise` supplies the secret randomness; `pair_seed` the random pairs.
 pub fn run(cfg: &AuditConfig, noise: &NoiseSource, pair_seed: u64) -> Result<AuditReport> {
-    if cfg.trials < 2 {
-        return Err(Error::param(
-            "--trials",
-            format!(
-                "at least 2 trials are needed (half select, half estimate), got {}",
-                cfg.trials
-            ),
-        ));
-    }
-    if cfg.trials > MAX_TRIALS {
-        return Err(Error::param(
-            "--trials",
-            format!(
-                "at most {MAX_TRIALS} trials per input (the statistics are held in memory), got {}",
-                cfg.trials
-            ),
-        ));
-    }
+    check_trials(cfg.trials)?;
     let params = &cfg.params;
     let honest = mechanism::build(params)?;
-    let g = honest.guarantee();
-    let claim = Claim {
-        epsilon: g.epsilon,
-        delta: g.delta.unwrap_or(0.0),
-        kind: g.kind.short().to_string(),
-        sentence: g.sentence(),
-    };
+    let claim = claim_of(honest.as_ref());
     let (sampled, sigma_ratio) = match cfg.miscalibrate {
         None => (None, None),
         Some(mc) => {
-            let mut p = mc.apply(params)?;
-            let mut m = mechanism::build(&p)?;
-            let sigma_of = |m: &dyn Mechanism| m.record().gaussian.map(|g| g.sigma);
-            let mut ratio = match (sigma_of(m.as_ref()), sigma_of(honest.as_ref())) {
-                (Some(a), Some(b)) if matches!(mc, Miscalibration::Sigma(_)) => Some(a / b),
-                _ => None,
-            };
-            // Lattice noise adds terms to Δ that do not scale with β (the input grid, which β
-            // chooses in powers of two, the error bound 2E, the lattice's γ√k), so β·F gives σ·F
-            // only approximately: correct β until
-            // the realised ratio is F (σ is increasing and close to linear in β).
-            if let (Miscalibration::Sigma(f), Some(b)) = (mc, sigma_of(honest.as_ref())) {
-                for _ in 0..30 {
-                    let Some(r) = ratio.filter(|r| (r - f).abs() > 1e-9 * f) else {
-                        break;
-                    };
-                    p.beta *= f / r;
-                    m = mechanism::build(&p)?;
-                    ratio = sigma_of(m.as_ref()).map(|a| a / b);
-                }
-            }
+            let (m, ratio) = miscalibrated(mc, params, honest.as_ref())?;
             (Some(m), ratio)
         }
     };
     let sampled: &dyn Mechanism = sampled.as_deref().unwrap_or(honest.as_ref());
-    let per_value = if honest.payload() == Payload::Bits {
-        honest.output_dim().div_ceil(64)
-    } else {
-        honest
-            .local()
-            .map(|l| l.dim())
-            .unwrap_or(0)
-            .max(honest.output_dim())
-    };
-    if cfg.trials.saturating_mul(per_value).saturating_mul(2) > MAX_STORED {
-        return Err(Error::param(
-            "--trials",
-            format!(
-                "{} trials of {} values per input would hold more than {MAX_STORED} values; lower \
-                 --trials or the dimension",
-                cfg.trials, per_value
-            ),
-        ));
-    }
+    check_memory(honest.as_ref(), cfg.trials)?;
     let mut rng = ChaCha20Rng::seed_from_u64(pair_seed);
     let pairs = pairs::construct(params, honest.as_ref(), &mut rng, cfg.random_pairs)?;
     let bounds = pairs.len() * families_per_pair(honest.as_ref());
@@ -545,30 +526,11 @@ pub fn run(cfg: &AuditConfig, noise: &NoiseSource, pair_seed: u64) -> Result<Aud
     for (pi, pair) in pairs.into_iter().enumerate() {
         let o1 = sample(sampled, &pair.x, cfg.trials, 2 * pi as u64, noise)?;
         let o2 = sample(sampled, &pair.x_prime, cfg.trials, 2 * pi as u64 + 1, noise)?;
-        let (nx, ny) = if honest.local().is_some() {
-            (
-                pair.x.iter().map(|&v| v as f64).collect(),
-                pair.x_prime.iter().map(|&v| v as f64).collect(),
-            )
-        } else {
-            (
-                pairs::project(honest.as_ref(), &pair.x)?,
-                pairs::project(honest.as_ref(), &pair.x_prime)?,
-            )
-        };
+        let (nx, ny) = noiseless(honest.as_ref(), &pair)?;
         let families = pair_families(&o1, &o2, &nx, &ny, claim.delta, alpha_each)?;
         results.push(PairResult { pair, families });
     }
-    let mut best: Option<(f64, String)> = None;
-    for r in &results {
-        for f in &r.families {
-            if let Some(e) = f.epsilon_lower {
-                if best.as_ref().is_none_or(|(b, _)| e > *b) {
-                    best = Some((e, format!("{} / {}", r.pair.name, f.family)));
-                }
-            }
-        }
-    }
+    let best = largest_bound(&results);
     let flagged = best.as_ref().is_some_and(|(e, _)| *e > claim.epsilon);
     Ok(AuditReport {
         mechanism: params.kind.name().into(),
@@ -585,6 +547,121 @@ pub fn run(cfg: &AuditConfig, noise: &NoiseSource, pair_seed: u64) -> Result<Aud
         worst: best.map(|b| b.1),
         flagged,
     })
+}
+
+/// At least 2 trials (half select, half estimate) and at most [`MAX_TRIALS`].
+fn check_trials(trials: usize) -> Result<()> {
+    if trials < 2 {
+        return Err(Error::param(
+            "--trials",
+            format!("at least 2 trials are needed (half select, half estimate), got {trials}"),
+        ));
+    }
+    if trials > MAX_TRIALS {
+        return Err(Error::param(
+            "--trials",
+            format!(
+                "at most {MAX_TRIALS} trials per input (the statistics are held in memory), got \
+                 {trials}"
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// The claim of the honest mechanism's guarantee.
+fn claim_of(honest: &dyn Mechanism) -> Claim {
+    let g = honest.guarantee();
+    Claim {
+        epsilon: g.epsilon,
+        delta: g.delta.unwrap_or(0.0),
+        kind: g.kind.short().to_string(),
+        sentence: g.sentence(),
+    }
+}
+
+/// The mechanism sampled under a mis-calibration, and for `sigma=F` the realised σ ratio.
+fn miscalibrated(
+    mc: Miscalibration,
+    params: &MechanismParams,
+    honest: &dyn Mechanism,
+) -> Result<(Box<dyn Mechanism>, Option<f64>)> {
+    let mut p = mc.apply(params)?;
+    let mut m = mechanism::build(&p)?;
+    let sigma_of = |m: &dyn Mechanism| m.record().gaussian.map(|g| g.sigma);
+    let mut ratio = match (sigma_of(m.as_ref()), sigma_of(honest)) {
+        (Some(a), Some(b)) if matches!(mc, Miscalibration::Sigma(_)) => Some(a / b),
+        _ => None,
+    };
+    // Lattice noise adds terms to Δ that do not scale with β (the input grid, which β
+    // chooses in powers of two, the error bound 2E, the lattice's γ√k), so β·F gives σ·F
+    // only approximately: correct β until
+    // the realised ratio is F (σ is increasing and close to linear in β).
+    if let (Miscalibration::Sigma(f), Some(b)) = (mc, sigma_of(honest)) {
+        for _ in 0..30 {
+            let Some(r) = ratio.filter(|r| (r - f).abs() > 1e-9 * f) else {
+                break;
+            };
+            p.beta *= f / r;
+            m = mechanism::build(&p)?;
+            ratio = sigma_of(m.as_ref()).map(|a| a / b);
+        }
+    }
+    Ok((m, ratio))
+}
+
+/// Refuse an audit whose outputs (`2·trials` rows per pair) would hold more than [`MAX_STORED`]
+/// values.
+fn check_memory(honest: &dyn Mechanism, trials: usize) -> Result<()> {
+    let per_value = if honest.payload() == Payload::Bits {
+        honest.output_dim().div_ceil(64)
+    } else {
+        honest
+            .local()
+            .map(|l| l.dim())
+            .unwrap_or(0)
+            .max(honest.output_dim())
+    };
+    if trials.saturating_mul(per_value).saturating_mul(2) > MAX_STORED {
+        return Err(Error::param(
+            "--trials",
+            format!(
+                "{trials} trials of {per_value} values per input would hold more than \
+                 {MAX_STORED} values; lower --trials or the dimension"
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// The noiseless outputs of a pair's inputs: the inputs themselves for local mechanisms, else
+/// their projections.
+fn noiseless(honest: &dyn Mechanism, pair: &Pair) -> Result<(Vec<f64>, Vec<f64>)> {
+    if honest.local().is_some() {
+        let f64s = |v: &[f32]| v.iter().map(|&v| v as f64).collect();
+        Ok((f64s(&pair.x), f64s(&pair.x_prime)))
+    } else {
+        Ok((
+            pairs::project(honest, &pair.x)?,
+            pairs::project(honest, &pair.x_prime)?,
+        ))
+    }
+}
+
+/// The largest ε̂_lower over pairs and families (the first where several tie), and where:
+/// `pair / family`.
+fn largest_bound(results: &[PairResult]) -> Option<(f64, String)> {
+    let mut best: Option<(f64, String)> = None;
+    for r in results {
+        for f in &r.families {
+            if let Some(e) = f.epsilon_lower {
+                if best.as_ref().is_none_or(|(b, _)| e > *b) {
+                    best = Some((e, format!("{} / {}", r.pair.name, f.family)));
+                }
+            }
+        }
+    }
+    best
 }
 
 /// The parameters `dprp audit --all` uses for a mechanism: `p = 16`, `k = 8` (projecting

@@ -22,7 +22,7 @@ use rand_distr::StandardNormal;
 use serde::Serialize;
 
 use crate::error::{Error, Result};
-use crate::mechanism::{central::idp_sign, Mechanism, MechanismKind, MechanismParams};
+use crate::mechanism::{central::idp_sign, Mechanism, MechanismKind, MechanismParams, SignSketch};
 use crate::privacy::guarantee::InputDomain;
 
 /// Random candidate rows searched for `dp-signrp-rr`'s worst case.
@@ -56,11 +56,10 @@ pub fn construct(
     rng: &mut ChaCha20Rng,
     random: usize,
 ) -> Result<Vec<Pair>> {
-    let kind = params.kind;
-    if kind.is_local() {
+    if params.kind.is_local() {
         return local_pairs(params, m, rng, random);
     }
-    let (p, beta) = (params.p, params.beta);
+    let beta = params.beta;
     if beta > 2.0 {
         return Err(Error::param(
             "--beta",
@@ -70,53 +69,96 @@ pub fn construct(
             ),
         ));
     }
-    let mut pairs = Vec::new();
-    if kind == MechanismKind::DpSignrpRr {
-        pairs.push(most_flips(params, m, rng)?);
+    let worst = if params.kind == MechanismKind::DpSignrpRr {
+        most_flips(params, m, rng)?
     } else {
-        // the coordinate whose unit vector moves the projection most (Δ₂)
-        let mut best = (0, f64::NEG_INFINITY);
-        let mut e = vec![0f32; p];
-        for i in 0..p {
-            e[i] = 1.0;
-            let n: f64 = project(m, &e)?.iter().map(|v| v * v).sum();
-            e[i] = 0.0;
-            if n > best.1 {
-                best = (i, n);
-            }
+        largest_step(params, m)?
+    };
+    let idp = idp_noise_sets(params, m)?;
+    let mut pairs = vec![worst];
+    random_neighbours(params, m, idp.as_ref(), rng, random, &mut pairs)?;
+    if let Some(s) = &idp {
+        // the worst case must have the same noise set too (module documentation)
+        if !same_noise_set(s, &pairs[0])? {
+            return Err(Error::param(
+                "audit",
+                "the worst-case pair's noise sets differ; the iDP audit needs them equal",
+            ));
         }
-        let i = best.0;
-        let mut x = vec![0f32; p];
-        let mut y = vec![0f32; p];
-        x[i] = -(beta / 2.0) as f32;
-        y[i] = (beta / 2.0) as f32;
-        pairs.push(Pair {
-            name: "worst case".into(),
-            description: format!(
-                "x = −(β/2)·e_{i}, x' = +(β/2)·e_{i}: coordinate {i} (counted from 0) moves the \
-                 projection most (‖P e_i‖₂ = {:.4}); every projected value within half a step of 0",
-                best.1.sqrt()
-            ),
-            x,
-            x_prime: y,
-        });
     }
-    let min_norm = m.sketch().and_then(|s| s.min_norm()).unwrap_or(0.0);
-    let idp = match (kind.is_idp(), params.seed) {
-        (false, _) => None,
-        (true, Some(seed)) => Some(idp_sign::build(
+    Ok(pairs)
+}
+
+/// The worst case of the sketches but `dp-signrp-rr`: `∓(β/2)·e_i` with `i` the coordinate whose
+/// unit vector moves the projection most (Δ₂).
+fn largest_step(params: &MechanismParams, m: &dyn Mechanism) -> Result<Pair> {
+    let (p, beta) = (params.p, params.beta);
+    let mut best = (0, f64::NEG_INFINITY);
+    let mut e = vec![0f32; p];
+    for i in 0..p {
+        e[i] = 1.0;
+        let n: f64 = project(m, &e)?.iter().map(|v| v * v).sum();
+        e[i] = 0.0;
+        if n > best.1 {
+            best = (i, n);
+        }
+    }
+    let i = best.0;
+    let mut x = vec![0f32; p];
+    let mut y = vec![0f32; p];
+    x[i] = -(beta / 2.0) as f32;
+    y[i] = (beta / 2.0) as f32;
+    Ok(Pair {
+        name: "worst case".into(),
+        description: format!(
+            "x = −(β/2)·e_{i}, x' = +(β/2)·e_{i}: coordinate {i} (counted from 0) moves the \
+             projection most (‖P e_i‖₂ = {:.4}); every projected value within half a step of 0",
+            best.1.sqrt()
+        ),
+        x,
+        x_prime: y,
+    })
+}
+
+/// For an iDP mechanism, its sign sketch rebuilt from the projection seed, to compare the noise
+/// sets of a pair's inputs (module documentation); `None` for the others.
+fn idp_noise_sets(params: &MechanismParams, m: &dyn Mechanism) -> Result<Option<SignSketch>> {
+    match (params.kind.is_idp(), params.seed) {
+        (false, _) => Ok(None),
+        (true, Some(seed)) => Ok(Some(idp_sign::build(
             params,
             m.output_dim(),
             seed,
             crate::mechanism::NoiseChoice::Lattice,
-        )?),
-        (true, None) => {
-            return Err(Error::param(
-                "audit",
-                "an iDP audit needs the projection seed fixed (to rebuild the noise set)",
-            ))
-        }
-    };
+        )?)),
+        (true, None) => Err(Error::param(
+            "audit",
+            "an iDP audit needs the projection seed fixed (to rebuild the noise set)",
+        )),
+    }
+}
+
+/// Whether the two inputs of a pair have the same iDP noise set `A`.
+fn same_noise_set(s: &SignSketch, pair: &Pair) -> Result<bool> {
+    let (mut a, mut b) = (Vec::new(), Vec::new());
+    s.noise_set(&s.project_values(&pair.x)?, &mut a);
+    s.noise_set(&s.project_values(&pair.x_prime)?, &mut b);
+    Ok(a == b)
+}
+
+/// Push random neighbours until `pairs` holds `1 + random`: `x` uniform in the cube, one
+/// coordinate moved by β, both rows of norm at least the mechanism's ν and, for iDP, with the
+/// same noise set.
+fn random_neighbours(
+    params: &MechanismParams,
+    m: &dyn Mechanism,
+    idp: Option<&SignSketch>,
+    rng: &mut ChaCha20Rng,
+    random: usize,
+    pairs: &mut Vec<Pair>,
+) -> Result<()> {
+    let p = params.p;
+    let min_norm = m.sketch().and_then(|s| s.min_norm()).unwrap_or(0.0);
     let mut tries = 0;
     while pairs.len() < 1 + random {
         tries += 1;
@@ -125,28 +167,20 @@ pub fn construct(
                 "audit",
                 format!(
                     "found no random neighbours meeting {}'s conditions in {} tries",
-                    kind.name(),
+                    params.kind.name(),
                     tries - 1
                 ),
             ));
         }
         let x: Vec<f32> = (0..p).map(|_| rng.random_range(-1.0f32..=1.0)).collect();
         let i = rng.random_range(0..p);
-        let Some(y) = shift(&x, i, beta) else {
+        let Some(y) = shift(&x, i, params.beta) else {
             continue;
         };
         if norm(&x) < min_norm || norm(&y) < min_norm {
             continue;
         }
-        if let Some(s) = &idp {
-            let (mut a, mut b) = (Vec::new(), Vec::new());
-            s.noise_set(&s.project_values(&x)?, &mut a);
-            s.noise_set(&s.project_values(&y)?, &mut b);
-            if a != b {
-                continue;
-            }
-        }
-        pairs.push(Pair {
+        let pair = Pair {
             name: format!("random {}", pairs.len()),
             description: format!(
                 "x uniform in [-1,1]^p, x' = x with coordinate {i} moved by β{}",
@@ -158,21 +192,15 @@ pub fn construct(
             ),
             x,
             x_prime: y,
-        });
-    }
-    if let Some(s) = &idp {
-        // the worst case must have the same noise set too (module documentation)
-        let (mut a, mut b) = (Vec::new(), Vec::new());
-        s.noise_set(&s.project_values(&pairs[0].x)?, &mut a);
-        s.noise_set(&s.project_values(&pairs[0].x_prime)?, &mut b);
-        if a != b {
-            return Err(Error::param(
-                "audit",
-                "the worst-case pair's noise sets differ; the iDP audit needs them equal",
-            ));
+        };
+        if let Some(s) = idp {
+            if !same_noise_set(s, &pair)? {
+                continue;
+            }
         }
+        pairs.push(pair);
     }
-    Ok(pairs)
+    Ok(())
 }
 
 fn norm(x: &[f32]) -> f64 {

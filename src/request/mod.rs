@@ -30,6 +30,7 @@
 //!
 //! [`MechanismParams`]: crate::mechanism::MechanismParams
 
+pub mod audit;
 pub mod calibrate;
 pub mod convert;
 pub mod demo;
