@@ -6,6 +6,8 @@
 //! A refusal names the option the way the user wrote it: [`Front::field`] (in [`crate::error`], so
 //! that every floor can use it) renders `k` as `--k` for the command line and `k` for Python.
 //!
+//! - [`audit`]: `dprp audit` — the mechanisms and parameters to audit, the ε audits and
+//!   pipeline checks run, the report, its files and the verdict.
 //! - [`calibrate`]: `dprp calibrate`'s report (σ tables, flip rules, local constants, round
 //!   plans), built whole before anything is printed.
 //! - [`convert`]: `dprp convert`, an input scaled and written as a native dataset.
