@@ -157,25 +157,7 @@ pub fn run(a: QueryArgs) -> Result<()> {
     let concatenated = (set.is_sharded() && a.index.is_some())
         .then(|| crate::search::sharded::Concatenated::of(&set))
         .transpose()?;
-    let (db, qs) = match r.meta().payload {
-        Payload::F32 => (
-            match &concatenated {
-                Some(c) => c.sketch(k),
-                None => Sketch::Real {
-                    data: r.values()?,
-                    k,
-                },
-            },
-            Sketch::Real { data: &q.real, k },
-        ),
-        Payload::Bits => (
-            match &concatenated {
-                Some(c) => c.sketch(k),
-                None => Sketch::Bits { data: r.bits()?, k },
-            },
-            Sketch::Bits { data: &q.bits, k },
-        ),
-    };
+    let (db, qs) = sketches(r, concatenated.as_ref(), &q, k)?;
     let measure = Measure::or_default(a.measure.as_deref(), db.is_bits())?;
     let parts = crate::search::sharded::part_sketches(&set)?;
     crate::search::check_request(&db, &qs, measure, 1)?;
@@ -187,13 +169,7 @@ pub fn run(a: QueryArgs) -> Result<()> {
     }
     let nq = qs.rows();
     let index = load_index(&a, &db, &set, measure)?;
-    if a.memory == 0 {
-        return Err(Error::param(
-            "--memory",
-            "the memory budget must be at least 1 MiB",
-        ));
-    }
-    let batch = query_batch(a.top, a.memory.saturating_mul(1 << 20)).min(nq.max(1));
+    let batch = batch_size(&a, nq)?;
     let pb = progress_bar(nq as u64, "searching");
     let mut printer = HitPrinter::start(&a, measure)?;
     let (mut found, mut total) = (0.0f64, 0usize);
@@ -226,6 +202,46 @@ pub fn run(a: QueryArgs) -> Result<()> {
         note_recall(a.top, index.is_some(), found / total.max(1) as f64);
     }
     Ok(())
+}
+
+/// The release's rows (all shards one after the other when an index was built over them) and
+/// the queries, as sketches of the release's payload.
+fn sketches<'a>(
+    r: &'a crate::release::Release,
+    concatenated: Option<&'a crate::search::sharded::Concatenated>,
+    q: &'a Prepared,
+    k: usize,
+) -> Result<(Sketch<'a>, Sketch<'a>)> {
+    Ok(match r.meta().payload {
+        Payload::F32 => (
+            match concatenated {
+                Some(c) => c.sketch(k),
+                None => Sketch::Real {
+                    data: r.values()?,
+                    k,
+                },
+            },
+            Sketch::Real { data: &q.real, k },
+        ),
+        Payload::Bits => (
+            match concatenated {
+                Some(c) => c.sketch(k),
+                None => Sketch::Bits { data: r.bits()?, k },
+            },
+            Sketch::Bits { data: &q.bits, k },
+        ),
+    })
+}
+
+/// Queries searched at once within the `--memory` budget (MiB; at least 1).
+fn batch_size(a: &QueryArgs, nq: usize) -> Result<usize> {
+    if a.memory == 0 {
+        return Err(Error::param(
+            "--memory",
+            "the memory budget must be at least 1 MiB",
+        ));
+    }
+    Ok(query_batch(a.top, a.memory.saturating_mul(1 << 20)).min(nq.max(1)))
 }
 
 /// The queries as `--query-mode` asks: raw vectors projected with the release's map, or the

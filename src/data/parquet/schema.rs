@@ -101,52 +101,10 @@ pub(super) fn inspect_unguarded(
             ))
         })
     };
-    let vectors = match (&cols.vectors, want) {
-        (_, Some(w)) => w.vectors.clone(),
-        (Some(name), None) => name.clone(),
-        (None, None) => {
-            let lists: Vec<&str> = schema
-                .fields()
-                .iter()
-                .filter(|f| list_item(f.data_type()).is_some())
-                .map(|f| f.name().as_str())
-                .collect();
-            match lists.as_slice() {
-                [one] => one.to_string(),
-                [] => {
-                    return Err(fail(format!(
-                        "no list column to read vectors from (columns: {listing}); dprp reads \
-                         one vector per row from a fixed_size_list or list column of numbers"
-                    )))
-                }
-                many => {
-                    return Err(fail(format!(
-                        "{} list columns ({}): say which holds the vectors with --column",
-                        many.len(),
-                        many.join(", ")
-                    )))
-                }
-            }
-        }
-    };
+    let vectors = vector_column(&schema, cols, want, &listing, &fail)?;
     let vi = find("--column", &vectors)?;
     let vtype = schema.field(vi).data_type();
-    match list_item(vtype) {
-        Some(item) if is_number(item.data_type()) => {}
-        Some(item) => {
-            return Err(fail(format!(
-                "column '{vectors}' is a list of {}, not of numbers",
-                item.data_type()
-            )))
-        }
-        None => {
-            return Err(fail(format!(
-                "column '{vectors}' is {}, not a list of numbers (dprp reads one vector per \
-                 row from a fixed_size_list or list column; name it with --column)",
-                describe(vtype)
-            )))
-        }
-    }
+    check_vector_type(vtype, &vectors, &fail)?;
     let mut roots = vec![vi];
     let mut types = vec![vtype.clone()];
     let mut scalar = |flag: &str, name: &Option<String>, ok: fn(&DataType) -> bool, want| {
@@ -195,9 +153,89 @@ pub(super) fn inspect_unguarded(
             )));
         }
     }
+    let md = builder.metadata();
+    let (groups, rows) = row_groups(md, &fail)?;
+    let schema_descr = builder.parquet_schema();
+    let leaves: Vec<usize> = (0..schema_descr.num_columns())
+        .filter(|&i| roots.contains(&schema_descr.get_column_root_idx(i)))
+        .collect();
+    check_pages(path, md, &leaves)?;
+    let part = FilePart {
+        path: path.to_path_buf(),
+        groups,
+        rows,
+        start: 0,
+        roots,
+    };
+    Ok((part, resolved))
+}
+
+/// The name of the vector column: the dataset's (a later file of a directory), the one given
+/// with `--column`, or the file's only list column.
+fn vector_column(
+    schema: &arrow_schema::Schema,
+    cols: &Columns,
+    want: Option<&Resolved>,
+    listing: &str,
+    fail: &dyn Fn(String) -> Error,
+) -> Result<String> {
+    Ok(match (&cols.vectors, want) {
+        (_, Some(w)) => w.vectors.clone(),
+        (Some(name), None) => name.clone(),
+        (None, None) => {
+            let lists: Vec<&str> = schema
+                .fields()
+                .iter()
+                .filter(|f| list_item(f.data_type()).is_some())
+                .map(|f| f.name().as_str())
+                .collect();
+            match lists.as_slice() {
+                [one] => one.to_string(),
+                [] => {
+                    return Err(fail(format!(
+                        "no list column to read vectors from (columns: {listing}); dprp reads \
+                         one vector per row from a fixed_size_list or list column of numbers"
+                    )))
+                }
+                many => {
+                    return Err(fail(format!(
+                        "{} list columns ({}): say which holds the vectors with --column",
+                        many.len(),
+                        many.join(", ")
+                    )))
+                }
+            }
+        }
+    })
+}
+
+/// The vector column holds lists of numbers.
+fn check_vector_type(
+    vtype: &DataType,
+    vectors: &str,
+    fail: &dyn Fn(String) -> Error,
+) -> Result<()> {
+    match list_item(vtype) {
+        Some(item) if is_number(item.data_type()) => Ok(()),
+        Some(item) => Err(fail(format!(
+            "column '{vectors}' is a list of {}, not of numbers",
+            item.data_type()
+        ))),
+        None => Err(fail(format!(
+            "column '{vectors}' is {}, not a list of numbers (dprp reads one vector per \
+             row from a fixed_size_list or list column; name it with --column)",
+            describe(vtype)
+        ))),
+    }
+}
+
+/// The rows of each row group and their total, which must be the footer's.
+fn row_groups(
+    md: &parquet::file::metadata::ParquetMetaData,
+    fail: &dyn Fn(String) -> Error,
+) -> Result<(Vec<u64>, u64)> {
     // The rows are those of the row groups (what the reader yields, or fails on); the footer's
     // total must agree with them.
-    let md = builder.metadata();
     let groups = md
         .row_groups()
         .iter()
@@ -214,17 +252,5 @@ pub(super) fn inspect_unguarded(
             md.file_metadata().num_rows()
         )));
     }
-    let schema_descr = builder.parquet_schema();
-    let leaves: Vec<usize> = (0..schema_descr.num_columns())
-        .filter(|&i| roots.contains(&schema_descr.get_column_root_idx(i)))
-        .collect();
-    check_pages(path, md, &leaves)?;
-    let part = FilePart {
-        path: path.to_path_buf(),
-        groups,
-        rows,
-        start: 0,
-        roots,
-    };
-    Ok((part, resolved))
+    Ok((groups, rows))
 }
