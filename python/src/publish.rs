@@ -86,29 +86,7 @@ pub fn publish<'py>(
     let rows: Option<(u64, u64)> = rows
         .map(|(lo, hi)| Ok::<_, PyErr>((lo.get("rows")?, hi.get("rows")?)))
         .transpose()?;
-    // One shard of a sharded release (a Spark executor, a worker): `output` is the shard
-    // directory, the rows get the global ids `first_row, …`, and the file is
-    // output/shard-i-of-N.dprp; `dprp.finish_shards(output)` writes the manifest at the end.
-    let worker = shard.map(|(index, count)| WorkerShard {
-        index,
-        count,
-        first_row,
-        rows,
-    });
-    if rows.is_some() {
-        if worker.is_none() {
-            return Err(param(
-                "rows",
-                "rows=(lo, hi) picks a shard's rows from a whole input file: use it with shard=(i, N)",
-            ));
-        }
-        if x.extract::<PathBuf>().is_err() {
-            return Err(param(
-                "rows",
-                "selects rows of an input file; slice a numpy array instead",
-            ));
-        }
-    }
+    let worker = worker_shard(x, shard, first_row, rows)?;
     let plan = MechanismOptions {
         mechanism: mechanism.to_string(),
         epsilon,
@@ -128,36 +106,8 @@ pub fn publish<'py>(
     .resolve(Front::Python)
     .map_err(err)?;
     let params = plan.params;
-    let input = if x.cast::<numpy::PyUntypedArray>().is_ok() {
-        Input::Array(arrays::matrix(x, "x")?)
-    } else if let Ok(p) = x.extract::<PathBuf>() {
-        Input::Path(p)
-    } else {
-        return Err(PyTypeError::new_err(format!(
-            "x: expected a 2-D numpy array or a path to a dataset file, got {}",
-            x.get_type().name()?
-        )));
-    };
-    let scaling = ScalingRequest {
-        scale: match scale {
-            None => None,
-            Some(s) => Some(if let Ok(v) = s.extract::<f64>() {
-                ScaleArg::parse(&v.to_string()).map_err(err)?
-            } else {
-                ScaleArg::parse(&s.extract::<String>().map_err(|_| {
-                    PyTypeError::new_err("scale: expected a positive number or \"max-abs\"")
-                })?)
-                .map_err(err)?
-            }),
-        },
-        normalize_l2: normalize
-            .map(parse_normalize)
-            .transpose()
-            .map_err(err)?
-            .unwrap_or(false),
-        clip,
-        clip_norm,
-    };
+    let input = Input::of(x)?;
+    let scaling = scaling(scale, normalize, clip, clip_norm)?;
     let (opts, source) = RunOptions {
         memory_mib: memory,
         output_format: output_format.map(String::from),
@@ -165,44 +115,12 @@ pub fn publish<'py>(
     }
     .resolve(&output, plan.noise, Some(collect_warning), Front::Python)
     .map_err(err)?;
-    let (view, label_values, input_path) = match &input {
-        Input::Array(m) => {
-            for (name, given) in [
-                ("column", column.is_some()),
-                ("label_column", label_column.is_some()),
-                ("id_column", id_column.is_some()),
-            ] {
-                if given {
-                    return Err(param(
-                        name,
-                        "columns are named only in Parquet (or CSV) input files; with a numpy \
-                         array pass labels=",
-                    ));
-                }
-            }
-            let view = m.view();
-            let l = labels.map(|l| arrays::labels(l, view.rows())).transpose()?;
-            let name = format!(
-                "numpy array ({} × {} {})",
-                view.rows(),
-                view.cols(),
-                match m {
-                    arrays::Matrix::F32(_) => "float32",
-                    arrays::Matrix::F64(_) => "float64",
-                }
-            );
-            (Some(view), l, PathBuf::from(name))
-        }
-        Input::Path(p) => {
-            if labels.is_some() {
-                return Err(param(
-                    "labels",
-                    "labels are read from the dataset file; pass them only with a numpy array",
-                ));
-            }
-            (None, None, p.clone())
-        }
-    };
+    let named = [
+        ("column", column.is_some()),
+        ("label_column", label_column.is_some()),
+        ("id_column", id_column.is_some()),
+    ];
+    let (view, label_values, input_path) = input.rows(labels, named)?;
     let req = PublishRequest {
         input: input_path.clone(),
         input_opts: InputOptions {
@@ -226,9 +144,24 @@ pub fn publish<'py>(
             (plan.request, plan.options, file)
         }
     };
+    let labels = label_values.as_deref();
+    publish_interruptibly(py, &req, view, labels, &source, &opts, &output)
+}
+
+/// Run the publish with Ctrl-C honoured (an interrupted call leaves no output), pass its
+/// warnings to Python's `warnings`, and open the release.
+fn publish_interruptibly<'a>(
+    py: Python<'_>,
+    req: &'a PublishRequest,
+    view: Option<arrays::View<'a>>,
+    labels: Option<&'a [f32]>,
+    source: &NoiseSource,
+    opts: &PublishOptions,
+    output: &std::path::Path,
+) -> PyResult<Release> {
     let outcome = interrupt::run(py, |cancel| {
         WARNINGS.with(|w| w.borrow_mut().clear());
-        let r = run_publish(&req, view, label_values.as_deref(), cancel, &source, &opts);
+        let r = run_publish(req, view, labels, cancel, source, opts);
         (WARNINGS.with(|w| std::mem::take(&mut *w.borrow_mut())), r)
     })?;
     let (warnings, result) = match outcome {
@@ -237,7 +170,7 @@ pub fn publish<'py>(
             if let Some((_, Ok(_))) = result {
                 // The signal came after the last chunk was read and the release was committed:
                 // an interrupted call leaves no output, so remove it.
-                let _ = std::fs::remove_file(&output);
+                let _ = std::fs::remove_file(output);
             }
             return Err(exc);
         }
@@ -250,7 +183,130 @@ pub fn publish<'py>(
         }
     }
     result.map_err(err)?;
-    Release::open_path(py, &output, true)
+    Release::open_path(py, output, true)
+}
+
+/// One shard of a sharded release (a Spark executor, a worker), or none: with `shard=(i, N)`,
+/// `output` is the shard directory, the rows get the global ids `first_row, …`, and the file is
+/// output/shard-i-of-N.dprp; `dprp.finish_shards(output)` writes the manifest at the end.
+/// `rows=(lo, hi)` picks the shard's rows of an input file.
+fn worker_shard(
+    x: &Bound<'_, PyAny>,
+    shard: Option<(u32, u32)>,
+    first_row: u64,
+    rows: Option<(u64, u64)>,
+) -> PyResult<Option<WorkerShard>> {
+    let worker = shard.map(|(index, count)| WorkerShard {
+        index,
+        count,
+        first_row,
+        rows,
+    });
+    if rows.is_some() {
+        if worker.is_none() {
+            return Err(param(
+                "rows",
+                "rows=(lo, hi) picks a shard's rows from a whole input file: use it with shard=(i, N)",
+            ));
+        }
+        if x.extract::<PathBuf>().is_err() {
+            return Err(param(
+                "rows",
+                "selects rows of an input file; slice a numpy array instead",
+            ));
+        }
+    }
+    Ok(worker)
+}
+
+/// `scale=` (a number or "max-abs"), `normalize=`, `clip=` and `clip_norm=` as a scaling request.
+fn scaling(
+    scale: Option<&Bound<'_, PyAny>>,
+    normalize: Option<&str>,
+    clip: bool,
+    clip_norm: Option<f64>,
+) -> PyResult<ScalingRequest> {
+    Ok(ScalingRequest {
+        scale: match scale {
+            None => None,
+            Some(s) => Some(if let Ok(v) = s.extract::<f64>() {
+                ScaleArg::parse(&v.to_string()).map_err(err)?
+            } else {
+                ScaleArg::parse(&s.extract::<String>().map_err(|_| {
+                    PyTypeError::new_err("scale: expected a positive number or \"max-abs\"")
+                })?)
+                .map_err(err)?
+            }),
+        },
+        normalize_l2: normalize
+            .map(parse_normalize)
+            .transpose()
+            .map_err(err)?
+            .unwrap_or(false),
+        clip,
+        clip_norm,
+    })
+}
+
+/// An input's rows as publish reads them: the array's view (none for a file), its labels, and
+/// the name the release records as its input.
+type InputRows<'a> = (Option<arrays::View<'a>>, Option<Vec<f32>>, PathBuf);
+
+impl<'py> Input<'py> {
+    /// `x` as a numpy array or a path.
+    fn of(x: &Bound<'py, PyAny>) -> PyResult<Input<'py>> {
+        if x.cast::<numpy::PyUntypedArray>().is_ok() {
+            Ok(Input::Array(arrays::matrix(x, "x")?))
+        } else if let Ok(p) = x.extract::<PathBuf>() {
+            Ok(Input::Path(p))
+        } else {
+            Err(PyTypeError::new_err(format!(
+                "x: expected a 2-D numpy array or a path to a dataset file, got {}",
+                x.get_type().name()?
+            )))
+        }
+    }
+
+    /// The array's rows and labels (`labels=`) and the name the release records as its input,
+    /// or the file's path. Columns are named only for files, labels given only with an array.
+    fn rows(
+        &self,
+        labels: Option<&Bound<'_, PyAny>>,
+        named: [(&str, bool); 3],
+    ) -> PyResult<InputRows<'_>> {
+        match self {
+            Input::Array(m) => {
+                if let Some((name, _)) = named.iter().find(|(_, given)| *given) {
+                    return Err(param(
+                        name,
+                        "columns are named only in Parquet (or CSV) input files; with a numpy \
+                         array pass labels=",
+                    ));
+                }
+                let view = m.view();
+                let l = labels.map(|l| arrays::labels(l, view.rows())).transpose()?;
+                let name = format!(
+                    "numpy array ({} × {} {})",
+                    view.rows(),
+                    view.cols(),
+                    match m {
+                        arrays::Matrix::F32(_) => "float32",
+                        arrays::Matrix::F64(_) => "float64",
+                    }
+                );
+                Ok((Some(view), l, PathBuf::from(name)))
+            }
+            Input::Path(p) => {
+                if labels.is_some() {
+                    return Err(param(
+                        "labels",
+                        "labels are read from the dataset file; pass them only with a numpy array",
+                    ));
+                }
+                Ok((None, None, p.clone()))
+            }
+        }
+    }
 }
 
 thread_local! {
