@@ -15,7 +15,7 @@ use dprp::projection::Seed;
 use dprp::publish::{publish_from, PublishOptions, PublishRequest};
 use dprp::request::publish::RunOptions;
 use dprp::request::shards::WorkerShard;
-use dprp::request::{Front, MechanismOptions};
+use dprp::request::{Front, MechanismOptions, MechanismPlan};
 
 use crate::arrays::{self, ArrayReader, CancellableReader};
 use crate::interrupt::{self, Outcome};
@@ -26,6 +26,44 @@ use crate::{err, param};
 /// An optional public projection seed ([`crate::public_seed`]).
 fn seed(s: Option<&Bound<'_, PyAny>>) -> PyResult<Option<Seed>> {
     s.map(crate::public_seed).transpose()
+}
+
+/// The sketch options `publish` and `calibrate` share: (δ, β, neighbour, k, projection, seed).
+type SketchArgs<'a, 'py> = (
+    Option<f64>,
+    Option<f64>,
+    Option<&'a str>,
+    Option<usize>,
+    Option<&'a str>,
+    Option<&'a Bound<'py, PyAny>>,
+);
+/// The options of particular mechanisms `publish` and `calibrate` share: (min_norm,
+/// individual_dp, epsilon_norm, radius, noise).
+type ParticularArgs<'a> = (Option<f64>, bool, Option<f64>, Option<f64>, Option<&'a str>);
+
+/// The one place the Python front fills the library's [`MechanismOptions`] and resolves them
+/// (validation, defaults and refusals are the library's, with `k=`-style field names).
+fn mechanism_plan(
+    base: MechanismOptions,
+    (delta, beta, neighbour, k, projection, seed): SketchArgs<'_, '_>,
+    (min_norm, individual_dp, epsilon_norm, radius, noise): ParticularArgs<'_>,
+) -> PyResult<MechanismPlan> {
+    MechanismOptions {
+        delta,
+        beta,
+        neighbour: neighbour.map(String::from),
+        k,
+        projection: projection.map(String::from),
+        seed: self::seed(seed)?,
+        min_norm,
+        individual_dp,
+        epsilon_norm,
+        radius,
+        noise: noise.map(String::from),
+        ..base
+    }
+    .resolve(Front::Python)
+    .map_err(err)
 }
 
 /// What to publish: a numpy array or a dataset file.
@@ -87,24 +125,16 @@ pub fn publish<'py>(
         .map(|(lo, hi)| Ok::<_, PyErr>((lo.get("rows")?, hi.get("rows")?)))
         .transpose()?;
     let worker = worker_shard(x, shard, first_row, rows)?;
-    let plan = MechanismOptions {
-        mechanism: mechanism.to_string(),
-        epsilon,
-        delta,
-        beta,
-        neighbour: neighbour.map(String::from),
-        k,
-        projection: projection.map(String::from),
-        seed: self::seed(seed)?,
-        min_norm,
-        individual_dp,
-        epsilon_norm,
-        radius,
-        first_row,
-        noise: noise.map(String::from),
-    }
-    .resolve(Front::Python)
-    .map_err(err)?;
+    let plan = mechanism_plan(
+        MechanismOptions {
+            mechanism: mechanism.to_string(),
+            epsilon,
+            first_row,
+            ..Default::default()
+        },
+        (delta, beta, neighbour, k, projection, seed),
+        (min_norm, individual_dp, epsilon_norm, radius, noise),
+    )?;
     let params = plan.params;
     let input = Input::of(x)?;
     let scaling = scaling(scale, normalize, clip, clip_norm)?;
@@ -423,24 +453,15 @@ pub fn calibrate<'py>(
             "is computed from the mechanism; give it only without a mechanism",
         ));
     }
-    let plan = MechanismOptions {
-        mechanism: name.to_string(),
-        epsilon,
-        delta,
-        beta,
-        neighbour: neighbour.map(String::from),
-        k,
-        projection: projection.map(String::from),
-        seed: self::seed(seed)?,
-        min_norm,
-        individual_dp,
-        epsilon_norm,
-        radius,
-        first_row: 0,
-        noise: noise.map(String::from),
-    }
-    .resolve(Front::Python)
-    .map_err(err)?;
+    let plan = mechanism_plan(
+        MechanismOptions {
+            mechanism: name.to_string(),
+            epsilon,
+            ..Default::default()
+        },
+        (delta, beta, neighbour, k, projection, seed),
+        (min_norm, individual_dp, epsilon_norm, radius, noise),
+    )?;
     let (mut p, choice) = (plan.params, plan.noise);
     p.p = dim
         .filter(|&p| p > 0)

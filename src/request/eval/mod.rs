@@ -408,7 +408,8 @@ pub fn write_report(rep: &Report, md: &str, dir: &Path) -> Result<PlotOutcome> {
 mod tests {
     use super::*;
 
-    fn files() -> GridOptions {
+    /// Grid options with the files and seed given (what every refusal test starts from).
+    pub(super) fn files() -> GridOptions {
         GridOptions {
             train: Some("train.bin".into()),
             test: Some("test.bin".into()),

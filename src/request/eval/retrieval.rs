@@ -120,16 +120,8 @@ impl RetrievalRun {
 
 #[cfg(test)]
 mod tests {
+    use super::super::tests::files;
     use super::*;
-
-    fn files() -> GridOptions {
-        GridOptions {
-            train: Some("train.bin".into()),
-            test: Some("test.bin".into()),
-            seed: Some("abc".into()),
-            ..Default::default()
-        }
-    }
 
     #[test]
     fn defaults_fill_the_grid() {
