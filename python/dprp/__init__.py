@@ -7,9 +7,11 @@ the README's "From Python" section.
 """
 
 from ._dprp import (
+    DistributedEncoder,
     DprpError,
     MeanAccumulator,
     Release,
+    RoundsAccountant,
     __version__,
     calibrate,
     eval_retrieval,
@@ -19,9 +21,11 @@ from ._dprp import (
 )
 
 __all__ = [
+    "DistributedEncoder",
     "DprpError",
     "MeanAccumulator",
     "Release",
+    "RoundsAccountant",
     "__version__",
     "calibrate",
     "eval_retrieval",

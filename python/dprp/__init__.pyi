@@ -196,6 +196,71 @@ class MeanAccumulator:
     def merge_json(self, state: str) -> None: ...
     def finish(self) -> dict[str, Any]: ...
 
+class DistributedEncoder:
+    """A client's distributed-DP encoder into residues mod 2^bits and the server's decoder of
+    their secure sum (DDG, count sketch + DDG, Binomial): every client and the server build it
+    from the same public parameters and get the same plan. One message is not private alone:
+    send it only into a secure sum (``dprp.flower`` uses Flower's SecAgg+)."""
+
+    def __init__(
+        self,
+        mechanism: str,
+        *,
+        dim: int,
+        clients: int,
+        epsilon: float,
+        delta: float,
+        clip: float,
+        seed: Union[int, str],
+        bits: int = 16,
+        bits_per_parameter: Optional[float] = None,
+        max_wrap: float = 1e-6,
+        max_clients: Optional[int] = None,
+    ) -> None:
+        """Plan for sums whose noise shares come from ``clients`` clients (ε, δ met with that
+        many) and whose modulus holds up to ``max_clients`` messages (default ``clients``)."""
+    @property
+    def dim(self) -> int: ...
+    @property
+    def message_len(self) -> int: ...
+    @property
+    def bits(self) -> int: ...
+    @property
+    def bits_per_parameter(self) -> float: ...
+    @property
+    def family(self) -> str:
+        """``zcdp`` (DDG family) or ``approx`` (Binomial): how rounds compose."""
+    def plan(self) -> dict[str, Any]:
+        """ε, δ, bits, message length, wrap bound, expected squared error, the mechanism's
+        parameters and the guarantee's statement."""
+    def encode(
+        self, x: Union[npt.NDArray[Union[np.float32, np.float64]], Sequence[float]]
+    ) -> npt.NDArray[np.uint64]:
+        """One client's message: ``message_len`` residues (noise share from the OS CSPRNG)."""
+    def decode(
+        self, residues: npt.NDArray[Union[np.uint64, np.int64]], clients: int
+    ) -> npt.NDArray[np.float64]:
+        """The mean of ``clients`` clients' vectors from the residues of their messages' sum."""
+    def guarantee_at(self, survivors: int) -> dict[str, Any]:
+        """The guarantee of a sum of ``survivors`` messages (fewer shares: larger ε), with its
+        ``cost`` for ``RoundsAccountant.charge``."""
+    def wrap_probability_at(self, clients: int) -> float: ...
+
+class RoundsAccountant:
+    """Composition over training rounds against a budget given up front: ``zcdp`` (ρ's add),
+    ``approx`` (basic composition) or ``local`` (pure ε-LDP, δ = 0)."""
+
+    def __init__(self, family: str, *, epsilon: float, delta: float) -> None: ...
+    def per_round(self, rounds: int) -> dict[str, float]:
+        """Each round's share of the budget split evenly over ``rounds``."""
+    def check(self, cost: dict[str, float]) -> dict[str, Any]:
+        """The total if a round of ``cost`` ran next; ``DprpError`` past the budget."""
+    def charge(self, cost: dict[str, float]) -> dict[str, Any]:
+        """Record a round (refused, nothing recorded, past the budget); the new total."""
+    def total(self) -> dict[str, Any]: ...
+    @property
+    def budget(self) -> tuple[float, float]: ...
+
 def eval_retrieval(
     train: npt.NDArray[Union[np.float32, np.float64]],
     test: npt.NDArray[Union[np.float32, np.float64]],

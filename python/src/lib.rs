@@ -1,7 +1,8 @@
 //! `dprp._dprp`: the Python module (pyo3 + rust-numpy) over the dprp library.
 //!
 //! Python sees `dprp.publish`, `dprp.Release`, `dprp.calibrate`, the local-DP client/server
-//! (`dprp.privatise`, `dprp.MeanAccumulator`), `dprp.eval_retrieval` and `dprp.DprpError` (re-exported by the pure-Python
+//! (`dprp.privatise`, `dprp.MeanAccumulator`), the distributed-DP encoder and the rounds
+//! accountant (`dprp.DistributedEncoder`, `dprp.RoundsAccountant`), `dprp.eval_retrieval` and `dprp.DprpError` (re-exported by the pure-Python
 //! package `python/dprp/__init__.py`, typed in `__init__.pyi`).
 //!
 //! Four rules hold for every function here:
@@ -18,6 +19,7 @@
 use pyo3::prelude::*;
 
 mod arrays;
+mod distributed;
 mod eval;
 mod interrupt;
 mod ints;
@@ -183,6 +185,8 @@ fn _dprp(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<release::Release>()?;
     m.add_function(wrap_pyfunction!(ldp::privatise, m)?)?;
     m.add_class::<ldp::MeanAccumulator>()?;
+    m.add_class::<distributed::DistributedEncoder>()?;
+    m.add_class::<distributed::RoundsAccountant>()?;
     m.add_function(wrap_pyfunction!(eval::eval_retrieval, m)?)?;
     Ok(())
 }

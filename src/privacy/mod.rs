@@ -15,6 +15,8 @@
 //!   statement.
 //! - [`nplus`]: `N₊` (Proposition 4.4), the high-probability bound on how many signs one neighbour
 //!   can flip, for DP-SignRP-RR.
+//! - [`rounds`]: composition over the rounds of federated training, against a budget given
+//!   up front (zCDP for the DDG family, basic composition for the Binomial and local DP).
 //! - [`rr`]: randomised response and smooth flipping on signs: the flip thresholds from ε'.
 //! - [`special`]: log-space special functions (normal tail and quantile, incomplete beta) for the
 //!   local-DP mechanisms.
@@ -28,6 +30,7 @@ pub mod gaussian;
 pub mod guarantee;
 pub mod lattice;
 pub mod nplus;
+pub mod rounds;
 pub mod rr;
 pub mod samplers;
 pub mod special;

@@ -40,7 +40,7 @@ use crate::mechanism::distributed::modular::{ModularSum, Modulus};
 pub use binomial::{BinomialEncoder, BinomialParams};
 pub use ddg::{Ddg, DdgParams, EncodeStats};
 pub use guarantee::DistributedGuarantee;
-pub use planned::{plan_encoder, DistributedKind, PlanDetail, Planned};
+pub use planned::{plan_encoder, plan_encoder_for, DistributedKind, PlanDetail, Planned};
 pub use sketch_ddg::SketchDdg;
 
 /// A client-side encoder into `Z_M` and its server-side decoder.

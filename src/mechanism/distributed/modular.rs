@@ -80,6 +80,30 @@ impl ModularSum {
             clients: 0,
         }
     }
+    /// A sum revealed by a secure-aggregation protocol run elsewhere (Flower's SecAgg+, say):
+    /// its residues mod `modulus` and the number of clients whose messages it holds. A residue
+    /// `≥ M` is refused: it did not come from a sum mod `M`.
+    pub fn from_residues(modulus: Modulus, residues: Vec<u64>, clients: u64) -> Result<ModularSum> {
+        if let Some(j) = residues.iter().position(|&r| r > modulus.mask()) {
+            return Err(Error::param(
+                "sum",
+                format!(
+                    "residue {} at coordinate {j} (counted from 0) is not below M = 2^{}",
+                    residues[j],
+                    modulus.bits()
+                ),
+            ));
+        }
+        if clients == 0 {
+            return Err(Error::param("clients", "a sum of no clients has no mean"));
+        }
+        Ok(ModularSum {
+            modulus,
+            sum: residues,
+            clients,
+        })
+    }
+
     /// Add one (masked) message.
     pub fn add(&mut self, message: &[u64]) -> Result<()> {
         if message.len() != self.sum.len() {

@@ -6,10 +6,14 @@
 use super::guarantee::DistributedGuarantee;
 use super::{BinomialEncoder, BinomialParams, ClientEncoder, Ddg, DdgParams, SketchDdg};
 use crate::error::{Error, Result};
+use crate::mechanism::distributed::accountant;
+use crate::mechanism::distributed::accountant::binomial::BinomialSetting;
+use crate::mechanism::distributed::accountant::ddg::DdgSetting;
 use crate::mechanism::distributed::accountant::params::{
-    plan_binomial, plan_ddg, plan_sketch_ddg, BinomialPlan, DdgPlan, DistributedRequest, MseTerms,
-    SketchDdgPlan,
+    ddg_wrap_probability, plan_binomial, plan_ddg_for, plan_sketch_ddg_for, BinomialPlan, DdgPlan,
+    DistributedRequest, MseTerms, SketchDdgPlan,
 };
+use crate::privacy::zcdp;
 use crate::projection::Seed;
 
 /// The distributed mechanisms.
@@ -78,6 +82,9 @@ pub struct Planned {
     /// The planner's bound on the probability that the modular sum wraps (DDG family); 0 for the
     /// Binomial, whose plan rules a wrap out.
     pub wrap_probability: f64,
+    /// The request the plan was made for (its `n` is the number of noise shares the plan
+    /// counts on).
+    pub request: DistributedRequest,
 }
 
 impl std::fmt::Debug for Planned {
@@ -100,6 +107,30 @@ pub fn plan_encoder(
     max_bits_per_parameter: Option<f64>,
     seed: Seed,
 ) -> Result<Planned> {
+    plan_encoder_for(kind, req, max_bits_per_parameter, seed, req.n)
+}
+
+/// [`plan_encoder`] for rounds that tolerate dropouts: the noise is calibrated for `req.n`
+/// shares (the fewest clients a round accepts) and the modulus for sums of up to `sum_clients`
+/// messages (all the clients a round samples). The Binomial's plan holds for `n` fixed and
+/// refuses `sum_clients > req.n`.
+pub fn plan_encoder_for(
+    kind: DistributedKind,
+    req: &DistributedRequest,
+    max_bits_per_parameter: Option<f64>,
+    seed: Seed,
+    sum_clients: u64,
+) -> Result<Planned> {
+    if kind == DistributedKind::Binomial && sum_clients > req.n {
+        return Err(Error::param(
+            "clients",
+            format!(
+                "the Binomial plan holds for its n fixed (cpSGD's neighbours): sums of {sum_clients} \
+                 messages need n = {sum_clients}, not {}",
+                req.n
+            ),
+        ));
+    }
     if max_bits_per_parameter.is_some() && kind != DistributedKind::SketchDdg {
         return Err(Error::param(
             "--bits-per-parameter",
@@ -117,7 +148,7 @@ pub fn plan_encoder(
     };
     match kind {
         DistributedKind::Ddg => {
-            let p = plan_ddg(req)?;
+            let p = plan_ddg_for(req, sum_clients)?;
             Ok(Planned {
                 encoder: Box::new(Ddg::new(d, params(&p), seed)?),
                 epsilon: p.epsilon,
@@ -126,11 +157,12 @@ pub fn plan_encoder(
                 bits_per_parameter: p.bits_per_parameter,
                 sketch_m: None,
                 wrap_probability: p.wrap_probability,
+                request: *req,
                 plan: PlanDetail::Ddg(p),
             })
         }
         DistributedKind::SketchDdg => {
-            let sp = plan_sketch_ddg(req, max_bits_per_parameter)?;
+            let sp = plan_sketch_ddg_for(req, max_bits_per_parameter, sum_clients)?;
             let sketched = DdgParams {
                 clip: req.clip * super::sketch_ddg::SKETCH_CLIP_FACTOR,
                 ..params(&sp.ddg)
@@ -144,6 +176,7 @@ pub fn plan_encoder(
                 bits_per_parameter: sp.ddg.bits_per_parameter,
                 sketch_m: Some(sp.m),
                 wrap_probability: sp.ddg.wrap_probability,
+                request: *req,
                 plan: PlanDetail::SketchDdg(sp),
             })
         }
@@ -168,8 +201,101 @@ pub fn plan_encoder(
                 mse: p.mse,
                 sketch_m: None,
                 wrap_probability: 0.0,
+                request: *req,
                 plan: PlanDetail::Binomial(p),
             })
+        }
+    }
+}
+
+impl Planned {
+    /// The guarantee of a round whose sum holds the messages of `survivors` clients — their
+    /// noise shares and no others. The plan counted on `request.n` shares; a round in which
+    /// clients dropped out before their masked message reached the sum has fewer, so less noise
+    /// and a larger ε, computed here by the same theorem with `n = survivors` (DDG family:
+    /// Theorem E.1 of Chen et al. 2022 at `n` clients, each adding `N_Z(0, (σ/γ)²)`; Binomial:
+    /// cpSGD Theorem 1 with `N = survivors·m` trials). More survivors than planned give more
+    /// noise and a smaller ε; the Binomial's plan holds for at most `request.n` clients (its
+    /// rotation clamp and modulus were sized for them) and refuses more.
+    pub fn guarantee_at(&self, survivors: u64) -> Result<DistributedGuarantee> {
+        if survivors < 2 {
+            return Err(Error::param(
+                "survivors",
+                format!(
+                    "{survivors} client(s) in the sum: secure aggregation needs at least two (a \
+                     lone message would be seen unmasked, with only its own noise share)"
+                ),
+            ));
+        }
+        let req = &self.request;
+        let ddg = |p: &DdgPlan, clip: f64| -> Result<DistributedGuarantee> {
+            let st = DdgSetting {
+                n: survivors,
+                d: p.d_rot,
+                clip,
+                gamma: p.gamma,
+                beta: p.beta,
+            };
+            let rho = accountant::ddg::rho(&st, p.sigma)?;
+            Ok(DistributedGuarantee::of_ddg(&DdgPlan {
+                rho,
+                epsilon: zcdp::epsilon(rho, p.delta)?,
+                ..p.clone()
+            }))
+        };
+        match &self.plan {
+            PlanDetail::Ddg(p) => ddg(p, req.clip),
+            PlanDetail::SketchDdg(sp) => {
+                ddg(&sp.ddg, req.clip * super::sketch_ddg::SKETCH_CLIP_FACTOR)
+            }
+            PlanDetail::Binomial(p) => {
+                if survivors > req.n {
+                    return Err(Error::param(
+                        "survivors",
+                        format!(
+                            "{survivors} clients in the sum, but the Binomial plan was sized for \
+                             at most n = {} (its modulus and rotation clamp)",
+                            req.n
+                        ),
+                    ));
+                }
+                let setting = BinomialSetting {
+                    p: p.p,
+                    s: 1.0,
+                    delta: p.delta / 3.0,
+                    d: p.d_rot,
+                    sens: p.sens,
+                };
+                let n_trials = survivors * p.m;
+                let epsilon = accountant::binomial::epsilon(n_trials, &setting)?;
+                Ok(DistributedGuarantee::of_binomial(&BinomialPlan {
+                    epsilon,
+                    n_trials,
+                    ..p.clone()
+                }))
+            }
+        }
+    }
+
+    /// The bound on the probability that the modular sum of `clients` messages wraps (DDG
+    /// family: the planner's bound at `n = clients`); for the Binomial, 0 when `clients` fit the
+    /// plan's modulus, else an error.
+    pub fn wrap_probability_at(&self, clients: u64) -> Result<f64> {
+        let req = &self.request;
+        let ddg = |p: &DdgPlan, clip: f64| {
+            ddg_wrap_probability(clients, p.d_rot, clip, p.gamma, p.sigma, p.beta, p.modulus)
+        };
+        match &self.plan {
+            PlanDetail::Ddg(p) => Ok(ddg(p, req.clip)),
+            PlanDetail::SketchDdg(sp) => Ok(ddg(&sp.ddg, req.clip * super::sketch_ddg::SKETCH_CLIP_FACTOR)),
+            PlanDetail::Binomial(_) if clients <= req.n => Ok(0.0),
+            PlanDetail::Binomial(_) => Err(Error::param(
+                "clients",
+                format!(
+                    "the Binomial plan's modulus holds the sum of at most n = {} clients, not {clients}",
+                    req.n
+                ),
+            )),
         }
     }
 }
@@ -207,5 +333,70 @@ mod tests {
         assert!(capped.bits_per_parameter <= 4.0);
         assert_eq!(capped.sketch_m, Some(32)); // 20·64/300 > 4 ≥ 20·32/300
         assert!(plan_encoder(DistributedKind::Ddg, &req, Some(4.0), seed).is_err());
+    }
+
+    #[test]
+    fn guarantee_at_the_planned_clients_is_the_plan_and_dropouts_cost_more() {
+        let req = DistributedRequest {
+            n: 20,
+            d: 100,
+            epsilon: 2.0,
+            delta: 1e-5,
+            clip: 1.0,
+            bits: 20,
+            max_wrap_probability: 1e-6,
+        };
+        for k in DistributedKind::ALL {
+            let p = plan_encoder(k, &req, None, Seed([9; 32])).unwrap();
+            // the plan's own n reproduces its guarantee to the bit (same theorem, same inputs)
+            assert_eq!(p.guarantee_at(20).unwrap(), p.guarantee, "{k:?}");
+            // fewer noise shares: strictly larger ε (power: a guarantee_at that ignored the
+            // survivors would return the plan's ε here and fail)
+            let fewer = p.guarantee_at(15).unwrap();
+            assert!(
+                fewer.epsilon > p.guarantee.epsilon * 1.05,
+                "{k:?}: {fewer:?}"
+            );
+            assert!(p.guarantee_at(1).is_err());
+            if k == DistributedKind::Binomial {
+                assert!(p.guarantee_at(21).is_err());
+                assert!(p.wrap_probability_at(21).is_err());
+                assert_eq!(p.wrap_probability_at(20).unwrap(), 0.0);
+            } else {
+                assert!(p.guarantee_at(30).unwrap().epsilon < p.guarantee.epsilon);
+                assert_eq!(p.wrap_probability_at(20).unwrap(), p.wrap_probability);
+                assert!(p.wrap_probability_at(200).unwrap() > p.wrap_probability);
+            }
+        }
+    }
+
+    #[test]
+    fn a_plan_for_dropouts_sizes_the_modulus_for_every_sampled_client() {
+        let req = DistributedRequest {
+            n: 7,
+            d: 40,
+            epsilon: 4.0,
+            delta: 1e-5,
+            clip: 1.0,
+            bits: 20,
+            max_wrap_probability: 1e-6,
+        };
+        for k in [DistributedKind::Ddg, DistributedKind::SketchDdg] {
+            let tight = plan_encoder(k, &req, None, Seed([3; 32])).unwrap();
+            let roomy = plan_encoder_for(k, &req, None, Seed([3; 32]), 10).unwrap();
+            // power: the plan for 7 messages wraps too often with 10
+            assert!(tight.wrap_probability_at(10).unwrap() > 1e-6, "{k:?}");
+            assert!(roomy.wrap_probability_at(10).unwrap() <= 1e-6, "{k:?}");
+            assert_eq!(
+                roomy.wrap_probability,
+                roomy.wrap_probability_at(10).unwrap()
+            );
+            // the noise is still for 7 shares: the round target holds at 7 survivors
+            assert!(roomy.guarantee_at(7).unwrap().epsilon <= 4.0, "{k:?}");
+            assert!(roomy.guarantee_at(6).unwrap().epsilon > 4.0, "{k:?}");
+        }
+        assert!(
+            plan_encoder_for(DistributedKind::Binomial, &req, None, Seed([3; 32]), 10).is_err()
+        );
     }
 }

@@ -256,16 +256,19 @@ fn ddg_mse(n: u64, d: u64, d_rot: u64, gamma: f64, sigma: f64, beta: f64, spread
 pub const MAX_NOISE_VARIANCE: f64 = (1u64 << 60) as f64;
 
 /// The best DDG plan noising `d_rot` coordinates for output dimension `d` (`spread` as in
-/// [`ddg_mse`]).
+/// [`ddg_mse`]): the noise for `req.n` shares, the wrap bound for sums of `sum_clients ≥ req.n`
+/// messages.
 fn best_ddg(
     req: &DistributedRequest,
     d: u64,
     d_rot: u64,
     spread: f64,
     rho_target: f64,
+    sum_clients: u64,
 ) -> Result<DdgPlan> {
     let modulus = req.modulus();
     let n = req.n;
+    let wrap_n = sum_clients.max(n);
     let mut betas = vec![
         (-0.5f64).exp(),
         1.0 / n as f64,
@@ -296,7 +299,7 @@ fn best_ddg(
                 return Ok(f64::INFINITY);
             }
             Ok(ddg_wrap_probability(
-                n, d_rot, req.clip, gamma, sigma, beta, modulus,
+                wrap_n, d_rot, req.clip, gamma, sigma, beta, modulus,
             ))
         };
         // Bracket: hi meets the wrap target, lo does not.
@@ -354,7 +357,9 @@ fn best_ddg(
             delta: req.delta,
             mse: ddg_mse(n, d, d_rot, gamma, sigma, beta, spread),
             bits_per_parameter: req.bits as f64 * d_rot as f64 / req.d as f64,
-            wrap_probability: ddg_wrap_probability(n, d_rot, req.clip, gamma, sigma, beta, modulus),
+            wrap_probability: ddg_wrap_probability(
+                wrap_n, d_rot, req.clip, gamma, sigma, beta, modulus,
+            ),
         };
         if best
             .as_ref()
@@ -368,7 +373,7 @@ fn best_ddg(
             "--bits",
             format!(
                 "b = {} bits per coordinate is too few: for every granularity γ the modular sum of \
-                 n = {n} clients would wrap with probability above {}",
+                 n = {wrap_n} clients would wrap with probability above {}",
                 req.bits, req.max_wrap_probability
             ),
         )
@@ -377,13 +382,20 @@ fn best_ddg(
 
 /// Choose γ, β, σ for DDG (module documentation).
 pub fn plan_ddg(req: &DistributedRequest) -> Result<DdgPlan> {
+    plan_ddg_for(req, req.n)
+}
+
+/// [`plan_ddg`] with noise for `req.n` shares and the wrap bound for sums of up to
+/// `sum_clients` messages (federated rounds that tolerate dropouts: the noise is calibrated for
+/// the fewest clients a round accepts, the modulus sized for all it samples).
+pub fn plan_ddg_for(req: &DistributedRequest, sum_clients: u64) -> Result<DdgPlan> {
     req.check()?;
     let d_rot = next_pow2(
         usize::try_from(req.d)
             .map_err(|_| Error::param("dimension d", format!("d = {} is too large", req.d)))?,
     )? as u64;
     let rho_target = zcdp::rho_for_epsilon(req.epsilon, req.delta)?;
-    best_ddg(req, req.d, d_rot, 1.0, rho_target)
+    best_ddg(req, req.d, d_rot, 1.0, rho_target, sum_clients)
 }
 
 /// A sketch-DDG plan: the sketch size and the DDG plan in `m` dimensions, with every candidate
@@ -406,6 +418,16 @@ pub struct SketchDdgPlan {
 pub fn plan_sketch_ddg(
     req: &DistributedRequest,
     max_bits_per_parameter: Option<f64>,
+) -> Result<SketchDdgPlan> {
+    plan_sketch_ddg_for(req, max_bits_per_parameter, req.n)
+}
+
+/// [`plan_sketch_ddg`] with the wrap bound for sums of up to `sum_clients` messages (as
+/// [`plan_ddg_for`]).
+pub fn plan_sketch_ddg_for(
+    req: &DistributedRequest,
+    max_bits_per_parameter: Option<f64>,
+    sum_clients: u64,
 ) -> Result<SketchDdgPlan> {
     req.check()?;
     if let Some(b) = max_bits_per_parameter {
@@ -435,7 +457,7 @@ pub fn plan_sketch_ddg(
             clip: req.clip * SKETCH_CLIP_FACTOR,
             ..*req
         };
-        if let Ok(mut plan) = best_ddg(&sketched, req.d, m, spread, rho_target) {
+        if let Ok(mut plan) = best_ddg(&sketched, req.d, m, spread, rho_target, sum_clients) {
             plan.mse.sketch =
                 CountSketch::expected_error_sq(req.d as usize, m as usize, req.clip * req.clip);
             plan.bits_per_parameter = bpp;

@@ -1,0 +1,33 @@
+"""dprp's mechanisms in Flower (`pip install 'dprp[flower]'`): private federated learning with
+optimal local DP (PrivUnit2, PrivUnitG, ProjUnit) or distributed DP summed under Flower's
+SecAgg+ (DDG, count sketch + DDG, Binomial), with the privacy account kept across rounds.
+
+* `DistributedConfig`, `distributed_dp_mod`, `DistributedSecAggPlusWorkflow`,
+  `DistributedDpFedAvg`: distributed DP (`dprp.flower.distributed`).
+* `LocalConfig`, `local_dp_mod`, `LocalDpFedAvg`: local DP (`dprp.flower.local`).
+
+The core `dprp` module does not need Flower; this subpackage does, and says so when it is
+missing. See docs/flower.md.
+"""
+
+try:
+    import flwr  # noqa: F401
+except ImportError as e:  # pragma: no cover - exercised by the packaging test
+    raise ImportError(
+        "dprp.flower needs Flower: install it with pip install 'dprp[flower]' "
+        "(or pip install 'flwr[simulation]')"
+    ) from e
+
+from ._config import DistributedConfig, LocalConfig
+from .distributed import DistributedDpFedAvg, DistributedSecAggPlusWorkflow, distributed_dp_mod
+from .local import LocalDpFedAvg, local_dp_mod
+
+__all__ = [
+    "DistributedConfig",
+    "DistributedDpFedAvg",
+    "DistributedSecAggPlusWorkflow",
+    "LocalConfig",
+    "LocalDpFedAvg",
+    "distributed_dp_mod",
+    "local_dp_mod",
+]

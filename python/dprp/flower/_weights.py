@@ -1,0 +1,47 @@
+"""Model weights as one vector: what the mechanisms privatise is the flattened update."""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+
+from .. import DprpError
+
+
+def flatten(arrays: Sequence[np.ndarray]) -> np.ndarray:
+    """The arrays' values, in order, as one float64 vector."""
+    if not arrays:
+        return np.zeros(0)
+    return np.concatenate([np.asarray(a, dtype=np.float64).ravel() for a in arrays])
+
+
+def unflatten(vector: np.ndarray, like: Sequence[np.ndarray]) -> list[np.ndarray]:
+    """`vector` cut into arrays of the shapes (and dtypes) of `like`."""
+    out, at = [], 0
+    for a in like:
+        a = np.asarray(a)
+        out.append(vector[at : at + a.size].reshape(a.shape).astype(a.dtype, copy=False))
+        at += a.size
+    if at != vector.size:
+        raise DprpError(f"weights: a vector of {vector.size} values for a model of {at}")
+    return out
+
+
+def check_update(new: Sequence[np.ndarray], received: Sequence[np.ndarray], dim: int) -> np.ndarray:
+    """The client's update `new − received` as one vector, refused when the client returned
+    weights of other shapes or values that are not finite (nothing is sent then)."""
+    shapes_new = [np.shape(a) for a in new]
+    shapes_old = [np.shape(a) for a in received]
+    if shapes_new != shapes_old:
+        raise DprpError(f"update: the client returned arrays of shapes {shapes_new}, it received {shapes_old}")
+    update = flatten(new) - flatten(received)
+    if update.size != dim:
+        raise DprpError(f"update: {update.size} parameters, the configuration says dim = {dim}")
+    bad = np.flatnonzero(~np.isfinite(update))
+    if bad.size:
+        raise DprpError(
+            f"update: value {update[bad[0]]} at parameter {bad[0]} (counted from 0) is not finite; "
+            "nothing was sent"
+        )
+    return update

@@ -1,0 +1,148 @@
+"""Small Flower apps for the tests of dprp.flower: clients whose `fit` adds a known update to the
+weights they receive (so the server's decoded mean can be compared with the true mean), some of
+them misbehaving on purpose, run in Flower's simulation engine."""
+
+from __future__ import annotations
+
+import dataclasses
+import pathlib
+from typing import Callable, Optional
+
+import numpy as np
+from flwr.client import ClientApp, NumPyClient
+from flwr.client.mod import secaggplus_mod
+from flwr.common import Context, parameters_to_ndarrays
+from flwr.compat.common import recorddict_compat as compat
+from flwr.server import Grid, LegacyContext, ServerApp, ServerConfig
+from flwr.server.workflow import DefaultWorkflow
+from flwr.simulation import run_simulation
+
+from dprp.flower import (
+    DistributedConfig,
+    DistributedDpFedAvg,
+    DistributedSecAggPlusWorkflow,
+    distributed_dp_mod,
+    local_dp_mod,
+)
+from dprp.flower._config import PREFIX
+
+SHAPES = [(4, 5), (20,)]
+DIM = 40
+
+
+def initial_weights() -> list[np.ndarray]:
+    return [np.zeros(s) for s in SHAPES]
+
+
+def true_update(partition: int) -> np.ndarray:
+    """Client `partition`'s update: a direction common to all clients plus one of its own,
+    norm 0.5 (the clients' mean has norm about 0.4)."""
+    common = np.random.default_rng(999).normal(size=DIM)
+    own = np.random.default_rng(1000 + partition).normal(size=DIM)
+    u = 2.0 * common / np.linalg.norm(common) + own / np.linalg.norm(own)
+    return 0.5 * u / np.linalg.norm(u)
+
+
+class Client(NumPyClient):
+    def __init__(self, partition: int, nan: bool):
+        self.partition, self.nan = partition, nan
+
+    def fit(self, parameters, config):
+        flat = np.concatenate([p.ravel() for p in parameters]) + true_update(self.partition)
+        if self.nan:
+            flat[3] = np.nan
+        out, at = [], 0
+        for p in parameters:
+            out.append(flat[at : at + p.size].reshape(p.shape))
+            at += p.size
+        return out, 10, {}
+
+
+@dataclasses.dataclass
+class Misbehaviour:
+    """Which partitions misbehave, and how."""
+
+    nan: tuple[int, ...] = ()  # return NaN weights
+    rogue: tuple[int, ...] = ()  # encode under another configuration (clip 2.0)
+    crash: tuple[int, ...] = ()  # raise in fit
+
+
+def client_app(mods: list, record: Optional[pathlib.Path] = None, bad: Misbehaviour = Misbehaviour()) -> ClientApp:
+    def client_fn(context: Context):
+        p = int(context.node_config["partition-id"])
+        if p in bad.crash:
+            raise RuntimeError(f"client {p} crashed")
+        return Client(p, p in bad.nan).to_client()
+
+    def rogue_mod(msg, ctxt, call_next):
+        """For the rogue partitions: rewrite the server's configuration into another valid one."""
+        p = int(ctxt.node_config["partition-id"])
+        if p in bad.rogue and msg.metadata.message_type == "train":
+            fit_ins = compat.recorddict_to_fitins(msg.content, keep_input=True)
+            cfg = DistributedConfig.from_config(fit_ins.config)
+            other = dataclasses.replace(cfg, clip=2.0 * cfg.clip)
+            fit_ins.config.update(other.to_config())
+            rebuilt = compat.fitins_to_recorddict(fit_ins, keep_input=True)
+            for k, v in rebuilt.items():
+                msg.content[k] = v
+        return call_next(msg, ctxt)
+
+    def record_mod(msg, ctxt, call_next):
+        """Save the residues each client sends (the plain integers, before SecAgg+'s masks)."""
+        out = call_next(msg, ctxt)
+        if record is not None and msg.metadata.message_type == "train" and not out.has_error():
+            fit_ins = compat.recorddict_to_fitins(msg.content, keep_input=True)
+            fit_res = compat.recorddict_to_fitres(out.content, keep_input=True)
+            x = np.asarray(parameters_to_ndarrays(fit_res.parameters)[0])
+            r = int(fit_ins.config["dprp.round"])
+            np.save(record / f"round{r}-node{msg.metadata.dst_node_id}.npy", x)
+        return out
+
+    if mods == ["distributed"]:
+        stack = [secaggplus_mod, record_mod, rogue_mod, distributed_dp_mod]
+    elif mods == ["local"]:
+        stack = [local_dp_mod]
+    else:
+        stack = mods
+    return ClientApp(client_fn=client_fn, mods=stack)
+
+
+def server_app(strategy, rounds: int, workflow_of: Optional[Callable] = None) -> ServerApp:
+    app = ServerApp()
+
+    @app.main()
+    def main(grid: Grid, context: Context) -> None:
+        ctx = LegacyContext(context=context, config=ServerConfig(num_rounds=rounds), strategy=strategy)
+        fit = workflow_of(strategy) if workflow_of is not None else None
+        (DefaultWorkflow(fit_workflow=fit) if fit is not None else DefaultWorkflow())(grid, ctx)
+
+    return app
+
+
+def simulate(server: ServerApp, client: ClientApp, clients: int) -> None:
+    run_simulation(
+        server_app=server,
+        client_app=client,
+        num_supernodes=clients,
+        backend_config={"client_resources": {"num_cpus": 1}, "init_args": {"num_cpus": 2}},
+    )
+
+
+def secagg_workflow(cfg: DistributedConfig):
+    return lambda strategy: DistributedSecAggPlusWorkflow(cfg, strategy)
+
+
+def residue_sum(record: pathlib.Path, server_round: int, cfg: DistributedConfig, nodes: Optional[set] = None) -> np.ndarray:
+    """The plain sum mod 2^b of the residues the clients of a round recorded."""
+    total = None
+    for f in sorted(record.glob(f"round{server_round}-node*.npy")):
+        node = int(f.stem.split("node")[1])
+        if nodes is not None and node not in nodes:
+            continue
+        r = (np.load(f) + 2 ** (cfg.bits - 1)).astype(np.int64)
+        total = r if total is None else total + r
+    assert total is not None, f"no residues recorded for round {server_round}"
+    return total % (2**cfg.bits)
+
+
+__all__ = ["PREFIX", "DistributedDpFedAvg"]
