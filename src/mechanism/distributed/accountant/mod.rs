@@ -8,8 +8,8 @@
 //!   2021): ½ε²-zCDP of the summed round, its (ε, δ) by [`crate::privacy::zcdp`], and the smallest
 //!   σ reaching a target.
 //! - [`params`]: parameter choice (γ, β, σ, sketch size, k and trials) with expected MSE, bits per
-//!   parameter and the modular-wrap probability, for `dprp calibrate`; [`binomial_plan`] the
-//!   Binomial (π_sk) plan.
+//!   parameter and the modular-wrap probability, for `dprp calibrate`; [`sketch_plan`] the
+//!   count-sketch size of sketch-DDG; [`binomial_plan`] the Binomial (π_sk) plan.
 //!
 //! The exact samplers live in `crate::privacy::exact`; the count sketch in
 //! [`crate::projection::count_sketch`].
@@ -18,3 +18,4 @@ pub mod binomial;
 pub mod binomial_plan;
 pub mod ddg;
 pub mod params;
+pub mod sketch_plan;

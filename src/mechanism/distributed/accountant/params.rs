@@ -62,12 +62,12 @@
 use crate::error::{Error, Result};
 use crate::mechanism::distributed::accountant::ddg::{self, DdgSetting};
 use crate::privacy::zcdp;
-use crate::projection::count_sketch::CountSketch;
 use crate::projection::hadamard::next_pow2;
 
 pub use super::binomial_plan::{
     pi_sk_sensitivities, plan_binomial, BinomialPlan, MAX_BINOMIAL_WORDS,
 };
+pub use super::sketch_plan::{plan_sketch_ddg, plan_sketch_ddg_for, SketchDdgPlan};
 
 /// The clip norm of the sketched vectors relative to the input's `c`: 1 (Chen et al. 2022's
 /// Algorithm 2 uses 1.1; [`crate::mechanism::distributed::sketch_ddg`] says why dprp does not).
@@ -258,7 +258,7 @@ pub const MAX_NOISE_VARIANCE: f64 = (1u64 << 60) as f64;
 /// The best DDG plan noising `d_rot` coordinates for output dimension `d` (`spread` as in
 /// [`ddg_mse`]): the noise for `req.n` shares, the wrap bound for sums of `sum_clients ≥ req.n`
 /// messages.
-fn best_ddg(
+pub(super) fn best_ddg(
     req: &DistributedRequest,
     d: u64,
     d_rot: u64,
@@ -302,41 +302,9 @@ fn best_ddg(
                 wrap_n, d_rot, req.clip, gamma, sigma, beta, modulus,
             ))
         };
-        // Bracket: hi meets the wrap target, lo does not.
-        let mut hi = req.clip;
-        let mut steps = 0;
-        while wrap_at(hi)? > req.max_wrap_probability {
-            hi *= 4.0;
-            steps += 1;
-            if steps > 40 {
-                break;
-            }
-        }
-        if wrap_at(hi)? > req.max_wrap_probability {
+        let Some(gamma) = finest_gamma(&wrap_at, req.clip, req.max_wrap_probability)? else {
             continue; // this β cannot meet the wrap target
-        }
-        let mut lo = hi / 4.0;
-        let mut steps = 0;
-        while wrap_at(lo)? <= req.max_wrap_probability {
-            hi = lo;
-            lo /= 4.0;
-            steps += 1;
-            if steps > 60 {
-                break;
-            }
-        }
-        for _ in 0..60 {
-            let mid = (lo * hi).sqrt();
-            if wrap_at(mid)? <= req.max_wrap_probability {
-                hi = mid;
-            } else {
-                lo = mid;
-            }
-            if hi / lo < 1.0 + 1e-6 {
-                break;
-            }
-        }
-        let gamma = hi;
+        };
         let sigma = sigma_at(gamma)?;
         let st = DdgSetting {
             n,
@@ -380,6 +348,51 @@ fn best_ddg(
     })
 }
 
+/// The finest granularity γ whose wrap bound `wrap_at(γ)` meets `max_wrap` (to a relative 10⁻⁶),
+/// by bracketing from `start` and bisecting on a log scale; `None` when no γ up to `start·4⁴⁰`
+/// meets it. The bound falls as γ grows, so the feasible γ form an interval `[γ*, ∞)`.
+fn finest_gamma(
+    wrap_at: &dyn Fn(f64) -> Result<f64>,
+    start: f64,
+    max_wrap: f64,
+) -> Result<Option<f64>> {
+    let mut hi = start;
+    // Bracket: hi meets the wrap target, lo does not.
+    let mut steps = 0;
+    while wrap_at(hi)? > max_wrap {
+        hi *= 4.0;
+        steps += 1;
+        if steps > 40 {
+            break;
+        }
+    }
+    if wrap_at(hi)? > max_wrap {
+        return Ok(None);
+    }
+    let mut lo = hi / 4.0;
+    let mut steps = 0;
+    while wrap_at(lo)? <= max_wrap {
+        hi = lo;
+        lo /= 4.0;
+        steps += 1;
+        if steps > 60 {
+            break;
+        }
+    }
+    for _ in 0..60 {
+        let mid = (lo * hi).sqrt();
+        if wrap_at(mid)? <= max_wrap {
+            hi = mid;
+        } else {
+            lo = mid;
+        }
+        if hi / lo < 1.0 + 1e-6 {
+            break;
+        }
+    }
+    Ok(Some(hi))
+}
+
 /// Choose γ, β, σ for DDG (module documentation).
 pub fn plan_ddg(req: &DistributedRequest) -> Result<DdgPlan> {
     plan_ddg_for(req, req.n)
@@ -396,113 +409,6 @@ pub fn plan_ddg_for(req: &DistributedRequest, sum_clients: u64) -> Result<DdgPla
     )? as u64;
     let rho_target = zcdp::rho_for_epsilon(req.epsilon, req.delta)?;
     best_ddg(req, req.d, d_rot, 1.0, rho_target, sum_clients)
-}
-
-/// A sketch-DDG plan: the sketch size and the DDG plan in `m` dimensions, with every candidate
-/// evaluated.
-#[derive(Debug, Clone, PartialEq)]
-pub struct SketchDdgPlan {
-    /// Sketch rows `m` (a power of two).
-    pub m: u64,
-    /// Sketch blocks `t` (1: the sketch variance does not depend on `t`).
-    pub t: u64,
-    /// The DDG plan in `m` dimensions; its `mse.sketch` holds the compression term and its
-    /// `bits_per_parameter` is `b·m/d`.
-    pub ddg: DdgPlan,
-    /// Every `(m, total MSE, bits per parameter)` evaluated, `m` ascending.
-    pub candidates: Vec<(u64, f64, f64)>,
-}
-
-/// Choose the sketch size `m` (and DDG parameters in `m` dimensions) minimising the expected MSE
-/// within `max_bits_per_parameter` (module documentation).
-pub fn plan_sketch_ddg(
-    req: &DistributedRequest,
-    max_bits_per_parameter: Option<f64>,
-) -> Result<SketchDdgPlan> {
-    plan_sketch_ddg_for(req, max_bits_per_parameter, req.n)
-}
-
-/// [`plan_sketch_ddg`] with the wrap bound for sums of up to `sum_clients` messages (as
-/// [`plan_ddg_for`]).
-pub fn plan_sketch_ddg_for(
-    req: &DistributedRequest,
-    max_bits_per_parameter: Option<f64>,
-    sum_clients: u64,
-) -> Result<SketchDdgPlan> {
-    req.check()?;
-    if let Some(b) = max_bits_per_parameter {
-        if !(b.is_finite() && b > 0.0) {
-            return Err(Error::param(
-                "bits per parameter",
-                format!("the cap must be a positive finite number, got {b}"),
-            ));
-        }
-    }
-    let d_rot = next_pow2(
-        usize::try_from(req.d)
-            .map_err(|_| Error::param("dimension d", format!("d = {} is too large", req.d)))?,
-    )? as u64;
-    let rho_target = zcdp::rho_for_epsilon(req.epsilon, req.delta)?;
-    let mut candidates = Vec::new();
-    let mut best: Option<(u64, DdgPlan)> = None;
-    let mut m = 1u64;
-    while m <= d_rot {
-        let bpp = req.bits as f64 * m as f64 / req.d as f64;
-        if max_bits_per_parameter.is_some_and(|cap| bpp > cap) {
-            break;
-        }
-        let spread = req.d as f64 / m as f64;
-        // the DDG sees the sketched vectors, clipped at SKETCH_CLIP_FACTOR·c: its sensitivity
-        let sketched = DistributedRequest {
-            clip: req.clip * SKETCH_CLIP_FACTOR,
-            ..*req
-        };
-        if let Ok(mut plan) = best_ddg(&sketched, req.d, m, spread, rho_target, sum_clients) {
-            plan.mse.sketch =
-                CountSketch::expected_error_sq(req.d as usize, m as usize, req.clip * req.clip);
-            plan.bits_per_parameter = bpp;
-            candidates.push((m, plan.mse.total(), bpp));
-            if best
-                .as_ref()
-                .is_none_or(|(_, b)| plan.mse.total() < b.mse.total())
-            {
-                best = Some((m, plan));
-            }
-        }
-        m *= 2;
-    }
-    if let Some(cap) = max_bits_per_parameter {
-        let least = req.bits as f64 / req.d as f64;
-        if least > cap {
-            return Err(Error::param(
-                "--bits-per-parameter",
-                format!(
-                    "{cap} is below what the smallest sketch sends: m = 1 row of b = {} bits for \
-                     d = {} parameters is {least:.4} bits per parameter (raise it, or lower --bits)",
-                    req.bits, req.d
-                ),
-            ));
-        }
-    }
-    let (m, ddg) = best.ok_or_else(|| {
-        Error::param(
-            "--bits",
-            format!(
-                "no sketch size m meets the wrap target {} with b = {} bits{}",
-                req.max_wrap_probability,
-                req.bits,
-                max_bits_per_parameter
-                    .map(|c| format!(" within {c} bits per parameter"))
-                    .unwrap_or_default()
-            ),
-        )
-    })?;
-    Ok(SketchDdgPlan {
-        m,
-        t: 1,
-        ddg,
-        candidates,
-    })
 }
 
 #[cfg(test)]
