@@ -45,7 +45,7 @@
 //!
 //! Each client sends `DDG(S·x_i)` with a count sketch `S ∈ R^{m×d}` (`m` a power of two so the
 //! rotation does not pad; `t = 1`: the sketch variance does not depend on `t`). The error is the
-//! sketch's `(d−1)‖μ‖²/m ≤ (d−1)c²/m` (worst case `‖μ‖ = c`; [`CountSketch`]) plus the DDG error
+//! sketch's `(d−1)‖μ‖²/m ≤ (d−1)c²/m` (worst case `‖μ‖ = c`; [`crate::projection::count_sketch::CountSketch`]) plus the DDG error
 //! in `m` dimensions mapped back by `Sᵀ`: for noise i.i.d. over coordinates and independent of
 //! `S`, `E‖Sᵀe‖² = v·tr(SᵀS) = d·v`, so the noise term stays `d·σ²/n`; the rounding and bias
 //! terms are multiplied by `d/m` the same way (an approximation: the rounding error depends on
