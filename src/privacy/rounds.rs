@@ -312,6 +312,23 @@ mod tests {
     }
 
     #[test]
+    fn eight_gaussian_rounds_reach_opendps_published_value() {
+        // Eight rounds of the Gaussian mechanism at scale 4·√8 (sensitivity 1) are ρ = 1/256
+        // each; composed, ρ = 1/32, the Gaussian at scale 4, whose ε(δ = 1e-3) OpenDP publishes
+        // as 0.6880024554878086 (crate `opendp` 0.14, zCDP_to_approxDP tests).
+        let mut acc = RoundsAccountant::new(Family::Zcdp, 1.0, 1e-3).unwrap();
+        for _ in 0..8 {
+            acc.charge(RoundCost::Zcdp { rho: 1.0 / 256.0 }).unwrap();
+        }
+        let t = acc.total(None).unwrap();
+        assert!((t.epsilon - 0.688_002_455_487_808_6).abs() < 1e-11, "{t:?}");
+        assert_eq!(t.rho, Some(1.0 / 32.0));
+        // power: basic composition of the eight rounds' own ε at δ/8 each is far above it
+        let one = zcdp::epsilon(1.0 / 256.0, 1e-3 / 8.0).unwrap();
+        assert!(8.0 * one > 1.5, "{one}");
+    }
+
+    #[test]
     fn approx_and_local_rounds_compose_basically() {
         let mut acc = RoundsAccountant::new(Family::Approx, 3.0, 3e-6).unwrap();
         let share = acc.per_round(3).unwrap();
