@@ -88,7 +88,7 @@ def test_bad_clients_are_refused_and_the_round_goes_on(tmp_path):
     for r in s.reports:
         # the NaN client's mod refused to send (an error reply: a dropout); the rogue one's
         # masked vector was dropped before the sum; SecAgg+ recovered both clients' masks
-        assert r["clients"] == CLIENTS - 2
+        assert r["clients"] == CLIENTS - 2 and r["sampled"] == CLIENTS
         assert r["refused"] == 1 and r["failures"] >= 1
         np.testing.assert_array_equal(s.residues[r["round"]], residue_sum(tmp_path, r["round"], cfg, set(r["nodes"])))
         # fewer noise shares than planned for all ten: the round is charged more
@@ -100,6 +100,7 @@ def test_more_dropouts_than_the_threshold_halt_the_round(tmp_path):
     s = run_distributed(tmp_path, cfg, 2, Misbehaviour(nan=(1, 4)))
     assert s.reports == []  # nothing was unmasked, nothing charged
     assert "fewer than min_clients = 9" in s.halted
+    assert [r for r, _ in s.halts] == [1, 2] and all("min_clients = 9" in why for _, why in s.halts)
     assert s.accountant.total()["rounds"] == 0
     assert all(w.sum() == 0 for w in s.weights)
 

@@ -75,7 +75,9 @@ class DistributedSecAggPlusWorkflow(SecAggPlusWorkflow):
     the round goes on without it), and when fewer than `min_clients` valid replies remain the
     round is halted before anything is unmasked — the sum of fewer noise shares is never
     revealed. `num_shares` and `reconstruction_threshold` are SecAgg+'s (defaults: every client
-    shares with every other; any 60 % recover)."""
+    shares with every other; any 60 % recover). `timeout` (seconds per stage, Flower's) bounds how
+    long a stage waits for a client that vanished without an error reply (a killed node): the
+    stage then goes on without it."""
 
     def __init__(
         self,
@@ -83,7 +85,7 @@ class DistributedSecAggPlusWorkflow(SecAggPlusWorkflow):
         strategy: "DistributedDpFedAvg",
         num_shares: float | int = 1.0,
         reconstruction_threshold: float | int = 0.6,
-        timeout: Optional[float] = None,
+        timeout: Optional[float] = 300.0,
     ) -> None:
         super().__init__(
             num_shares=num_shares,
@@ -192,18 +194,39 @@ class DistributedDpFedAvg(FedAvg):
         self.on_round = on_round
         self.reports: list[dict] = []
         self.refused: list[tuple[int, str]] = []
-        self.halted: Optional[str] = None
+        self.halted: Optional[str] = None  # why the current (or last) round was halted
+        self.halts: list[tuple[int, str]] = []  # every round that revealed no sum, and why
         self.stopped: Optional[str] = None
+        self._open: Optional[int] = None  # the round configured and not yet aggregated
+        self._sampled = 0
         fedavg.setdefault("fraction_fit", 1.0)
         fedavg.setdefault("fraction_evaluate", 0.0)
-        fedavg.setdefault("min_fit_clients", config.clients)
         fedavg.setdefault("min_available_clients", config.clients)
+        if not config.min_clients <= fedavg["min_available_clients"] <= config.clients:
+            raise DprpError(
+                f"min_available_clients: must lie in [min_clients, clients] = "
+                f"[{config.min_clients}, {config.clients}], got {fedavg['min_available_clients']}"
+            )
         super().__init__(initial_parameters=ndarrays_to_parameters(self.weights), **fedavg)
 
     def num_fit_clients(self, num_available_clients: int) -> tuple[int, int]:
-        return self.config.clients, self.config.clients
+        """Wait for `min_available_clients` (default: all `clients`), then sample `clients`, or
+        every connected client when fewer are (never fewer than `min_available_clients`)."""
+        wait = self.min_available_clients
+        return max(min(self.config.clients, num_available_clients), wait), wait
+
+    def _close(self) -> None:
+        """Record a configured round that ended without a sum (halted by dprp or by SecAgg+)."""
+        if self._open is not None:
+            why = self.halted or (
+                "SecAgg+ halted the round before unmasking (see Flower's log): no sum was "
+                "revealed, nothing was charged, the model is unchanged"
+            )
+            self.halts.append((self._open, why))
+            self._open = None
 
     def configure_fit(self, server_round, parameters, client_manager):
+        self._close()
         try:
             self.accountant.check(self.worst["cost"])
         except DprpError as e:
@@ -212,13 +235,19 @@ class DistributedDpFedAvg(FedAvg):
             return []
         self.halted = None
         instructions = super().configure_fit(server_round, parameters, client_manager)
+        self._open, self._sampled = server_round, len(instructions)
         config = self.config.to_config()
         return [
             (proxy, FitIns(ins.parameters, {**ins.config, **config, "dprp.round": server_round}))
             for proxy, ins in instructions
         ]
 
+    def evaluate(self, server_round, parameters):
+        self._close()  # Flower evaluates after every round's fit, whether or not it aggregated
+        return super().evaluate(server_round, parameters)
+
     def aggregate_fit(self, server_round, results, failures):
+        self._open = None
         n = len(results)
         if n < self.config.min_clients:  # the workflow halts first; this is a second lock
             raise DprpError(f"round {server_round}: {n} clients in the sum, fewer than min_clients")
@@ -230,6 +259,7 @@ class DistributedDpFedAvg(FedAvg):
         self.weights = unflatten(flatten(self.weights) + mean, self.weights)
         report = {
             "round": server_round,
+            "sampled": self._sampled,
             "clients": n,
             "nodes": sorted(int(proxy.node_id) for proxy, _ in results),
             "failures": len(failures),
