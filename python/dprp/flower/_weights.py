@@ -28,6 +28,12 @@ def unflatten(vector: np.ndarray, like: Sequence[np.ndarray]) -> list[np.ndarray
     return out
 
 
+def model(weights: Sequence[np.ndarray], dtypes: Sequence[np.dtype]) -> list[np.ndarray]:
+    """The model as the clients get it: the strategy keeps float64 (the mean updates add up
+    without rounding), and sends each array in the dtype it started with."""
+    return [np.asarray(w).astype(dt, copy=False) for w, dt in zip(weights, dtypes)]
+
+
 def check_update(new: Sequence[np.ndarray], received: Sequence[np.ndarray], dim: int) -> np.ndarray:
     """The client's update `new − received` as one vector, refused when the client returned
     weights of other shapes or values that are not finite (nothing is sent then)."""

@@ -39,7 +39,7 @@ from flwr.server.workflow import SecAggPlusWorkflow
 
 from .. import DprpError
 from ._config import DistributedConfig
-from ._weights import check_update, flatten, unflatten
+from ._weights import check_update, flatten, model, unflatten
 
 
 
@@ -185,6 +185,7 @@ class DistributedDpFedAvg(FedAvg):
         self.accountant = config.accountant()
         self.worst = enc.guarantee_at(config.min_clients)
         self.accountant.check(self.worst["cost"])  # one round must fit the budget at all
+        self.dtypes = [np.asarray(w).dtype for w in initial_parameters]  # what clients get
         self.weights = [np.asarray(w, dtype=np.float64) for w in initial_parameters]
         if sum(w.size for w in self.weights) != config.dim:
             raise DprpError(
@@ -207,7 +208,7 @@ class DistributedDpFedAvg(FedAvg):
                 f"min_available_clients: must lie in [min_clients, clients] = "
                 f"[{config.min_clients}, {config.clients}], got {fedavg['min_available_clients']}"
             )
-        super().__init__(initial_parameters=ndarrays_to_parameters(self.weights), **fedavg)
+        super().__init__(initial_parameters=ndarrays_to_parameters(model(self.weights, self.dtypes)), **fedavg)
 
     def num_fit_clients(self, num_available_clients: int) -> tuple[int, int]:
         """Wait for `min_available_clients` (default: all `clients`), then sample `clients`, or
@@ -278,4 +279,4 @@ class DistributedDpFedAvg(FedAvg):
         if self.on_round is not None:
             self.on_round(report)
         metrics = {k: report[k] for k in ("clients", "epsilon_round", "epsilon_total")}
-        return ndarrays_to_parameters(self.weights), metrics
+        return ndarrays_to_parameters(model(self.weights, self.dtypes)), metrics

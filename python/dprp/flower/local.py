@@ -26,7 +26,7 @@ from flwr.server.strategy import FedAvg
 
 from .. import DprpError, MeanAccumulator, privatise
 from ._config import LocalConfig
-from ._weights import check_update, flatten, unflatten
+from ._weights import check_update, flatten, model, unflatten
 
 
 #: Rows of one round's users: each client's row id is its Flower node id (unique in a run).
@@ -83,6 +83,7 @@ class LocalDpFedAvg(FedAvg):
         self.accountant = config.accountant()
         self.cost = {"epsilon": config.round_epsilon()}
         self.accountant.check(self.cost)
+        self.dtypes = [np.asarray(w).dtype for w in initial_parameters]  # what clients get
         self.weights = [np.asarray(w, dtype=np.float64) for w in initial_parameters]
         if sum(w.size for w in self.weights) != config.dim:
             raise DprpError(
@@ -94,7 +95,7 @@ class LocalDpFedAvg(FedAvg):
         self.reports: list[dict] = []
         self.stopped: Optional[str] = None
         fedavg.setdefault("fraction_evaluate", 0.0)
-        super().__init__(initial_parameters=ndarrays_to_parameters(self.weights), **fedavg)
+        super().__init__(initial_parameters=ndarrays_to_parameters(model(self.weights, self.dtypes)), **fedavg)
 
     def configure_fit(self, server_round, parameters, client_manager):
         try:
@@ -118,7 +119,7 @@ class LocalDpFedAvg(FedAvg):
                 log(WARNING, "dprp: refused client %s's message: %s", proxy.cid, why)
         if acc.n == 0:
             log(ERROR, "dprp round %d: no valid message; the model is unchanged", server_round)
-            return ndarrays_to_parameters(self.weights), {"clients": 0}
+            return ndarrays_to_parameters(model(self.weights, self.dtypes)), {"clients": 0}
         est = acc.finish()
         total = self.accountant.charge(self.cost)
         self.weights = unflatten(flatten(self.weights) + cfg.scale() * est["mean"], self.weights)
@@ -139,7 +140,7 @@ class LocalDpFedAvg(FedAvg):
         )
         if self.on_round is not None:
             self.on_round(report)
-        return ndarrays_to_parameters(self.weights), {k: report[k] for k in ("clients", "epsilon_round", "epsilon_total")}
+        return ndarrays_to_parameters(model(self.weights, self.dtypes)), {k: report[k] for k in ("clients", "epsilon_round", "epsilon_total")}
 
     def _add(self, acc: MeanAccumulator, res) -> Optional[str]:
         """Add one client's message; why it was refused (None: added)."""
