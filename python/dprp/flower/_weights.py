@@ -28,6 +28,18 @@ def unflatten(vector: np.ndarray, like: Sequence[np.ndarray]) -> list[np.ndarray
     return out
 
 
+def initial_model(initial_parameters: Sequence[np.ndarray], dim: int) -> tuple[list[np.ndarray], list[np.dtype]]:
+    """A strategy's model from its initial parameters: the arrays as float64 (the mean updates
+    add up without rounding) and their own dtypes (what the clients get); refused when the
+    model's size is not the configuration's `dim`."""
+    dtypes = [np.asarray(w).dtype for w in initial_parameters]
+    weights = [np.asarray(w, dtype=np.float64) for w in initial_parameters]
+    size = sum(w.size for w in weights)
+    if size != dim:
+        raise DprpError(f"dim: the model has {size} parameters, the configuration says {dim}")
+    return weights, dtypes
+
+
 def model(weights: Sequence[np.ndarray], dtypes: Sequence[np.dtype]) -> list[np.ndarray]:
     """The model as the clients get it: the strategy keeps float64 (the mean updates add up
     without rounding), and sends each array in the dtype it started with."""

@@ -25,7 +25,6 @@ from typing import Any, Callable, Optional
 import numpy as np
 from flwr.common import (
     FitIns,
-    MessageType,
     NDArrays,
     bytes_to_ndarray,
     ndarrays_to_parameters,
@@ -39,7 +38,8 @@ from flwr.server.workflow import SecAggPlusWorkflow
 
 from .. import DprpError
 from ._config import DistributedConfig
-from ._weights import check_update, flatten, model, unflatten
+from ._mod import replace_update
+from ._weights import flatten, initial_model, model, unflatten
 
 
 
@@ -49,22 +49,11 @@ def distributed_dp_mod(msg, ctxt, call_next):
     CSPRNG); the message becomes `x = r − 2^(b−1)` for the residues `r`, weight 1, and the
     configuration's fingerprint in the metrics. A non-finite update, a wrong shape or a missing
     configuration raise, so the client's reply is an error and SecAgg+ counts it as dropped."""
-    if msg.metadata.message_type != MessageType.TRAIN:
-        return call_next(msg, ctxt)
-    fit_ins = compat.recorddict_to_fitins(msg.content, keep_input=True)
-    cfg = DistributedConfig.from_config(fit_ins.config)
-    received = parameters_to_ndarrays(fit_ins.parameters)
-    out = call_next(msg, ctxt)
-    if out.has_error():
-        return out
-    fit_res = compat.recorddict_to_fitres(out.content, keep_input=True)
-    update = check_update(parameters_to_ndarrays(fit_res.parameters), received, cfg.dim)
-    residues = cfg.encoder().encode(update)
-    fit_res.parameters = ndarrays_to_parameters([cfg.to_flower(residues)])
-    fit_res.num_examples = 1
-    fit_res.metrics = {"dprp.fingerprint": cfg.fingerprint}
-    out.content = compat.fitres_to_recorddict(fit_res, keep_input=True)
-    return out
+    return replace_update(msg, ctxt, call_next, DistributedConfig.from_config, _encode)
+
+
+def _encode(cfg: DistributedConfig, config, update: np.ndarray, msg):
+    return [cfg.to_flower(cfg.encoder().encode(update))], {}
 
 
 class DistributedSecAggPlusWorkflow(SecAggPlusWorkflow):
@@ -185,13 +174,7 @@ class DistributedDpFedAvg(FedAvg):
         self.accountant = config.accountant()
         self.worst = enc.guarantee_at(config.min_clients)
         self.accountant.check(self.worst["cost"])  # one round must fit the budget at all
-        self.dtypes = [np.asarray(w).dtype for w in initial_parameters]  # what clients get
-        self.weights = [np.asarray(w, dtype=np.float64) for w in initial_parameters]
-        if sum(w.size for w in self.weights) != config.dim:
-            raise DprpError(
-                f"dim: the model has {sum(w.size for w in self.weights)} parameters, the "
-                f"configuration says {config.dim}"
-            )
+        self.weights, self.dtypes = initial_model(initial_parameters, config.dim)
         self.on_round = on_round
         self.reports: list[dict] = []
         self.refused: list[tuple[int, str]] = []

@@ -19,14 +19,14 @@ from logging import ERROR, INFO, WARNING
 from typing import Any, Callable, Optional
 
 import numpy as np
-from flwr.common import FitIns, MessageType, NDArrays, ndarrays_to_parameters, parameters_to_ndarrays
+from flwr.common import FitIns, NDArrays, ndarrays_to_parameters, parameters_to_ndarrays
 from flwr.common.logger import log
-from flwr.compat.common import recorddict_compat as compat
 from flwr.server.strategy import FedAvg
 
 from .. import DprpError, MeanAccumulator, privatise
 from ._config import LocalConfig
-from ._weights import check_update, flatten, model, unflatten
+from ._mod import replace_update
+from ._weights import flatten, initial_model, model, unflatten
 
 
 #: Rows of one round's users: each client's row id is its Flower node id (unique in a run).
@@ -38,28 +38,17 @@ def local_dp_mod(msg, ctxt, call_next):
     configured norm and privatise it with the round's local mechanism (noise from the OS
     CSPRNG). The reply carries only the private message, the client's row id (its node id: it
     selects the public map of per-row mechanisms) and the configuration's fingerprint."""
-    if msg.metadata.message_type != MessageType.TRAIN:
-        return call_next(msg, ctxt)
-    fit_ins = compat.recorddict_to_fitins(msg.content, keep_input=True)
-    cfg = LocalConfig.from_config(fit_ins.config)
-    server_round = int(fit_ins.config["dprp.round"])
-    received = parameters_to_ndarrays(fit_ins.parameters)
-    out = call_next(msg, ctxt)
-    if out.has_error():
-        return out
-    fit_res = compat.recorddict_to_fitres(out.content, keep_input=True)
-    update = check_update(parameters_to_ndarrays(fit_res.parameters), received, cfg.dim)
+    return replace_update(msg, ctxt, call_next, LocalConfig.from_config, _privatise)
+
+
+def _privatise(cfg: LocalConfig, config, update: np.ndarray, msg):
     norm = float(np.linalg.norm(update))
     if norm > cfg.clip:
         update = update * (cfg.clip / norm)
     v = update if cfg.mechanism == "privunit2-norm" else update / cfg.clip
     row = msg.metadata.dst_node_id % (1 << ROW_BITS)
-    message = privatise(v, row=row, **cfg.mechanism_args(server_round))
-    fit_res.parameters = ndarrays_to_parameters([message])
-    fit_res.num_examples = 1
-    fit_res.metrics = {"dprp.fingerprint": cfg.fingerprint, "dprp.row": row}
-    out.content = compat.fitres_to_recorddict(fit_res, keep_input=True)
-    return out
+    message = privatise(v, row=row, **cfg.mechanism_args(int(config["dprp.round"])))
+    return [message], {"dprp.row": row}
 
 
 class LocalDpFedAvg(FedAvg):
@@ -83,13 +72,7 @@ class LocalDpFedAvg(FedAvg):
         self.accountant = config.accountant()
         self.cost = {"epsilon": config.round_epsilon()}
         self.accountant.check(self.cost)
-        self.dtypes = [np.asarray(w).dtype for w in initial_parameters]  # what clients get
-        self.weights = [np.asarray(w, dtype=np.float64) for w in initial_parameters]
-        if sum(w.size for w in self.weights) != config.dim:
-            raise DprpError(
-                f"dim: the model has {sum(w.size for w in self.weights)} parameters, the "
-                f"configuration says {config.dim}"
-            )
+        self.weights, self.dtypes = initial_model(initial_parameters, config.dim)
         MeanAccumulator(dim=config.dim, **config.mechanism_args(1))  # refuses bad k, ε, map now
         self.on_round = on_round
         self.reports: list[dict] = []

@@ -20,7 +20,6 @@ import math
 import time
 from typing import Any, Callable, Mapping, Optional
 
-import numpy as np
 from flwr.common import Context, ndarrays_to_parameters
 from flwr.server import Grid, LegacyContext, ServerApp, ServerConfig
 from flwr.server.strategy import DifferentialPrivacyServerSideFixedClipping, FedAvg
