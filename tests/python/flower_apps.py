@@ -10,7 +10,7 @@ from typing import Callable, Optional
 
 import numpy as np
 from flwr.client import ClientApp, NumPyClient
-from flwr.client.mod import secaggplus_mod
+from flwr.client.mod import secaggplus_mod as flower_secaggplus_mod
 from flwr.common import Context, parameters_to_ndarrays
 from flwr.compat.common import recorddict_compat as compat
 from flwr.server import Grid, LegacyContext, ServerApp, ServerConfig
@@ -23,6 +23,7 @@ from dprp.flower import (
     DistributedSecAggPlusWorkflow,
     distributed_dp_mod,
     local_dp_mod,
+    secaggplus_mod,
 )
 from dprp.flower._config import PREFIX
 
@@ -65,6 +66,7 @@ class Misbehaviour:
     nan: tuple[int, ...] = ()  # return NaN weights
     rogue: tuple[int, ...] = ()  # encode under another configuration (clip 2.0)
     crash: tuple[int, ...] = ()  # raise in fit
+    plain: tuple[int, ...] = ()  # mask with Flower's own secaggplus_mod (32-bit-seeded masks)
 
 
 def client_app(mods: list, record: Optional[pathlib.Path] = None, bad: Misbehaviour = Misbehaviour()) -> ClientApp:
@@ -98,8 +100,13 @@ def client_app(mods: list, record: Optional[pathlib.Path] = None, bad: Misbehavi
             np.save(record / f"round{r}-node{msg.metadata.dst_node_id}.npy", x)
         return out
 
+    def secagg_mod(msg, ctxt, call_next):
+        """dprp's secaggplus_mod, or Flower's own for the `plain` partitions."""
+        plain = int(ctxt.node_config["partition-id"]) in bad.plain
+        return (flower_secaggplus_mod if plain else secaggplus_mod)(msg, ctxt, call_next)
+
     if mods == ["distributed"]:
-        stack = [secaggplus_mod, record_mod, rogue_mod, distributed_dp_mod]
+        stack = [secagg_mod, record_mod, rogue_mod, distributed_dp_mod]
     elif mods == ["local"]:
         stack = [local_dp_mod]
     else:

@@ -83,13 +83,14 @@ def test_distributed_mean_is_the_clients_mean_within_the_plan(tmp_path):
 
 def test_bad_clients_are_refused_and_the_round_goes_on(tmp_path):
     cfg = DistributedConfig("ddg", epsilon=12.0, delta=1e-5, rounds=3, clip=1.0, clients=CLIENTS, dim=DIM, min_clients=7, bits=20)
-    s = run_distributed(tmp_path, cfg, 2, Misbehaviour(nan=(2,), rogue=(5,)))
+    s = run_distributed(tmp_path, cfg, 2, Misbehaviour(nan=(2,), rogue=(5,), plain=(7,)))
     assert len(s.reports) == 2
     for r in s.reports:
         # the NaN client's mod refused to send (an error reply: a dropout); the rogue one's
-        # masked vector was dropped before the sum; SecAgg+ recovered both clients' masks
-        assert r["clients"] == CLIENTS - 2 and r["sampled"] == CLIENTS
-        assert r["refused"] == 1 and r["failures"] >= 1
+        # masked vector (another configuration) and the one masked with Flower's own 32-bit-seeded
+        # generator were dropped before the sum; SecAgg+ recovered the three clients' masks
+        assert r["clients"] == CLIENTS - 3 and r["sampled"] == CLIENTS
+        assert r["refused"] == 2 and r["failures"] >= 1
         np.testing.assert_array_equal(s.residues[r["round"]], residue_sum(tmp_path, r["round"], cfg, set(r["nodes"])))
         # fewer noise shares than planned for all ten: the round is charged more
         assert r["epsilon_round"] > cfg.encoder().guarantee_at(CLIENTS)["epsilon"]
@@ -172,6 +173,30 @@ def test_bad_configurations_are_refused_before_round_one():
         LocalConfig("privunit2-norm", epsilon=3.0, rounds=3, clip=1.0, dim=DIM, epsilon_norm=1.5)
     with pytest.raises(dprp.DprpError, match="mechanism"):
         LocalConfig("laplace", epsilon=3.0, rounds=3, clip=1.0, dim=DIM)
+
+
+def test_masks_come_from_shake256_of_the_whole_seed():
+    from dprp.flower import shake_masks
+
+    seed = bytes(range(32))
+    a = shake_masks(seed, 2**32, [(1,), (3, 4), ()])
+    assert [x.shape for x in a] == [(1,), (3, 4), ()]
+    assert all(x.dtype == np.int64 and (x >= 0).all() and (x < 2**32).all() for x in a)
+    assert all(np.array_equal(x, y) for x, y in zip(a, shake_masks(seed, 2**32, [(1,), (3, 4), ()])))
+    # every byte of the seed matters (Flower's XOR-folds it to 32 bits: these two collide there)
+    other = bytes(range(4, 8)) + bytes(range(4)) + bytes(range(8, 32))
+    import flwr.common.secure_aggregation.secaggplus_utils as fu
+
+    assert np.array_equal(fu.pseudo_rand_gen(seed, 2**32, [(8,)])[0], fu.pseudo_rand_gen(other, 2**32, [(8,)])[0])
+    assert not np.array_equal(shake_masks(seed, 2**32, [(8,)])[0], shake_masks(other, 2**32, [(8,)])[0])
+    # uniform mod M: 2^16 draws mod 2^4 in 16 bins, chi-square with 15 degrees of freedom
+    v = shake_masks(seed, 16, [(1 << 16,)])[0]
+    counts = np.bincount(v, minlength=16)
+    chi2 = float(((counts - 4096.0) ** 2 / 4096.0).sum())
+    assert chi2 < 50.0, chi2  # P(χ²₁₅ > 50) ≈ 1e-5; power: Flower's draws never reach M − 1
+    assert fu.pseudo_rand_gen(seed, 16, [(1 << 16,)])[0].max() == 14
+    with pytest.raises(dprp.DprpError, match="power of two"):
+        shake_masks(seed, 10, [(2,)])
 
 
 def test_config_round_trips_and_refuses_tampering():

@@ -2,7 +2,7 @@
 optimal local DP (PrivUnit2, PrivUnitG, ProjUnit) or distributed DP summed under Flower's
 SecAgg+ (DDG, count sketch + DDG, Binomial), with the privacy account kept across rounds.
 
-* `DistributedConfig`, `distributed_dp_mod`, `DistributedSecAggPlusWorkflow`,
+* `DistributedConfig`, `secaggplus_mod` (Flower's, with cryptographic masks), `distributed_dp_mod`, `DistributedSecAggPlusWorkflow`,
   `DistributedDpFedAvg`: distributed DP (`dprp.flower.distributed`).
 * `LocalConfig`, `local_dp_mod`, `LocalDpFedAvg`: local DP (`dprp.flower.local`).
 
@@ -19,6 +19,7 @@ except ImportError as e:  # pragma: no cover - exercised by the packaging test
     ) from e
 
 from ._config import DistributedConfig, LocalConfig
+from ._masks import secaggplus_mod, shake_masks
 from .distributed import DistributedDpFedAvg, DistributedSecAggPlusWorkflow, distributed_dp_mod
 from .local import LocalDpFedAvg, local_dp_mod
 
@@ -30,4 +31,6 @@ __all__ = [
     "LocalDpFedAvg",
     "distributed_dp_mod",
     "local_dp_mod",
+    "secaggplus_mod",
+    "shake_masks",
 ]

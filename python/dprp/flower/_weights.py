@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from logging import WARNING
 from typing import Sequence
 
 import numpy as np
+from flwr.common.logger import log
 
 from .. import DprpError
 
@@ -58,8 +60,8 @@ def check_update(new: Sequence[np.ndarray], received: Sequence[np.ndarray], dim:
         raise DprpError(f"update: {update.size} parameters, the configuration says dim = {dim}")
     bad = np.flatnonzero(~np.isfinite(update))
     if bad.size:
-        raise DprpError(
-            f"update: value {update[bad[0]]} at parameter {bad[0]} (counted from 0) is not finite; "
-            "nothing was sent"
-        )
+        # the reason travels to the server in the error reply: no value, no position (those stay
+        # in the client's own log)
+        log(WARNING, "dprp: update value %s at parameter %d is not finite", update[bad[0]], bad[0])
+        raise DprpError("update: not finite; nothing was sent (the client's log says where)")
     return update

@@ -5,10 +5,11 @@ update and keeps the privacy account across rounds.
 
 Client::
 
-    app = ClientApp(client_fn, mods=[secaggplus_mod, distributed_dp_mod])
+    app = ClientApp(client_fn, mods=[dprp.flower.secaggplus_mod, distributed_dp_mod])
 
-(`secaggplus_mod` first: it calls `distributed_dp_mod` at its masking stage, which calls the
-client's `fit` and replaces the new weights by the encoded update.)
+(`dprp.flower.secaggplus_mod` — Flower's, with masks from a cryptographic PRG, see `_masks` —
+first: it calls `distributed_dp_mod` at its masking stage, which calls the client's `fit` and
+replaces the new weights by the encoded update.)
 
 Server::
 
@@ -38,6 +39,7 @@ from flwr.server.workflow import SecAggPlusWorkflow
 
 from .. import DprpError
 from ._config import DistributedConfig
+from ._masks import MASKS_ID, MASKS_KEY, server_masks
 from ._mod import replace_update
 from ._weights import flatten, initial_model, model, unflatten
 
@@ -85,6 +87,10 @@ class DistributedSecAggPlusWorkflow(SecAggPlusWorkflow):
         self.config = config
         self.strategy = strategy
 
+    def unmask_stage(self, grid, context, state) -> bool:
+        with server_masks():  # rebuild masks as the clients drew them (dprp.flower._masks)
+            return super().unmask_stage(grid, context, state)
+
     def collect_masked_vectors_stage(self, grid, context, state) -> bool:
         cfg, strategy = self.config, self.strategy
         shape = (cfg.encoder().message_len,)
@@ -131,6 +137,11 @@ def _masked_reply_problem(msg, shape, quantization_range: int, fingerprint: str)
         metrics = compat.recorddict_to_fitres(msg.content, keep_input=True).metrics
     except Exception as e:  # noqa: BLE001 - any malformed reply is refused, with its reason
         return f"unreadable reply ({type(e).__name__}: {e})"
+    if cfgs.get(MASKS_KEY) != MASKS_ID:
+        return (
+            "masked with Flower's own mask generator (32-bit seeds), not dprp's: the client must "
+            "use dprp.flower.secaggplus_mod in place of flwr's secaggplus_mod"
+        )
     if metrics.get("dprp.fingerprint") != fingerprint:
         return (
             f"configuration fingerprint {metrics.get('dprp.fingerprint')!r}, expected "
@@ -172,7 +183,13 @@ class DistributedDpFedAvg(FedAvg):
             )
         self.config = config
         self.accountant = config.accountant()
-        self.worst = enc.guarantee_at(config.min_clients)
+        # the costliest round it accepts: ε is not monotone in n for every plan (τ(n) grows), so
+        # take the largest cost over every number of vectors a sum may hold
+        key = "rho" if config.family == "zcdp" else "epsilon"
+        self.worst = max(
+            (enc.guarantee_at(n) for n in range(config.min_clients, config.clients + 1)),
+            key=lambda g: g["cost"][key],
+        )
         self.accountant.check(self.worst["cost"])  # one round must fit the budget at all
         self.weights, self.dtypes = initial_model(initial_parameters, config.dim)
         self.on_round = on_round

@@ -100,11 +100,12 @@ class LocalDpFedAvg(FedAvg):
             if why is not None:
                 refused.append((proxy.cid, why))
                 log(WARNING, "dprp: refused client %s's message: %s", proxy.cid, why)
+        # privacy is spent when a client sends its message, decoded or not: charge the round
+        total = self.accountant.charge(self.cost) if results else self.accountant.total()
         if acc.n == 0:
             log(ERROR, "dprp round %d: no valid message; the model is unchanged", server_round)
             return ndarrays_to_parameters(model(self.weights, self.dtypes)), {"clients": 0}
         est = acc.finish()
-        total = self.accountant.charge(self.cost)
         self.weights = unflatten(flatten(self.weights) + cfg.scale() * est["mean"], self.weights)
         report = {
             "round": server_round,

@@ -16,7 +16,9 @@ from typing import Any, Mapping, Optional
 
 import numpy as np
 from flwr.client import ClientApp, NumPyClient
-from flwr.client.mod import LocalDpMod, secaggplus_mod
+from flwr.client.mod import LocalDpMod
+
+from dprp.flower import secaggplus_mod  # Flower's, with dprp's cryptographic masks
 from flwr.common import Context, MessageType
 
 from dprp.flower import distributed_dp_mod, local_dp_mod

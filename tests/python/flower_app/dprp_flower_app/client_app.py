@@ -24,7 +24,7 @@ import time
 
 import numpy as np
 from flwr.client import ClientApp, NumPyClient
-from flwr.client.mod import secaggplus_mod
+from dprp.flower import secaggplus_mod  # Flower's, with dprp's cryptographic masks
 from flwr.common import Context, MessageType, parameters_to_ndarrays
 from flwr.common.secure_aggregation.secaggplus_constants import RECORD_KEY_CONFIGS, Key, Stage
 from flwr.compat.common import recorddict_compat as compat
