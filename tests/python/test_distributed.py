@@ -27,11 +27,26 @@ def test_the_sum_of_fresh_messages_has_the_planned_error(mechanism):
     mean = float(np.mean(errs))
     se = float(np.std(errs)) / np.sqrt(TRIALS)
     # the plan's expected squared error, to ±15 %: at 200 trials the mean's standard error is
-    # under 2 % of it (printed), so the band is ≥ 7 standard errors wide. Power: noise reused
-    # by the ten clients would add up coherently (10× the noise variance) and noise left out
-    # would leave only the rounding terms; both fall far outside the band.
+    # under 2 % of it (asserted), so the band is ≥ 7 standard errors wide.
     assert 0.85 * mse <= mean <= 1.15 * mse, (mean, se, mse)
     assert se < 0.03 * mse
+
+    # Power, run: the same band fails (1) when the clients' noise is not independent — one
+    # client's message counted for all ten, so its noise share adds up coherently — and (2) when
+    # the noise is calibrated wrongly — an encoder planned for ε = 20 instead of 2.
+    reused = []
+    for _ in range(TRIALS // 4):
+        s = (CLIENTS * enc.encode(x).astype(np.int64)) % m
+        reused.append(float(np.sum((enc.decode(s, CLIENTS) - x) ** 2)))
+    assert np.mean(reused) > 1.15 * mse, (np.mean(reused), mse)
+    loose = dprp.DistributedEncoder(
+        mechanism, dim=40, clients=CLIENTS, epsilon=20.0, delta=1e-5, clip=1.0, seed="cd" * 32, bits=20
+    )
+    wrong = []
+    for _ in range(TRIALS // 4):
+        s = sum(loose.encode(x).astype(np.int64) for _ in range(CLIENTS)) % m
+        wrong.append(float(np.sum((loose.decode(s, CLIENTS) - x) ** 2)))
+    assert np.mean(wrong) < 0.85 * mse, (np.mean(wrong), mse)
 
 
 def test_messages_differ_and_fewer_survivors_cost_more():
