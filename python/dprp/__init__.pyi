@@ -1,7 +1,7 @@
 """Type stubs of the dprp Python module (the compiled ``dprp._dprp``)."""
 
 import os
-from typing import Any, List, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 import numpy.typing as npt
@@ -70,6 +70,35 @@ class Release:
         """(ids, scores), each queries×top, best first, as ``dprp query``."""
     def estimate(self, i: int, j: int) -> Tuple[float, float]:
         """(value, standard error) for rows i and j, as ``dprp estimate``."""
+    @property
+    def fingerprint(self) -> str:
+        """64 hex digits of the release's BLAKE3 checksum; stored with a database table loaded
+        from it and checked by ``dprp.postgres`` / ``dprp.lancedb``."""
+    def project(
+        self, queries: npt.ArrayLike, no_scale: bool = False
+    ) -> npt.NDArray[Any]:
+        """Raw queries on the release's scale, projected with its public map (no noise): float32
+        queries×k, or uint64 queries×⌈k/64⌉ packed signs; as ``dprp project``."""
+    def rerank(
+        self,
+        queries: npt.ArrayLike,
+        candidates: npt.ArrayLike,
+        top: int = 10,
+        measure: Optional[str] = None,
+        no_scale: bool = False,
+    ) -> Tuple[npt.NDArray[np.uint64], npt.NDArray[np.float64], npt.NDArray[np.float64]]:
+        """(ids, estimates, standard errors), queries×top, best first: the candidate row ids
+        re-ranked by the debiased estimates of ``dprp estimate --query-vector``."""
+    def to_postgres(
+        self,
+        url: str,
+        table: str,
+        replace: bool = False,
+        index: Optional[str] = None,
+        measure: Optional[str] = None,
+    ) -> Dict[str, Any]:
+        """Load into PostgreSQL + pgvector in one transaction, as ``dprp export``; returns rows,
+        table, fingerprint, measure, hnsw, copy_seconds, total_seconds."""
 
 # Every integer argument is a non-negative int (numpy integers too): a negative or too large
 # value raises DprpError naming the keyword ("invalid row: must be a non-negative integer, got

@@ -26,6 +26,7 @@ mod ints;
 mod ldp;
 mod publish;
 mod release;
+mod serve;
 
 pyo3::create_exception!(
     _dprp,

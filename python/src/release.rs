@@ -488,6 +488,84 @@ impl Release {
         Ok((ids.into_pyarray(py), scores.into_pyarray(py)))
     }
 
+    /// The release's fingerprint: 64 hex digits of its BLAKE3 checksum (over its shards' for a
+    /// shard directory). A database table loaded from the release records it and is checked
+    /// against it (`dprp.postgres`, `dprp.lancedb`).
+    #[getter]
+    fn fingerprint(&self) -> String {
+        dprp::request::project::fingerprint(&self.inner)
+    }
+
+    /// Raw query vectors (2-D float array, p columns) as `dprp project` writes them: brought to
+    /// the release's recorded scale (unless `no_scale`) and projected with its public map,
+    /// without noise. Returns float32 `queries × k`, or for a sign release uint64
+    /// `queries × ⌈k/64⌉` packed signs (bit j mod 64 of word j/64, set = positive) — the form
+    /// a database holding the release's sketches compares with its rows. Costs no privacy: the
+    /// map and the scaling are public.
+    #[pyo3(signature = (queries, no_scale=false))]
+    fn project<'py>(
+        &self,
+        py: Python<'py>,
+        queries: &Bound<'py, PyAny>,
+        no_scale: bool,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        crate::serve::project(py, &self.inner, self.mech.as_ref(), queries, no_scale)
+    }
+
+    /// Re-rank candidate rows for raw queries by dprp's debiased estimates (the numbers
+    /// `dprp estimate --query-vector` prints): `candidates` is a 2-D integer array of row ids,
+    /// `queries × c` (2**64 − 1 = no candidate; repeats count once), from any first stage — a
+    /// database's ANN or exact search, an HNSW index. `measure`: "cosine" (default) or "ip"
+    /// for real sketches; sign sketches are re-ranked by the debiased cosine. Returns
+    /// `(ids, estimates, se)`, uint64 / float64 / float64 `queries × top`, best first; an
+    /// undefined cosine (estimated norm not positive) is NaN and ranks last, an empty slot has
+    /// id 2**64 − 1.
+    #[pyo3(signature = (queries, candidates, top=10, measure=None, no_scale=false))]
+    #[allow(clippy::too_many_arguments)]
+    fn rerank<'py>(
+        &self,
+        py: Python<'py>,
+        queries: &Bound<'py, PyAny>,
+        candidates: &Bound<'py, PyAny>,
+        #[pyo3(from_py_with = ints::int)] top: i128,
+        measure: Option<&str>,
+        no_scale: bool,
+    ) -> PyResult<crate::serve::RerankedArrays<'py>> {
+        let top: usize = ints::unsigned(top, "top")?;
+        self.check_files()?;
+        crate::serve::rerank(
+            py,
+            &self.inner,
+            self.mech.as_ref(),
+            queries,
+            candidates,
+            top,
+            measure,
+            no_scale,
+        )
+    }
+
+    /// Load the release into PostgreSQL with pgvector, as `dprp export --postgres URL --table
+    /// TABLE` does: in one transaction (an error or an interrupt leaves no table), a table
+    /// `(id bigint primary key, label real, sketch vector(k) | bit(k))` filled by binary COPY,
+    /// the release's fingerprint stored as the table's comment, and with `index="hnsw"` an HNSW
+    /// index for `measure` ("cosine" or "ip" for real sketches, default cosine; "hamming" for
+    /// signs). `replace=True` drops an existing table of that name in the same transaction.
+    /// Returns a dict: rows, table, fingerprint, measure, hnsw, copy_seconds, total_seconds.
+    #[pyo3(signature = (url, table, replace=false, index=None, measure=None))]
+    fn to_postgres<'py>(
+        &self,
+        py: Python<'py>,
+        url: String,
+        table: String,
+        replace: bool,
+        index: Option<&str>,
+        measure: Option<&str>,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        self.check_files()?;
+        crate::serve::to_postgres(py, &self.inner, url, table, replace, index, measure)
+    }
+
     /// Estimate between released rows `i` and `j` (row indices), with its standard error, as
     /// `dprp estimate` computes it: for real-valued sketches the inner product ⟨u_i, u_j⟩ with
     /// the plug-in standard error of DESIGN.md §6 (Theorems C.1–C.3); for sign sketches with

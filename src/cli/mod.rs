@@ -18,10 +18,12 @@ mod convert;
 mod demo;
 mod estimate;
 mod eval;
+mod export;
 mod index;
 mod info;
 mod ledger;
 mod mean;
+mod project;
 mod publish;
 mod query;
 mod shards;
@@ -49,6 +51,12 @@ enum Command {
     Estimate(estimate::EstimateArgs),
     /// Nearest neighbours of query vectors (or of another release's rows) among released rows.
     Query(query::QueryArgs),
+    /// Raw query vectors put through a release's public scaling and map (.npy or .parquet), for
+    /// a database that holds the release's sketches.
+    Project(project::ProjectArgs),
+    /// Load a release into PostgreSQL (pgvector): one transaction, binary COPY, the release's
+    /// fingerprint stored with the table.
+    Export(export::ExportArgs),
     /// The mean of the users' vectors from local-DP releases, with its expected error.
     Mean(mean::MeanArgs),
     /// Run a secure-aggregation round (distributed discrete Gaussian, pairwise masks mod M) over
@@ -180,6 +188,8 @@ fn run(cli: Cli) -> Result<()> {
         Command::Demo(a) => demo::run(a),
         Command::Estimate(a) => estimate::run(a),
         Command::Query(a) => query::run(a),
+        Command::Project(a) => project::run(a),
+        Command::Export(a) => export::run(a),
         Command::Index(a) => index::run(a),
         Command::Shards(a) => shards::run(a),
         Command::Ledger(a) => ledger::run(a),

@@ -83,7 +83,7 @@ impl Prepared {
 }
 
 /// The query vectors of a file, as given.
-fn read_file(path: &std::path::Path) -> Result<RawQueries> {
+pub fn read_file(path: &std::path::Path) -> Result<RawQueries> {
     let q = read_all(path, &InputOptions::default())?;
     Ok(RawQueries {
         values: q.values,
@@ -94,7 +94,7 @@ fn read_file(path: &std::path::Path) -> Result<RawQueries> {
 }
 
 /// Say on stderr which scaling steps were applied to the queries.
-fn note_applied(applied: &Scaling) {
+pub fn note_applied(applied: &Scaling) {
     if !applied.0.is_empty() {
         super::output::note(format_args!(
             "note: queries scaled as the release's rows were: {} (--no-scale to opt out)",

@@ -209,13 +209,19 @@ impl ParquetSink {
     }
 
     /// Write the footer with the metadata JSON and the checksum; the file, not yet in place.
-    pub fn close(mut self, json: &[u8], checksum: &[u8; 32]) -> Result<AtomicFile> {
+    pub fn close(self, json: &[u8], checksum: &[u8; 32]) -> Result<AtomicFile> {
         let json =
             String::from_utf8(json.to_vec()).map_err(|_| Error::param("metadata", "not UTF-8"))?;
-        self.writer
-            .append_key_value_metadata(KeyValue::new(META_KEY.to_string(), json));
-        self.writer
-            .append_key_value_metadata(KeyValue::new(CHECKSUM_KEY.to_string(), hex(checksum)));
+        self.close_with(&[(META_KEY, json), (CHECKSUM_KEY, hex(checksum))])
+    }
+
+    /// Write the footer with the key-value metadata `kv` (a file of sketches that is not a
+    /// release, such as projected queries, has no [`META_KEY`]); the file, not yet in place.
+    pub fn close_with(mut self, kv: &[(&str, String)]) -> Result<AtomicFile> {
+        for (key, value) in kv {
+            self.writer
+                .append_key_value_metadata(KeyValue::new(key.to_string(), value.clone()));
+        }
         if let Err(e) = self.writer.flush() {
             return Err(self.fail(e));
         }
@@ -227,7 +233,8 @@ impl ParquetSink {
     }
 }
 
-fn hex(b: &[u8]) -> String {
+/// Lower-case hex digits of `b`.
+pub fn hex(b: &[u8]) -> String {
     b.iter().map(|x| format!("{x:02x}")).collect()
 }
 

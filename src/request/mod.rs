@@ -23,6 +23,8 @@
 //! - [`mechanism`]: the mechanism options of `publish` (and `dprp.publish`) → [`MechanismParams`]
 //!   and the Gaussian sampler.
 //! - [`publish`]: the pipeline's options, the ledger gate, and the report of a publish.
+//! - [`project`]: `dprp project` / `Release.project`, raw queries projected for a database that
+//!   holds a release's sketches, and the release's fingerprint.
 //! - [`query`]: raw query vectors → the release's scale and public map; another release's rows
 //!   as queries.
 //! - [`round`]: a secure-aggregation round (`dprp aggregate`): encoder, plan, round, and one
@@ -42,6 +44,7 @@ pub mod info;
 pub mod ledger;
 pub mod mean;
 pub mod mechanism;
+pub mod project;
 pub mod publish;
 pub mod query;
 pub mod round;

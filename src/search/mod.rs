@@ -5,6 +5,8 @@
 //! * [`hnsw`]: approximate search with an HNSW graph (`hnsw_rs`), with its recall against the exact
 //!   scan reported on request.
 //! * [`queries`]: raw query vectors turned into sketches comparable to a release's rows.
+//! * [`rerank`]: candidates from any first stage (a database, HNSW) re-ranked by the debiased
+//!   estimates with their standard errors.
 //!
 //! Scores are "larger is better": the inner product, the cosine, or for signs the number of
 //! agreeing bits `k − popcount(a XOR b)`. Ties are broken by the smaller row index.
@@ -15,6 +17,7 @@ mod huge;
 mod kernels;
 mod quant;
 pub mod queries;
+pub mod rerank;
 pub mod sharded;
 
 use serde::{Deserialize, Serialize};

@@ -670,32 +670,40 @@ pub(crate) mod tests {
 
 /// The bytes of a 1-D little-endian `f64` `.npy` (format 1.0) holding `values`.
 pub fn f64_vector_bytes(values: &[f64]) -> Vec<u8> {
-    f64_bytes_shaped(values, &format!("({},)", values.len()))
+    array_bytes("<f8", &format!("({},)", values.len()), &le_bytes(values))
 }
 
 /// The bytes of a 2-D little-endian `f64` `.npy` (format 1.0, C order) holding `rows × cols`
 /// row-major `values`.
 pub fn f64_matrix_bytes(values: &[f64], rows: usize, cols: usize) -> Vec<u8> {
     debug_assert_eq!(values.len(), rows * cols);
-    f64_bytes_shaped(values, &format!("({rows}, {cols})"))
+    array_bytes("<f8", &format!("({rows}, {cols})"), &le_bytes(values))
 }
 
-fn f64_bytes_shaped(values: &[f64], shape: &str) -> Vec<u8> {
-    let dict = format!("{{'descr': '<f8', 'fortran_order': False, 'shape': {shape}, }}");
+/// The bytes of a 2-D `.npy` (format 1.0, C order) of `rows × cols` elements of type `descr`
+/// (`<f4`, `<u8`, …), whose little-endian bytes are `data`.
+pub fn matrix_bytes(descr: &str, rows: usize, cols: usize, data: &[u8]) -> Vec<u8> {
+    array_bytes(descr, &format!("({rows}, {cols})"), data)
+}
+
+fn le_bytes(values: &[f64]) -> Vec<u8> {
+    values.iter().flat_map(|v| v.to_le_bytes()).collect()
+}
+
+fn array_bytes(descr: &str, shape: &str, data: &[u8]) -> Vec<u8> {
+    let dict = format!("{{'descr': '{descr}', 'fortran_order': False, 'shape': {shape}, }}");
     // Magic (6) + version (2) + header length (2) + dict, padded with spaces and a final newline
     // to a multiple of 64 bytes.
     let unpadded = 10 + dict.len() + 1;
     let pad = (64 - unpadded % 64) % 64;
     let header_len = dict.len() + pad + 1;
-    let mut out = Vec::with_capacity(10 + header_len + 8 * values.len());
+    let mut out = Vec::with_capacity(10 + header_len + data.len());
     out.extend_from_slice(b"\x93NUMPY\x01\x00");
     out.extend_from_slice(&(header_len as u16).to_le_bytes());
     out.extend_from_slice(dict.as_bytes());
     out.extend(std::iter::repeat_n(b' ', pad));
     out.push(b'\n');
-    for v in values {
-        out.extend_from_slice(&v.to_le_bytes());
-    }
+    out.extend_from_slice(data);
     out
 }
 

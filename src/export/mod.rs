@@ -1,0 +1,66 @@
+//! Releases loaded where embeddings are served. A database table that holds a release's sketches
+//! carries a [`Stamp`]: the release's fingerprint and shape, so that a query projected for
+//! another release (or a table refilled from one) is refused rather than silently compared.
+//!
+//! - [`postgres`]: `dprp export --postgres` — one transaction, binary COPY into a pgvector
+//!   `vector(k)` or a `bit(k)` column, the stamp as the table's comment.
+//!
+//! LanceDB needs no code here: it reads the release's Arrow form from Python
+//! (`dprp.lancedb`), with the same stamp in the table's schema metadata.
+
+pub mod postgres;
+
+use serde::{Deserialize, Serialize};
+
+use crate::mechanism::Payload;
+use crate::release::ReleaseSet;
+use crate::search::Measure;
+
+/// What a table records about the release it holds (JSON, under the key `dprp`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Stamp {
+    /// The release's fingerprint ([`crate::request::project::fingerprint`]'s 64 hex digits).
+    pub fingerprint: String,
+    /// Input dimension of the release (of raw queries).
+    pub p: usize,
+    /// Values, or signs, per row.
+    pub k: usize,
+    /// `f32` (a `vector(k)` column) or `bits` (a `bit(k)` column).
+    pub payload: Payload,
+    /// The measure the table was indexed for: `ip`, `cosine` or `hamming`.
+    pub measure: String,
+    /// Rows exported.
+    pub rows: u64,
+    /// `dprp <version>` that exported it.
+    pub tool: String,
+}
+
+impl Stamp {
+    /// The stamp of `set` exported for `measure`.
+    pub fn of(set: &ReleaseSet, measure: Measure) -> Stamp {
+        let meta = set.meta();
+        Stamp {
+            fingerprint: crate::release::parquet::hex(&set.checksum()),
+            p: meta.p,
+            k: meta.k,
+            payload: meta.payload,
+            measure: measure_name(measure).into(),
+            rows: set.n() as u64,
+            tool: format!("dprp {}", env!("CARGO_PKG_VERSION")),
+        }
+    }
+
+    /// `{"dprp": {…}}`, the JSON a table carries.
+    pub fn to_json(&self) -> String {
+        serde_json::json!({ "dprp": self }).to_string()
+    }
+}
+
+/// `ip`, `cosine` or `hamming`.
+pub fn measure_name(m: Measure) -> &'static str {
+    match m {
+        Measure::Ip => "ip",
+        Measure::Cosine => "cosine",
+        Measure::Hamming => "hamming",
+    }
+}
