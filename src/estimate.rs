@@ -351,6 +351,31 @@ pub fn estimate_ip(
     y: &[f32],
     raw_query_norm_sq: Option<f64>,
 ) -> Option<IpEstimate> {
+    estimate_ip_known(est, x, y, raw_query_norm_sq, None)
+}
+
+/// The squared norm every released row has when the release's recorded `scaling` fixes it:
+/// 1 after `--normalize l2` ([`crate::data::Scaling::unit_norm`]); `None` otherwise.
+pub fn known_row_norm_sq(scaling: &crate::data::Scaling) -> Option<f64> {
+    scaling.unit_norm().then_some(1.0)
+}
+
+/// [`estimate_ip`] when every released row's squared norm is known exactly, `row_norm_sq` (`y`'s,
+/// and `x`'s when it is a released row rather than a raw query): a
+/// release whose recorded scaling made every row unit-norm ([`crate::data::Scaling::unit_norm`],
+/// `--normalize l2`) has `‖v‖² = 1` for every row, public knowledge that the noisy
+/// `‖ỹ‖² − kσ²` only approximates. The cosine then divides by the known norm — unbiased, and
+/// stable where the norm estimate is near zero (dividing by it made the cosine of a row whose
+/// noise nearly cancelled its signal arbitrarily large) — and the standard error plugs it in.
+/// (An all-zero input row, which normalising leaves zero, is then taken as unit-norm: its
+/// estimate is noise around 0, as its inner product is.)
+pub fn estimate_ip_known(
+    est: &Estimator,
+    x: &[f32],
+    y: &[f32],
+    raw_query_norm_sq: Option<f64>,
+    row_norm_sq: Option<f64>,
+) -> Option<IpEstimate> {
     let Estimator::Gaussian { family, k, sigma } = *est else {
         return None;
     };
@@ -362,9 +387,12 @@ pub fn estimate_ip(
     let ip = est.inner_product(x, y);
     let (nu_est, mode) = match raw_query_norm_sq {
         Some(n) => (n, QueryMode::RawQuery),
-        None => (sq(x) - noise, QueryMode::BothPrivate),
+        None => (
+            row_norm_sq.unwrap_or_else(|| sq(x) - noise),
+            QueryMode::BothPrivate,
+        ),
     };
-    let nv_est = sq(y) - noise;
+    let nv_est = row_norm_sq.unwrap_or_else(|| sq(y) - noise);
     let (nu, nv) = (nu_est.max(0.0), nv_est.max(0.0));
     let coef = match family {
         Family::Raw { .. } => 0.0,

@@ -190,7 +190,7 @@ def _search(release, table, queries, top, measure, exact, nprobes, refine_factor
     if nq == 0:
         return ids, scores, m
     b = table.search(vecs if nq > 1 else vecs[0], vector_column_name="vector") \
-        .distance_type(_METRIC[m]).limit(top).select(["id"])
+        .distance_type(_METRIC[m]).limit(top).select(["id", "_distance"])
     if exact:
         b = b.bypass_vector_index()
     else:

@@ -19,7 +19,9 @@ use numpy::{IntoPyArray, PyArray2};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
-use dprp::estimate::{agreements, estimate_ip, sign_cosine, Estimator, QueryMode};
+use dprp::estimate::{
+    agreements, estimate_ip_known, known_row_norm_sq, sign_cosine, Estimator, QueryMode,
+};
 use dprp::mechanism::{self, Mechanism, Payload};
 use dprp::release::ReleaseSet;
 use dprp::request::query::RawQueries;
@@ -595,7 +597,8 @@ impl Release {
             est => {
                 let x = a.row(ri).map_err(err)?;
                 let y = b.row(rj).map_err(err)?;
-                let e = estimate_ip(&est, x, y, None)
+                let known = known_row_norm_sq(&self.inner.meta().scaling);
+                let e = estimate_ip_known(&est, x, y, None, known)
                     .ok_or_else(|| param("release", "no estimator for this release"))?;
                 Ok((e.inner_product, e.se))
             }

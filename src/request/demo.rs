@@ -8,7 +8,8 @@ use crate::data::native::NativeReader;
 use crate::data::{collect, Dataset, InputOptions};
 use crate::error::{Error, Result};
 use crate::estimate::{
-    agreements, estimate_ip, sign_cosine, Estimator, PairStats, QueryMode, INTERVAL_LEVEL,
+    agreements, estimate_ip_known, known_row_norm_sq, sign_cosine, Estimator, PairStats, QueryMode,
+    INTERVAL_LEVEL,
 };
 use crate::mechanism::central::sign_sketch::pack_signs;
 use crate::mechanism::{self, Mechanism, MechanismKind, MechanismParams};
@@ -191,7 +192,8 @@ impl Pairs {
                 }
                 // real: ⟨x̃,ỹ⟩ ± 1.96·se with the plug-in se, as `dprp estimate` prints it
                 None => {
-                    let Some(e) = estimate_ip(&est, r.row(i)?, r.row(j)?, None) else {
+                    let known = known_row_norm_sq(&r.meta().scaling);
+                    let Some(e) = estimate_ip_known(&est, r.row(i)?, r.row(j)?, None, known) else {
                         continue;
                     };
                     formula = e.formula;

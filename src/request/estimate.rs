@@ -3,7 +3,8 @@
 
 use crate::error::{Error, Front, Result};
 use crate::estimate::{
-    agreements, estimate_ip, sign_cosine, Estimator, Family, IpEstimate, QueryMode, INTERVAL_LEVEL,
+    agreements, estimate_ip_known, known_row_norm_sq, sign_cosine, Estimator, Family, IpEstimate,
+    QueryMode, INTERVAL_LEVEL,
 };
 use crate::mechanism::{central::sign_sketch::pack_signs, Mechanism};
 use crate::release::ReleaseSet;
@@ -289,8 +290,9 @@ fn pair(r: &ReleaseSet, m: &dyn Mechanism, i: usize, j: usize) -> Result<Line> {
             Ok(sign_line(agree, k, eps_prime, BOTH, Side::Row(i), j))
         }
         est => {
-            let e =
-                estimate_ip(&est, row_of(r, i)?, row_of(r, j)?, None).ok_or_else(no_estimator)?;
+            let known = known_row_norm_sq(&r.meta().scaling);
+            let e = estimate_ip_known(&est, row_of(r, i)?, row_of(r, j)?, None, known)
+                .ok_or_else(no_estimator)?;
             Ok(real_line(e, &est, Side::Row(i), j, BOTH.text))
         }
     }
@@ -309,7 +311,9 @@ fn query(r: &ReleaseSet, m: &dyn Mechanism, u: &[f32], file: String, j: usize) -
         }
         est => {
             let nsq = u.iter().map(|&a| a as f64 * a as f64).sum::<f64>();
-            let e = estimate_ip(&est, &x, row_of(r, j)?, Some(nsq)).ok_or_else(no_estimator)?;
+            let known = known_row_norm_sq(&r.meta().scaling);
+            let e = estimate_ip_known(&est, &x, row_of(r, j)?, Some(nsq), known)
+                .ok_or_else(no_estimator)?;
             Ok(real_line(e, &est, Side::Query(file), j, RAW.text))
         }
     }

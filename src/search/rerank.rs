@@ -16,7 +16,9 @@
 //! post-processing and costs no privacy.
 
 use crate::error::{Error, Result};
-use crate::estimate::{agreements, estimate_ip, sign_cosine, Estimator, QueryMode};
+use crate::estimate::{
+    agreements, estimate_ip_known, known_row_norm_sq, sign_cosine, Estimator, QueryMode,
+};
 use crate::mechanism::{central::sign_sketch::pack_signs, Mechanism};
 use crate::release::ReleaseSet;
 use crate::search::Measure;
@@ -65,7 +67,8 @@ fn score(
             (s.cosine, s.se_cosine)
         }
         _ => {
-            let e = estimate_ip(est, x, r.row(row)?, Some(nsq))
+            let known = known_row_norm_sq(&set.meta().scaling);
+            let e = estimate_ip_known(est, x, r.row(row)?, Some(nsq), known)
                 .ok_or_else(|| Error::param("release", "no estimator for this release"))?;
             match by {
                 Measure::Ip => (e.inner_product, e.se),
@@ -171,138 +174,4 @@ pub fn rerank(
         }
     }
     Ok(out)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::mechanism::{from_record, MechanismKind};
-    use crate::search::{exact, Sketch};
-
-    fn release(dir: &std::path::Path, kind: MechanismKind, eps: f64) -> ReleaseSet {
-        let data = crate::data::sample::generate();
-        let input = dir.join("s.bin");
-        crate::data::native::write(&input, &data).unwrap();
-        let output = dir.join(format!("{kind:?}-{eps}.dprp"));
-        let req = crate::publish::PublishRequest {
-            input,
-            input_opts: Default::default(),
-            // a sign release needs a norm floor: --normalize l2 gives every row norm 1
-            scaling: crate::data::scale::ScalingRequest {
-                normalize_l2: kind != MechanismKind::DpOporp,
-                ..Default::default()
-            },
-            params: crate::mechanism::MechanismParams {
-                kind,
-                epsilon: eps,
-                delta: Some(1e-6),
-                beta: 1.0,
-                neighbour: crate::privacy::guarantee::Neighbour::Coordinate,
-                p: 0,
-                k: Some(64),
-                projection: None,
-                seed: None,
-                min_norm: None,
-                individual_dp: false,
-                local: Default::default(),
-            },
-            output: output.clone(),
-        };
-        let noise = crate::privacy::samplers::noise::NoiseSource::from_os().unwrap();
-        crate::publish::publish(&req, &noise).unwrap();
-        ReleaseSet::open(&output).unwrap()
-    }
-
-    /// Released rows 0..3 used as raw queries (the sample is on the release's scale).
-    fn queries(set: &ReleaseSet) -> Vec<f32> {
-        let data = crate::data::sample::generate();
-        data.values[..3 * set.meta().p].to_vec()
-    }
-
-    #[test]
-    fn re_ranking_every_row_by_ip_is_the_exact_search_with_the_estimates_of_dprp_estimate() {
-        let d = tempfile::tempdir().unwrap();
-        let set = release(d.path(), MechanismKind::DpOporp, 4.0);
-        let meta = set.meta();
-        let m = from_record(&meta.mechanism, &meta.guarantee).unwrap();
-        let q = queries(&set);
-        let n = set.n();
-        let all: Vec<u64> = (0..3).flat_map(|_| 0..n as u64).collect();
-        let r = rerank(&set, m.as_ref(), &q, &all, n, 10, Some(Measure::Ip)).unwrap();
-        let crate::search::queries::QuerySketches::Real(x) =
-            crate::search::queries::sketch_queries(m.as_ref(), meta.payload, &q).unwrap()
-        else {
-            panic!("a real release")
-        };
-        let db = Sketch::Real {
-            data: set.parts()[0].values().unwrap(),
-            k: set.k(),
-        };
-        let qs = Sketch::Real {
-            data: &x,
-            k: set.k(),
-        };
-        let hits = exact::search(&db, &qs, Measure::Ip, 10, None).unwrap();
-        let est = m.as_sketch().unwrap().estimator();
-        for (qi, h) in hits.iter().enumerate() {
-            let ids: Vec<u64> = h.iter().map(|h| h.row as u64).collect();
-            assert_eq!(&r.ids[qi * 10..(qi + 1) * 10], &ids[..]);
-            let u = &q[qi * meta.p..(qi + 1) * meta.p];
-            let nsq = u.iter().map(|&a| a as f64 * a as f64).sum::<f64>();
-            let row = set.parts()[0].row(ids[0] as usize).unwrap();
-            let e = estimate_ip(&est, &x[qi * 64..(qi + 1) * 64], row, Some(nsq)).unwrap();
-            assert_eq!(
-                (r.estimates[qi * 10], r.se[qi * 10]),
-                (e.inner_product, e.se)
-            );
-            assert!(r.se[qi * 10] > 0.0);
-        }
-        // the cosine is the debiased one, and scores descend (undefined ones last)
-        let c = rerank(&set, m.as_ref(), &q, &all, n, 10, None).unwrap();
-        for qi in 0..3 {
-            let s = &c.estimates[qi * 10..(qi + 1) * 10];
-            assert!(s.windows(2).all(|w| w[0] >= w[1] || w[1].is_nan()), "{s:?}");
-        }
-    }
-
-    #[test]
-    fn padding_repeats_and_bad_candidates() {
-        let d = tempfile::tempdir().unwrap();
-        let set = release(d.path(), MechanismKind::DpSignrpRr, 3.0);
-        let meta = set.meta();
-        let m = from_record(&meta.mechanism, &meta.guarantee).unwrap();
-        let q = &queries(&set)[..meta.p];
-        let r = rerank(&set, m.as_ref(), q, &[5, NO_ID, 5, 7], 4, 3, None).unwrap();
-        assert_eq!(r.ids.iter().filter(|&&i| i == NO_ID).count(), 1);
-        assert!(r.ids[..2].contains(&5) && r.ids[..2].contains(&7));
-        assert!(r.estimates[2].is_nan() && r.se[2].is_nan());
-        // the sign estimate is the debiased cosine of dprp estimate, in the raw-query mode
-        let est = m.as_sketch().unwrap().estimator();
-        let Estimator::Sign { eps_prime, .. } = est else {
-            panic!("a sign release")
-        };
-        let mut x = vec![0f32; 64];
-        m.as_sketch().unwrap().project(q, &mut x).unwrap();
-        let mut qb = vec![0u64; 1];
-        pack_signs(&x, &mut qb);
-        let row = set.parts()[0].bits().unwrap()[r.ids[0] as usize];
-        let s = sign_cosine(
-            agreements(&qb, &[row], 64),
-            64,
-            eps_prime,
-            QueryMode::RawQuery,
-        );
-        assert_eq!((r.estimates[0], r.se[0]), (s.cosine, s.se_cosine));
-        let e = rerank(&set, m.as_ref(), q, &[set.n() as u64 + 3], 1, 1, None)
-            .unwrap_err()
-            .to_string();
-        assert!(
-            e.contains("candidate") && e.contains(&(set.n() + 3).to_string()),
-            "{e}"
-        );
-        let e = rerank(&set, m.as_ref(), q, &[1], 1, 1, Some(Measure::Ip)).unwrap_err();
-        assert!(e.to_string().contains("cosine"), "{e}");
-        let e = rerank(&set, m.as_ref(), q, &[1, 2, 3], 2, 1, None).unwrap_err();
-        assert!(e.to_string().contains("candidate"), "{e}");
-    }
 }
