@@ -186,3 +186,33 @@ fn on_a_unit_norm_release_the_cosine_divides_by_the_known_norm() {
         "expected the noisy-norm cosine to misbehave at ε = 1"
     );
 }
+
+#[test]
+fn sign_cosines_clamped_at_one_keep_the_hamming_order() {
+    // The debiased sign cosine is a non-decreasing function of the agreements, clamped at 1: among
+    // clamped candidates the agreements (the database's Hamming order) must still decide.
+    let d = tempfile::tempdir().unwrap();
+    let set = release(d.path(), MechanismKind::DpSignrpRr, 8.0);
+    let meta = set.meta();
+    let m = from_record(&meta.mechanism, &meta.guarantee).unwrap();
+    let q = &queries(&set)[..meta.p];
+    let n = set.n();
+    let all: Vec<u64> = (0..n as u64).collect();
+    let r = rerank(&set, m.as_ref(), q, &all, n, n, None).unwrap();
+    let mut x = vec![0f32; 64];
+    m.as_sketch().unwrap().project(q, &mut x).unwrap();
+    let mut qb = vec![0u64; 1];
+    pack_signs(&x, &mut qb);
+    let words = set.parts()[0].bits().unwrap();
+    let agree: Vec<u32> = r
+        .ids
+        .iter()
+        .map(|&i| agreements(&qb, &words[i as usize..i as usize + 1], 64))
+        .collect();
+    let clamped = r.estimates.iter().filter(|&&e| e == 1.0).count();
+    assert!(clamped >= 2, "the test needs clamped cosines to have power ({clamped})");
+    assert!(agree.windows(2).all(|w| w[0] >= w[1]), "{agree:?}");
+    let distinct: std::collections::BTreeSet<u32> =
+        agree[..clamped].iter().copied().collect();
+    assert!(distinct.len() >= 2, "clamped rows should span several agreement counts");
+}

@@ -38,46 +38,70 @@ pub struct Reranked {
     pub se: Vec<f64>,
 }
 
-/// One candidate's estimate and standard error; NaN when undefined (a cosine whose estimated
-/// norm is not positive), which ranks after every defined one.
+/// One candidate scored: the estimate and its standard error (NaN when undefined: a cosine whose
+/// estimated norm is not positive, ranked after every defined one), and the raw score it came
+/// from (the sketches' inner product, or the sign agreements) that breaks ties — a sign cosine
+/// clamped at 1 keeps the Hamming order among the clamped.
+#[derive(Debug, Clone, Copy)]
+struct Scored {
+    id: u64,
+    estimate: f64,
+    se: f64,
+    raw: f64,
+}
+
+/// What scoring needs of one query: its projection, packed signs and squared norm, and the
+/// sign estimates already computed by agreement count (they depend on nothing else).
+struct QueryCtx<'a> {
+    x: &'a [f32],
+    bits: &'a [u64],
+    norm_sq: f64,
+    by_agreement: &'a mut Vec<Option<(f64, f64)>>,
+}
+
 fn score(
     set: &ReleaseSet,
     est: &Estimator,
     by: Measure,
-    x: &[f32],
-    q_bits: &[u64],
-    nsq: f64,
+    q: &mut QueryCtx<'_>,
     id: u64,
-) -> Result<(f64, f64)> {
+) -> Result<Scored> {
     let (part, row) = set
         .locate(id)
         .map_err(|e| Error::param("candidates", format!("candidate {id}: {}", e.detail())))?;
     let r = &set.parts()[part];
     let k = set.k();
-    Ok(match est {
+    let (estimate, se, raw) = match est {
         Estimator::Sign { eps_prime, .. } => {
             let w = k.div_ceil(64);
             let bits = &r.bits()?[row * w..(row + 1) * w];
-            let s = sign_cosine(
-                agreements(q_bits, bits, k),
-                k,
-                *eps_prime,
-                QueryMode::RawQuery,
-            );
-            (s.cosine, s.se_cosine)
+            let agree = agreements(q.bits, bits, k);
+            let memo = &mut q.by_agreement[agree as usize];
+            let (c, s) = *memo.get_or_insert_with(|| {
+                let s = sign_cosine(agree, k, *eps_prime, QueryMode::RawQuery);
+                (s.cosine, s.se_cosine)
+            });
+            (c, s, agree as f64)
         }
         _ => {
             let known = known_row_norm_sq(&set.meta().scaling);
-            let e = estimate_ip_known(est, x, r.row(row)?, Some(nsq), known)
+            let e = estimate_ip_known(est, q.x, r.row(row)?, Some(q.norm_sq), known)
                 .ok_or_else(|| Error::param("release", "no estimator for this release"))?;
             match by {
-                Measure::Ip => (e.inner_product, e.se),
+                Measure::Ip => (e.inner_product, e.se, e.inner_product),
                 _ => (
                     e.cosine.unwrap_or(f64::NAN),
                     e.se_cosine.unwrap_or(f64::NAN),
+                    e.inner_product,
                 ),
             }
         }
+    };
+    Ok(Scored {
+        id,
+        estimate,
+        se,
+        raw,
     })
 }
 
@@ -144,33 +168,53 @@ pub fn rerank(
         se: Vec::with_capacity(nq * top),
     };
     let (mut x, mut q_bits) = (vec![0f32; k], vec![0u64; k.div_ceil(64)]);
+    let mut by_agreement = vec![None; k + 1];
     for (u, cands) in queries.chunks(p.max(1)).zip(candidates.chunks(c.max(1))) {
         sk.project(u, &mut x)?;
         pack_signs(&x, &mut q_bits);
-        let nsq = u.iter().map(|&a| a as f64 * a as f64).sum::<f64>();
+        let mut q = QueryCtx {
+            x: &x,
+            bits: &q_bits,
+            norm_sq: u.iter().map(|&a| a as f64 * a as f64).sum::<f64>(),
+            by_agreement: &mut by_agreement,
+        };
         let mut seen: Vec<u64> = cands.iter().copied().filter(|&i| i != NO_ID).collect();
         seen.sort_unstable();
         seen.dedup();
         let mut scored = seen
             .into_iter()
-            .map(|id| Ok((id, score(set, &est, by, &x, &q_bits, nsq, id)?)))
+            .map(|id| score(set, &est, by, &mut q, id))
             .collect::<Result<Vec<_>>>()?;
-        // best first; undefined (NaN) last; ties by id
+        // best first; undefined (NaN) last; ties by the raw score, then by id
         scored.sort_by(|a, b| {
-            let (sa, sb) = (a.1 .0, b.1 .0);
-            sa.is_nan()
-                .cmp(&sb.is_nan())
-                .then(sb.partial_cmp(&sa).unwrap_or(std::cmp::Ordering::Equal))
-                .then(a.0.cmp(&b.0))
+            a.estimate
+                .is_nan()
+                .cmp(&b.estimate.is_nan())
+                .then(
+                    b.estimate
+                        .partial_cmp(&a.estimate)
+                        .unwrap_or(std::cmp::Ordering::Equal),
+                )
+                .then(
+                    b.raw
+                        .partial_cmp(&a.raw)
+                        .unwrap_or(std::cmp::Ordering::Equal),
+                )
+                .then(a.id.cmp(&b.id))
         });
         for j in 0..top {
-            let (id, (e, s)) = scored
-                .get(j)
-                .copied()
-                .unwrap_or((NO_ID, (f64::NAN, f64::NAN)));
-            out.ids.push(id);
-            out.estimates.push(e);
-            out.se.push(s);
+            match scored.get(j) {
+                Some(s) => {
+                    out.ids.push(s.id);
+                    out.estimates.push(s.estimate);
+                    out.se.push(s.se);
+                }
+                None => {
+                    out.ids.push(NO_ID);
+                    out.estimates.push(f64::NAN);
+                    out.se.push(f64::NAN);
+                }
+            }
         }
     }
     Ok(out)
