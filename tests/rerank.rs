@@ -210,9 +210,14 @@ fn sign_cosines_clamped_at_one_keep_the_hamming_order() {
         .map(|&i| agreements(&qb, &words[i as usize..i as usize + 1], 64))
         .collect();
     let clamped = r.estimates.iter().filter(|&&e| e == 1.0).count();
-    assert!(clamped >= 2, "the test needs clamped cosines to have power ({clamped})");
+    assert!(
+        clamped >= 2,
+        "the test needs clamped cosines to have power ({clamped})"
+    );
     assert!(agree.windows(2).all(|w| w[0] >= w[1]), "{agree:?}");
-    let distinct: std::collections::BTreeSet<u32> =
-        agree[..clamped].iter().copied().collect();
-    assert!(distinct.len() >= 2, "clamped rows should span several agreement counts");
+    let distinct: std::collections::BTreeSet<u32> = agree[..clamped].iter().copied().collect();
+    assert!(
+        distinct.len() >= 2,
+        "clamped rows should span several agreement counts"
+    );
 }
