@@ -139,6 +139,15 @@ fn padding_repeats_and_bad_candidates() {
     assert!(e.to_string().contains("cosine"), "{e}");
     let e = rerank(&set, m.as_ref(), q, &[1, 2, 3], 2, 1, None).unwrap_err();
     assert!(e.to_string().contains("candidate"), "{e}");
+    // no candidates at all: every slot padded; a K beyond the release's rows refused (before
+    // anything is allocated for it)
+    let r = rerank(&set, m.as_ref(), q, &[], 0, 2, None).unwrap();
+    assert_eq!(r.ids, vec![NO_ID; 2]);
+    let e = rerank(&set, m.as_ref(), q, &[1], 1, usize::MAX, None).unwrap_err();
+    assert!(
+        e.to_string().contains("top") && e.to_string().contains("exceeds"),
+        "{e}"
+    );
 }
 
 #[test]

@@ -56,6 +56,9 @@ struct QueryCtx<'a> {
     x: &'a [f32],
     bits: &'a [u64],
     norm_sq: f64,
+    /// Every released row's squared norm when the release's scaling fixes it (the same for all
+    /// candidates: looked up once).
+    row_norm_sq: Option<f64>,
     by_agreement: &'a mut Vec<Option<(f64, f64)>>,
 }
 
@@ -84,8 +87,7 @@ fn score(
             (c, s, agree as f64)
         }
         _ => {
-            let known = known_row_norm_sq(&set.meta().scaling);
-            let e = estimate_ip_known(est, q.x, r.row(row)?, Some(q.norm_sq), known)
+            let e = estimate_ip_known(est, q.x, r.row(row)?, Some(q.norm_sq), q.row_norm_sq)
                 .ok_or_else(|| Error::param("release", "no estimator for this release"))?;
             match by {
                 Measure::Ip => (e.inner_product, e.se, e.inner_product),
@@ -162,6 +164,13 @@ pub fn rerank(
             ),
         ));
     }
+    if top > set.n() {
+        return Err(Error::param(
+            "top",
+            format!("K = {top} exceeds the {} rows of the release", set.n()),
+        ));
+    }
+    let row_norm_sq = known_row_norm_sq(&set.meta().scaling);
     let mut out = Reranked {
         ids: Vec::with_capacity(nq * top),
         estimates: Vec::with_capacity(nq * top),
@@ -169,13 +178,15 @@ pub fn rerank(
     };
     let (mut x, mut q_bits) = (vec![0f32; k], vec![0u64; k.div_ceil(64)]);
     let mut by_agreement = vec![None; k + 1];
-    for (u, cands) in queries.chunks(p.max(1)).zip(candidates.chunks(c.max(1))) {
+    for (qi, u) in queries.chunks(p.max(1)).take(nq).enumerate() {
+        let cands = &candidates[qi * c..(qi + 1) * c];
         sk.project(u, &mut x)?;
         pack_signs(&x, &mut q_bits);
         let mut q = QueryCtx {
             x: &x,
             bits: &q_bits,
             norm_sq: u.iter().map(|&a| a as f64 * a as f64).sum::<f64>(),
+            row_norm_sq,
             by_agreement: &mut by_agreement,
         };
         let mut seen: Vec<u64> = cands.iter().copied().filter(|&i| i != NO_ID).collect();
