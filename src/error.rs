@@ -45,6 +45,18 @@ pub enum Error {
         #[source]
         source: std::io::Error,
     },
+    /// An output path dprp will not write: an existing file it may not replace, a link, a device,
+    /// a pipe, a socket, a directory where a file is meant. The front ends add how to allow a
+    /// replacement when `replaceable` (`--overwrite`, `overwrite=True`).
+    #[error("{path}: {msg}")]
+    Output {
+        /// The output path.
+        path: PathBuf,
+        /// What is there and why it is not written.
+        msg: String,
+        /// Whether leave to replace an existing file would let the output be written.
+        replaceable: bool,
+    },
     /// A file's contents do not match its format (bad magic, truncated, ragged rows, ...).
     #[error("{path}: {msg}")]
     Format {
@@ -130,6 +142,14 @@ impl Error {
         Error::Io {
             path: path.into(),
             source,
+        }
+    }
+    /// An output path that is not written ([`Error::Output`]).
+    pub fn output(path: impl Into<PathBuf>, msg: impl Into<String>, replaceable: bool) -> Self {
+        Error::Output {
+            path: path.into(),
+            msg: msg.into(),
+            replaceable,
         }
     }
     /// A format error in `path`.

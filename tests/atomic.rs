@@ -1,7 +1,7 @@
 //! The registry of unfinished outputs that a signal handler clears (one test in its own binary:
 //! `remove_pending` removes every unfinished output of the process).
 
-use dprp::atomic::{remove_pending, AtomicFile, StagingDir};
+use dprp::atomic::{remove_pending, AtomicFile, Existing, StagingDir};
 
 #[test]
 fn remove_pending_deletes_unfinished_files_and_staging_dirs_only() {
@@ -15,12 +15,12 @@ fn remove_pending_deletes_unfinished_files_and_staging_dirs_only() {
         v
     };
     // a committed file stays, and is no longer listed
-    let mut done = AtomicFile::create(&d.path().join("done.txt")).unwrap();
+    let mut done = AtomicFile::create(&d.path().join("done.txt"), Existing::Refuse).unwrap();
     done.write_all(b"x").unwrap();
     done.commit().unwrap();
-    let mut f = AtomicFile::create(&d.path().join("a.dprp")).unwrap();
+    let mut f = AtomicFile::create(&d.path().join("a.dprp"), Existing::Refuse).unwrap();
     f.write_all(&[1u8; 1000]).unwrap();
-    let s = StagingDir::create(&d.path().join("report")).unwrap();
+    let s = StagingDir::create(&d.path().join("report"), Existing::Refuse).unwrap();
     std::fs::write(s.path().join("report.md"), "x").unwrap();
     assert_eq!(tmp_names(d.path()).len(), 3, "{:?}", tmp_names(d.path()));
     let (lock, removed) = remove_pending();

@@ -751,7 +751,10 @@ fn failed_publish_keeps_an_existing_output() {
     out_of_domain_csv(d.path());
     fails(
         d.path(),
-        &with(&["publish", "x.csv", "-o", "r.dprp"], &PUBLISH),
+        &with(
+            &["publish", "x.csv", "-o", "r.dprp", "--overwrite"],
+            &PUBLISH,
+        ),
         &["row 2, column 3"],
     );
     assert_eq!(std::fs::read(d.path().join("r.dprp")).unwrap(), before);

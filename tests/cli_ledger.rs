@@ -132,7 +132,9 @@ fn fingerprint_is_the_rows_as_read_keyed_and_absent_without_a_ledger() {
 
     // The key never reaches a release.
     let key = std::fs::read(d.join("L/.dprp-ledger/key")).unwrap();
-    assert_eq!(key.len(), 32);
+    // the key, then the journal's commitment (not secret)
+    assert_eq!(key.len(), 80);
+    let key = key[..32].to_vec();
     let key_hex: String = key.iter().map(|b| format!("{b:02x}")).collect();
     for r in ["L/a.dprp", "L/edit.dprp", "L/scaled.dprp"] {
         let bytes = std::fs::read(d.join(r)).unwrap();
@@ -486,8 +488,19 @@ fn a_shard_directory_and_a_parquet_release_count_once_each() {
     );
     assert!(!d.join("L/more").exists());
     assert_eq!(journal_lines(&d.join("L")), 2);
-    // A dataset in Parquet beside the releases is no release.
-    ok(&dprp(d, &["convert", "x.csv", "-o", "L/data.parquet"]));
+    // A Parquet file beside the releases that is no release (projected queries: the same
+    // columns, without a release's metadata) is not counted.
+    ok(&dprp(
+        d,
+        &[
+            "project",
+            "L/one.parquet",
+            "--queries",
+            "x.csv",
+            "-o",
+            "L/data.parquet",
+        ],
+    ));
     let v: Value = serde_json::from_slice(&dprp(d, &["ledger", "L", "--json"]).stdout).unwrap();
     let rel = v["datasets"][0]["releases"].as_array().unwrap();
     let files: Vec<&str> = rel.iter().map(|r| r["file"].as_str().unwrap()).collect();
@@ -587,4 +600,104 @@ fn a_lost_key_a_pure_budget_and_a_refused_first_publish() {
         "{:?}",
         std::fs::read_dir(d.join("nodir")).map(|r| r.count())
     );
+}
+
+/// Issue 37: deleting, truncating or editing the journal must not reset a dataset's budget (the
+/// key file commits to the journal); removing the whole `.dprp-ledger` while releases fingerprinted
+/// under its key remain in the directory is refused too; a key file of dprp ≤ 0.3 (the bare key)
+/// is still read and gains its commitment at the next release.
+#[test]
+fn a_deleted_or_truncated_journal_is_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    std::fs::write(d.join("x.csv"), rows_csv(200, 6)).unwrap();
+    let budget = ["--ledger", "L", "--budget", "4"];
+    ok(&publish_rr(d, "x.csv", "2", "L/a.dprp", &budget));
+    ok(&publish_rr(d, "x.csv", "1", "out-a.dprp", &budget));
+    let journal = d.join("L/.dprp-ledger/journal.jsonl");
+    let saved = std::fs::read(&journal).unwrap();
+    assert_eq!(saved.iter().filter(|&&b| b == b'\n').count(), 2);
+    let key = d.join("L/.dprp-ledger/key");
+    assert_eq!(std::fs::read(&key).unwrap().len(), 80);
+    // deleted: ε 3 + 3 > 4 must not pass
+    std::fs::remove_file(&journal).unwrap();
+    let o = publish_rr(d, "x.csv", "1", "L/b.dprp", &budget);
+    assert!(
+        !o.status.success(),
+        "a deleted journal let the budget start again"
+    );
+    let e = stderr(&o);
+    assert!(
+        e.contains("journal") && e.contains("is missing") && e.contains("Restore"),
+        "{e}"
+    );
+    assert!(!d.join("L/b.dprp").exists());
+    // `dprp ledger` says so too
+    let o = dprp(d, &["ledger", "L"]);
+    assert!(
+        !o.status.success() && stderr(&o).contains("is missing"),
+        "{}",
+        stderr(&o)
+    );
+    // truncated to its first line, and edited: refused
+    let first = saved.iter().position(|&b| b == b'\n').unwrap() + 1;
+    std::fs::write(&journal, &saved[..first]).unwrap();
+    let o = publish_rr(d, "x.csv", "1", "L/b.dprp", &budget);
+    assert!(
+        !o.status.success() && stderr(&o).contains("fewer than"),
+        "{}",
+        stderr(&o)
+    );
+    let mut edited = saved.clone();
+    let at = edited
+        .windows(3)
+        .position(|w| w == b"2.0" || w == b"\"2\"")
+        .unwrap_or(10);
+    edited[at] ^= 1;
+    std::fs::write(&journal, &edited).unwrap();
+    let o = publish_rr(d, "x.csv", "1", "L/b.dprp", &budget);
+    assert!(
+        !o.status.success() && stderr(&o).contains("differs"),
+        "{}",
+        stderr(&o)
+    );
+    // restored: the budget holds (2 + 1 spent, 1 more fits, 1.5 does not)
+    std::fs::write(&journal, &saved).unwrap();
+    let o = publish_rr(d, "x.csv", "1.5", "L/b.dprp", &budget);
+    assert!(!o.status.success() && stderr(&o).contains("exceed the privacy budget"));
+    ok(&publish_rr(d, "x.csv", "1", "L/b.dprp", &budget));
+    // the whole .dprp-ledger removed, the releases still in L: refused, no new key made
+    std::fs::remove_dir_all(d.join("L/.dprp-ledger")).unwrap();
+    let o = publish_rr(d, "x.csv", "1", "L/c.dprp", &budget);
+    assert!(!o.status.success());
+    let e = stderr(&o);
+    assert!(
+        e.contains("no key and no journal") && e.contains("a.dprp"),
+        "{e}"
+    );
+    assert!(!d.join("L/.dprp-ledger/key").exists() && !d.join("L/c.dprp").exists());
+    // a key file of dprp ≤ 0.3 (32 bytes, no commitment) with its journal: read, and committed
+    // again at the next release
+    let tmp2 = tempfile::tempdir().unwrap();
+    let d2 = tmp2.path();
+    std::fs::write(d2.join("x.csv"), rows_csv(50, 6)).unwrap();
+    ok(&publish_rr(
+        d2,
+        "x.csv",
+        "1",
+        "M/a.dprp",
+        &["--ledger", "M"],
+    ));
+    let key2 = d2.join("M/.dprp-ledger/key");
+    let bytes = std::fs::read(&key2).unwrap();
+    std::fs::write(&key2, &bytes[..32]).unwrap();
+    ok(&publish_rr(
+        d2,
+        "x.csv",
+        "1",
+        "M/b.dprp",
+        &["--ledger", "M"],
+    ));
+    assert_eq!(std::fs::read(&key2).unwrap().len(), 80);
+    assert_eq!(&std::fs::read(&key2).unwrap()[..32], &bytes[..32]);
 }

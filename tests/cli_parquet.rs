@@ -134,6 +134,8 @@ fn publish_args<'a>(
         "n",
         "-o",
         out,
+        // the tests publish the same names in loops
+        "--overwrite",
     ];
     if mech.starts_with("dp-rp") || mech == "dp-oporp" {
         v.extend(["-d", "1e-6"]);
@@ -249,7 +251,7 @@ fn other_number_types_and_compressions_are_read() {
         .unwrap();
         w.write(&batch).unwrap();
         w.close().unwrap();
-        ok(dir, &["convert", name, "-o", "c.bin"]);
+        ok(dir, &["convert", name, "-o", "c.bin", "--overwrite"]);
         let (n, p, v, _) = read_native(&dir.join("c.bin"));
         assert_eq!((n, p), (N, P), "{name}");
         assert!(v.iter().zip(&ints).all(|(&a, &b)| a == b as f32), "{name}");

@@ -202,6 +202,9 @@ fn local_mean_over_a_shard_directory_equals_the_one_file_mean() {
         }
         sh.extend(["--shards", "2"]);
         let _ = std::fs::remove_dir_all(d.path().join("sh"));
+        for f in ["one.dprp", "other.dprp"] {
+            let _ = std::fs::remove_file(d.path().join(f));
+        }
         ok(d.path(), &one);
         ok(d.path(), &sh);
         // the same estimate up to the order of the f64 sums (two accumulators merged vs one)

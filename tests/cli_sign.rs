@@ -80,6 +80,7 @@ fn every_sign_mechanism_publishes_packed_bits() {
             "r.dprp",
         ];
         args.extend_from_slice(extra);
+        let _ = std::fs::remove_file(d.path().join("r.dprp"));
         let o = dprp(d.path(), &args);
         assert!(o.status.success(), "{m}: {}", text(&o));
         let bytes = std::fs::read(d.path().join("r.dprp")).unwrap();
@@ -193,6 +194,7 @@ fn min_norm_is_required_and_enforced() {
     let v: serde_json::Value =
         serde_json::from_slice(&dprp(d.path(), &["info", "r.dprp", "--json"]).stdout).unwrap();
     assert!(v["mechanism"]["sign"]["min_norm"].as_f64().unwrap() > 0.9999);
+    std::fs::remove_file(d.path().join("r.dprp")).unwrap();
     for bad in ["0", "-1", "nan", "inf"] {
         let mut args = base.to_vec();
         args.extend_from_slice(&["--min-norm", bad]);

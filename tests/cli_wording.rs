@@ -130,12 +130,14 @@ fn warnings_once_and_for_ignored_options() {
             "a.dprp",
         ],
     );
-    assert!(o.status.success());
+    // issue 37: an option that does not apply is refused, not ignored
+    assert!(!o.status.success());
     assert!(
-        stderr(&o).contains("pure ε-DP: --delta is not used"),
+        stderr(&o).contains("invalid --delta: dp-signoporp-rr gives pure ε-DP, without δ"),
         "{}",
         stderr(&o)
     );
+    assert!(!d.path().join("a.dprp").exists());
     let o = dprp(
         d.path(),
         &[
@@ -257,31 +259,30 @@ fn unit_norm_bound_within_rounding_of_one() {
 fn output_directories_are_created_but_not_their_parents() {
     let d = tempfile::tempdir().unwrap();
     sample(d.path());
-    let eval = |out: &str| {
-        dprp(
-            d.path(),
-            &[
-                "eval",
-                "retrieval",
-                "--train",
-                "s.bin",
-                "--test",
-                "s.bin",
-                "--mechanisms",
-                "dp-oporp",
-                "--epsilon",
-                "5",
-                "--k",
-                "16",
-                "--queries",
-                "20",
-                "--out",
-                out,
-            ],
-        )
+    let eval = |out: &str, extra: &[&str]| {
+        let mut args = vec![
+            "eval",
+            "retrieval",
+            "--train",
+            "s.bin",
+            "--test",
+            "s.bin",
+            "--mechanisms",
+            "dp-oporp",
+            "--epsilon",
+            "5",
+            "--k",
+            "16",
+            "--queries",
+            "20",
+            "--out",
+            out,
+        ];
+        args.extend_from_slice(extra);
+        dprp(d.path(), &args)
     };
     // as for publish -o, a missing parent is refused (before any work), nothing is created
-    let o = eval("no/such/report");
+    let o = eval("no/such/report", &[]);
     assert!(!o.status.success());
     assert!(stderr(&o).contains("does not exist"), "{}", stderr(&o));
     assert!(!d.path().join("no").exists());
@@ -307,7 +308,7 @@ fn output_directories_are_created_but_not_their_parents() {
     assert!(!o.status.success() && stderr(&o).contains("does not exist"));
     assert!(!d.path().join("no").exists());
     // the directory itself is created, and holds the whole report; no staging left behind
-    let o = eval("report");
+    let o = eval("report", &[]);
     assert!(o.status.success(), "{}", stderr(&o));
     for f in ["report.md", "report.csv", "report.json"] {
         assert!(d.path().join("report").join(f).exists(), "{f}");
@@ -318,9 +319,26 @@ fn output_directories_are_created_but_not_their_parents() {
         .filter(|e| e.file_name().to_string_lossy().starts_with(".dprp-tmp-"))
         .collect();
     assert!(leftovers.is_empty());
-    // an existing directory is filled again
-    let o = eval("report");
+    // an existing directory that holds files is refused, untouched, unless --overwrite; then
+    // its reports are replaced
+    let before = std::fs::read(d.path().join("report/report.json")).unwrap();
+    let o = eval("report", &[]);
+    assert!(!o.status.success());
+    assert!(
+        stderr(&o).contains("not empty") && stderr(&o).contains("--overwrite"),
+        "{}",
+        stderr(&o)
+    );
+    assert_eq!(
+        std::fs::read(d.path().join("report/report.json")).unwrap(),
+        before
+    );
+    let o = eval("report", &["--overwrite"]);
     assert!(o.status.success(), "{}", stderr(&o));
+    assert_ne!(
+        std::fs::read(d.path().join("report/report.json")).unwrap(),
+        before
+    );
 }
 
 /// Issue 25: `publish --help` names every mechanism, and a sketch release given to `mean` lists

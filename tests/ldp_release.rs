@@ -189,6 +189,8 @@ fn publish_csv(input: &Path, out: &Path, p: &MechanismParams, noise: &str) {
         params: p.clone(),
         output: out.to_path_buf(),
     };
+    // the tests publish to the same path in turn
+    let _ = std::fs::remove_file(out);
     publish(&req, &NoiseSource::from_seed(noise)).unwrap();
 }
 

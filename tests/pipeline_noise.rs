@@ -192,6 +192,8 @@ fn seeded_args<'a>(input: &'a str, mech: &'a str, out: &'a str) -> Vec<&'a str> 
         "pipeline",
         "-o",
         out,
+        // the same settings are published again under other flags
+        "--overwrite",
     ]
 }
 

@@ -64,7 +64,7 @@ fn mnist_train_converts_and_publishes() {
     let bin = dir.path().join("mnist.bin");
     native::write(&bin, &d).unwrap();
     for (kind, k) in [(MechanismKind::DpOporp, 256), (MechanismKind::DpRpGOpt, 64)] {
-        let out = dir.path().join("m.dprp");
+        let out = dir.path().join(format!("m-{}.dprp", kind.name()));
         let r = PublishRequest {
             input: bin.clone(),
             input_opts: InputOptions::default(),

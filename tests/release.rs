@@ -101,13 +101,16 @@ fn streamed_release_equals_in_memory_privatisation() {
     }
 }
 
-/// A small memory budget makes chunks (and parallel groups) smaller; the release is the same, byte
-/// for byte, and the pipeline's row buffers stay within the budget.
+/// A small memory budget makes chunks (and parallel groups) smaller, down to one row; the release
+/// is the same, byte for byte, and the pipeline's row buffers stay within the budget; a budget
+/// one row does not fit is refused (issue 37: it was exceeded with a warning).
 #[test]
 fn memory_budget_sizes_chunks_without_changing_the_release() {
-    // chunk sizes: the most rows that fit, whole noise blocks, at least one block
+    // chunk sizes: the most rows that fit, whole blocks once a block fits, at least one row
     let k_huge = 100_000;
-    assert_eq!(chunk_rows(784, k_huge, Payload::F32, 256 << 20), BLOCK_ROWS);
+    let c = chunk_rows(784, k_huge, Payload::F32, 256 << 20);
+    assert!(c < BLOCK_ROWS && c * pipeline_row_bytes(784, k_huge, Payload::F32) <= 256 << 20);
+    assert!((c + 1) * pipeline_row_bytes(784, k_huge, Payload::F32) > 256 << 20);
     assert_eq!(chunk_rows(784, 256, Payload::F32, 256 << 20), CHUNK_ROWS);
     let c = chunk_rows(784, 4096, Payload::F32, 256 << 20);
     assert!(c.is_multiple_of(BLOCK_ROWS) && c < CHUNK_ROWS);
@@ -125,7 +128,17 @@ fn memory_budget_sizes_chunks_without_changing_the_release() {
         (MechanismKind::IdpSignoporpG, Some(20)),
     ] {
         let mut bytes = Vec::new();
-        for budget in [256 << 20, 1] {
+        // one row per chunk: the smallest budget that holds a row
+        let one_row = pipeline_row_bytes(
+            30,
+            k.unwrap(),
+            if kind.is_sign() {
+                Payload::Bits
+            } else {
+                Payload::F32
+            },
+        );
+        for budget in [256 << 20, one_row, one_row - 1] {
             let out = dir.path().join(format!("{}-{budget}.dprp", kind.name()));
             let req = PublishRequest {
                 input: input.clone(),
@@ -139,11 +152,16 @@ fn memory_budget_sizes_chunks_without_changing_the_release() {
                 on_warning: None,
                 ..Default::default()
             };
-            let o = publish_with(&req, &NoiseSource::from_seed("mem"), &opts).unwrap();
-            // one block per chunk is above a 1-byte budget: said, not hidden
-            assert_eq!(
-                o.warnings.iter().any(|w| w.contains("memory budget")),
-                budget == 1,
+            let o = publish_with(&req, &NoiseSource::from_seed("mem"), &opts);
+            if budget < one_row {
+                let e = o.err().unwrap().to_string();
+                assert!(e.contains("above the memory budget"), "{e}");
+                assert!(!out.exists());
+                continue;
+            }
+            let o = o.unwrap();
+            assert!(
+                !o.warnings.iter().any(|w| w.contains("memory")),
                 "{:?}",
                 o.warnings
             );

@@ -8,6 +8,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::PathBuf;
 use std::time::Instant;
 
+use dprp::atomic::Existing;
 use dprp::data::scale::{ScaleArg, ScalingRequest};
 use dprp::data::{Dataset, InputOptions};
 use dprp::mechanism::central::sign_sketch::pack_signs;
@@ -421,7 +422,7 @@ fn save_load_round_trip_and_damaged_files() {
         let idx = HnswIndex::build(&dbs, measure, &params).unwrap();
         let before = idx.search(&qs, top, 40, None).unwrap();
         let path = dir.path().join(format!("{}.hnsw", measure.name()));
-        idx.save(&path, checksum).unwrap();
+        idx.save((&path, Existing::Refuse), checksum).unwrap();
         let (loaded, header) = HnswIndex::load(&path, &dbs).unwrap();
         assert_eq!(header.measure, measure);
         assert_eq!((header.n, header.k), (n as u64, dbs.k()));
@@ -432,8 +433,8 @@ fn save_load_round_trip_and_damaged_files() {
         let after = loaded.search(&qs, top, 40, None).unwrap();
         assert_eq!(before, after, "{measure:?}: results differ after reload");
         // Saving the reloaded index gives the same file.
-        let again = dir.path().join("again.hnsw");
-        loaded.save(&again, checksum).unwrap();
+        let again = dir.path().join(format!("again-{measure:?}.hnsw"));
+        loaded.save((&again, Existing::Refuse), checksum).unwrap();
         assert_eq!(
             std::fs::read(&path).unwrap(),
             std::fs::read(&again).unwrap()
@@ -520,7 +521,12 @@ fn save_load_round_trip_and_damaged_files() {
     ));
     // Saving into a missing directory fails cleanly.
     let idx = HnswIndex::build(&real, Measure::Ip, &params).unwrap();
-    assert!(idx.save(&dir.path().join("nope/x.hnsw"), checksum).is_err());
+    assert!(idx
+        .save(
+            (&dir.path().join("nope/x.hnsw"), Existing::Refuse),
+            checksum
+        )
+        .is_err());
 }
 
 /// Recompute the index checksum after editing bytes, as a crafted file would.
@@ -542,7 +548,7 @@ fn crafted_graphs_with_valid_checksums_are_rejected_without_panics() {
     let qs = Sketch::Real { data: &qd, k };
     let idx = HnswIndex::build(&real, Measure::Cosine, &HnswParams::default()).unwrap();
     let path = dir.path().join("c.hnsw");
-    idx.save(&path, [0; 32]).unwrap();
+    idx.save((&path, Existing::Refuse), [0; 32]).unwrap();
     let good = std::fs::read(&path).unwrap();
     let bad = dir.path().join("bad.hnsw");
     // Header fields with a valid checksum.
@@ -832,7 +838,7 @@ fn bench_hnsw_speedup_mnist_k1024() {
                     t.elapsed().as_secs_f64()
                 );
                 if let Some(p) = cached.as_deref() {
-                    idx.save(p, [0; 32]).unwrap();
+                    idx.save((p, Existing::Replace), [0; 32]).unwrap();
                 }
                 idx
             }

@@ -135,8 +135,13 @@ def publish(
     label_column: Optional[str] = None,
     id_column: Optional[str] = None,
     rows: Optional[Tuple[int, int]] = None,
+    overwrite: bool = False,
 ) -> Release:
     """Publish x as a private release at output (the file ``dprp publish`` writes).
+
+    An existing file at ``output`` is refused unless ``overwrite=True`` (the release that was
+    there is then gone; if it was shared, its copies remain); a link, device, pipe, socket or
+    directory is always refused.
 
     ``output_format`` is ``"native"`` or ``"parquet"`` (default: parquet when output ends in
     ``.parquet``). For a Parquet file x, ``column`` names the vector column (default: its only

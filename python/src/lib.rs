@@ -58,7 +58,13 @@ pub(crate) fn err(e: dprp::Error) -> PyErr {
         }
         other => other,
     };
-    DprpError::new_err(keywords_in_text(&e.to_string()))
+    let hint = match &e {
+        dprp::Error::Output {
+            replaceable: true, ..
+        } => " (overwrite=True replaces it)",
+        _ => "",
+    };
+    DprpError::new_err(format!("{}{hint}", keywords_in_text(&e.to_string())))
 }
 
 /// A missing option's explanation names the other options it mentions as keyword arguments

@@ -81,7 +81,7 @@ enum Input<'py> {
     neighbour=None, projection=None, min_norm=None, individual_dp=false, epsilon_norm=None,
     radius=None, first_row=0, noise=None, noise_seed=None, labels=None, scale=None,
     normalize=None, clip=false, clip_norm=None, memory=256, shard=None, output_format=None,
-    column=None, label_column=None, id_column=None, rows=None))]
+    column=None, label_column=None, id_column=None, rows=None, overwrite=false))]
 #[allow(clippy::too_many_arguments)]
 pub fn publish<'py>(
     py: Python<'py>,
@@ -114,6 +114,7 @@ pub fn publish<'py>(
     label_column: Option<String>,
     id_column: Option<String>,
     rows: Option<(Int, Int)>,
+    overwrite: bool,
 ) -> PyResult<Release> {
     let k: Option<usize> = ints::opt(k, "k")?;
     let first_row: u64 = ints::unsigned(first_row, "first_row")?;
@@ -142,6 +143,7 @@ pub fn publish<'py>(
         memory_mib: memory,
         output_format: output_format.map(String::from),
         noise_seed: noise_seed.map(String::from),
+        overwrite,
     }
     .resolve(&output, plan.noise, Some(collect_warning), Front::Python)
     .map_err(err)?;

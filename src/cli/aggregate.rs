@@ -55,6 +55,10 @@ pub struct AggregateArgs {
     /// Write the private mean: .npy (float64) or .csv.
     #[arg(short, long)]
     output: Option<PathBuf>,
+    /// Replace an existing regular file at --output (without it, an existing output is refused;
+    /// links, devices, pipes and sockets are always refused).
+    #[arg(long)]
+    overwrite: bool,
     /// Also compute, from the raw vectors (not private), the error of the private mean and
     /// whether the modular sum wrapped.
     #[arg(long)]
@@ -152,22 +156,23 @@ pub fn run(a: AggregateArgs) -> Result<()> {
         check: a.check,
     };
     opts.kind(Front::Cli)?;
-    let file = MeanFile::of(a.output.as_deref(), Front::Cli)?;
+    let file = MeanFile::of(
+        a.output.as_deref(),
+        crate::atomic::Existing::replace_if(a.overwrite),
+        Front::Cli,
+    )?;
     let (mut reader, n) = clients(&a)?;
     let opts = RoundOptions {
-        seed: a.seed.as_deref().map(Seed::parse_hex).transpose()?,
+        seed: a
+            .seed
+            .as_deref()
+            .map(|s| Seed::parse_hex(s).map_err(|e| Error::param("--seed", e.detail())))
+            .transpose()?,
         ..opts
     };
     let outcome = opts.run(reader.as_mut(), n, Front::Cli)?;
     if let Some(f) = &file {
         f.write(&outcome.report.mean)?;
-    }
-    if a.json {
-        let v = outcome.to_json(a.output.as_deref());
-        return super::output::print_str(&format!("{v}\n"));
-    }
-    for line in outcome.to_text() {
-        outln!("{line}")?;
     }
     if let Some(w) = outcome.wrapped().filter(|&w| w > 0) {
         super::output::warn(format_args!(
@@ -175,12 +180,22 @@ pub fn run(a: AggregateArgs) -> Result<()> {
             a.bits
         ));
     }
-    match &a.output {
-        Some(p) => outln!(
-            "wrote {} ({} values)",
-            p.display(),
-            outcome.report.mean.len()
-        ),
-        None => Ok(()),
-    }
+    let written: Vec<&std::path::Path> = a.output.as_deref().into_iter().collect();
+    super::output::report_written(&written, || {
+        if a.json {
+            let v = outcome.to_json(a.output.as_deref());
+            return super::output::print_str(&format!("{v}\n"));
+        }
+        for line in outcome.to_text() {
+            outln!("{line}")?;
+        }
+        match &a.output {
+            Some(p) => outln!(
+                "wrote {} ({} values)",
+                p.display(),
+                outcome.report.mean.len()
+            ),
+            None => Ok(()),
+        }
+    })
 }

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use clap::Args;
 
 use super::output::{json_error, note, print_str};
-use crate::atomic::StagingDir;
+use crate::atomic::{Existing, StagingDir};
 use crate::error::{Error, Front, Result};
 use crate::request::audit::{AuditEvent, AuditOptions};
 
@@ -67,9 +67,14 @@ pub struct AuditArgs {
     /// Print the report as JSON.
     #[arg(long)]
     json: bool,
-    /// Also write report.md and report.json into this directory.
+    /// Also write report.md and report.json into this directory (created; an existing one must
+    /// be empty unless --overwrite).
     #[arg(long, value_name = "DIR")]
     out: Option<PathBuf>,
+    /// Let --out be a directory that holds files already: reports of the same names are
+    /// replaced (links, devices, pipes and sockets are always refused).
+    #[arg(long)]
+    overwrite: bool,
     /// Test hook: sample a deliberately mis-calibrated mechanism against the honest claim
     /// (`sigma=F`: Gaussian σ × F; `epsilon=F`: built with ε × F).
     #[arg(long, hide = true)]
@@ -124,7 +129,12 @@ pub fn run(a: AuditArgs) -> Result<()> {
     let staging = a
         .out
         .as_deref()
-        .map(|o| StagingDir::create(o).map_err(|e| Error::param("--out", e.detail())))
+        .map(|o| {
+            StagingDir::create(o, Existing::replace_if(a.overwrite)).map_err(|e| match e {
+                Error::Output { .. } => e,
+                e => Error::param("--out", e.detail()),
+            })
+        })
         .transpose()?;
     let outcome = plan.run(&mut |ev| a.show(ev))?;
     if a.json {
@@ -134,8 +144,7 @@ pub fn run(a: AuditArgs) -> Result<()> {
     if let Some(line) = outcome.summary() {
         note(line);
     }
-    // the pipeline check alone writes no report (its staging directory is dropped)
-    if let Some(st) = staging.filter(|_| !plan.pipeline_only()) {
+    if let Some(st) = staging {
         let command = opts.command_line(a.out.as_deref());
         outcome.write_reports(st.path(), &command, Front::Cli)?;
         let dest = st.dest().to_path_buf();

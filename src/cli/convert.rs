@@ -3,6 +3,7 @@ use std::path::PathBuf;
 use clap::Args;
 
 use super::{InputArgs, ScaleArgs};
+use crate::atomic::Existing;
 use crate::error::Result;
 use crate::request::convert::Conversion;
 
@@ -10,9 +11,13 @@ use crate::request::convert::Conversion;
 pub struct ConvertArgs {
     /// Input file.
     input: PathBuf,
-    /// Output dataset (.bin).
+    /// Output dataset (.bin: dprp's native format; a name that says another format is refused).
     #[arg(short, long)]
     output: PathBuf,
+    /// Replace an existing regular file at --output (without it, an existing output is refused;
+    /// links, devices, pipes and sockets are always refused).
+    #[arg(long)]
+    overwrite: bool,
     #[command(flatten)]
     input_args: InputArgs,
     #[command(flatten)]
@@ -22,12 +27,14 @@ pub struct ConvertArgs {
 pub fn run(a: ConvertArgs) -> Result<()> {
     let opts = a.input_args.options()?;
     let req = a.scale.request()?;
-    let conversion = Conversion::open(&a.input, opts, req, &a.output)?;
+    let output = (a.output.as_path(), Existing::replace_if(a.overwrite));
+    let conversion = Conversion::open(&a.input, opts, req, output)?;
     if conversion.needs_column_stats() {
         super::output::note(format_args!(
             "warning: --scale max-abs derives per-column factors from the data; they are not \
              covered by any privacy guarantee of later releases"
         ));
     }
-    super::output::print_str(&conversion.write()?.to_text())
+    let text = conversion.write()?.to_text();
+    super::output::report_written(&[&a.output], || super::output::print_str(&text))
 }

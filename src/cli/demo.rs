@@ -8,16 +8,22 @@ use crate::request::info::ReleaseInfo;
 
 #[derive(Debug, Args)]
 pub struct DemoArgs {
-    /// Directory for the demo's files (default: a temporary directory, removed afterwards).
+    /// Directory for the demo's files (default: a temporary directory, removed afterwards);
+    /// created, and an existing one must be empty unless --overwrite.
     #[arg(long)]
     out_dir: Option<PathBuf>,
+    /// Let --out-dir hold files already: the demo's files (sample.bin, sample-*.dprp) replace
+    /// regular files of their names.
+    #[arg(long)]
+    overwrite: bool,
     /// ε for the demo releases.
     #[arg(short, long, default_value_t = 10.0)]
     epsilon: f64,
 }
 
 pub fn run(a: DemoArgs) -> Result<()> {
-    let demo = Demo::prepare(a.out_dir.as_deref())?;
+    let existing = crate::atomic::Existing::replace_if(a.overwrite);
+    let demo = Demo::prepare(a.out_dir.as_deref(), existing)?;
     super::output::print_str(&demo.intro())?;
     for kind in KINDS {
         super::output::print_str(&demo.command(kind, a.epsilon))?;

@@ -19,6 +19,10 @@ pub struct EstimateArgs {
     /// map and compared, without noise on its side, to each of --rows.
     #[arg(long)]
     query_vector: Option<PathBuf>,
+    /// A Parquet --query-vector file: the column holding the vectors (default: the file's only
+    /// list column).
+    #[arg(long, value_name = "NAME", requires = "query_vector")]
+    column: Option<String>,
     /// Print JSON.
     #[arg(long)]
     json: bool,
@@ -34,7 +38,12 @@ pub fn run(a: EstimateArgs) -> Result<()> {
     let estimates = match &a.query_vector {
         None => req.pair(Front::Cli)?,
         Some(qpath) => {
-            let q = super::query::read_raw_queries(r.meta(), qpath, "--query-vector", a.no_scale)?;
+            let q = super::query::read_raw_queries(
+                r.meta(),
+                (qpath, a.column.as_deref()),
+                "--query-vector",
+                a.no_scale,
+            )?;
             req.query(&q.values[..q.p], &qpath.display().to_string())?
         }
     };

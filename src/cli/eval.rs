@@ -11,7 +11,7 @@ mod mean;
 
 use super::output::{note, warn};
 use super::ScaleArgs;
-use crate::atomic::StagingDir;
+use crate::atomic::{Existing, StagingDir};
 use crate::error::{Error, Front, Result};
 use crate::eval::{report, Report};
 use crate::request::eval::{write_report, GridOptions, RetrievalOptions, SvmOptions};
@@ -93,9 +93,14 @@ pub struct CommonArgs {
     /// fresh from the OS; always recorded in the report).
     #[arg(long)]
     seed: Option<String>,
-    /// Directory for report.md, report.csv, report.json and the plots (SVG and PNG).
+    /// Directory for report.md, report.csv, report.json and the plots (SVG and PNG); created, and
+    /// an existing one must be empty unless --overwrite.
     #[arg(long)]
     out: Option<PathBuf>,
+    /// Let --out be a directory that holds files already: reports and plots of the same names
+    /// are replaced (links, devices, pipes and sockets are always refused).
+    #[arg(long)]
+    overwrite: bool,
     #[command(flatten)]
     scale: ScaleArgs,
 }
@@ -143,8 +148,8 @@ pub fn run(a: EvalArgs) -> Result<()> {
 }
 
 impl CommonArgs {
-    /// The options as given, and `--out`.
-    fn options(self) -> (GridOptions, Option<PathBuf>) {
+    /// The options as given, and `--out` with what it may replace.
+    fn options(self) -> (GridOptions, (Option<PathBuf>, Existing)) {
         let grid = GridOptions {
             preset: self.preset,
             train: self.train,
@@ -164,12 +169,12 @@ impl CommonArgs {
             seed: self.seed,
             scale: self.scale.options(),
         };
-        (grid, self.out)
+        (grid, (self.out, Existing::replace_if(self.overwrite)))
     }
 }
 
 fn run_retrieval(a: RetrievalArgs) -> Result<()> {
-    let (grid, out) = a.common.options();
+    let (grid, (out, existing)) = a.common.options();
     let options = RetrievalOptions {
         grid,
         queries: a.queries,
@@ -177,7 +182,7 @@ fn run_retrieval(a: RetrievalArgs) -> Result<()> {
     };
     let req = options.resolve(Front::Cli)?;
     // the output directory is checked (and staged) before the work
-    let staging = stage_out(out.as_deref())?;
+    let staging = stage_out(out.as_deref(), existing)?;
     let run = req.load()?;
     note(run.summary());
     let rep = with_progress("eval", |tick| run.run(tick))?;
@@ -186,8 +191,8 @@ fn run_retrieval(a: RetrievalArgs) -> Result<()> {
 }
 
 fn run_svm(a: SvmArgs) -> Result<()> {
-    let (grid, out) = a.common.options();
-    let staging = stage_out(out.as_deref())?;
+    let (grid, (out, existing)) = a.common.options();
+    let staging = stage_out(out.as_deref(), existing)?;
     let options = SvmOptions {
         grid,
         c: a.c,
@@ -220,9 +225,14 @@ fn run_svm(a: SvmArgs) -> Result<()> {
 /// Stage `--out`: refused at once if it is a file or its parent directory is missing; its files
 /// are written under a hidden directory beside it and moved into place only when every report of
 /// the run is complete (an error or a signal leaves nothing behind).
-fn stage_out(out: Option<&Path>) -> Result<Option<StagingDir>> {
-    out.map(|o| StagingDir::create(o).map_err(|e| Error::param("--out", e.to_string())))
-        .transpose()
+fn stage_out(out: Option<&Path>, existing: Existing) -> Result<Option<StagingDir>> {
+    out.map(|o| {
+        StagingDir::create(o, existing).map_err(|e| match e {
+            Error::Output { .. } => e,
+            e => Error::param("--out", e.to_string()),
+        })
+    })
+    .transpose()
 }
 
 /// Move the staged reports into `--out` and say where they are.

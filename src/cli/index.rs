@@ -16,6 +16,10 @@ pub struct IndexArgs {
     /// Output index file.
     #[arg(short, long)]
     output: PathBuf,
+    /// Replace an existing regular file at --output (without it, an existing output is refused;
+    /// links, devices, pipes and sockets are always refused).
+    #[arg(long)]
+    overwrite: bool,
     /// Ranking the index serves: ip, cosine (default for real sketches) or hamming (signs).
     #[arg(long)]
     measure: Option<String>,
@@ -29,7 +33,13 @@ pub struct IndexArgs {
 
 pub fn run(a: IndexArgs) -> Result<()> {
     crate::atomic::check_not_input(&a.release, &a.output)?;
+    let existing = crate::atomic::Existing::replace_if(a.overwrite);
+    // refused before the build, which may take minutes
+    crate::atomic::check_file_output(&a.output, existing)?;
     let set = ReleaseSet::open(&a.release)?;
+    // a local-DP release holds per-user messages, which no search reads: refused here, not
+    // after the build by the first query
+    crate::mechanism::from_record(&set.meta().mechanism, &set.meta().guarantee)?.as_sketch()?;
     let k = set.k();
     // A shard directory is indexed as one graph over all its rows (copied one after the other,
     // like faiss's merged shards); the index is bound to the checksums of all shards.
@@ -68,16 +78,17 @@ pub fn run(a: IndexArgs) -> Result<()> {
     };
     let start = std::time::Instant::now();
     let index = HnswIndex::build(&db, measure, &params)?;
-    index.save(&a.output, set.checksum())?;
-    outln!(
-        "indexed {} rows of {} ({} measure, m = {}, ef-construction = {}) in {:.1} s → {}",
-        set.n(),
-        a.release.display(),
-        measure.name(),
-        a.m,
-        a.ef_construction,
-        start.elapsed().as_secs_f64(),
-        a.output.display()
-    )?;
-    Ok(())
+    index.save((&a.output, existing), set.checksum())?;
+    super::output::report_written(&[&a.output], || {
+        outln!(
+            "indexed {} rows of {} ({} measure, m = {}, ef-construction = {}) in {:.1} s → {}",
+            set.n(),
+            a.release.display(),
+            measure.name(),
+            a.m,
+            a.ef_construction,
+            start.elapsed().as_secs_f64(),
+            a.output.display()
+        )
+    })
 }

@@ -17,13 +17,21 @@ pub struct MeanArgs {
     /// Write the whole mean vector to a file: .npy (float64) or .csv (one line).
     #[arg(short, long)]
     output: Option<PathBuf>,
+    /// Replace an existing regular file at --output (without it, an existing output is refused;
+    /// links, devices, pipes and sockets are always refused).
+    #[arg(long)]
+    overwrite: bool,
     /// Print the result (including the whole mean vector) as JSON.
     #[arg(long)]
     json: bool,
 }
 
 pub fn run(a: MeanArgs) -> Result<()> {
-    let file = MeanFile::of(a.output.as_deref(), Front::Cli)?;
+    let file = MeanFile::of(
+        a.output.as_deref(),
+        crate::atomic::Existing::replace_if(a.overwrite),
+        Front::Cli,
+    )?;
     if let Some(out) = &a.output {
         for r in &a.releases {
             check_not_input(r, out)?;
@@ -38,13 +46,16 @@ pub fn run(a: MeanArgs) -> Result<()> {
             "a release's noise came from a user-supplied --noise-seed: the mean is NOT private",
         );
     }
-    if a.json {
-        let v = mean.to_json(a.output.as_deref());
-        outln!(
-            "{}",
-            serde_json::to_string_pretty(&v).map_err(super::output::json_error)?
-        )
-    } else {
-        super::output::print_str(&mean.to_text(a.output.as_deref()))
-    }
+    let written: Vec<&std::path::Path> = a.output.as_deref().into_iter().collect();
+    super::output::report_written(&written, || {
+        if a.json {
+            let v = mean.to_json(a.output.as_deref());
+            outln!(
+                "{}",
+                serde_json::to_string_pretty(&v).map_err(super::output::json_error)?
+            )
+        } else {
+            super::output::print_str(&mean.to_text(a.output.as_deref()))
+        }
+    })
 }

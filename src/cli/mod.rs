@@ -84,6 +84,9 @@ enum Command {
         /// Output path.
         #[arg(short, long)]
         output: PathBuf,
+        /// Replace an existing regular file at --output.
+        #[arg(long)]
+        overwrite: bool,
     },
 }
 
@@ -198,22 +201,44 @@ fn run(cli: Cli) -> Result<()> {
         Command::Audit(a) => audit::run(a),
         Command::Eval(a) => eval::run(a),
 
-        Command::Sample { output } => {
-            crate::data::native::write(&output, &crate::data::sample::generate())?;
-            outln!("wrote {}", output.display())
+        Command::Sample { output, overwrite } => {
+            let existing = crate::atomic::Existing::replace_if(overwrite);
+            crate::data::native::write_as(&output, &crate::data::sample::generate(), existing)?;
+            output::report_written(&[&output], || outln!("wrote {}", output.display()))
         }
     }
 }
 
 /// Parse the command line, run it, print any error; returns the process exit code.
+///
+/// Exit status: 0 when the command did its work — also when its output files are complete and in
+/// place and only the report after them could not be printed (standard output full, closed or
+/// gone: [`output::report_written`]), so that a script never runs a publish twice because its
+/// report was lost; 1 on an error (nothing was written); 141 when standard output closed before
+/// the work was done (as `ls | head` does); 128 + N when interrupted by signal N; 2 for a
+/// malformed command line.
 pub fn main() -> i32 {
     output::install_signal_handlers();
+    crate::atomic::stale::set_notice(|r| {
+        output::note(format_args!(
+            "note: removed {} ({}), a temporary output left by a dprp process that is no longer \
+             running",
+            r.path.display(),
+            crate::publish::human_bytes(r.bytes)
+        ))
+    });
     let cli = Cli::parse();
     match run(cli) {
         Ok(()) => 0,
         Err(e) if output::is_broken_pipe(&e) => output::exit_on_broken_pipe(),
         Err(e) => {
-            output::note(format_args!("error: {e}"));
+            let hint = match &e {
+                crate::error::Error::Output {
+                    replaceable: true, ..
+                } => " (--overwrite replaces it)",
+                _ => "",
+            };
+            output::note(format_args!("error: {e}{hint}"));
             1
         }
     }

@@ -63,6 +63,35 @@ pub fn note(msg: impl std::fmt::Display) {
     let _ = writeln!(std::io::stderr(), "{msg}");
 }
 
+/// Whether an error is a failed write to standard output.
+pub fn is_stdout_error(e: &Error) -> bool {
+    matches!(e, Error::Io { path, .. } if path.as_os_str() == "standard output")
+}
+
+/// Print the report of a command whose output files are complete and in place: a failed write
+/// to standard output no longer fails the command (the outputs exist; a failure status would
+/// invite running it again — a second release of the same rows). A closed pipe ends the report
+/// quietly; another failure (a full disk, a closed descriptor) leaves a warning naming the
+/// outputs. Without outputs (the report is all the command makes) a failure stays one.
+pub fn report_written(
+    outputs: &[&std::path::Path],
+    print: impl FnOnce() -> Result<()>,
+) -> Result<()> {
+    match print() {
+        Err(e) if is_stdout_error(&e) && !outputs.is_empty() => {
+            if !is_broken_pipe(&e) {
+                let names: Vec<String> = outputs.iter().map(|p| p.display().to_string()).collect();
+                warn(format_args!(
+                    "{} written and complete, but the report could not be printed ({e})",
+                    names.join(", ")
+                ));
+            }
+            Ok(())
+        }
+        r => r,
+    }
+}
+
 /// Whether an error is a write to a closed pipe.
 pub fn is_broken_pipe(e: &Error) -> bool {
     matches!(e, Error::Io { source, .. } if source.kind() == std::io::ErrorKind::BrokenPipe)

@@ -17,10 +17,17 @@ pub struct ProjectArgs {
     /// Raw query vectors (any supported input format), of the release's input dimension.
     #[arg(long)]
     queries: PathBuf,
+    /// Parquet queries: the column holding the vectors (default: the file's only list column).
+    #[arg(long, value_name = "NAME")]
+    column: Option<String>,
     /// Output: .npy (float32 rows × k, or uint64 rows × ⌈k/64⌉ packed signs for a sign release)
     /// or .parquet (id, sketch: the release's own schema, with its fingerprint).
     #[arg(short, long)]
     output: PathBuf,
+    /// Replace an existing regular file at --output (without it, an existing output is refused;
+    /// links, devices, pipes and sockets are always refused).
+    #[arg(long)]
+    overwrite: bool,
     /// Do not apply the public scaling recorded in the release (--scale, --normalize, --clip);
     /// use when the queries are already on the release's scale.
     #[arg(long)]
@@ -28,13 +35,15 @@ pub struct ProjectArgs {
 }
 
 pub fn run(a: ProjectArgs) -> Result<()> {
+    crate::atomic::check_file_output(&a.output, crate::atomic::Existing::replace_if(a.overwrite))?;
     let set = ReleaseSet::open(&a.release)?;
     let meta = set.meta();
     let m = mechanism::from_record(&meta.mechanism, &meta.guarantee)?;
-    let raw = super::query::read_file(&a.queries)?;
+    let raw = super::query::read_file(&a.queries, a.column.as_deref())?;
     let pr = Projected::new(meta, m.as_ref(), raw, "--queries", a.no_scale, Front::Cli)?;
     super::query::note_applied(&pr.applied);
-    pr.write(&a.output, &fingerprint(&set), "--output")?;
+    let existing = crate::atomic::Existing::replace_if(a.overwrite);
+    pr.write((&a.output, existing), &fingerprint(&set), "--output")?;
     super::output::note(format_args!(
         "projected {} queries to {} {} per row for release {} → {}",
         pr.rows,

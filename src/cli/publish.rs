@@ -48,9 +48,12 @@ pub struct PublishArgs {
     /// values (inputs in [0, R]).
     #[arg(long, allow_negative_numbers = true)]
     radius: Option<f64>,
-    /// The id of the first row. With --shard: the global id of the shard's first row (a multiple
-    /// of 256). Otherwise, for local mechanisms with per-row maps (projunit): so shards of users
-    /// published under one seed get disjoint maps (default 0).
+    /// The id of the first row. With --shard: the global id of the shard's first row (any id:
+    /// each row draws its noise from the stream of its own id, so the shard's rows are privatised
+    /// as in the one-file release). Otherwise, for the local mechanisms (their rows' ids, and the
+    /// per-row maps of projunit): so shards of users published under one seed get disjoint ids
+    /// (default 0). Refused for the other mechanisms without --shard, and when the last row's id
+    /// would pass 2^64 − 1.
     #[arg(long, default_value_t = 0)]
     first_row: u64,
     /// Write a sharded release: a directory (the --output) of N shard files and a manifest, the
@@ -80,9 +83,15 @@ pub struct PublishArgs {
     /// Reproducible noise for experiments. THE RELEASE IS THEN NOT PRIVATE.
     #[arg(long)]
     noise_seed: Option<String>,
-    /// Output release file.
+    /// Output release file (with --shards or --shard: the shard directory). An existing file is
+    /// refused unless --overwrite; links, devices, pipes, sockets and directories always are.
     #[arg(short, long)]
     output: PathBuf,
+    /// Replace an existing regular file at --output. The release that was there is then gone
+    /// (if it was shared, its copies remain, and its budget stays spent in a --ledger). A shard
+    /// directory is never replaced: publish into a new one.
+    #[arg(long)]
+    overwrite: bool,
     /// The release's file format: native (dprp's own, memory-mapped by readers) or parquet (the
     /// same release as columns id, label, sketch, with the metadata in the file's key-value
     /// metadata, for DuckDB, Spark, pandas). Default: parquet when --output ends in .parquet.
@@ -142,6 +151,7 @@ pub fn run(a: PublishArgs) -> Result<()> {
         memory_mib: a.memory,
         output_format: a.output_format.clone(),
         noise_seed: a.noise_seed.clone(),
+        overwrite: a.overwrite,
     }
     .resolve(
         &a.output,
@@ -181,10 +191,12 @@ pub fn run(a: PublishArgs) -> Result<()> {
             _ => None,
         },
     };
-    for line in report.to_text() {
-        outln!("{line}")?;
-    }
-    Ok(())
+    super::output::report_written(&[&a.output], || {
+        for line in report.to_text() {
+            outln!("{line}")?;
+        }
+        Ok(())
+    })
 }
 
 /// One release file, the rows split into `--shards N` files, or one worker's `--shard i/N`.

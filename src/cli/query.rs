@@ -19,6 +19,9 @@ pub struct QueryArgs {
     /// made with the same public projection.
     #[arg(long)]
     queries: PathBuf,
+    /// Parquet queries: the column holding the vectors (default: the file's only list column).
+    #[arg(long, value_name = "NAME")]
+    column: Option<String>,
     /// Number of neighbours per query.
     #[arg(long, default_value_t = 10)]
     top: usize,
@@ -82,9 +85,17 @@ impl Prepared {
     }
 }
 
-/// The query vectors of a file, as given.
-pub fn read_file(path: &std::path::Path) -> Result<RawQueries> {
-    let q = read_all(path, &InputOptions::default())?;
+/// The query vectors of a file, as given; `column` names a Parquet file's vector column (`None`:
+/// its only list column).
+pub fn read_file(path: &std::path::Path, column: Option<&str>) -> Result<RawQueries> {
+    let opts = InputOptions {
+        columns: crate::data::parquet::Columns {
+            vectors: column.map(String::from),
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    let q = read_all(path, &opts)?;
     Ok(RawQueries {
         values: q.values,
         p: q.p,
@@ -107,11 +118,11 @@ pub fn note_applied(applied: &Scaling) {
 /// ([`RawQueries::scale_for`]), saying on stderr what was applied.
 pub fn read_raw_queries(
     r: &ReleaseMeta,
-    path: &std::path::Path,
+    (path, column): (&std::path::Path, Option<&str>),
     option: &str,
     no_scale: bool,
 ) -> Result<RawQueries> {
-    let mut q = read_file(path)?;
+    let mut q = read_file(path, column)?;
     note_applied(&q.scale_for(r, option, no_scale, Front::Cli)?);
     Ok(q)
 }
@@ -120,10 +131,10 @@ pub fn read_raw_queries(
 pub fn prepare_raw(
     r: &ReleaseMeta,
     m: &dyn Mechanism,
-    path: &std::path::Path,
+    (path, column): (&std::path::Path, Option<&str>),
     no_scale: bool,
 ) -> Result<Prepared> {
-    let q = read_file(path)?;
+    let q = read_file(path, column)?;
     let ids = (0..q.n() as u64).collect();
     let (sketches, applied) = q.sketch_for(r, m, "--queries", no_scale, Front::Cli)?;
     note_applied(&applied);
@@ -248,8 +259,15 @@ fn batch_size(a: &QueryArgs, nq: usize) -> Result<usize> {
 /// rows of another release made with the same map.
 fn prepare(a: &QueryArgs, meta: &ReleaseMeta, m: &dyn Mechanism) -> Result<Prepared> {
     match a.query_mode.as_str() {
-        "raw" => prepare_raw(meta, m, &a.queries, a.no_scale),
+        "raw" => prepare_raw(meta, m, (&a.queries, a.column.as_deref()), a.no_scale),
         "release" => {
+            if a.column.is_some() {
+                return Err(Error::param(
+                    "--column",
+                    "names the vector column of raw Parquet queries; with --query-mode release \
+                     the queries are a release's rows",
+                ));
+            }
             let (sketches, ids) = release_queries(meta, &a.queries, "--queries", Front::Cli)?;
             Ok(Prepared::new(sketches, ids))
         }

@@ -28,14 +28,16 @@ pub fn run(a: ShardsArgs) -> Result<()> {
     match a.cmd {
         ShardsCmd::Finish { dir } => {
             let m = finish(&dir)?;
-            outln!(
-                "wrote {}: {} shards, {} rows; guarantee: {}",
-                dir.join(crate::release::shards::MANIFEST).display(),
-                m.count,
-                m.n,
-                m.release.statement
-            )?;
-            Ok(())
+            let manifest = dir.join(crate::release::shards::MANIFEST);
+            super::output::report_written(&[&manifest], || {
+                outln!(
+                    "wrote {}: {} shards, {} rows; guarantee: {}",
+                    manifest.display(),
+                    m.count,
+                    m.n,
+                    m.release.statement
+                )
+            })
         }
     }
 }

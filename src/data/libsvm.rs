@@ -30,6 +30,11 @@ use crate::error::{Error, Result};
 /// a larger one must be given explicitly.
 pub const MAX_INFERRED_DIM: usize = 1 << 26;
 
+/// The longest line the text readers (CSV, LIBSVM) accept: 64 MiB, a CSV row of about four
+/// million numbers. A longer one — or a stream without line ends, such as `/dev/zero` — is
+/// refused with its line number instead of growing a buffer until memory runs out.
+pub const MAX_LINE_BYTES: usize = 64 << 20;
+
 /// A line source with a reusable buffer and a 1-based line counter (shared with the CSV reader).
 pub(crate) struct Lines {
     pub(crate) path: PathBuf,
@@ -48,14 +53,46 @@ impl Lines {
         })
     }
 
-    /// The next line and its 1-based number, or `None` at the end of the input.
+    /// The next line and its 1-based number, or `None` at the end of the input; a line longer
+    /// than [`MAX_LINE_BYTES`] is an error naming it.
     pub(crate) fn next_line(&mut self) -> Result<Option<(u64, Cow<'_, str>)>> {
+        self.next_line_within(MAX_LINE_BYTES)
+    }
+
+    /// [`next_line`](Self::next_line) with the bound `max` (a test sets a small one).
+    pub(crate) fn next_line_within(&mut self, max: usize) -> Result<Option<(u64, Cow<'_, str>)>> {
         self.buf.clear();
-        let got = self
-            .input
-            .read_until(b'\n', &mut self.buf)
-            .map_err(|e| Error::io(&self.path, e))?;
-        if got == 0 {
+        loop {
+            let avail = match self.input.fill_buf() {
+                Ok(a) => a,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(Error::io(&self.path, e)),
+            };
+            if avail.is_empty() {
+                break;
+            }
+            let (take, end) = match avail.iter().position(|&b| b == b'\n') {
+                Some(i) => (i + 1, true),
+                None => (avail.len(), false),
+            };
+            if self.buf.len() + take > max {
+                return Err(Error::format(
+                    &self.path,
+                    format!(
+                        "line {} of the file is longer than {} (no line end within {max} bytes): \
+                         not a table of rows, or a row too wide for a text format",
+                        self.line + 1,
+                        crate::data::human_mib(max)
+                    ),
+                ));
+            }
+            self.buf.extend_from_slice(&avail[..take]);
+            self.input.consume(take);
+            if end {
+                break;
+            }
+        }
+        if self.buf.is_empty() {
             return Ok(None);
         }
         self.line += 1;
@@ -272,6 +309,35 @@ mod tests {
     }
 
     type Read = (usize, usize, Vec<f32>, Vec<f32>, Option<u64>);
+
+    /// Lines up to the bound are read whole (with their line end), across the reader's buffer
+    /// boundaries; one byte more is refused with its line number, also without any line end.
+    #[test]
+    fn lines_are_bounded() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("x.csv");
+        let max = 20_000;
+        let mut text = vec![b'1'; max - 1];
+        text.push(b'\n');
+        text.extend(vec![b'2'; max]);
+        text.push(b'\n');
+        std::fs::write(&path, &text).unwrap();
+        let mut lines = Lines::open(&path).unwrap();
+        let (n, first) = lines.next_line_within(max).unwrap().unwrap();
+        assert_eq!((n, first.len()), (1, max));
+        let e = lines.next_line_within(max).unwrap_err().to_string();
+        assert!(e.contains("line 2 of the file is longer than"), "{e}");
+        std::fs::write(&path, vec![0u8; max + 1]).unwrap();
+        let mut lines = Lines::open(&path).unwrap();
+        let e = lines.next_line_within(max).unwrap_err().to_string();
+        assert!(e.contains("line 1") && e.contains("no line end"), "{e}");
+        // a last line without its line end, within the bound, is a line
+        std::fs::write(&path, b"1,2\n3,4").unwrap();
+        let mut lines = Lines::open(&path).unwrap();
+        assert_eq!(lines.next_line_within(max).unwrap().unwrap().1, "1,2\n");
+        assert_eq!(lines.next_line_within(max).unwrap().unwrap().1, "3,4");
+        assert!(lines.next_line_within(max).unwrap().is_none());
+    }
 
     fn read(bytes: &[u8], dim: Option<usize>) -> Result<Read> {
         let dir = tempfile::tempdir().unwrap();

@@ -87,6 +87,20 @@ impl Format {
         })
     }
 
+    /// The format's name as `--format` takes it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Format::Native => "native",
+            Format::Npy => "npy",
+            Format::Fvecs => "fvecs",
+            Format::Bvecs => "bvecs",
+            Format::Svm => "svm",
+            Format::Idx => "idx",
+            Format::Csv => "csv",
+            Format::Parquet => "parquet",
+        }
+    }
+
     /// Parse a format name as given to `--format`.
     pub fn parse(s: &str) -> Result<Format> {
         Ok(match s.to_ascii_lowercase().as_str() {
@@ -346,5 +360,14 @@ impl RowReader for MemReader<'_> {
         }
         self.pos += take;
         Ok(take)
+    }
+}
+
+/// `n` bytes as whole MiB for messages (`64 MiB`), or bytes below one MiB.
+pub fn human_mib(n: usize) -> String {
+    if n >= 1 << 20 {
+        format!("{} MiB", n >> 20)
+    } else {
+        format!("{n} bytes")
     }
 }

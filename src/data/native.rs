@@ -22,7 +22,7 @@ use std::io::{BufReader, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 
 use super::{RowReader, Scaling};
-use crate::atomic::AtomicFile;
+use crate::atomic::{AtomicFile, Existing};
 use crate::data::source::{read_exact_or_truncated, READ_BUF};
 use crate::error::{Error, Result};
 
@@ -227,9 +227,11 @@ pub struct NativeWriter {
 }
 
 impl NativeWriter {
-    /// Start a dataset with `p` features per row.
+    /// Start a dataset with `p` features per row (an existing regular file at `path` is
+    /// replaced only with [`Existing::Replace`]).
     pub fn create(
         path: &Path,
+        existing: Existing,
         p: usize,
         has_labels: bool,
         scaling: &Scaling,
@@ -243,7 +245,7 @@ impl NativeWriter {
         let meta = serde_json::to_vec(scaling)
             .map_err(|e| Error::format(path, format!("cannot encode scaling record: {e}")))?;
         let data_off = ((HEADER + meta.len()) as u64).div_ceil(64) * 64;
-        let mut out = AtomicFile::create(path)?;
+        let mut out = AtomicFile::create(path, existing)?;
         let mut h = [0u8; HEADER];
         h[0..8].copy_from_slice(MAGIC);
         h[8..12].copy_from_slice(&VERSION.to_le_bytes());
@@ -306,9 +308,15 @@ impl NativeWriter {
     }
 }
 
-/// Write a whole in-memory dataset.
+/// Write a whole in-memory dataset to a new file.
 pub fn write(path: &Path, data: &super::Dataset) -> Result<()> {
-    let mut w = NativeWriter::create(path, data.p, data.labels.is_some(), &data.scaling)?;
+    write_as(path, data, Existing::Refuse)
+}
+
+/// Write a whole in-memory dataset, replacing an existing regular file with
+/// [`Existing::Replace`].
+pub fn write_as(path: &Path, data: &super::Dataset, existing: Existing) -> Result<()> {
+    let mut w = NativeWriter::create(path, existing, data.p, data.labels.is_some(), &data.scaling)?;
     w.write_rows(&data.values, data.labels.as_deref().unwrap_or(&[]))?;
     w.finish()?;
     Ok(())

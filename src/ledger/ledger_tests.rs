@@ -18,7 +18,8 @@ fn key_is_created_once_secret_and_stable() {
     assert_eq!(k1.key_id(), k2.key_id());
     assert_eq!(ledger.key_id().unwrap(), Some(k1.key_id()));
     let key_path = dir.join(LEDGER_SUBDIR).join(KEY_FILE);
-    assert_eq!(std::fs::read(&key_path).unwrap().len(), 32);
+    // the key and the commitment to the (empty) journal
+    assert_eq!(std::fs::read(&key_path).unwrap().len(), keyfile::V2_LEN);
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt;
@@ -40,7 +41,7 @@ fn key_is_created_once_secret_and_stable() {
     // A damaged key is reported, not replaced.
     std::fs::write(&key_path, b"short").unwrap();
     let e = ledger.key(&lock).unwrap_err().to_string();
-    assert!(e.contains("5 bytes, not 32"), "{e}");
+    assert!(e.contains("5 bytes, not 32 or 80"), "{e}");
 }
 
 #[test]

@@ -8,12 +8,17 @@
 //! * `key` — the 32-byte secret ledger key, drawn from the OS CSPRNG on first use and written with
 //!   mode 0600 (dprp refuses a key file that others can read). It fingerprints datasets
 //!   ([`fingerprint`]) and is **never written into a release**: share the `.dprp` files, never
-//!   this directory. Losing it only means new releases of old data get new fingerprints.
+//!   this directory. A lost key is refused, not replaced, while anything shows it existed (the
+//!   journal, or releases in the directory fingerprinted under it): a new key would give the same
+//!   data a new fingerprint, and its budget would start again from zero. The key file also
+//!   commits to the journal's length and hash ([`keyfile`]).
 //! * `journal.jsonl` — one JSON line per release published with `--ledger DIR` (file, checksum,
 //!   mechanism, guarantee, calibration, fingerprint, date), appended and synced *before* the
 //!   release is moved into place. A release once written may have been shared, so deleting or
 //!   overwriting its file never refunds its budget: the journal still counts it (a crash between
-//!   the journal line and the rename can only over-count).
+//!   the journal line and the rename can only over-count). Deleting, truncating or editing the
+//!   journal itself is refused by every use of the ledger: the key file's commitment says how it
+//!   began.
 //! * `lock` — `publish --ledger` holds an exclusive lock on it (`flock`) from before it reads the
 //!   ledger until the release is recorded and in place, so two publishes racing on one ledger are
 //!   serialised and cannot both pass a budget that only one fits.
@@ -34,6 +39,7 @@
 
 pub mod compose;
 pub mod fingerprint;
+pub mod keyfile;
 
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Write};
@@ -194,42 +200,23 @@ impl Ledger {
         Ok(LedgerLock { _file: file })
     }
 
+    fn key_path(&self) -> PathBuf {
+        self.sub().join(KEY_FILE)
+    }
+
+    fn journal_path(&self) -> PathBuf {
+        self.sub().join(JOURNAL_FILE)
+    }
+
+    /// The key file, if there is one.
+    fn read_key_file(&self) -> Result<Option<keyfile::KeyFile>> {
+        keyfile::read(&self.key_path(), |m| Error::ledger(&self.dir, m))
+    }
+
     fn read_key(&self) -> Result<Option<DatasetKey>> {
-        let path = self.sub().join(KEY_FILE);
-        let mut f = match File::open(&path) {
-            Ok(f) => f,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-            Err(e) => return Err(Error::io(&path, e)),
-        };
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::PermissionsExt;
-            let mode = f.metadata().map_err(io_err(&path))?.permissions().mode();
-            if mode & 0o077 != 0 {
-                return Err(Error::ledger(
-                    &self.dir,
-                    format!(
-                        "{}: the ledger key is readable by others (mode {:o}); it must stay \
-                         secret to the data holder: chmod 600 it",
-                        path.display(),
-                        mode & 0o777
-                    ),
-                ));
-            }
-        }
-        let mut key = Vec::new();
-        f.read_to_end(&mut key).map_err(io_err(&path))?;
-        let key: [u8; 32] = key.as_slice().try_into().map_err(|_| {
-            Error::ledger(
-                &self.dir,
-                format!(
-                    "{}: the ledger key is {} bytes, not 32: damaged",
-                    path.display(),
-                    key.len()
-                ),
-            )
-        })?;
-        Ok(Some(DatasetKey::from_bytes(&key)))
+        Ok(self
+            .read_key_file()?
+            .map(|k| DatasetKey::from_bytes(&k.key)))
     }
 
     /// The key id of the ledger's key, if it has one yet.
@@ -238,13 +225,15 @@ impl Ledger {
     }
 
     /// The ledger key, created on first use (from the OS CSPRNG, mode 0600, written to a
-    /// temporary file and renamed, so a reader never sees half a key). Needs the lock.
+    /// temporary file and renamed, so a reader never sees half a key). Needs the lock. A new key
+    /// is refused where the old one is known to have existed: a journal of fingerprinted
+    /// releases, or releases in the directory fingerprinted under another key (the whole
+    /// `.dprp-ledger` was removed) — a new key would give the same data a new fingerprint and
+    /// its budget would start again from zero.
     pub fn key(&self, _lock: &LedgerLock) -> Result<DatasetKey> {
         if let Some(k) = self.read_key()? {
             return Ok(k);
         }
-        // A missing key with a journal of fingerprinted releases: the key was lost or deleted.
-        // A new one would fingerprint the same data differently and reset its budget.
         let journal = self.journal()?;
         if let Some(d) = journal.iter().find_map(|e| e.dataset.as_ref()) {
             return Err(Error::ledger(
@@ -260,33 +249,88 @@ impl Ledger {
                 ),
             ));
         }
+        let inventory = self.inventory()?;
+        let fingerprinted: Vec<&Listed> = inventory
+            .releases
+            .iter()
+            .filter(|l| l.entry.dataset.is_some())
+            .collect();
+        if let Some(first) = fingerprinted.first() {
+            let kid = first
+                .entry
+                .dataset
+                .as_ref()
+                .map_or("", |d| d.key_id.as_str());
+            return Err(Error::ledger(
+                &self.dir,
+                format!(
+                    "the ledger has no key and no journal ({LEDGER_SUBDIR} was removed?), but the \
+                     directory holds {} release(s) fingerprinted under key {kid} ({} first): a \
+                     new key would give the same data a new fingerprint and its budget would \
+                     start again from zero. Restore {LEDGER_SUBDIR} from a backup; to start a \
+                     new ledger on purpose, use a new ledger directory",
+                    fingerprinted.len(),
+                    first.entry.file
+                ),
+            ));
+        }
         let sub = self.ensure_sub()?;
         let (bytes, key) = DatasetKey::generate()?;
-        let tmp = sub.join("key.tmp");
-        let _ = std::fs::remove_file(&tmp);
-        let mut o = OpenOptions::new();
-        o.write(true).create_new(true);
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::OpenOptionsExt;
-            o.mode(0o600);
-        }
-        let mut f = o.open(&tmp).map_err(io_err(&tmp))?;
-        f.write_all(&bytes).map_err(io_err(&tmp))?;
-        f.sync_all().map_err(io_err(&tmp))?;
-        let dest = sub.join(KEY_FILE);
-        std::fs::rename(&tmp, &dest).map_err(io_err(&dest))?;
+        let journal = self.journal_bytes()?;
+        keyfile::write(
+            &sub.join(KEY_FILE),
+            &bytes,
+            &keyfile::Commitment::of(&journal),
+        )?;
         Ok(key)
     }
 
-    /// The journal's entries, in order.
+    /// The journal's bytes (empty when there is none).
+    fn journal_bytes(&self) -> Result<Vec<u8>> {
+        let path = self.journal_path();
+        match std::fs::read(&path) {
+            Ok(b) => Ok(b),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Vec::new()),
+            Err(e) => Err(Error::io(&path, e)),
+        }
+    }
+
+    /// The journal's entries, in order. Refused when the key file commits to journal bytes the
+    /// journal does not begin with (it was deleted, truncated or edited: see [`keyfile`]).
     pub fn journal(&self) -> Result<Vec<Entry>> {
-        let path = self.sub().join(JOURNAL_FILE);
-        let text = match std::fs::read_to_string(&path) {
-            Ok(t) => t,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-            Err(e) => return Err(Error::io(&path, e)),
-        };
+        let path = self.journal_path();
+        let bytes = self.journal_bytes()?;
+        if let Some(c) = self.read_key_file()?.and_then(|k| k.commitment) {
+            if !c.holds_for(&bytes) {
+                let what = if !path.exists() {
+                    "is missing".to_string()
+                } else if (bytes.len() as u64) < c.len {
+                    format!(
+                        "holds {} bytes, fewer than the {} recorded",
+                        bytes.len(),
+                        c.len
+                    )
+                } else {
+                    format!("differs within the first {} bytes recorded", c.len)
+                };
+                return Err(Error::ledger(
+                    &self.dir,
+                    format!(
+                        "the journal ({LEDGER_SUBDIR}/{JOURNAL_FILE}) {what}: it was deleted, \
+                         truncated or edited since the last release was recorded, and the \
+                         budget its releases spent would be forgotten. Restore it from a \
+                         backup; to start a new ledger on purpose, use a new ledger directory"
+                    ),
+                ));
+            }
+        }
+        self.parse_journal(&bytes)
+    }
+
+    /// The entries of the journal `bytes`, without the commitment check.
+    fn parse_journal(&self, bytes: &[u8]) -> Result<Vec<Entry>> {
+        let path = self.journal_path();
+        let text = String::from_utf8_lossy(bytes);
         text.lines()
             .enumerate()
             .filter(|(_, l)| !l.trim().is_empty())
@@ -301,9 +345,12 @@ impl Ledger {
             .collect()
     }
 
-    /// Append `entry` to the journal and sync it. Needs the lock.
+    /// Append `entry` to the journal and sync it, then commit the key file to the whole journal.
+    /// Needs the lock.
     pub fn record(&self, _lock: &LedgerLock, entry: &Entry) -> Result<()> {
         let path = self.ensure_sub()?.join(JOURNAL_FILE);
+        // the journal as it stands must match the key file's commitment before it grows
+        self.journal()?;
         let mut line = serde_json::to_string(entry)
             .map_err(|e| Error::param("ledger entry", format!("cannot encode: {e}")))?;
         line.push('\n');
@@ -313,7 +360,18 @@ impl Ledger {
             .open(&path)
             .map_err(io_err(&path))?;
         f.write_all(line.as_bytes()).map_err(io_err(&path))?;
-        f.sync_all().map_err(io_err(&path))
+        f.sync_all().map_err(io_err(&path))?;
+        drop(f);
+        // (a ledger has its key before anything is recorded; without one there is nothing to
+        // commit with, and a journal without its key is refused anyway: see `key`)
+        match self.read_key_file()? {
+            Some(key) => keyfile::write(
+                &self.key_path(),
+                &key.key,
+                &keyfile::Commitment::of(&self.journal_bytes()?),
+            ),
+            None => Ok(()),
+        }
     }
 
     /// How a release at `path` is named in the ledger: relative to the directory when it lies
@@ -572,7 +630,7 @@ impl Gate {
         // change and its budget start again from zero
         let kid = key.key_id();
         if let Some(other) = ledger
-            .journal()?
+            .parse_journal(&ledger.journal_bytes()?)?
             .iter()
             .filter_map(|e| e.dataset.as_ref())
             .find(|d| d.key_id != kid)
@@ -589,6 +647,8 @@ impl Gate {
                 ),
             ));
         }
+        // the journal must begin as the key file says (deleted, truncated or edited: refused)
+        ledger.journal()?;
         // from here on a refusal drops the gate, which removes a ledger this run created
         let mut gate = Gate {
             ledger,

@@ -64,6 +64,9 @@ pub struct PublishOptions {
     pub part: Option<Part>,
     /// The release's file format (`--output-format`): native (default) or Parquet.
     pub container: crate::release::Container,
+    /// Whether an existing regular file at the output is replaced (`--overwrite`); never a link,
+    /// device, pipe, socket or directory.
+    pub existing: crate::atomic::Existing,
     /// Most rows each read of the input asks for (`None`: as many as a chunk holds, or what
     /// [`CHUNK_ROWS_ENV`] says). A test hook: chunks of any size give the same release.
     pub read_cap: Option<usize>,
@@ -94,6 +97,7 @@ impl Default for PublishOptions {
             noise: crate::privacy::lattice::NoiseChoice::default(),
             part: None,
             container: crate::release::Container::Native,
+            existing: crate::atomic::Existing::Refuse,
             read_cap: None,
             space_rows: None,
         }
@@ -118,11 +122,15 @@ impl Warnings {
 /// Bytes one row costs in the pipeline: its input values and its privatised output in every
 /// chunk in flight, plus scratch (sign mechanisms project into f32 values before taking signs).
 pub fn pipeline_row_bytes(p: usize, k: usize, payload: Payload) -> usize {
+    // saturating: p and k come from the input and the options
     let scratch = match payload {
         Payload::F32 => 0,
-        Payload::Bits => 4 * k,
+        Payload::Bits => k.saturating_mul(4),
     };
-    CHUNKS_IN_FLIGHT * (4 * p + crate::release::row_bytes(payload, k)) + scratch
+    p.saturating_mul(4)
+        .saturating_add(crate::release::row_bytes(payload, k))
+        .saturating_mul(CHUNKS_IN_FLIGHT)
+        .saturating_add(scratch)
 }
 
 /// Environment variable that caps the rows each pipeline read asks for (a test hook: it makes
@@ -148,12 +156,18 @@ fn chunk_cap() -> Result<usize> {
     }
 }
 
-/// Rows per chunk under `budget`: the most that fit, a multiple of [`BLOCK_ROWS`], between one
-/// block and [`CHUNK_ROWS`].
+/// Rows per chunk under `budget`: the most that fit, at most [`CHUNK_ROWS`], a multiple of
+/// [`BLOCK_ROWS`] when a block fits (any count otherwise: each row draws from its own noise
+/// stream, so a chunk of any size gives the same release), and at least one (a row that alone
+/// exceeds the budget is refused before this is used: [`setup::chunk_size`]).
 pub fn chunk_rows(p: usize, k: usize, payload: Payload, budget: usize) -> usize {
     let per_row = pipeline_row_bytes(p, k, payload).max(1);
-    let fit = budget / per_row / BLOCK_ROWS * BLOCK_ROWS;
-    fit.clamp(BLOCK_ROWS, CHUNK_ROWS)
+    let fit = budget / per_row;
+    if fit >= BLOCK_ROWS {
+        (fit / BLOCK_ROWS * BLOCK_ROWS).min(CHUNK_ROWS)
+    } else {
+        fit.max(1)
+    }
 }
 
 /// Description of the noise generator recorded in releases of Gaussian (real-valued) mechanisms.
@@ -324,6 +338,8 @@ pub fn publish_from<'r>(
             .push("--noise-seed makes the release reproducible and therefore NOT private".into());
     }
     crate::atomic::check_not_input(&req.input, &req.output)?;
+    // before anything is read: an output that will not be written is refused now
+    crate::atomic::check_file_output(&req.output, opts.existing)?;
     let first_row = opts.part.map_or(0, |part| part.shard.first_row);
     let mut open = || -> Result<Box<dyn RowReader + 'r>> {
         let r = open()?;
@@ -334,8 +350,29 @@ pub fn publish_from<'r>(
     };
     let reader = open()?;
     let (has_ids, input_format) = (reader.has_ids(), reader.format());
-    setup::check_ids(reader.as_ref(), opts, first_row)?;
+    // the ids the rows' noise streams and public maps come from: the shard's first row plus,
+    // for a local mechanism's per-row maps, its own first row
+    let id0 = first_row
+        .checked_add(req.params.local.first_row)
+        .ok_or_else(|| {
+            Error::param(
+                "--first-row",
+                format!(
+                    "{first_row} + {}: the row ids overflow 64 bits",
+                    req.params.local.first_row
+                ),
+            )
+        })?;
+    setup::check_ids(reader.as_ref(), opts, id0)?;
     let p = reader.dim();
+    // a first check of the rows' size before the map is made (k as asked; again with the
+    // mechanism's own output width below)
+    let payload = if req.params.kind.is_sign() {
+        Payload::Bits
+    } else {
+        Payload::F32
+    };
+    setup::check_row_budget(p, req.params.k.unwrap_or(p), payload, opts.memory_budget)?;
     let (scaling, scaler, reader) =
         setup::scaling(req, reader, &mut open, first_row, &mut warnings)?;
     let params = setup::params(req, p, &scaling, &mut warnings)?;
@@ -365,7 +402,7 @@ pub fn publish_from<'r>(
     let chunk = setup::chunk_size(&shape, opts, &req.output, &mut warnings)?;
     let writer = ReleaseWriter::create_as(
         &req.output,
-        opts.container,
+        (opts.container, opts.existing),
         payload,
         k,
         has_labels,

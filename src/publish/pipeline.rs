@@ -170,15 +170,25 @@ fn read_loop(
     let mut busy = 0.0;
     loop {
         let t = std::time::Instant::now();
-        let mut v = pool
-            .try_recv()
-            .unwrap_or_else(|_| Vec::with_capacity(chunk * p));
+        // a new buffer is allocated fallibly: within the memory budget, but the budget may be
+        // more than this machine has
+        let mut v = pool.try_recv().unwrap_or_default();
         v.clear();
         let mut l = Vec::new();
         let mut ids = Vec::new();
+        let want = chunk.saturating_mul(p);
+        let reserved = v.try_reserve_exact(want).map_err(|_| {
+            Error::param(
+                "--memory",
+                format!(
+                    "cannot allocate {} for a chunk of {chunk} rows: lower the memory budget",
+                    super::human_bytes(want.saturating_mul(4) as u64)
+                ),
+            )
+        });
         // The fingerprint hashes the rows as read, before any scaling.
-        let read = reader
-            .read_rows(chunk, &mut v, &mut l, &mut ids)
+        let read = reserved
+            .and_then(|()| reader.read_rows(chunk, &mut v, &mut l, &mut ids))
             .and_then(|got| {
                 // A reader (or a wrapper) that says it has ids must give one per row.
                 if has_ids && ids.len() != got {

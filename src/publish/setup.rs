@@ -6,7 +6,7 @@ use std::path::Path;
 
 use super::{
     chunk_cap, chunk_rows, human_bytes, pipeline_row_bytes, PublishOptions, PublishRequest,
-    Warnings, BLOCK_ROWS, CHUNK_ROWS, NORMALISED_MIN_NORM,
+    Warnings, CHUNK_ROWS, NORMALISED_MIN_NORM,
 };
 use crate::data::scale::{check_finite, column_max_abs, Scaler};
 use crate::data::{RowReader, Scaling};
@@ -152,8 +152,34 @@ pub(super) struct Shape {
     pub rows: Option<u64>,
 }
 
-/// Rows per chunk, from the memory budget; warnings when one chunk exceeds the budget or the
-/// release may not fit in the output's file system.
+/// Refuse rows of which a single one needs more than the memory budget in the pipeline's
+/// buffers: before the public map is made and before anything is allocated for the rows.
+pub(super) fn check_row_budget(p: usize, k: usize, payload: Payload, budget: usize) -> Result<()> {
+    let per_row = pipeline_row_bytes(p, k, payload);
+    if per_row > budget {
+        // the sketch's width is to blame when its output outweighs the input row
+        let (name, advice) = if crate::release::row_bytes(payload, k) > p.saturating_mul(4) {
+            ("--k", "use a smaller --k, or raise --memory (in MiB)")
+        } else {
+            ("--memory", "raise --memory (in MiB)")
+        };
+        return Err(Error::param(
+            name,
+            format!(
+                "one row at p = {p}, k = {k} needs {} of buffers in flight ({per_row} bytes), \
+                 above the memory budget of {} ({budget} bytes): {advice} if the machine has the \
+                 memory",
+                human_bytes(per_row as u64),
+                human_bytes(budget as u64)
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// Rows per chunk, from the memory budget (a row that alone exceeds it is refused; a short input
+/// gets a chunk of its own size); a warning when the release may not fit in the output's file
+/// system.
 pub(super) fn chunk_size(
     shape: &Shape,
     opts: &PublishOptions,
@@ -171,16 +197,14 @@ pub(super) fn chunk_size(
         Some(c) => c.max(1),
         None => chunk_cap()?,
     };
-    let chunk = chunk_rows(p, k, payload, opts.memory_budget).min(cap);
-    let in_flight = chunk * pipeline_row_bytes(p, k, payload);
-    if in_flight > opts.memory_budget {
-        warnings.push(format!(
-            "at p = {p}, k = {k} one {BLOCK_ROWS}-row chunk needs about {} MiB of buffers \
-             in flight, above the memory budget of {} MiB; publishing with that",
-            in_flight >> 20,
-            opts.memory_budget >> 20
-        ));
-    }
+    check_row_budget(p, k, payload, opts.memory_budget)?;
+    // (a short input is read in one chunk of its own size)
+    let chunk =
+        chunk_rows(p, k, payload, opts.memory_budget)
+            .min(cap)
+            .min(rows.map_or(usize::MAX, |n| {
+                usize::try_from(n.max(1)).unwrap_or(usize::MAX)
+            }));
     if let Some(n) = opts.space_rows.or(rows) {
         let size = crate::release::HEADER_LEN as u64
             + n * (crate::release::row_bytes(payload, k) as u64 + if has_labels { 4 } else { 0 });
@@ -197,4 +221,50 @@ pub(super) fn chunk_size(
         }
     }
     Ok(chunk)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::publish::BLOCK_ROWS;
+
+    /// Near the limits: a row is refused exactly when it alone exceeds the budget; otherwise the
+    /// chunk holds at least one row, at most what fits, a whole number of blocks once one fits.
+    #[test]
+    fn chunks_fit_the_budget_at_its_edges() {
+        for payload in [Payload::F32, Payload::Bits] {
+            for budget in [1usize << 20, 3 << 20, 256 << 20] {
+                for k in [1usize, 8, 64, 1000] {
+                    let per = |p: usize| pipeline_row_bytes(p, k, payload);
+                    // the widest p whose row fits (search on the exact formula)
+                    let (mut lo, mut hi) = (1usize, budget);
+                    while lo < hi {
+                        let mid = (lo + hi).div_ceil(2);
+                        if per(mid) <= budget {
+                            lo = mid
+                        } else {
+                            hi = mid - 1
+                        }
+                    }
+                    let edge = lo;
+                    for p in [edge.saturating_sub(1).max(1), edge, edge + 1, 1, 784, 4096] {
+                        let fits = per(p) <= budget;
+                        assert_eq!(check_row_budget(p, k, payload, budget).is_ok(), fits);
+                        if !fits {
+                            continue;
+                        }
+                        let c = chunk_rows(p, k, payload, budget);
+                        assert!(c >= 1 && c * per(p) <= budget, "p {p} k {k}: {c}");
+                        assert!(c <= CHUNK_ROWS);
+                        if budget / per(p) >= BLOCK_ROWS {
+                            assert_eq!(c % BLOCK_ROWS, 0, "p {p} k {k}: {c}");
+                        }
+                    }
+                }
+            }
+        }
+        // sizes that overflow the arithmetic are refused, not wrapped
+        assert!(check_row_budget(usize::MAX, 8, Payload::F32, 256 << 20).is_err());
+        assert!(check_row_budget(4, usize::MAX / 2, Payload::Bits, 256 << 20).is_err());
+    }
 }

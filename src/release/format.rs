@@ -109,9 +109,10 @@ pub fn payload_code(p: Payload) -> u32 {
 
 /// Bytes per row of the payload.
 pub fn row_bytes(p: Payload, k: usize) -> usize {
+    // saturating: k may come from the command line before any check of its size
     match p {
-        Payload::F32 => k * 4,
-        Payload::Bits => k.div_ceil(64) * 8,
+        Payload::F32 => k.saturating_mul(4),
+        Payload::Bits => k.div_ceil(64).saturating_mul(8),
     }
 }
 

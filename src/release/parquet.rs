@@ -112,13 +112,14 @@ impl ParquetSink {
     /// Start a Parquet release at `path`.
     pub fn create(
         path: &Path,
+        existing: crate::atomic::Existing,
         payload: Payload,
         k: usize,
         labels: bool,
         first_row: u64,
     ) -> Result<ParquetSink> {
         let schema = schema(payload, k, labels)?;
-        let file = AtomicFile::create(path)?;
+        let file = AtomicFile::create(path, existing)?;
         let group = (ROW_GROUP_BYTES / row_bytes(payload, k).max(1)).clamp(1024, 1 << 20);
         let props = WriterProperties::builder()
             .set_max_row_group_row_count(Some(group))

@@ -263,7 +263,7 @@ pub fn finish(dir: &Path) -> Result<Manifest> {
     let manifest = manifest_of(&shards)?;
     let json = serde_json::to_vec_pretty(&manifest)
         .map_err(|e| Error::param("manifest", format!("cannot encode: {e}")))?;
-    let mut f = AtomicFile::create(&dir.join(MANIFEST))?;
+    let mut f = AtomicFile::create(&dir.join(MANIFEST), crate::atomic::Existing::Refuse)?;
     f.write_all(&json)?;
     f.commit()?;
     Ok(manifest)

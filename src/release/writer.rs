@@ -1,7 +1,7 @@
 use std::path::Path;
 
 use super::format::*;
-use crate::atomic::AtomicFile;
+use crate::atomic::{AtomicFile, Existing};
 use crate::error::{Error, Result};
 use crate::mechanism::Payload;
 
@@ -83,7 +83,7 @@ impl ReleaseWriter {
     ) -> Result<ReleaseWriter> {
         ReleaseWriter::create_as(
             path,
-            Container::Native,
+            (Container::Native, Existing::Refuse),
             payload,
             k,
             has_labels,
@@ -92,11 +92,12 @@ impl ReleaseWriter {
         )
     }
 
-    /// Start a release in the given container; `first_row` is the id of the first row when ids
-    /// are implicit (a shard's first row; a Parquet release writes every row's id).
+    /// Start a release in the given container, replacing an existing regular file at `path`
+    /// only with [`Existing::Replace`]; `first_row` is the id of the first row when ids are
+    /// implicit (a shard's first row; a Parquet release writes every row's id).
     pub fn create_as(
         path: &Path,
-        container: Container,
+        (container, existing): (Container, Existing),
         payload: Payload,
         k: usize,
         has_labels: bool,
@@ -105,13 +106,13 @@ impl ReleaseWriter {
     ) -> Result<ReleaseWriter> {
         let out = match container {
             Container::Native => {
-                let mut out = AtomicFile::create(path)?;
+                let mut out = AtomicFile::create(path, existing)?;
                 out.write_all(&[0u8; HEADER_LEN])?;
                 Sink::Native(out)
             }
             Container::Parquet => Sink::Parquet {
                 sink: Box::new(super::parquet::ParquetSink::create(
-                    path, payload, k, has_labels, first_row,
+                    path, existing, payload, k, has_labels, first_row,
                 )?),
                 position: HEADER_LEN as u64,
             },

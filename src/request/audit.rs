@@ -8,7 +8,7 @@ use std::fmt::Write as _;
 use std::path::Path;
 use std::time::Instant;
 
-use crate::atomic::AtomicFile;
+use crate::atomic::{AtomicFile, Existing};
 use crate::audit::pipeline::{self, PipelineReport};
 use crate::audit::{self, report, AuditConfig, AuditReport, Miscalibration};
 use crate::error::{Error, Front, Result};
@@ -113,7 +113,8 @@ impl AuditEvent<'_> {
 
 impl AuditOptions {
     /// Check the mis-calibration and name the mechanisms to audit: the one named, or with `all`
-    /// every one at fixed parameters (then no parameter may be given).
+    /// (or the pipeline check alone, without a mechanism) every one at fixed parameters (then no
+    /// parameter may be given).
     pub fn plan(&self, front: Front) -> Result<AuditPlan> {
         let miscalibrate = self
             .miscalibrate
@@ -122,6 +123,11 @@ impl AuditOptions {
             .transpose()?;
         let kinds = match (&self.mechanism, self.all) {
             (Some(m), false) => vec![MechanismKind::parse(m)?],
+            // the pipeline check alone runs every mechanism unless one is named (seconds)
+            (None, true) | (None, false) if self.pipeline => {
+                self.refuse_parameters_with_all(front)?;
+                MechanismKind::all().collect()
+            }
             (None, true) => {
                 self.refuse_parameters_with_all(front)?;
                 MechanismKind::all().collect()
@@ -419,7 +425,7 @@ impl AuditOutcome {
         if !self.pipeline.is_empty() {
             md.push_str(&pipeline::markdown(&self.pipeline));
         }
-        let mut f = AtomicFile::create(&dir.join("report.md"))?;
+        let mut f = AtomicFile::create(&dir.join("report.md"), Existing::Refuse)?;
         f.write_all(md.as_bytes())?;
         f.commit()?;
         let json = serde_json::json!({
@@ -434,7 +440,7 @@ impl AuditOutcome {
                 format!("cannot serialise the report: {e}"),
             )
         })?;
-        let mut f = AtomicFile::create(&dir.join("report.json"))?;
+        let mut f = AtomicFile::create(&dir.join("report.json"), Existing::Refuse)?;
         f.write_all(s.as_bytes())?;
         f.write_all(b"\n")?;
         f.commit()

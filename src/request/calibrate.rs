@@ -3,7 +3,7 @@
 //! implies, the flip rules of a sign sketch, a local mechanism's constants and error, or the plan
 //! of a distributed round. One report of text lines, built whole before anything is printed.
 
-use crate::error::{Error, Result};
+use crate::error::{Error, Front, Result};
 use crate::estimate::{ip_variance, PairStats, QueryMode};
 use crate::mechanism::distributed::DistributedGuarantee;
 use crate::mechanism::local::release::describe_constants;
@@ -111,6 +111,26 @@ fn calibrate(a: &CalibrateOptions, out: &mut Vec<String>) -> Result<()> {
         }
     }
     let kind = MechanismKind::parse(name)?;
+    if a.sensitivity.is_some() {
+        return Err(Error::param(
+            "--sensitivity",
+            format!(
+                "{} computes its own sensitivity from --dim, --k and β; --sensitivity is for \
+                 the σ of a Gaussian mechanism without --mechanism",
+                kind.name()
+            ),
+        ));
+    }
+    super::mechanism::check_applies(
+        kind,
+        super::mechanism::Given {
+            delta: a.delta.is_some(),
+            min_norm: a.min_norm.is_some(),
+            individual_dp: false,
+            projection: a.projection.is_some() && !kind.is_local(),
+        },
+        Front::Cli,
+    )?;
     let noise = match &a.noise {
         Some(_) if kind.is_sign() || !kind.adds_gaussian_noise() => {
             return Err(Error::param(
@@ -171,8 +191,30 @@ fn calibrate(a: &CalibrateOptions, out: &mut Vec<String>) -> Result<()> {
     gaussian_table(a, kind, p, &ks, seed, noise, out)
 }
 
-/// Without a mechanism: the Gaussian σ for an ℓ₂ sensitivity, analytic and classical.
+/// Without a mechanism: the Gaussian σ for an ℓ₂ sensitivity, analytic and classical. The
+/// options that describe a mechanism are refused (they would be ignored).
 fn sigma_for_sensitivity(a: &CalibrateOptions, out: &mut Vec<String>) -> Result<()> {
+    let mechanism_only = [
+        (a.k.is_some(), "--k"),
+        (a.dim.is_some(), "--dim"),
+        (a.projection.is_some(), "--projection"),
+        (a.projection_seed.is_some(), "--projection-seed"),
+        (a.min_norm.is_some(), "--min-norm"),
+        (a.users.is_some(), "--users"),
+        (a.epsilon_norm.is_some(), "--epsilon-norm"),
+        (a.radius.is_some(), "--radius"),
+        (a.clip.is_some(), "--clip"),
+        (a.bits.is_some(), "--bits"),
+        (a.bits_per_parameter.is_some(), "--bits-per-parameter"),
+        (a.noise.is_some(), "--noise"),
+    ];
+    if let Some((_, opt)) = mechanism_only.iter().find(|(given, _)| *given) {
+        return Err(Error::param(
+            *opt,
+            "describes a mechanism: give --mechanism, or only --sensitivity (with ε and δ) for \
+             the σ of a Gaussian mechanism",
+        ));
+    }
     let delta = a
         .delta
         .ok_or_else(|| Error::missing("--delta", "the Gaussian mechanism needs δ"))?;
@@ -265,7 +307,8 @@ fn gaussian_table(
     )?;
     push!(out,
         "(Σu²v² taken as ‖u‖²‖v‖²/p; variance and standard deviation of the inner-product estimate \
-         ⟨x̃,ỹ⟩, DESIGN.md §6: both rows released, or a raw query against a released row)"
+         ⟨x̃,ỹ⟩ (Theorems C.1–C.3, docs/commands.md#query-and-estimate-what-they-print): both \
+         rows released, or a raw query against a released row)"
     )?;
     push!(out,
         "(rounding: Δ_r is the sensitivity the noise is calibrated for — Δ₂ of the exact map plus \
@@ -528,6 +571,22 @@ fn distributed(a: &CalibrateOptions, name: &str, out: &mut Vec<String>) -> Resul
     let clip = a
         .clip
         .ok_or_else(|| Error::missing("--clip", "give the clip norm c of each client's vector"))?;
+    let sketch_only = [
+        (a.k.is_some(), "--k"),
+        (a.projection.is_some(), "--projection"),
+        (a.projection_seed.is_some(), "--projection-seed"),
+        (a.min_norm.is_some(), "--min-norm"),
+        (a.sensitivity.is_some(), "--sensitivity"),
+        (a.epsilon_norm.is_some(), "--epsilon-norm"),
+        (a.radius.is_some(), "--radius"),
+        (a.noise.is_some(), "--noise"),
+    ];
+    if let Some((_, opt)) = sketch_only.iter().find(|(given, _)| *given) {
+        return Err(Error::param(
+            *opt,
+            format!("does not apply to {name} (a distributed mechanism)"),
+        ));
+    }
     if a.bits_per_parameter.is_some() && name != "sketch-ddg" {
         return Err(Error::param(
             "--bits-per-parameter",

@@ -3,13 +3,22 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::atomic::Existing;
 use crate::data::native::NativeWriter;
 use crate::data::scale::{check_finite, column_max_abs, Scaler, ScalingRequest};
 use crate::data::{open_reader, InputOptions, RowReader, Scaling};
 use crate::error::{Error, Result};
 
-/// Rows read per chunk.
+/// Most rows read per chunk.
 const CHUNK: usize = 8192;
+
+/// About the most bytes of rows read per chunk: wide rows are read a few at a time.
+const CHUNK_BYTES: usize = 64 << 20;
+
+/// Rows per chunk for rows of `p` values.
+fn chunk_rows(p: usize) -> usize {
+    (CHUNK_BYTES / p.saturating_mul(4).max(1)).clamp(1, CHUNK)
+}
 
 /// An input opened for conversion, with the scaling asked for and the output.
 pub struct Conversion {
@@ -17,6 +26,7 @@ pub struct Conversion {
     opts: InputOptions,
     request: ScalingRequest,
     output: PathBuf,
+    existing: Existing,
     reader: Box<dyn RowReader>,
 }
 
@@ -31,20 +41,26 @@ pub struct Converted {
 }
 
 impl Conversion {
-    /// Open `input` to be converted into `output` (refused when `output` is the input).
+    /// Open `input` to be converted into `output`, a native dataset: refused when `output` is
+    /// the input, when its name says another format (`.npy`, `.csv`, `.gz`, a `.dprp`
+    /// release, …: the file would be misread by every tool that trusts the name), and when it
+    /// exists and `existing` does not allow replacing it.
     pub fn open(
         input: &Path,
         opts: InputOptions,
         request: ScalingRequest,
-        output: &Path,
+        (output, existing): (&Path, Existing),
     ) -> Result<Conversion> {
         crate::atomic::check_not_input(input, output)?;
+        check_native_name(output)?;
+        crate::atomic::check_file_output(output, existing)?;
         let reader = open_reader(input, &opts)?;
         Ok(Conversion {
             input: input.to_path_buf(),
             opts,
             request,
             output: output.to_path_buf(),
+            existing,
             reader,
         })
     }
@@ -64,7 +80,7 @@ impl Conversion {
         loop {
             v.clear();
             l.clear();
-            let got = self.reader.read_chunk(CHUNK, &mut v, &mut l)?;
+            let got = self.reader.read_chunk(chunk_rows(p), &mut v, &mut l)?;
             if got == 0 {
                 break;
             }
@@ -88,13 +104,19 @@ impl Conversion {
         let p = reader.dim();
         let mut scaling = reader.scaling();
         scaling.0.extend(scaler.steps.iter().cloned());
-        let mut w = NativeWriter::create(&self.output, p, reader.has_labels(), &scaling)?;
+        let mut w = NativeWriter::create(
+            &self.output,
+            self.existing,
+            p,
+            reader.has_labels(),
+            &scaling,
+        )?;
         let (mut v, mut l) = (Vec::new(), Vec::new());
         let mut row0 = 0u64;
         loop {
             v.clear();
             l.clear();
-            let got = reader.read_chunk(CHUNK, &mut v, &mut l)?;
+            let got = reader.read_chunk(chunk_rows(p), &mut v, &mut l)?;
             if got == 0 {
                 break;
             }
@@ -113,6 +135,38 @@ impl Conversion {
             scaling,
             output: self.output,
         })
+    }
+}
+
+/// Refuse an output name that says another format than the native dataset `convert` writes.
+fn check_native_name(output: &Path) -> Result<()> {
+    let name = output
+        .file_name()
+        .map(|n| n.to_string_lossy().to_ascii_lowercase())
+        .unwrap_or_default();
+    let says = if name.ends_with(".gz") {
+        Some("gzip")
+    } else if name.ends_with(".dprp") {
+        Some("a dprp release")
+    } else {
+        match crate::data::Format::from_path(output) {
+            None | Some(crate::data::Format::Native) => None,
+            Some(f) => Some(f.name()),
+        }
+    };
+    match says {
+        None => Ok(()),
+        Some(what) => {
+            Err(Error::param(
+                "--output",
+                format!(
+                "{}: the name says {what}, but convert writes dprp's native dataset format; name \
+                 it .bin (e.g. {}.bin)",
+                output.display(),
+                name.split('.').next().filter(|s| !s.is_empty()).unwrap_or("data")
+            ),
+            ))
+        }
     }
 }
 

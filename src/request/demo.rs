@@ -4,6 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::atomic::Existing;
 use crate::data::native::NativeReader;
 use crate::data::{collect, Dataset, InputOptions};
 use crate::error::{Error, Result};
@@ -35,14 +36,28 @@ pub struct Demo {
     _tmp: Option<tempfile::TempDir>,
     sample: PathBuf,
     data: Dataset,
+    existing: Existing,
 }
 
 impl Demo {
-    /// Write the bundled sample into `out_dir` (created if need be) or a temporary directory,
-    /// and read it back.
-    pub fn prepare(out_dir: Option<&Path>) -> Result<Demo> {
+    /// Write the bundled sample into `out_dir` (created if need be; an existing one must be
+    /// empty unless `existing` is [`Existing::Replace`], which lets the demo's files replace
+    /// regular files of their names) or a temporary directory, and read it back.
+    pub fn prepare(out_dir: Option<&Path>, existing: Existing) -> Result<Demo> {
         let (dir, tmp) = match out_dir {
             Some(d) => {
+                crate::atomic::check_dir_output(d)?;
+                if existing == Existing::Refuse
+                    && d.is_dir()
+                    && crate::atomic::target::dir_has_entries(d)?
+                {
+                    return Err(Error::output(
+                        d,
+                        "is a directory that is not empty; the demo writes sample.bin and \
+                         sample-<mechanism>.dprp files there",
+                        true,
+                    ));
+                }
                 crate::atomic::create_output_dir(d)?;
                 (d.to_path_buf(), None)
             }
@@ -52,14 +67,16 @@ impl Demo {
             }
         };
         let sample = dir.join("sample.bin");
-        std::fs::write(&sample, crate::data::sample::SAMPLE_BIN)
-            .map_err(|e| Error::io(&sample, e))?;
+        let mut f = crate::atomic::AtomicFile::create(&sample, existing)?;
+        f.write_all(crate::data::sample::SAMPLE_BIN)?;
+        f.commit()?;
         let data = collect(&mut NativeReader::open(&sample)?)?;
         Ok(Demo {
             dir,
             _tmp: tmp,
             sample,
             data,
+            existing,
         })
     }
 
@@ -118,7 +135,11 @@ impl Demo {
             },
             output: out.clone(),
         };
-        crate::publish::publish(&req, &NoiseSource::from_os()?)?;
+        let opts = crate::publish::PublishOptions {
+            existing: self.existing,
+            ..Default::default()
+        };
+        crate::publish::publish_with(&req, &NoiseSource::from_os()?, &opts)?;
         Release::open(&out)
     }
 

@@ -167,7 +167,14 @@ impl<'a> ReleaseInfo<'a> {
                 s.index,
                 s.count
             ),
-            (false, _) => "0..n-1".to_string(),
+            (false, _) => match m.mechanism.local.as_ref().map_or(0, |l| l.first_row) {
+                0 => "0..n-1".to_string(),
+                // a local release's own first row id (its users' per-row maps)
+                base => match base.checked_add(m.n.saturating_sub(1)) {
+                    Some(last) => format!("{base}..{last}"),
+                    None => format!("from {base}, overflowing 64 bits (damaged or forged)"),
+                },
+            },
         };
         let labels = if m.labels { "yes" } else { "no" };
         lines.push((

@@ -5,7 +5,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::atomic::AtomicFile;
+use crate::atomic::{AtomicFile, Existing};
 use crate::error::{Error, Front, Result};
 use crate::mechanism::local::accumulator::{MeanAccumulator, MeanEstimate};
 use crate::mechanism::{self, Mechanism};
@@ -19,12 +19,14 @@ const SHOWN: usize = 8;
 pub struct MeanFile {
     path: PathBuf,
     npy: bool,
+    existing: Existing,
 }
 
 impl MeanFile {
     /// The file at `path`, refused (naming the `output` option) unless it ends in `.npy` or
-    /// `.csv`.
-    pub fn new(path: &Path, front: Front) -> Result<MeanFile> {
+    /// `.csv`, and when something is there that `existing` does not allow replacing (checked
+    /// now, before the mean is computed, and again when it is written).
+    pub fn new(path: &Path, existing: Existing, front: Front) -> Result<MeanFile> {
         let ext = path
             .extension()
             .and_then(|e| e.to_str())
@@ -43,15 +45,19 @@ impl MeanFile {
                 ))
             }
         };
+        crate::atomic::check_file_output(path, existing)?;
         Ok(MeanFile {
             path: path.to_path_buf(),
             npy,
+            existing,
         })
     }
 
     /// The file `output` names, if it names one ([`new`](Self::new)).
-    pub fn of(output: Option<&Path>, front: Front) -> Result<Option<MeanFile>> {
-        output.map(|p| MeanFile::new(p, front)).transpose()
+    pub fn of(output: Option<&Path>, existing: Existing, front: Front) -> Result<Option<MeanFile>> {
+        output
+            .map(|p| MeanFile::new(p, existing, front))
+            .transpose()
     }
 
     /// Write `mean` whole or not at all.
@@ -67,7 +73,7 @@ impl MeanFile {
             s.push('\n');
             s.into_bytes()
         };
-        let mut f = AtomicFile::create(&self.path)?;
+        let mut f = AtomicFile::create(&self.path, self.existing)?;
         f.write_all(&bytes)?;
         f.commit()
     }
@@ -223,15 +229,21 @@ mod tests {
 
     #[test]
     fn a_mean_file_is_npy_or_csv_named_per_front() {
-        assert!(MeanFile::new(Path::new("m.NPY"), Front::Cli).unwrap().npy);
-        assert!(MeanFile::of(None, Front::Cli).unwrap().is_none());
         assert!(
-            !MeanFile::new(Path::new("m.csv"), Front::Python)
+            MeanFile::new(Path::new("m.NPY"), Existing::Refuse, Front::Cli)
+                .unwrap()
+                .npy
+        );
+        assert!(MeanFile::of(None, Existing::Refuse, Front::Cli)
+            .unwrap()
+            .is_none());
+        assert!(
+            !MeanFile::new(Path::new("m.csv"), Existing::Refuse, Front::Python)
                 .unwrap()
                 .npy
         );
         for (front, field) in [(Front::Cli, "--output"), (Front::Python, "output")] {
-            let e = MeanFile::new(Path::new("m.txt"), front)
+            let e = MeanFile::new(Path::new("m.txt"), Existing::Refuse, front)
                 .unwrap_err()
                 .to_string();
             assert!(
@@ -245,7 +257,7 @@ mod tests {
     fn a_csv_mean_is_one_line() {
         let d = tempfile::tempdir().unwrap();
         let path = d.path().join("m.csv");
-        MeanFile::new(&path, Front::Cli)
+        MeanFile::new(&path, Existing::Refuse, Front::Cli)
             .unwrap()
             .write(&[1.0, -0.5])
             .unwrap();

@@ -54,12 +54,99 @@ pub struct MechanismPlan {
     pub noise: NoiseChoice,
 }
 
+/// Which of the options that apply to some mechanisms only were given (by name, as snake case).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Given {
+    /// `delta`.
+    pub delta: bool,
+    /// `min_norm`.
+    pub min_norm: bool,
+    /// `individual_dp`.
+    pub individual_dp: bool,
+    /// `projection` (a dense map of a sketch).
+    pub projection: bool,
+}
+
+/// Refuse an option given for a mechanism it does not apply to (an option silently ignored
+/// would let a user believe it took effect): δ where the guarantee has none, `min_norm` but for
+/// `dp-signrp-rr`, `individual_dp` but for the `idp-*` mechanisms, a dense `projection` for a
+/// sketch without one. (β, the neighbour relation, the Gaussian sampler and the local options
+/// are checked where they are parsed.)
+pub fn check_applies(kind: MechanismKind, given: Given, front: Front) -> Result<()> {
+    let refuse = |opt: &str, why: String| Err(Error::param(front.field(opt), why));
+    if given.delta && !kind.needs_delta() {
+        let what = if kind.is_local() {
+            "ε-LDP"
+        } else {
+            "pure ε-DP"
+        };
+        return refuse(
+            "delta",
+            format!(
+                "{} gives {what}, without δ: drop {}",
+                kind.name(),
+                front.field("delta")
+            ),
+        );
+    }
+    if kind.is_local() {
+        // the local mechanisms refuse the sketch options by name when they are built
+        return Ok(());
+    }
+    if given.min_norm && !kind.needs_min_norm() {
+        return refuse(
+            "min_norm",
+            format!(
+                "applies to dp-signrp-rr only (its flip rate depends on a public lower bound on \
+                 the row norms), not {}",
+                kind.name()
+            ),
+        );
+    }
+    if given.individual_dp && !kind.is_idp() {
+        return refuse(
+            "individual_dp",
+            format!(
+                "accepts the individual DP of the idp-* mechanisms; {} gives {}",
+                kind.name(),
+                if kind.needs_delta() {
+                    "(ε, δ)-DP"
+                } else {
+                    "ε-DP"
+                }
+            ),
+        );
+    }
+    if given.projection && !kind.dense() {
+        return refuse(
+            "projection",
+            format!(
+                "{} does not use a dense projection; {} applies to dp-rp-g, dp-rp-g-opt, \
+                 dp-signrp-* and idp-signrp-*",
+                kind.name(),
+                front.field("projection")
+            ),
+        );
+    }
+    Ok(())
+}
+
 impl MechanismOptions {
     /// Validate: parse the names, refuse the options that do not apply to the mechanism (β and
     /// the neighbour relation for local DP, a Gaussian sampler for mechanisms without Gaussian
     /// noise), fill in the defaults.
     pub fn resolve(&self, front: Front) -> Result<MechanismPlan> {
         let kind = MechanismKind::parse(&self.mechanism)?;
+        check_applies(
+            kind,
+            Given {
+                delta: self.delta.is_some(),
+                min_norm: self.min_norm.is_some(),
+                individual_dp: self.individual_dp,
+                projection: self.projection.is_some() && !kind.is_local(),
+            },
+            front,
+        )?;
         let (projection, map) = match (&self.projection, kind.is_local()) {
             (None, _) => (None, None),
             (Some(p), false) => (Some(DenseKind::parse(p)?), None),

@@ -53,6 +53,11 @@ pub mod shards;
 pub use crate::error::Front;
 pub use mechanism::{MechanismOptions, MechanismPlan};
 
+/// `n` and the noun in the number it takes: `1 row`, `2 rows` (`many` is the plural).
+pub fn count(n: u64, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -64,5 +69,12 @@ mod tests {
         assert_eq!(Front::Python.field("first_row"), "first_row");
         assert_eq!(Front::Cli.field("projection_seed"), "--projection-seed");
         assert_eq!(Front::Python.field("projection_seed"), "seed");
+    }
+
+    #[test]
+    fn counts_take_the_number_of_their_noun() {
+        assert_eq!(count(1, "row", "rows"), "1 row");
+        assert_eq!(count(0, "row", "rows"), "0 rows");
+        assert_eq!(count(2, "file", "files"), "2 files");
     }
 }

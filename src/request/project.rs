@@ -13,6 +13,7 @@
 
 use std::path::Path;
 
+use crate::atomic::Existing;
 use crate::data::Scaling;
 use crate::error::{Error, Front, Result};
 use crate::mechanism::{Mechanism, Payload};
@@ -100,8 +101,14 @@ impl Projected {
     /// Write the projected queries to `path`: `.npy` (`<f4` rows × k, or `<u8` rows × ⌈k/64⌉
     /// packed words) or `.parquet` (the release's schema without labels: `id` = the query's row,
     /// `sketch`; the release's fingerprint under [`PROJECTED_FOR_KEY`]). Whole or absent: the
-    /// file is written aside and renamed into place. `output` names the option for refusals.
-    pub fn write(&self, path: &Path, fingerprint: &str, output: &str) -> Result<()> {
+    /// file is written aside and renamed into place; an existing regular file at `path` is
+    /// replaced only with [`Existing::Replace`]. `output` names the option for refusals.
+    pub fn write(
+        &self,
+        (path, existing): (&Path, Existing),
+        fingerprint: &str,
+        output: &str,
+    ) -> Result<()> {
         let ext = path
             .extension()
             .and_then(|e| e.to_str())
@@ -128,12 +135,13 @@ impl Projected {
                     Payload::Bits => "<u8",
                 };
                 let out = crate::data::npy::matrix_bytes(descr, self.rows, self.width(), &bytes);
-                let mut f = crate::atomic::AtomicFile::create(path)?;
+                let mut f = crate::atomic::AtomicFile::create(path, existing)?;
                 f.write_all(&out)?;
                 f.commit()
             }
             Format::Parquet => {
-                let mut sink = ParquetSink::create(path, self.payload(), self.k, false, 0)?;
+                let mut sink =
+                    ParquetSink::create(path, existing, self.payload(), self.k, false, 0)?;
                 sink.append(&bytes, self.rows, &[], &[])?;
                 sink.close_with(&[(PROJECTED_FOR_KEY, fingerprint.to_string())])?
                     .commit()
@@ -150,7 +158,7 @@ mod tests {
     fn release(dir: &Path, kind: MechanismKind) -> ReleaseSet {
         let data = crate::data::sample::generate();
         let input = dir.join("s.bin");
-        crate::data::native::write(&input, &data).unwrap();
+        crate::data::native::write_as(&input, &data, Existing::Replace).unwrap();
         let output = dir.join(format!("{kind:?}.dprp"));
         let req = crate::publish::PublishRequest {
             input,
@@ -210,17 +218,17 @@ mod tests {
             let fp = fingerprint(&set);
             assert_eq!(fp.len(), 64);
             let npy = d.path().join("q.npy");
-            pr.write(&npy, &fp, "-o").unwrap();
+            pr.write((&npy, Existing::Replace), &fp, "-o").unwrap();
             let bytes = std::fs::read(&npy).unwrap();
             assert!(bytes.ends_with(&pr.le_bytes()));
             let header = String::from_utf8_lossy(&bytes[..128]).to_string();
             let shape = format!("'shape': (3, {})", pr.width());
             assert!(header.contains(&shape), "{header}");
             let pq = d.path().join("q.parquet");
-            pr.write(&pq, &fp, "-o").unwrap();
+            pr.write((&pq, Existing::Replace), &fp, "-o").unwrap();
             assert!(crate::release::parquet::is_parquet(&pq));
             let e = pr
-                .write(&d.path().join("q.csv"), &fp, "-o")
+                .write((&d.path().join("q.csv"), Existing::Refuse), &fp, "-o")
                 .unwrap_err()
                 .to_string();
             assert!(e.contains("-o") && e.contains(".npy or .parquet"), "{e}");

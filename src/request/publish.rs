@@ -20,6 +20,9 @@ pub struct RunOptions {
     pub output_format: Option<String>,
     /// Reproducible noise for experiments: the release is then NOT private.
     pub noise_seed: Option<String>,
+    /// Replace an existing regular file at the output (a release written there before is then
+    /// gone; its budget stays spent).
+    pub overwrite: bool,
 }
 
 impl RunOptions {
@@ -49,6 +52,7 @@ impl RunOptions {
             read_cap: None,
             space_rows: None,
             container,
+            existing: crate::atomic::Existing::replace_if(self.overwrite),
             noise,
         };
         let source = match &self.noise_seed {
@@ -125,13 +129,13 @@ impl PublishReport<'_> {
     /// ledger record.
     pub fn to_text(&self) -> Vec<String> {
         let m = &self.outcome.meta;
+        let noun = m.payload.noun();
         let mut out = vec![format!(
-            "published {}: {} rows, {} → {} {} per row with {}",
+            "published {}: {}, {} → {} per row with {}",
             self.output.display(),
-            m.n,
+            super::count(m.n, "row", "rows"),
             m.p,
-            m.k,
-            m.payload.noun(),
+            super::count(m.k as u64, noun.trim_end_matches('s'), noun),
             m.mechanism.name.name()
         )];
         if let Some(s) = &m.mechanism.sign {

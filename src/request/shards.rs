@@ -77,7 +77,7 @@ impl WorkerShard {
             ));
         }
         let dir = &req.output;
-        crate::atomic::check_not_dangling(dir)?;
+        crate::atomic::check_dir_output(dir)?;
         if dir.exists() && !dir.is_dir() {
             return Err(Error::param(
                 front.field("output"),
@@ -190,6 +190,7 @@ fn count_rows(req: &PublishRequest, gate: Option<&Gate>) -> Result<(u64, Option<
 
 /// Refuse a sharded release's directory that is a file or not empty.
 fn check_output_dir(out: &Path, front: Front) -> Result<()> {
+    crate::atomic::check_dir_output(out)?;
     if out.is_file() {
         return Err(Error::param(
             front.field("output"),
@@ -264,7 +265,7 @@ pub fn publish_split(
         req.params.seed = Some(crate::projection::Seed::random()?);
     }
     let req = &req;
-    let staging = StagingDir::create(&req.output)?;
+    let staging = StagingDir::create(&req.output, crate::atomic::Existing::Refuse)?;
     let mut timings = crate::publish::StageTimes::default();
     let mut warnings = Vec::new();
     for i in 0..count {
@@ -309,8 +310,10 @@ pub fn publish_split(
     }
     staging.commit()?;
     let line = format!(
-        "shards: {count} files of about {per} rows in {}, with {MANIFEST} (the one-file release \
+        "shards: {} of about {} in {}, with {MANIFEST} (the one-file release \
          split into files: the guarantee above is the whole release's)",
+        super::count(count as u64, "file", "files"),
+        super::count(per, "row", "rows"),
         req.output.display(),
     );
     Ok((

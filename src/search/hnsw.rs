@@ -99,7 +99,7 @@ use graph::{extract, Graph, Scratch};
 use super::kernels::{dot, hamming, prefetch_bytes};
 use super::quant::{ByteCodes, ByteDot, WalkCodes};
 use super::{check_request, Hit, Measure, Sketch};
-use crate::atomic::{check_input_file, AtomicFile};
+use crate::atomic::{check_input_file, AtomicFile, Existing};
 use crate::error::{Error, Result};
 
 /// Magic bytes at the start of an index file.
@@ -599,10 +599,15 @@ impl<'a> HnswIndex<'a> {
         hits
     }
 
-    /// Save to `path` atomically (temporary file + rename), recording the checksum of the
-    /// release the index was built from.
-    pub fn save(&self, path: &Path, release_checksum: [u8; 32]) -> Result<()> {
-        let mut out = AtomicFile::create(path)?;
+    /// Save to `path` atomically (temporary file + rename; an existing regular file is
+    /// replaced only with [`Existing::Replace`]), recording the checksum of the release the
+    /// index was built from.
+    pub fn save(
+        &self,
+        (path, existing): (&Path, Existing),
+        release_checksum: [u8; 32],
+    ) -> Result<()> {
+        let mut out = AtomicFile::create(path, existing)?;
         let graph = self.graph.to_bytes();
         let mut header = [0u8; HEADER_LEN];
         header[0..8].copy_from_slice(INDEX_MAGIC);

@@ -8,6 +8,7 @@ use clap::Args;
 use super::super::output::note;
 use super::super::ScaleArgs;
 use super::{commit_out, record_command, stage_out, with_progress, written};
+use crate::atomic::Existing;
 use crate::error::{Front, Result};
 use crate::eval::mean_report;
 use crate::request::eval::mean::MeanOptions;
@@ -74,16 +75,21 @@ pub struct MeanArgs {
     /// Master seed (hex) of every public map and noise key (default: fresh; always recorded).
     #[arg(long)]
     seed: Option<String>,
-    /// Directory for report.md, report.csv, report.json and the plots (SVG and PNG).
+    /// Directory for report.md, report.csv, report.json and the plots (SVG and PNG); created, and
+    /// an existing one must be empty unless --overwrite.
     #[arg(long)]
     out: Option<PathBuf>,
+    /// Let --out be a directory that holds files already: reports and plots of the same names
+    /// are replaced (links, devices, pipes and sockets are always refused).
+    #[arg(long)]
+    overwrite: bool,
     #[command(flatten)]
     scale: ScaleArgs,
 }
 
 impl MeanArgs {
     /// The options as given, and `--out`.
-    fn options(self) -> (MeanOptions, Option<PathBuf>) {
+    fn options(self) -> (MeanOptions, (Option<PathBuf>, Existing)) {
         let options = MeanOptions {
             preset: self.preset,
             users: self.users,
@@ -102,15 +108,15 @@ impl MeanArgs {
             seed: self.seed,
             scale: self.scale.options(),
         };
-        (options, self.out)
+        (options, (self.out, Existing::replace_if(self.overwrite)))
     }
 }
 
 pub fn run(a: MeanArgs) -> Result<()> {
-    let (options, out) = a.options();
+    let (options, (out, existing)) = a.options();
     let req = options.resolve(Front::Cli, &|s| note(s))?;
     // the output directory is checked (and staged) before the work
-    let staging = stage_out(out.as_deref())?;
+    let staging = stage_out(out.as_deref(), existing)?;
     note(req.summary());
     let mut rep = with_progress("eval mean", |tick| req.run(tick))?;
     record_command(&mut rep.meta);

@@ -37,8 +37,13 @@ mod schema;
 pub use guard::{check_pages, guarded, reader_options, StrictFile, StrictRead};
 use schema::{dataset_files, describe, inspect, FilePart, Resolved};
 
-/// Rows per decoded Arrow batch (a row group is decoded in batches of this many rows).
+/// Most rows per decoded Arrow batch (a row group is decoded in batches of this many rows, fewer
+/// for wide rows: see [`BATCH_BYTES`]).
 pub const BATCH_ROWS: usize = 8192;
+
+/// About the most bytes of one decoded batch: rows wider than `BATCH_BYTES / BATCH_ROWS` (8 KiB,
+/// 2048 float32 values) are decoded in batches of fewer rows.
+pub const BATCH_BYTES: usize = 64 << 20;
 
 /// The magic bytes at the start (and end) of every Parquet file.
 pub const MAGIC: &[u8; 4] = b"PAR1";
@@ -168,7 +173,9 @@ impl ParquetReader {
         let builder = ParquetRecordBatchReaderBuilder::try_new_with_options(file, reader_options())
             .map_err(fail)?;
         let mask = ProjectionMask::roots(builder.parquet_schema(), part.roots.iter().copied());
-        let mut builder = builder.with_projection(mask).with_batch_size(BATCH_ROWS);
+        let mut builder = builder
+            .with_projection(mask)
+            .with_batch_size(part.batch_rows);
         if from > 0 {
             // the row group holding row `from`, and the rows to skip in it
             let (mut g, mut start) = (0, 0u64);

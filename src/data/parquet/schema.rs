@@ -20,6 +20,9 @@ pub(super) struct FilePart {
     pub(super) start: u64,
     /// The projected root columns (vectors, then label and id when asked for).
     pub(super) roots: Vec<usize>,
+    /// Rows per decoded batch: [`super::BATCH_ROWS`], fewer when the file's rows are wide
+    /// ([`batch_rows`]).
+    pub(super) batch_rows: usize,
 }
 
 /// The columns of the input, resolved by the first file: names and types.
@@ -162,6 +165,7 @@ pub(super) fn inspect_unguarded(
     check_pages(path, md, &leaves)?;
     let part = FilePart {
         path: path.to_path_buf(),
+        batch_rows: batch_rows(md, &leaves),
         groups,
         rows,
         start: 0,
@@ -230,6 +234,31 @@ fn check_vector_type(
 }
 
 /// The rows of each row group and their total, which must be the footer's.
+/// Rows per decoded batch, so that a batch of the widest row group's rows takes about
+/// [`super::BATCH_BYTES`] at most (the uncompressed bytes of the projected columns per row, which
+/// the footer states and [`check_pages`] bounds), between 1 and [`super::BATCH_ROWS`]: wide
+/// vectors are decoded a few rows at a time, not 8192 rows of them.
+fn batch_rows(md: &parquet::file::metadata::ParquetMetaData, leaves: &[usize]) -> usize {
+    let widest = md
+        .row_groups()
+        .iter()
+        .filter(|g| g.num_rows() > 0)
+        .map(|g| {
+            let bytes: u64 = leaves
+                .iter()
+                .filter(|&&c| c < g.num_columns())
+                .map(|&c| u64::try_from(g.column(c).uncompressed_size()).unwrap_or(0))
+                .fold(0u64, u64::saturating_add);
+            bytes.div_ceil(g.num_rows() as u64)
+        })
+        .max()
+        .unwrap_or(0)
+        .max(1);
+    usize::try_from(super::BATCH_BYTES as u64 / widest)
+        .unwrap_or(usize::MAX)
+        .clamp(1, super::BATCH_ROWS)
+}
+
 fn row_groups(
     md: &parquet::file::metadata::ParquetMetaData,
     fail: &dyn Fn(String) -> Error,
@@ -253,4 +282,46 @@ fn row_groups(
         )));
     }
     Ok((groups, rows))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use arrow_array::{ArrayRef, FixedSizeListArray, Float32Array, RecordBatch};
+    use std::sync::Arc;
+
+    /// Rows of `p` float32 values, `n` of them in one row group, as a Parquet file in memory.
+    fn file(n: usize, p: usize) -> bytes::Bytes {
+        let values = Float32Array::from((0..n * p).map(|i| i as f32).collect::<Vec<_>>());
+        let item = Arc::new(arrow_schema::Field::new("item", DataType::Float32, false));
+        let list = FixedSizeListArray::new(item, p as i32, Arc::new(values), None);
+        let batch = RecordBatch::try_from_iter([("v", Arc::new(list) as ArrayRef)]).unwrap();
+        let mut out = Vec::new();
+        let mut w = parquet::arrow::ArrowWriter::try_new(&mut out, batch.schema(), None).unwrap();
+        w.write(&batch).unwrap();
+        w.close().unwrap();
+        out.into()
+    }
+
+    /// Narrow rows are decoded 8192 at a time; wide ones in batches of about 64 MiB: 32 768
+    /// values per row (128 KiB) → 512 rows; 625 000 values (2.4 MiB) → the file's own figure.
+    #[test]
+    fn wide_rows_are_decoded_a_few_at_a_time() {
+        for (n, p, want) in [(10_000, 4, super::super::BATCH_ROWS), (600, 32_768, 512)] {
+            let b = ParquetRecordBatchReaderBuilder::try_new(file(n, p)).unwrap();
+            let got = batch_rows(b.metadata(), &[0]);
+            // the file's own bytes per row include a little page overhead: within 1%
+            assert!(
+                got <= want && got * 101 >= want * 100,
+                "p {p}: {got} vs {want}"
+            );
+        }
+        let b = ParquetRecordBatchReaderBuilder::try_new(file(2, 625_000)).unwrap();
+        let md = b.metadata();
+        let bytes_per_row = md.row_group(0).column(0).uncompressed_size() as usize / 2;
+        assert_eq!(
+            batch_rows(md, &[0]),
+            (super::super::BATCH_BYTES / bytes_per_row).clamp(1, super::super::BATCH_ROWS)
+        );
+    }
 }

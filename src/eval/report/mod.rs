@@ -216,7 +216,7 @@ fn describe_metric(name: &str) -> String {
 
 /// Write `bytes` to `path` atomically.
 pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
-    let mut f = AtomicFile::create(path)?;
+    let mut f = AtomicFile::create(path, crate::atomic::Existing::Refuse)?;
     f.write_all(bytes)?;
     f.commit()
 }
@@ -555,6 +555,7 @@ mod tests {
         assert_eq!((first[1].as_str(), first[6].as_str()), ("", ""));
         // recorded: the guarantee kind by its short name, the mechanism's reference by label
         let r = sample_with_refs();
+        std::fs::remove_file(&path).unwrap();
         write_csv(&r, &path).unwrap();
         let rows = parse_csv(&std::fs::read_to_string(&path).unwrap());
         let find = |m: &str| rows.iter().find(|x| x[0] == m).unwrap();

@@ -111,6 +111,24 @@ fn config_of(mech: &dyn Mechanism) -> Result<(String, u64)> {
     Ok((json, first))
 }
 
+/// The first global id of `rows` rows starting at release row `row` of a release whose ids start
+/// at `first`; an error when the last id does not fit in 64 bits (wrapped ids would alias rows
+/// of other releases, and escape the overlap check).
+fn global_ids(first: u64, row: u64, rows: u64) -> Result<u64> {
+    first
+        .checked_add(row)
+        .filter(|g| g.checked_add(rows).is_some())
+        .ok_or_else(|| {
+            Error::param(
+                "rows",
+                format!(
+                    "row ids {first} + {row} + {rows} rows overflow 64 bits: the release's first \
+                     row id is out of range"
+                ),
+            )
+        })
+}
+
 impl<'m> MeanAccumulator<'m> {
     /// An empty accumulator for `mech`; an error if it has no mean decoder.
     pub fn new(mech: &'m dyn Mechanism) -> Result<MeanAccumulator<'m>> {
@@ -197,8 +215,8 @@ impl<'m> MeanAccumulator<'m> {
 
     /// Add release row `row` (its message, `message_len` values).
     pub fn add(&mut self, row: u64, message: &[f32]) -> Result<()> {
-        let g = self.first_row.saturating_add(row);
-        self.claim(g, g.saturating_add(1))?;
+        let g = global_ids(self.first_row, row, 1)?;
+        self.claim(g, g + 1)?;
         self.decoder.accumulate(row, message, &mut self.state.sum)?;
         self.state.n += 1;
         Ok(())
@@ -214,8 +232,8 @@ impl<'m> MeanAccumulator<'m> {
             ));
         }
         let rows = (messages.len() / k) as u64;
-        let g = self.first_row.saturating_add(first_row);
-        self.claim(g, g.saturating_add(rows))?;
+        let g = global_ids(self.first_row, first_row, rows)?;
+        self.claim(g, g + rows)?;
         let len = self.state.sum.len();
         let decoder = self.decoder;
         let partial = messages

@@ -737,6 +737,22 @@ impl Mechanism for LocalSketch {
                 ),
             ));
         }
+        let n = (rows.len() / p) as u64;
+        if self
+            .first_row
+            .checked_add(first_row)
+            .and_then(|id| id.checked_add(n))
+            .is_none()
+        {
+            // each row's public map is that of its id: wrapped ids would reuse maps
+            return Err(Error::param(
+                "first row",
+                format!(
+                    "row ids {} + {first_row} + {n} rows overflow 64 bits",
+                    self.first_row
+                ),
+            ));
+        }
         let mut v = vec![0f64; p];
         for (i, (row, o)) in rows
             .chunks_exact(p)

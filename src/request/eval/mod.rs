@@ -396,7 +396,8 @@ impl Grid {
 /// under `dir` (created if needed); returns the plots written and the warnings about them.
 pub fn write_report(rep: &Report, md: &str, dir: &Path) -> Result<PlotOutcome> {
     std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
-    let mut f = crate::atomic::AtomicFile::create(&dir.join("report.md"))?;
+    let mut f =
+        crate::atomic::AtomicFile::create(&dir.join("report.md"), crate::atomic::Existing::Refuse)?;
     f.write_all(md.as_bytes())?;
     f.commit()?;
     report::write_csv(rep, &dir.join("report.csv"))?;

@@ -6,10 +6,19 @@
 //! * a signal (SIGINT, SIGTERM, SIGHUP) does not unwind. Every temporary output not yet committed
 //!   is therefore also listed in a process-wide registry, and the CLI's signal handler calls
 //!   [`remove_pending`], which deletes them and hands back the registry's lock so that no commit
-//!   can rename a file into place between the clean-up and the exit.
+//!   can rename a file into place between the clean-up and the exit;
+//! * a process killed outright (SIGKILL) leaves its temporary file, which holds a lock no living
+//!   process holds: the next output written in that directory removes it ([`stale`]).
+//!
+//! What an output may replace is decided in one place, [`target`]: a regular file only, and only
+//! when the caller says so ([`Existing::Replace`]); never a link, device, pipe, socket or
+//! directory.
 //!
 //! Outputs made of several files (an evaluation's report directory) are written into a
 //! [`StagingDir`] and moved into place together at the end.
+
+pub mod stale;
+pub mod target;
 
 use std::fs::File;
 use std::io::{BufWriter, Seek, SeekFrom, Write};
@@ -18,6 +27,11 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard};
 
 use crate::error::{Error, Result};
+use target::output_parent;
+pub use target::{
+    check_dir_output, check_file_output, check_input_file, check_not_input, check_not_link,
+    create_output_dir, free_space, Existing,
+};
 
 /// A temporary output not yet committed: (registry id, temporary path, destination).
 type Pending = (u64, PathBuf, PathBuf);
@@ -73,73 +87,6 @@ pub fn remove_pending() -> (MutexGuard<'static, Vec<Pending>>, Vec<PathBuf>) {
     (list, dests)
 }
 
-/// Check that `path` names an existing file (not a directory) that is not empty, with a clear
-/// error.
-pub fn check_input_file(path: &Path) -> Result<()> {
-    match std::fs::metadata(path) {
-        // (a named pipe reports length 0 and is read as a stream)
-        Ok(m) if m.is_file() && m.len() == 0 => {
-            Err(Error::format(path, "the file is empty (0 bytes)"))
-        }
-        Ok(m) if m.is_dir() => Err(Error::io(
-            path,
-            std::io::Error::new(
-                std::io::ErrorKind::IsADirectory,
-                "is a directory, not a file",
-            ),
-        )),
-        Ok(_) => Ok(()),
-        Err(e) => Err(Error::io(path, e)),
-    }
-}
-
-/// Refuse an output path that names the input file (it would be replaced by the output).
-pub fn check_not_input(input: &Path, output: &Path) -> Result<()> {
-    if let (Ok(a), Ok(b)) = (std::fs::canonicalize(input), std::fs::canonicalize(output)) {
-        if a == b {
-            return Err(Error::param(
-                "--output",
-                format!(
-                    "{} is the input file; refusing to overwrite it",
-                    output.display()
-                ),
-            ));
-        }
-    }
-    Ok(())
-}
-
-/// Bytes available to an unprivileged writer on the file system that will hold `dest` (its parent
-/// directory), when the operating system says.
-pub fn free_space(dest: &Path) -> Option<u64> {
-    #[cfg(unix)]
-    {
-        use std::os::unix::ffi::OsStrExt;
-        let dir = match dest.parent() {
-            Some(d) if !d.as_os_str().is_empty() => d,
-            _ => Path::new("."),
-        };
-        let c = std::ffi::CString::new(dir.as_os_str().as_bytes()).ok()?;
-        let mut st = std::mem::MaybeUninit::<libc::statvfs>::uninit();
-        // SAFETY: `c` is a valid NUL-terminated path and `st` points to writable memory of the
-        // right type; statvfs fills it on success (return 0) and we read it only then.
-        let rc = unsafe { libc::statvfs(c.as_ptr(), st.as_mut_ptr()) };
-        if rc != 0 {
-            return None;
-        }
-        // SAFETY: statvfs returned 0, so the struct is initialised.
-        let st = unsafe { st.assume_init() };
-        // The field types differ between platforms (u32 on some 32-bit systems).
-        #[allow(clippy::unnecessary_cast)]
-        Some((st.f_bavail as u64).saturating_mul(st.f_frsize as u64))
-    }
-    #[cfg(not(unix))]
-    {
-        let _ = dest;
-        None
-    }
-}
-
 /// A file being written that appears at its destination only on [`commit`](AtomicFile::commit).
 pub struct AtomicFile {
     dest: PathBuf,
@@ -152,6 +99,8 @@ pub struct AtomicFile {
     started: u64,
     flush: Option<Flush>,
     id: u64,
+    /// Whether an existing regular file at `dest` is replaced.
+    existing: Existing,
 }
 
 /// Bytes of new output after which [`AtomicFile`] has them made durable in the background (a
@@ -167,23 +116,14 @@ pub const WRITE_BEHIND: u64 = 16 << 20;
 type Flush = std::thread::JoinHandle<std::io::Result<()>>;
 
 impl AtomicFile {
-    /// Start writing `dest`. Fails early if the destination directory is missing or unwritable, or
-    /// if `dest` is an existing directory.
-    pub fn create(dest: &Path) -> Result<AtomicFile> {
-        if dest.as_os_str().is_empty() {
-            return Err(Error::param("output", "the output path is empty"));
-        }
-        if dest.is_dir() {
-            return Err(Error::io(
-                dest,
-                std::io::Error::new(
-                    std::io::ErrorKind::IsADirectory,
-                    "output path is a directory",
-                ),
-            ));
-        }
+    /// Start writing `dest`. Fails early if the destination directory is missing or unwritable,
+    /// or if `dest` exists and may not be replaced ([`check_file_output`]: a regular file only,
+    /// with [`Existing::Replace`]). Stale temporary outputs of dead processes in the directory
+    /// are removed first ([`stale::sweep`]).
+    pub fn create(dest: &Path, existing: Existing) -> Result<AtomicFile> {
+        check_file_output(dest, existing)?;
         let mut builder = tempfile::Builder::new();
-        builder.prefix(".dprp-tmp-");
+        builder.prefix(stale::PREFIX);
         #[cfg(unix)]
         {
             use std::os::unix::fs::PermissionsExt;
@@ -191,7 +131,11 @@ impl AtomicFile {
             builder.permissions(std::fs::Permissions::from_mode(0o644));
         }
         let dir = output_parent(dest)?;
+        stale::sweep(&dir);
         let (tmp, id) = create_registered(dest, || builder.tempfile_in(&dir), |t| t.path())?;
+        // held until the file is renamed into place or removed: a killed process's file is
+        // then known for stale by the next run (stale.rs)
+        stale::try_lock(tmp.as_file()).map_err(|e| Error::io(dest, e))?;
         let file = tmp.reopen().map_err(|e| Error::io(dest, e))?;
         Ok(AtomicFile {
             dest: dest.to_path_buf(),
@@ -201,6 +145,7 @@ impl AtomicFile {
             started: 0,
             flush: None,
             id,
+            existing,
         })
     }
 
@@ -298,13 +243,30 @@ impl AtomicFile {
         };
         // Rename under the registry's lock: a signal handler either removed the temporary file
         // before this (the rename then fails and the process is exiting anyway) or waits until
-        // the output is complete and in place.
+        // the output is complete and in place. The destination is checked again (something may
+        // have appeared there while the output was written); without leave to replace, the
+        // rename itself refuses an existing entry (renameat2 RENAME_NOREPLACE, or link + unlink).
         let mut list = registry();
-        let persisted = tmp.persist(&dest);
+        let persisted = check_file_output(&dest, self.existing).and_then(|()| {
+            let done = match self.existing {
+                Existing::Replace => tmp.persist(&dest),
+                Existing::Refuse => tmp.persist_noclobber(&dest),
+            };
+            done.map(drop).map_err(|e| {
+                if e.error.kind() == std::io::ErrorKind::AlreadyExists {
+                    Error::output(
+                        &dest,
+                        "appeared while the output was written; not replaced",
+                        true,
+                    )
+                } else {
+                    Error::io(&dest, e.error)
+                }
+            })
+        });
         unregister_locked(&mut list, self.id);
         drop(list);
-        persisted.map_err(|e| Error::io(&dest, e.error))?;
-        Ok(())
+        persisted
     }
 }
 
@@ -327,41 +289,46 @@ impl Drop for AtomicFile {
 pub struct StagingDir {
     dest: PathBuf,
     dir: Option<tempfile::TempDir>,
+    /// The staging directory opened and locked while it exists (see [`stale`]).
+    _lock: Option<File>,
     id: u64,
+    existing: Existing,
 }
 
 impl StagingDir {
     /// Stage outputs for the directory `dest`. The parent of `dest` must exist (as for every
     /// output file, dprp does not create missing parent directories); `dest` itself is created
-    /// on commit if needed, and must not be an existing file.
-    pub fn create(dest: &Path) -> Result<StagingDir> {
-        if dest.as_os_str().is_empty() {
-            return Err(Error::param("output", "the output path is empty"));
-        }
-        check_not_dangling(dest)?;
-        if dest.exists() && !dest.is_dir() {
-            return Err(Error::io(
+    /// on commit if needed. An existing `dest` must be a directory (not a link to one); unless
+    /// `existing` is [`Existing::Replace`] it must be empty, and with it the staged files replace
+    /// regular files (and directories, directories) of the same names, nothing else.
+    pub fn create(dest: &Path, existing: Existing) -> Result<StagingDir> {
+        check_dir_output(dest)?;
+        if existing == Existing::Refuse && dest.is_dir() && target::dir_has_entries(dest)? {
+            return Err(Error::output(
                 dest,
-                std::io::Error::new(
-                    std::io::ErrorKind::AlreadyExists,
-                    "exists and is not a directory",
-                ),
+                "is a directory that is not empty; dprp does not replace files it finds there",
+                true,
             ));
         }
         let parent = output_parent(dest)?;
+        stale::sweep(&parent);
         let (dir, id) = create_registered(
             dest,
             || {
                 tempfile::Builder::new()
-                    .prefix(".dprp-tmp-")
+                    .prefix(stale::PREFIX)
                     .tempdir_in(&parent)
             },
             |d| d.path(),
         )?;
+        let lock = File::open(dir.path()).map_err(|e| Error::io(dest, e))?;
+        stale::try_lock(&lock).map_err(|e| Error::io(dest, e))?;
         Ok(StagingDir {
             dest: dest.to_path_buf(),
             dir: Some(dir),
+            _lock: Some(lock),
             id,
+            existing,
         })
     }
 
@@ -375,8 +342,30 @@ impl StagingDir {
         &self.dest
     }
 
+    /// Check that the staged entry `from` may be moved to `to`: nothing there, or (with leave to
+    /// replace) a regular file for a file, a directory for a directory.
+    fn may_replace(&self, from: &Path, to: &Path) -> Result<()> {
+        let Ok(m) = std::fs::symlink_metadata(to) else {
+            return Ok(());
+        };
+        let ft = m.file_type();
+        let same_kind = (ft.is_file() && from.is_file()) || (ft.is_dir() && from.is_dir());
+        if self.existing == Existing::Replace && same_kind && !ft.is_symlink() {
+            return Ok(());
+        }
+        Err(Error::output(
+            to,
+            format!(
+                "is {}; dprp does not replace it with its output",
+                target::kind_name(&ft)
+            ),
+            self.existing == Existing::Refuse && same_kind,
+        ))
+    }
+
     /// Move every staged entry into the destination directory (replacing files of the same
-    /// name), then remove the staging directory.
+    /// name when allowed), then remove the staging directory. Every entry is checked before the
+    /// first is moved.
     pub fn commit(mut self) -> Result<()> {
         let Some(dir) = self.dir.take() else {
             return Err(Error::param("output", "commit after close"));
@@ -388,6 +377,10 @@ impl StagingDir {
             let entries = std::fs::read_dir(dir.path())
                 .and_then(|rd| rd.collect::<std::io::Result<Vec<_>>>())
                 .map_err(|e| Error::io(dir.path(), e))?;
+            check_dir_output(&self.dest)?;
+            for entry in &entries {
+                self.may_replace(&entry.path(), &self.dest.join(entry.file_name()))?;
+            }
             if !self.dest.is_dir() {
                 std::fs::create_dir(&self.dest).map_err(|e| Error::io(&self.dest, e))?;
             }
@@ -415,57 +408,6 @@ impl Drop for StagingDir {
     }
 }
 
-/// Create the output directory `dir` if it does not exist; like every output, its parent must
-/// exist (dprp does not create missing parents, so a mistyped path is an error, not a new tree).
-pub fn create_output_dir(dir: &Path) -> Result<()> {
-    if dir.is_dir() {
-        return Ok(());
-    }
-    output_parent(dir)?;
-    std::fs::create_dir(dir).map_err(|e| Error::io(dir, e))
-}
-
-/// The directory an output path will be written in; it must exist.
-fn output_parent(dest: &Path) -> Result<PathBuf> {
-    let dir = match dest.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
-        _ => PathBuf::from("."),
-    };
-    if !dir.is_dir() {
-        return Err(Error::io(
-            dest,
-            std::io::Error::new(
-                std::io::ErrorKind::NotFound,
-                format!(
-                    "cannot write the output: directory {} does not exist",
-                    dir.display()
-                ),
-            ),
-        ));
-    }
-    Ok(dir)
-}
-
-/// Refuse an output path that is a symbolic link to nothing: a directory output would otherwise
-/// fail with a bare "File exists" (the link is there, its target is not).
-pub fn check_not_dangling(dest: &Path) -> Result<()> {
-    let is_link = std::fs::symlink_metadata(dest).is_ok_and(|m| m.file_type().is_symlink());
-    if is_link && !dest.exists() {
-        let target = std::fs::read_link(dest)
-            .map(|t| t.display().to_string())
-            .unwrap_or_else(|_| "?".into());
-        return Err(Error::param(
-            "--output",
-            format!(
-                "{} is a symbolic link to {target}, which does not exist: remove the link, or \
-                 create its target",
-                dest.display()
-            ),
-        ));
-    }
-    Ok(())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -489,7 +431,7 @@ mod tests {
         let w = WRITE_BEHIND as usize;
         let total = 3 * w + 12345;
         let data: Vec<u8> = (0..total).map(|i| (i * 7 + i / 251) as u8).collect();
-        let mut f = AtomicFile::create(&dest).unwrap();
+        let mut f = AtomicFile::create(&dest, Existing::Refuse).unwrap();
         let cuts = [0, 17, w - 3, w + 5, 3 * w - 1, total];
         for c in cuts.windows(2) {
             f.write_all(&data[c[0]..c[1]]).unwrap();
@@ -512,7 +454,7 @@ mod tests {
     #[test]
     fn write_behind_output_dropped_leaves_nothing() {
         let d = tempfile::tempdir().unwrap();
-        let mut f = AtomicFile::create(&d.path().join("out.bin")).unwrap();
+        let mut f = AtomicFile::create(&d.path().join("out.bin"), Existing::Refuse).unwrap();
         let piece = vec![3u8; WRITE_BEHIND as usize + 1];
         for _ in 0..3 {
             f.write_all(&piece).unwrap();
