@@ -247,7 +247,7 @@ def test_release_replaced_or_removed_while_open_stays_readable(tmp_path, data):
     path = tmp_path / "r.dprp"
     rel = dprp.publish(data, output=path, **GAUSS)
     before = rel.sketches.copy()
-    dprp.publish(data[:10], output=path, **GAUSS)  # a new, much shorter file at the same path
+    dprp.publish(data[:10], output=path, overwrite=True, **GAUSS)  # a new, shorter file there
     assert os.path.getsize(path) < rel.n * rel.k * 4
     np.testing.assert_array_equal(rel.sketches, before)
     rel.verify()
