@@ -355,12 +355,23 @@ fn the_advisory_reproduction_publishes_independent_rows_and_an_unbiased_mean() {
     );
 }
 
+/// `dprp audit --pipeline` (as the README writes it: no mechanism named runs every one) passes for
+/// every mechanism, and `--out` writes the pipeline's report (issue 37: it wrote nothing, and the
+/// bare command was refused for a missing --mechanism).
 #[test]
 fn audit_pipeline_passes_for_every_mechanism() {
     let d = tmp();
     let o = cli_helpers::dprp(
         d.path(),
-        &["audit", "--pipeline", "--all", "--seed", "7", "--json"],
+        &[
+            "audit",
+            "--pipeline",
+            "--seed",
+            "7",
+            "--json",
+            "--out",
+            "rep",
+        ],
     );
     assert!(o.status.success(), "{}", cli_helpers::stderr(&o));
     let j: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
@@ -371,6 +382,16 @@ fn audit_pipeline_passes_for_every_mechanism() {
         assert_eq!(r["flagged"], false, "{r}");
         assert_eq!(r["independence"]["lags"], 300, "{r}");
     }
+    let md = std::fs::read_to_string(d.path().join("rep/report.md")).unwrap();
+    assert!(md.starts_with("# `dprp audit --pipeline`"), "{md}");
+    assert!(
+        md.contains("dprp audit --pipeline --seed 7 --out rep"),
+        "{md}"
+    );
+    assert_eq!(md.matches("| ok |").count(), 20, "{md}");
+    let json: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(d.path().join("rep/report.json")).unwrap()).unwrap();
+    assert_eq!(json["pipeline"].as_array().unwrap().len(), 20);
 }
 
 /// Power: the statistic flags the pattern 0.1.0 produced — at a 2097-row chunk boundary, rows

@@ -181,13 +181,18 @@ impl AuditOptions {
     /// The command as it would be typed (for the report); `out` is where it is written.
     pub fn command_line(&self, out: Option<&Path>) -> String {
         let mut s = String::from("dprp audit");
+        if self.pipeline {
+            s.push_str(" --pipeline");
+        }
         if self.all {
             s.push_str(" --all");
         }
         if let Some(m) = &self.mechanism {
             let _ = write!(s, " --mechanism {m}");
         }
-        let _ = write!(s, " --trials {}", self.trials);
+        if !self.pipeline {
+            let _ = write!(s, " --trials {}", self.trials);
+        }
         if let Some(seed) = self.seed {
             let _ = write!(s, " --seed {seed}");
         }
@@ -421,7 +426,12 @@ impl AuditOutcome {
     /// `command` is the command line they record.
     pub fn write_reports(&self, dir: &Path, command: &str, front: Front) -> Result<()> {
         let machine = machine(self.seconds);
-        let mut md = report::markdown(&self.reports, command, &machine);
+        let mut md = if self.pipeline_only {
+            // the pipeline check alone: its section is the report
+            format!("# `dprp audit --pipeline`\n\nMade with `{command}` on {machine}.\n\n")
+        } else {
+            report::markdown(&self.reports, command, &machine)
+        };
         if !self.pipeline.is_empty() {
             md.push_str(&pipeline::markdown(&self.pipeline));
         }
