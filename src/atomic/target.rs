@@ -92,21 +92,26 @@ fn refuse_link(dest: &Path) -> Error {
     )
 }
 
-/// Check the destination of a file output before anything is written: absent, or a regular file
-/// the caller may replace.
-pub fn check_file_output(dest: &Path, existing: Existing) -> Result<()> {
+/// What is at an output path: `None` when nothing is; a link (to anything, or nothing) and an
+/// empty path are refused.
+fn what_is_at(dest: &Path) -> Result<Option<FileType>> {
     if dest.as_os_str().is_empty() {
         return Err(Error::param("output", "the output path is empty"));
     }
-    let m = match std::fs::symlink_metadata(dest) {
-        Ok(m) => m,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
-        Err(e) => return Err(Error::io(dest, e)),
-    };
-    let ft = m.file_type();
-    if ft.is_symlink() {
-        return Err(refuse_link(dest));
+    match std::fs::symlink_metadata(dest) {
+        Ok(m) if m.file_type().is_symlink() => Err(refuse_link(dest)),
+        Ok(m) => Ok(Some(m.file_type())),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(Error::io(dest, e)),
     }
+}
+
+/// Check the destination of a file output before anything is written: absent, or a regular file
+/// the caller may replace.
+pub fn check_file_output(dest: &Path, existing: Existing) -> Result<()> {
+    let Some(ft) = what_is_at(dest)? else {
+        return Ok(());
+    };
     if ft.is_file() {
         return match existing {
             Existing::Replace => Ok(()),
@@ -132,21 +137,11 @@ pub fn check_file_output(dest: &Path, existing: Existing) -> Result<()> {
 /// existing directory (not a link to one); whether it may hold files already is the caller's
 /// rule.
 pub fn check_dir_output(dest: &Path) -> Result<()> {
-    if dest.as_os_str().is_empty() {
-        return Err(Error::param("output", "the output path is empty"));
-    }
-    let m = match std::fs::symlink_metadata(dest) {
-        Ok(m) => m,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
-        Err(e) => return Err(Error::io(dest, e)),
+    let ft = match what_is_at(dest)? {
+        None => return Ok(()),
+        Some(ft) if ft.is_dir() => return Ok(()),
+        Some(ft) => ft,
     };
-    let ft = m.file_type();
-    if ft.is_symlink() {
-        return Err(refuse_link(dest));
-    }
-    if ft.is_dir() {
-        return Ok(());
-    }
     Err(Error::output(
         dest,
         format!("is {}, where the output is a directory", kind_name(&ft)),

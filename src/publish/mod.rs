@@ -159,7 +159,7 @@ fn chunk_cap() -> Result<usize> {
 /// Rows per chunk under `budget`: the most that fit, at most [`CHUNK_ROWS`], a multiple of
 /// [`BLOCK_ROWS`] when a block fits (any count otherwise: each row draws from its own noise
 /// stream, so a chunk of any size gives the same release), and at least one (a row that alone
-/// exceeds the budget is refused before this is used: [`setup::chunk_size`]).
+/// exceeds the budget is refused before this is used: `setup::chunk_size`).
 pub fn chunk_rows(p: usize, k: usize, payload: Payload, budget: usize) -> usize {
     let per_row = pipeline_row_bytes(p, k, payload).max(1);
     let fit = budget / per_row;
