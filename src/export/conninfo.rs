@@ -741,7 +741,7 @@ fn tls(last: &Last<'_>) -> Result<Tls, String> {
 }
 
 impl ConnInfo {
-    /// The secrets of the connection string (its passwords), decoded, for [`scrub`].
+    /// The secrets of the connection string (its passwords), decoded, for [`super::redact::scrub`].
     pub fn secrets(&self) -> Vec<String> {
         self.password.iter().cloned().collect()
     }
