@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""What two-stage re-ranking gains in precision@10 over a database's raw scores, on MNIST.
+"""What two-stage re-ranking gains in precision@10 over a database's raw scores, on MNIST (or
+the bundled sample).
 
 Database = the 60000 MNIST training images (pixel/255, float32), published by dprp with
 ``normalize="l2"`` (every row a unit vector, inside the privacy domain); queries = a fixed subset of
@@ -39,7 +40,11 @@ Run (about 12 min on 2 busy cores)::
 
     target/test-venv/bin/python benches/rerank_precision.py [--eps 1,2,4,8] [--queries 500]
         [--k 256] [--sign-k 768] [--candidates 100] [--rows 60000] [--groups real,sign]
-        [--normalize l2|none] [--out target/rerank-precision]
+        [--normalize l2|none] [--dataset mnist|sample] [--out target/rerank-precision]
+
+``--dataset sample`` runs the same on the bundled sample (data/sample.bin: 2000 rows × 64, ten
+clusters): its last ``--queries`` rows are the queries, the others the database (use ``--k 64
+--sign-k 64``: OPORP needs k ≤ p).
 
 Deterministic apart from the DP noise (drawn from the OS): fixed query subset, fixed projection
 seed. Writes ``results.json`` and ``table.md`` to ``--out`` and prints the table.
@@ -71,6 +76,14 @@ def read_images(path):
     assert int.from_bytes(data[0:4], "big") == 2051 and data[8:16] == (28).to_bytes(4, "big") * 2
     return (np.frombuffer(data, dtype=np.uint8, offset=16).reshape(n, 784)
             .astype(np.float32) / np.float32(255))
+
+
+def read_sample(path):
+    """The bundled sample's rows (dprp's native dataset: n and p at bytes 16 and 24, the data
+    offset at 32, then n × p float32), values in [0, 1]."""
+    raw = open(path, "rb").read()
+    n, p, off = (int.from_bytes(raw[i:i + 8], "little") for i in (16, 24, 32))
+    return np.frombuffer(raw, dtype="<f4", count=n * p, offset=off).reshape(n, p).copy()
 
 
 def unit(x):
@@ -205,7 +218,7 @@ def table(records, rows, nq, args):
             "(4) exact+rerank | (5) dprp exact | ε=∞ | cand@C | (1)=(5) | SE (3) | "
             "NN∈top10 (1) | NN∈top10 (3) | est (3) | true cos (3) | ±2SE cover (3) | "
             "(4) by ip | (5) by ip |")
-    lines = [f"MNIST, {rows} database rows, {nq} test queries, precision@10 vs the true cosine "
+    lines = [f"{args.dataset}, {rows} database rows, {nq} held-out queries, precision@10 vs the true cosine "
              f"top-10; C = {args.candidates} candidates, hnsw.ef_search = {args.ef_search} "
              f"(top-C: {max(args.ef_search, args.candidates)}), δ = {args.delta} (real only), "
              f"normalize = {args.normalize}",
@@ -240,18 +253,26 @@ def main():
     ap.add_argument("--normalize", default="l2", choices=["l2", "none"],
                     help="row scaling at publish (none: pixel/255 as is)")
     ap.add_argument("--seed", type=int, default=20240601, help="public projection seed")
+    ap.add_argument("--dataset", default="mnist", choices=["mnist", "sample"],
+                    help="mnist (train rows, test queries) or the bundled sample (2000 rows × 64 "
+                         "in [0, 1]; the last --queries rows are the queries)")
     ap.add_argument("--out", default=os.path.join(ROOT, "target", "rerank-precision"))
     args = ap.parse_args()
     eps = [float(e) for e in args.eps.split(",")]
+    p = 784 if args.dataset == "mnist" else 64
     for name, k in (("--k", args.k), ("--sign-k", args.sign_k)):
-        if not 1 <= k <= 784:
-            ap.error(f"{name} = {k}: OPORP needs k ≤ p = 784")
+        if not 1 <= k <= p:
+            ap.error(f"{name} = {k}: OPORP needs k ≤ p = {p}")
 
     t_all = time.time()
-    mnist = os.path.join(ROOT, "data", "mnist")
-    db = np.ascontiguousarray(read_images(os.path.join(mnist, "train-images-idx3-ubyte.gz"))
-                              [:args.rows])
-    test = read_images(os.path.join(mnist, "t10k-images-idx3-ubyte.gz"))
+    if args.dataset == "mnist":
+        mnist = os.path.join(ROOT, "data", "mnist")
+        db = np.ascontiguousarray(read_images(os.path.join(mnist, "train-images-idx3-ubyte.gz"))
+                                  [:args.rows])
+        test = read_images(os.path.join(mnist, "t10k-images-idx3-ubyte.gz"))
+    else:  # the bundled sample: its last --queries rows held out as the queries
+        x = read_sample(os.path.join(ROOT, "data", "sample.bin"))
+        db, test = x[:len(x) - args.queries][:args.rows], x[len(x) - args.queries:]
     qidx = np.sort(np.random.default_rng(12345).choice(len(test), args.queries, replace=False))
     queries = np.ascontiguousarray(test[qidx])
     units = (unit(db).astype(np.float32), unit(queries).astype(np.float32))

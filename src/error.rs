@@ -119,6 +119,17 @@ pub enum Error {
         /// What was refused and why (the budget and the total, or the file that could not be read).
         msg: String,
     },
+    /// A database server could not be reached, or refused a step of an export (`dprp export
+    /// --postgres`); the connection string is redacted.
+    #[error("PostgreSQL at {target}: {step} failed: {msg}")]
+    Database {
+        /// The connection string, its passwords masked.
+        target: String,
+        /// The step that failed: resolve, connect, TLS, authenticate, COPY, ….
+        step: String,
+        /// What happened (the server's message, the system's error).
+        msg: String,
+    },
     /// `dprp audit` found an empirical lower bound on ε above the claim.
     #[error("audit: {msg}")]
     Audit {
@@ -177,6 +188,18 @@ impl Error {
     pub fn ledger(dir: impl Into<PathBuf>, msg: impl Into<String>) -> Self {
         Error::Ledger {
             path: dir.into(),
+            msg: msg.into(),
+        }
+    }
+    /// A failed step of talking to a database (`target` already redacted).
+    pub fn database(
+        target: impl Into<String>,
+        step: impl Into<String>,
+        msg: impl Into<String>,
+    ) -> Self {
+        Error::Database {
+            target: target.into(),
+            step: step.into(),
             msg: msg.into(),
         }
     }

@@ -1,17 +1,21 @@
 """A dprp release in PostgreSQL + pgvector: publish, load, search with raw queries, re-rank with
-error bars. Runs against a throwaway server it starts itself (dprp.postgres.TemporaryServer, on
-a unix socket in a temporary directory, removed at the end), or against yours with --url.
+error bars — checked on held-out queries. Runs against a throwaway server it starts itself
+(dprp.postgres.TemporaryServer, on a unix socket in a temporary directory, removed at the end), or
+against yours with --url.
 
     pip install ".[postgres-server]"        # or: bash test.sh (target/test-venv has it all)
     python examples/databases/pgvector_search.py [--url postgresql://me@/db?host=/run/postgresql]
 
 Steps, as a data holder and then as a user of the release would take them:
-1. publish the bundled sample (2000 rows × 64) as DP-OPORP sketches (ε = 8, δ = 10⁻⁶, k = 64);
+1. publish 10 000 MNIST training images (pixels / 255) as DP-OPORP sketches: ε = 16, δ = 10⁻⁶,
+   k = 256, neighbours differ in one pixel by at most 1 (the command line:
+   dprp publish data/mnist/train-images-idx3-ubyte.gz --scale 255 -m dp-oporp -e 16 -d 1e-6 -k 256);
 2. load it into a table with an HNSW index (`dprp export` does the same from the command line);
-3. project raw query vectors with the release's public map and search them in SQL — the
-   database ranks by its raw scores on the noisy sketches;
-4. take 50 candidates from the database and re-rank them by dprp's debiased cosine, with the
-   standard error of each.
+3. project 200 held-out test images with the release's public map and search them in SQL: the
+   exact top-10 is the same as `dprp query`'s, and the database ranks by its raw scores on the
+   noisy sketches;
+4. take 100 candidates from the database and re-rank them by dprp's debiased cosine, with the
+   standard error of each — against the true top-10 by the cosine of the raw pixels.
 """
 
 import argparse
@@ -22,37 +26,40 @@ import numpy as np
 
 import dprp
 import dprp.postgres as pg
+from mnist import cosines, images, precision, true_top
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
-SAMPLE = ROOT / "data" / "sample.bin"
+ROWS, QUERIES = 10_000, 200
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--url", help="your server (default: a throwaway one)")
-    ap.add_argument("--table", default="sample_sketches")
+    ap.add_argument("--table", default="mnist_sketches")
     a = ap.parse_args()
+    db, db_digits = images("train", ROWS)
     with tempfile.TemporaryDirectory() as tmp:
-        release = dprp.publish(SAMPLE, mechanism="dp-oporp", epsilon=8.0, delta=1e-6, k=64,
-                               normalize="l2", output=pathlib.Path(tmp) / "sample.dprp")
+        release = dprp.publish(db, mechanism="dp-oporp", epsilon=16.0, delta=1e-6, k=256,
+                               labels=db_digits.astype(np.float32),
+                               output=pathlib.Path(tmp) / "mnist.dprp")
         print(f"published {release.n} rows, k = {release.k}: {release.guarantee}")
         print(f"fingerprint {release.fingerprint[:16]}…")
         if a.url:
-            run(release, a.url, a.table)
+            run(release, db, db_digits, a.url, a.table)
         else:
             with pg.TemporaryServer() as server:
                 print(f"throwaway server at {server.socket_dir}")
-                run(release, server.url, a.table)
+                run(release, db, db_digits, server.url, a.table)
 
 
-def run(release, url: str, table: str) -> None:
-    # The command line does the same: dprp export sample.dprp --postgres URL --table T --index hnsw
+def run(release, db, db_digits, url: str, table: str) -> None:
+    # The command line does the same: dprp export mnist.dprp --postgres URL --table T --index hnsw
     done = release.to_postgres(url, table, replace=True, index="hnsw")
     print(f"loaded {done['rows']} rows into {table} in {done['total_seconds']:.2f} s "
           f"(COPY {done['rows'] / done['copy_seconds']:.0f} rows/s), measure {done['measure']}")
-    # Raw queries: five rows of the sample itself (on the scale of its raw values; the release's
-    # recorded scaling, here l2 normalisation, is applied by project/search).
-    queries = sample_rows([3, 400, 800, 1200, 1600])
+    # Raw queries: held-out test images, on the scale of the raw rows (pixels / 255; a release
+    # records its scaling, and project/search apply it)
+    queries, q_digits = images("t10k", QUERIES)
+    truth = true_top(db, queries)
     import psycopg
 
     with psycopg.connect(url) as conn:
@@ -63,27 +70,32 @@ def run(release, url: str, table: str) -> None:
             f"SELECT id, 1 - (sketch <=> %s::vector) AS cosine FROM {table} "
             "ORDER BY sketch <=> %s::vector LIMIT 5", (literal, literal)).fetchall()
         print("SQL, query 0:", ", ".join(f"{i} ({c:.3f})" for i, c in rows))
-        ids, scores = pg.search(conn, release, table, queries, top=5, exact=True)
-        r_ids, est, se = pg.search_reranked(conn, release, table, queries, top=5, candidates=50)
+        exact, scores = pg.search(conn, release, table, queries, top=10, exact=True)
+        hnsw, _ = pg.search(conn, release, table, queries, top=10, exact=False, ef_search=100)
+        r_ids, est, se = pg.search_reranked(conn, release, table, queries, top=10,
+                                            candidates=100, ef_search=100)
+    want, _ = release.search(queries, top=10)  # dprp query's exact search
+    same = np.mean([set(x.tolist()) == set(y.tolist()) for x, y in zip(exact, want)])
+    print(f"exact SQL top-10 = dprp query's top-10 for {same:.0%} of {QUERIES} held-out queries")
+    print(f"HNSW (ef_search 100) recall@10 against the exact top-10: {precision(hnsw, want):.3f}")
+    true = cosines(db, queries, r_ids)
+    print(f"precision@10 against the true top-10 (cosine of the raw pixels; chance "
+          f"{10 / ROWS:.3f}): database {precision(exact, truth):.3f}, HNSW top-100 re-ranked "
+          f"{precision(r_ids, truth):.3f}")
+    digit = lambda ids: np.mean(db_digits[np.asarray(ids).astype(np.int64)] == q_digits[:, None])
+    print(f"top-10 of the query's digit: database {digit(exact):.0%}, re-ranked "
+          f"{digit(r_ids):.0%} (the true top-10: {digit(truth):.0%})")
+    print(f"re-ranked cosines: mean {np.nanmean(est):.3f} (true {true.mean():.3f}), "
+          f"{np.mean(np.abs(est - true) <= 2 * se):.0%} within 2 standard errors of the truth")
     print("(± is the standard error of each pair's estimate. The top of a ranking by noisy "
           "estimates over-estimates its true values — the largest of many noisy numbers is "
           "selected — so compare the rows, not the top values, with the truth.)")
-    for qi in range(len(queries)):
-        print(f"query {qi}: database   " +
-              "  ".join(f"{i:>4} {s:+.3f}" for i, s in zip(ids[qi], scores[qi])))
-        print(f"         re-ranked  " + "  ".join(
-            f"{i:>4} {e:+.3f}±{s:.3f}" for i, e, s in zip(r_ids[qi], est[qi], se[qi])))
-
-
-def sample_rows(rows):
-    """Rows of the bundled sample (native layout, docs/formats.md: a 64-byte header with n and p
-    at bytes 16 and 24 and the data offset at 32, then n × p float32), with a little noise: raw
-    query vectors that are near, not equal to, released rows."""
-    raw = SAMPLE.read_bytes()
-    n, p, off = (int.from_bytes(raw[i:i + 8], "little") for i in (16, 24, 32))
-    x = np.frombuffer(raw, dtype="<f4", count=n * p, offset=off).reshape(n, p)
-    rng = np.random.default_rng(1)
-    return np.clip(x[rows] + rng.normal(0, 0.05, (len(rows), p)), 0, 1).astype(np.float32)
+    for qi in range(3):
+        print(f"query {qi} (digit {q_digits[qi]}): database   " + "  ".join(
+            f"{i:>4}:{db_digits[i]} {s:+.3f}" for i, s in zip(exact[qi][:5], scores[qi][:5])))
+        print("                   re-ranked  " + "  ".join(
+            f"{i:>4}:{db_digits[i]} {e:+.3f}±{s:.3f}"
+            for i, e, s in zip(r_ids[qi][:5], est[qi][:5], se[qi][:5])))
 
 
 if __name__ == "__main__":

@@ -98,7 +98,9 @@ class Release:
         measure: Optional[str] = None,
     ) -> Dict[str, Any]:
         """Load into PostgreSQL + pgvector in one transaction, as ``dprp export``; returns rows,
-        table, fingerprint, measure, hnsw, copy_seconds, total_seconds."""
+        table, fingerprint, measure, hnsw, copy_seconds, total_seconds. ``url`` is a libpq
+        connection string (TLS by ``sslmode``/``sslrootcert``, ``connect_timeout`` default
+        15 s); a failure names its step with every password masked."""
 
 # Every integer argument is a non-negative int (numpy integers too): a negative or too large
 # value raises DprpError naming the keyword ("invalid row: must be a non-negative integer, got

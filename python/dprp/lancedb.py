@@ -224,7 +224,10 @@ def search(release, table, queries, top: int = 10, measure: Optional[str] = None
     raw query vectors (nq × p): projected with the release's public map (``Release.project``),
     then searched by ``measure`` (default: the stamp's; ``ip`` or ``cosine``, ``hamming`` for
     signs). ``exact=True`` bypasses the vector index; otherwise ``nprobes``, ``refine_factor``
-    and ``ef`` tune LanceDB's ANN search.
+    and ``ef`` tune LanceDB's ANN search. Set ``refine_factor`` with the default index of real
+    sketches (IVF_HNSW_SQ ranks by 8-bit quantised vectors; ``refine_factor=r`` re-scores the
+    ``r × top`` best by the full vectors): on MNIST its recall@10 was 0.940 without and 0.9999
+    with ``refine_factor=10`` (docs/databases.md).
 
     Returns (ids uint64 nq×top, scores float64 nq×top), best first, with dprp's scores (inner
     product, cosine, agreeing signs ``k - hamming``); missing rows are id 2**64-1, score NaN."""

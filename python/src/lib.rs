@@ -195,5 +195,6 @@ fn _dprp(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<distributed::DistributedEncoder>()?;
     m.add_class::<distributed::RoundsAccountant>()?;
     m.add_function(wrap_pyfunction!(eval::eval_retrieval, m)?)?;
+    m.add_function(wrap_pyfunction!(serve::redact_postgres_url, m)?)?;
     Ok(())
 }

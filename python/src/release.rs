@@ -553,6 +553,9 @@ impl Release {
     /// the release's fingerprint stored as the table's comment, and with `index="hnsw"` an HNSW
     /// index for `measure` ("cosine" or "ip" for real sketches, default cosine; "hamming" for
     /// signs). `replace=True` drops an existing table of that name in the same transaction.
+    /// `url` is a libpq connection string (URL or key=value; TLS by `sslmode`, `sslrootcert`;
+    /// `connect_timeout` default 15 s); a failure names its step (resolve, connect, TLS,
+    /// authenticate, COPY, …) with every password masked (docs/databases.md).
     /// Returns a dict: rows, table, fingerprint, measure, hnsw, copy_seconds, total_seconds.
     #[pyo3(signature = (url, table, replace=false, index=None, measure=None))]
     fn to_postgres<'py>(

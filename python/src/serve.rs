@@ -148,6 +148,13 @@ pub fn rerank<'py>(
     ))
 }
 
+/// A PostgreSQL connection string with every password masked (`dprp.postgres.redact`): the
+/// URL's `user:password@`, and `password` / `sslpassword` parameters in any case or encoding.
+#[pyfunction(name = "_redact_postgres_url")]
+pub fn redact_postgres_url(url: &str) -> String {
+    dprp::export::postgres::redact(url)
+}
+
 /// `Release.to_postgres`: a dict with the stamp stored, the rows and the times.
 pub fn to_postgres<'py>(
     py: Python<'py>,
@@ -175,7 +182,22 @@ pub fn to_postgres<'py>(
         hnsw,
         measure: measure_for(set, measure).map_err(err)?,
     };
-    let outcome = interrupt::run(py, |cancel| export(set, &o, &|| cancel.check()))?;
+    let outcome = interrupt::run(py, |cancel| {
+        export(set, &o, &|| cancel.check()).map_err(|e| match e {
+            // the CLI's option names as this method's arguments
+            dprp::Error::Param { name, msg } => dprp::Error::Param {
+                name: match name.as_str() {
+                    "--postgres" => "url".into(),
+                    "--table" => "table".into(),
+                    "--index" => "index".into(),
+                    "--measure" => "measure".into(),
+                    _ => name,
+                },
+                msg,
+            },
+            other => other,
+        })
+    })?;
     let done = finish(outcome)?;
     let d = PyDict::new(py);
     d.set_item("rows", done.stamp.rows)?;

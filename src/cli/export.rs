@@ -15,10 +15,12 @@ pub struct ExportArgs {
     release: PathBuf,
     /// The database: a libpq URL or connection string, e.g.
     /// postgresql://user@/db?host=/var/run/postgresql (a socket directory) or
-    /// postgresql://user:password@host:5432/db.
+    /// postgresql://user:password@host:5432/db?sslmode=verify-full (TLS: sslmode, sslrootcert;
+    /// connect_timeout, default 15 s). Passwords are masked in every message.
     #[arg(long, value_name = "URL")]
     postgres: String,
-    /// The table to create: `name` or `schema.name` (lower-case letters, digits, _).
+    /// The table to create: `name` or `schema.name` (lower-case letters, digits, _; not a
+    /// PostgreSQL keyword such as user or order).
     #[arg(long)]
     table: String,
     /// Drop an existing table of that name first (in the same transaction: if the export fails,

@@ -3,12 +3,20 @@
 //! another release (or a table refilled from one) is refused rather than silently compared.
 //!
 //! - [`postgres`]: `dprp export --postgres` — one transaction, binary COPY into a pgvector
-//!   `vector(k)` or a `bit(k)` column, the stamp as the table's comment.
+//!   `vector(k)` or a `bit(k)` column, the stamp as the table's comment; over [`connect`] (the
+//!   session, opened step by step with deadlines), [`conninfo`] (libpq's connection strings),
+//!   [`redact`] (passwords masked in messages), [`tls`] (rustls for each `sslmode`) and
+//!   [`names`] (the table names accepted).
 //!
 //! LanceDB needs no code here: it reads the release's Arrow form from Python
 //! (`dprp.lancedb`), with the same stamp in the table's schema metadata.
 
+pub mod connect;
+pub mod conninfo;
+pub mod names;
 pub mod postgres;
+pub mod redact;
+pub mod tls;
 
 use serde::{Deserialize, Serialize};
 

@@ -5,7 +5,12 @@
 //! `CREATE TABLE T (id bigint PRIMARY KEY, label real, sketch vector(k) | bit(k))`; the rows by
 //! `COPY … FROM STDIN (FORMAT binary)`; the release's [`Stamp`] as the table's comment; an HNSW
 //! index when asked for; `COMMIT`. A process killed midway closes its connection, and the server
-//! rolls the open transaction back.
+//! rolls the open transaction back. The extension is created for sign releases too: the Hamming
+//! operator `<~>` that searches a `bit(k)` column is pgvector's.
+//!
+//! A failure names its step ([`Step`]: resolve, connect, TLS, authenticate, then the statement)
+//! as an [`Error::Database`] with the connection string redacted; "invalid --postgres" is kept
+//! for a connection string that does not parse.
 //!
 //! Real sketches go to pgvector's `vector(k)` (inner product `<#>`, cosine `<=>`); sign sketches to
 //! PostgreSQL's own `bit(k)`, bit `i` of the string being sign `i` of the sketch (`1` = positive),
@@ -18,10 +23,14 @@
 //! length −1 for NULL), pgvector's `vector` (`int16` dim, `int16` 0, dim `float4`s), or `varbit`
 //! (`int32` bit length, the bits packed most significant first); the trailer `-1` (`int16`).
 
-use std::io::Write;
+use bytes::Bytes;
+use futures_util::SinkExt;
+use tokio_postgres::error::SqlState;
 
-use postgres::{Client, NoTls, Transaction};
-
+use super::connect::{describe, Session, Step};
+use super::conninfo::{self, ConnInfo};
+pub use super::names::check_table_name;
+pub use super::redact::redact;
 use super::Stamp;
 use crate::error::{Error, Result};
 use crate::mechanism::Payload;
@@ -39,9 +48,9 @@ const CHUNK_BYTES: usize = 1 << 20;
 #[derive(Debug, Clone)]
 pub struct ExportOptions {
     /// A libpq connection string or URL (`postgresql://user@host/db`, a socket directory as
-    /// `?host=/path`).
+    /// `?host=/path`; TLS by `sslmode`, [`super::tls`]).
     pub url: String,
-    /// The table: `name` or `schema.name`, lower-case letters, digits and `_`.
+    /// The table: `name` or `schema.name`, lower-case letters, digits and `_`, not a keyword.
     pub table: String,
     /// Drop a table of that name first (in the same transaction).
     pub replace: bool,
@@ -64,87 +73,17 @@ pub struct Exported {
     pub total_seconds: f64,
 }
 
-/// The table name checked: `name` or `schema.name`, each part a lower-case SQL identifier (so that
-/// it needs no quoting and means the same in every client). `option` names the option.
-pub fn check_table_name(table: &str, option: &str) -> Result<()> {
-    let parts: Vec<&str> = table.split('.').collect();
-    let ok = |s: &str| {
-        !s.is_empty()
-            && s.len() <= 63
-            && s.bytes()
-                .next()
-                .is_some_and(|b| b.is_ascii_lowercase() || b == b'_')
-            && s.bytes()
-                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
-    };
-    if parts.len() > 2 || !parts.iter().all(|p| ok(p)) {
-        return Err(Error::param(
-            option,
+/// The connection string parsed; a string that does not parse is refused as `--postgres`, shown
+/// redacted.
+pub fn parse_url(url: &str) -> Result<ConnInfo> {
+    conninfo::parse(url).map_err(|e| {
+        Error::param(
+            "--postgres",
             format!(
-                "'{table}' is not a table name dprp accepts: use `name` or `schema.name` made of \
-                 lower-case letters, digits and _ (starting with a letter or _), at most 63 \
-                 characters each"
+                "{} is not a connection string dprp can use: {e}",
+                redact(url)
             ),
-        ));
-    }
-    Ok(())
-}
-
-/// The connection string with any password replaced by `***`, for messages.
-pub fn redact(url: &str) -> String {
-    // URL form: scheme://user:password@host…
-    if let Some(scheme_end) = url.find("://") {
-        let rest = &url[scheme_end + 3..];
-        if let Some(at) = rest.find('@') {
-            if let Some(colon) = rest[..at].find(':') {
-                return format!(
-                    "{}{}:***{}",
-                    &url[..scheme_end + 3],
-                    &rest[..colon],
-                    &rest[at..]
-                );
-            }
-        }
-        return url.to_string();
-    }
-    // key=value form
-    url.split_whitespace()
-        .map(|kv| match kv.split_once('=') {
-            Some((k, _)) if k.eq_ignore_ascii_case("password") => format!("{k}=***"),
-            _ => kv.to_string(),
-        })
-        .collect::<Vec<_>>()
-        .join(" ")
-}
-
-/// A database error with the server's message, detail and hint when it sent them.
-fn db_error(what: &str, e: postgres::Error) -> Error {
-    let text = match e.as_db_error() {
-        Some(d) => {
-            let mut s = format!("{} ({})", d.message(), d.code().code());
-            if let Some(detail) = d.detail() {
-                s.push_str(&format!("; {detail}"));
-            }
-            if let Some(hint) = d.hint() {
-                s.push_str(&format!("; hint: {hint}"));
-            }
-            s
-        }
-        None => e.to_string(),
-    };
-    Error::param("--postgres", format!("{what}: {text}"))
-}
-
-/// Connect to `url` (no TLS: a local socket or a trusted network), refusing with the reason.
-pub fn connect(url: &str) -> Result<Client> {
-    Client::connect(url, NoTls).map_err(|e| {
-        let mut msg = format!("cannot connect to {}: {e}", redact(url));
-        let mut src = std::error::Error::source(&e);
-        while let Some(s) = src {
-            msg.push_str(&format!(": {s}"));
-            src = s.source();
-        }
-        Error::param("--postgres", msg)
+        )
     })
 }
 
@@ -189,30 +128,35 @@ fn check(set: &ReleaseSet, o: &ExportOptions) -> Result<()> {
 }
 
 /// Load `set` into the table `o.table` of the database at `o.url` in one transaction.
-/// `check_cancel` is called between chunks of rows; an error it returns aborts the export (the
-/// transaction is rolled back).
+/// `check_cancel` is called while waiting and between chunks of rows; an error it returns aborts
+/// the export (the connection is closed, and the server rolls the transaction back).
 pub fn export(
     set: &ReleaseSet,
     o: &ExportOptions,
     check_cancel: &dyn Fn() -> Result<()>,
 ) -> Result<Exported> {
     check(set, o)?;
+    let info = parse_url(&o.url)?;
     let start = std::time::Instant::now();
-    let mut client = connect(&o.url)?;
-    let mut tx = client
-        .transaction()
-        .map_err(|e| db_error("cannot start a transaction", e))?;
-    create(&mut tx, set, o)?;
+    let s = Session::open(&info, redact(&o.url), check_cancel)?;
+    let run = |step: Step, sql: &str| -> Result<()> {
+        s.execute(sql, check_cancel)?
+            .map_err(|e| s.error(step, describe(&e)))
+    };
+    run(Step::Commit, "BEGIN")?;
+    create(&s, set, o, check_cancel)?;
     let copy_start = std::time::Instant::now();
-    copy_rows(&mut tx, set, &o.table, check_cancel)?;
+    copy_rows(&s, set, &o.table, check_cancel)?;
     let copy_seconds = copy_start.elapsed().as_secs_f64();
     let stamp = Stamp::of(set, o.measure);
-    tx.batch_execute(&format!(
-        "COMMENT ON TABLE {} IS {}",
-        o.table,
-        literal(&stamp.to_json())
-    ))
-    .map_err(|e| db_error("cannot store the release's fingerprint", e))?;
+    run(
+        Step::Stamp,
+        &format!(
+            "COMMENT ON TABLE {} IS {}",
+            o.table,
+            literal(&stamp.to_json())
+        ),
+    )?;
     if o.hnsw {
         check_cancel()?;
         let ops = match o.measure {
@@ -220,15 +164,13 @@ pub fn export(
             Measure::Cosine => "vector_cosine_ops",
             Measure::Hamming => "bit_hamming_ops",
         };
-        tx.batch_execute(&format!(
-            "CREATE INDEX ON {} USING hnsw (sketch {ops})",
-            o.table
-        ))
-        .map_err(|e| db_error("cannot build the HNSW index", e))?;
+        run(
+            Step::Index,
+            &format!("CREATE INDEX ON {} USING hnsw (sketch {ops})", o.table),
+        )?;
     }
     check_cancel()?;
-    tx.commit()
-        .map_err(|e| db_error("cannot commit the export", e))?;
+    run(Step::Commit, "COMMIT")?;
     Ok(Exported {
         stamp,
         hnsw: o.hnsw,
@@ -242,87 +184,102 @@ fn literal(s: &str) -> String {
     format!("'{}'", s.replace('\'', "''"))
 }
 
-/// The extension and the (new, or replacing) table.
-fn create(tx: &mut Transaction<'_>, set: &ReleaseSet, o: &ExportOptions) -> Result<()> {
+/// The extension (always: the Hamming operator `<~>` of a sign table is pgvector's too) and the
+/// (new, or replacing) table.
+fn create(
+    s: &Session,
+    set: &ReleaseSet,
+    o: &ExportOptions,
+    cancel: &dyn Fn() -> Result<()>,
+) -> Result<()> {
     let bits = set.meta().payload == Payload::Bits;
-    if !bits {
-        tx.batch_execute("CREATE EXTENSION IF NOT EXISTS vector")
-            .map_err(|e| {
-                db_error(
-                    "the server has no pgvector extension (install pgvector on it, or ask its \
-                     administrator to run CREATE EXTENSION vector)",
-                    e,
-                )
-            })?;
-    } else if o.hnsw {
-        tx.batch_execute("CREATE EXTENSION IF NOT EXISTS vector")
-            .map_err(|e| db_error("an HNSW index on bit(k) needs pgvector ≥ 0.7", e))?;
-    }
+    s.execute("CREATE EXTENSION IF NOT EXISTS vector", cancel)?
+        .map_err(|e| {
+            let why = if bits {
+                "pgvector ≥ 0.7 is needed for the Hamming operator <~> that searches a sign \
+                 table (install pgvector on the server, or ask its administrator to run CREATE \
+                 EXTENSION vector in this database)"
+            } else {
+                "the server has no pgvector extension (install pgvector on it, or ask its \
+                 administrator to run CREATE EXTENSION vector in this database)"
+            };
+            s.error(Step::Extension, format!("{why}: {}", describe(&e)))
+        })?;
     if o.replace {
-        tx.batch_execute(&format!("DROP TABLE IF EXISTS {}", o.table))
-            .map_err(|e| db_error(&format!("cannot drop table {}", o.table), e))?;
+        s.execute(&format!("DROP TABLE IF EXISTS {}", o.table), cancel)?
+            .map_err(|e| s.error(Step::Drop, format!("table {}: {}", o.table, describe(&e))))?;
     }
     let column = if bits { "bit" } else { "vector" };
-    tx.batch_execute(&format!(
+    let sql = format!(
         "CREATE TABLE {} (id bigint PRIMARY KEY, label real, sketch {column}({}) NOT NULL)",
         o.table,
         set.k()
-    ))
-    .map_err(|e| {
-        let exists = e
-            .as_db_error()
-            .is_some_and(|d| d.code() == &postgres::error::SqlState::DUPLICATE_TABLE);
-        if exists {
-            Error::param(
-                "--table",
-                format!(
-                    "table {} already exists; choose another name, or --replace to drop it and \
-                     load this release in its place (in one transaction)",
-                    o.table
-                ),
-            )
-        } else {
-            db_error(&format!("cannot create table {}", o.table), e)
-        }
+    );
+    s.execute(&sql, cancel)?.map_err(|e| match e.code() {
+        Some(c) if c == &SqlState::DUPLICATE_TABLE => Error::param(
+            "--table",
+            format!(
+                "table {} already exists; choose another name, or --replace to drop it and load \
+                 this release in its place (in one transaction)",
+                o.table
+            ),
+        ),
+        // a keyword of a newer server than dprp's list knows
+        Some(c) if c == &SqlState::SYNTAX_ERROR => Error::param(
+            "--table",
+            format!(
+                "the server's SQL does not take {} as a table name ({}); choose another name",
+                o.table,
+                describe(&e)
+            ),
+        ),
+        _ => s.error(
+            Step::CreateTable,
+            format!("table {}: {}", o.table, describe(&e)),
+        ),
     })
 }
 
 /// Every row of every part through binary COPY.
 fn copy_rows(
-    tx: &mut Transaction<'_>,
+    s: &Session,
     set: &ReleaseSet,
     table: &str,
     check_cancel: &dyn Fn() -> Result<()>,
 ) -> Result<()> {
-    let mut w = tx
-        .copy_in(&format!(
-            "COPY {table} (id, label, sketch) FROM STDIN (FORMAT binary)"
-        ))
-        .map_err(|e| db_error("cannot start COPY", e))?;
-    let mut buf = Vec::with_capacity(CHUNK_BYTES + 64 * 1024);
+    let stmt = format!("COPY {table} (id, label, sketch) FROM STDIN (FORMAT binary)");
+    let sink = s
+        .run(|c| c.copy_in::<_, Bytes>(stmt.as_str()), check_cancel)?
+        .map_err(|e| s.error(Step::Copy, describe(&e)))?;
+    let mut sink = Box::pin(sink);
+    let capacity = CHUNK_BYTES + 64 * 1024;
+    let mut buf = Vec::with_capacity(capacity);
     buf.extend_from_slice(b"PGCOPY\n\xff\r\n\0");
     buf.extend_from_slice(&0i32.to_be_bytes());
     buf.extend_from_slice(&0i32.to_be_bytes());
-    let send = |w: &mut dyn Write, buf: &mut Vec<u8>| -> Result<()> {
-        w.write_all(buf)
-            .map_err(|e| Error::param("--postgres", format!("COPY failed: {e}")))?;
-        buf.clear();
-        Ok(())
-    };
     for part in set.parts() {
         let labels = part.labels();
         for i in 0..part.n() {
             encode_row(&mut buf, part, i, labels)?;
             if buf.len() >= CHUNK_BYTES {
                 check_cancel()?;
-                send(&mut w, &mut buf)?;
+                let chunk = Bytes::from(std::mem::replace(&mut buf, Vec::with_capacity(capacity)));
+                s.run(|_| sink.send(chunk), check_cancel)?
+                    .map_err(|e| s.error(Step::Copy, describe(&e)))?;
             }
         }
     }
     buf.extend_from_slice(&(-1i16).to_be_bytes());
-    send(&mut w, &mut buf)?;
-    w.finish()
-        .map_err(|e| db_error("the server refused the rows", e))?;
+    let chunk = Bytes::from(buf);
+    s.run(|_| sink.send(chunk), check_cancel)?
+        .map_err(|e| s.error(Step::Copy, describe(&e)))?;
+    s.run(|_| sink.as_mut().finish(), check_cancel)?
+        .map_err(|e| {
+            s.error(
+                Step::Copy,
+                format!("the server refused the rows: {}", describe(&e)),
+            )
+        })?;
     Ok(())
 }
 
@@ -391,42 +348,6 @@ pub fn measure_for(set: &ReleaseSet, given: Option<&str>) -> Result<Measure> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn table_names_are_plain_lower_case_identifiers() {
-        for ok in ["t", "docs_2", "public.docs", "_x.y1"] {
-            check_table_name(ok, "--table").unwrap();
-        }
-        for bad in [
-            "",
-            "Docs",
-            "a.b.c",
-            "1t",
-            "t;drop table x",
-            "a b",
-            "t\"",
-            ".t",
-        ] {
-            let e = check_table_name(bad, "--table").unwrap_err().to_string();
-            assert!(
-                e.contains("--table") && e.contains("lower-case"),
-                "{bad}: {e}"
-            );
-        }
-    }
-
-    #[test]
-    fn passwords_are_not_repeated_in_messages() {
-        assert_eq!(
-            redact("postgresql://u:secret@h:5/db"),
-            "postgresql://u:***@h:5/db"
-        );
-        assert_eq!(redact("postgresql://u@h/db"), "postgresql://u@h/db");
-        assert_eq!(
-            redact("host=/tmp user=u password=secret"),
-            "host=/tmp user=u password=***"
-        );
-    }
 
     #[test]
     fn signs_become_a_bit_string_in_order() {

@@ -226,9 +226,9 @@ def test_hnsw_search(conn, exported, kind, table):
     want_ids, want_scores = rel.search(q, top=10)
     tol = 0.0 if kind == "signs" else 1e-5
     assert recall(ids, scores, want_ids, want_scores.astype(np.float64), tol) >= 0.9
-    # the index is what answered: an HNSW scan returns at most ef_search rows
-    few, _ = pg.search(conn, rel, table, q, top=10, exact=False, ef_search=5)
-    assert (few != PAD).sum(axis=1).max() <= 5
+    # an HNSW scan returns at most ef_search rows: fewer than top is refused, not padded
+    with pytest.raises(ValueError, match="top=10 exceeds ef_search=5"):
+        pg.search(conn, rel, table, q, top=10, exact=False, ef_search=5)
     # exact=True scans the table even where the session would have the index answer
     conn.execute("SET enable_seqscan = off")
     conn.execute("SET hnsw.ef_search = 5")
@@ -391,3 +391,123 @@ def test_bit_strings_round_trip():
         assert s[0][i] == str(int(w[0, i // 64] >> np.uint64(i % 64)) & 1)
     assert pg.words_to_bitstrings(np.array([[5]], np.uint64), 3) == ["101"]
     assert pg.words_to_bitstrings(np.array([[1, 2]], np.uint64), 66) == ["1" + "0" * 64 + "1"]
+
+
+# ---------------------------------------------------------------------------------------------
+# Issue 37 §7: what the index can return, server errors, a fresh database, the arguments named
+
+
+def test_top_beyond_what_the_index_returns_is_refused(conn, exported):
+    """The issue's case: top=2000, ef_search=2000 silently gave 40 rows and 1960 NaN slots, and
+    the second call raised InFailedSqlTransaction. pgvector's HNSW scan returns at most
+    hnsw.ef_search rows, and ef_search is at most 1000: both calls are refused up front."""
+    rel, q = exported["real"], exported["q"][:2]
+    for _ in range(2):
+        with pytest.raises(ValueError, match="ef_search=2000: pgvector takes hnsw.ef_search "
+                                             "from 1 to 1000"):
+            pg.search(conn, rel, "rh", q, top=2000, exact=False, ef_search=2000)
+    with pytest.raises(ValueError, match="top=2000 with exact=False"):
+        pg.search(conn, rel, "rh", q, top=2000, exact=False)
+    with pytest.raises(ValueError, match="top=50 exceeds ef_search=20"):
+        pg.search_reranked(conn, rel, "rh", q, top=10, candidates=50, ef_search=20)
+    with pytest.raises(ValueError, match="ef_search must be a positive integer"):
+        pg.search(conn, rel, "rh", q, exact=False, ef_search=0)
+    assert conn.info.transaction_status == 0  # nothing was sent
+    # the largest index search that can be answered is answered in full
+    ids, scores = pg.search(conn, rel, "rh", q, top=N, exact=False, ef_search=1000)
+    assert np.all(ids != PAD) and np.all(np.isfinite(scores))
+    # exact search has no such limit (a table of N rows pads the rest, as documented)
+    ids, _ = pg.search(conn, rel, "rh", q, top=2000, exact=True)
+    assert (ids != PAD).sum(axis=1).tolist() == [N, N]
+
+
+def test_an_index_that_returns_fewer_rows_than_the_table_holds_raises(server, conn, exported):
+    """pgvector's cosine HNSW index does not index zero vectors: rows zeroed after the export
+    are invisible to it. An index search that comes back short raises instead of padding —
+    and, since a sequential scan would have returned those rows, shows the index answered."""
+    rel, q = exported["real"], exported["q"][:3]
+    rel.to_postgres(server.url, "zeroed", index="hnsw", measure="cosine")
+    zero = "[" + ",".join(["0"] * rel.k) + "]"
+    with server.connect(autocommit=True) as c:
+        c.execute("UPDATE zeroed SET sketch = %s::vector WHERE id >= 50", (zero,))
+        c.execute("VACUUM zeroed")
+    with pytest.raises(RuntimeError, match=r"returned \d+ of the 100 rows asked for query 0 "
+                                           rf"\(the table has {N} rows"):
+        pg.search(conn, rel, "zeroed", q, top=100, exact=False, ef_search=200)
+    ids, _ = pg.search(conn, rel, "zeroed", q, top=100, exact=True)
+    assert np.all(ids != PAD)
+
+
+def test_server_errors_come_through_unmasked(server, conn, exported):
+    """A statement that fails on the server raises the server's error (here pgvector's
+    dimension check), not InFailedSqlTransaction from a clean-up run after it; inside the
+    caller's open transaction only the search's savepoint is rolled back."""
+    import psycopg
+
+    rel, q = exported["real"], exported["q"][:2]
+    stamp = pg.table_stamp(conn, "r")
+    conn.rollback()
+    with server.connect(autocommit=True) as c:
+        c.execute(f"CREATE TABLE narrow (id bigint PRIMARY KEY, label real, "
+                  f"sketch vector({rel.k // 2}) NOT NULL)")
+        c.execute("COMMENT ON TABLE narrow IS " + psycopg.sql.quote(
+            '{"dprp": ' + __import__("json").dumps(stamp) + "}"))
+        c.execute(f"INSERT INTO narrow VALUES (1, NULL, %s::vector)",
+                  ("[" + ",".join(["1"] * (rel.k // 2)) + "]",))
+    for exact in (True, False, True):
+        with pytest.raises(psycopg.errors.DataException, match="different vector dimensions"):
+            pg.search(conn, rel, "narrow", q, exact=exact)
+        assert conn.info.transaction_status == 0  # rolled back, usable
+    conn.execute("SELECT 1")  # the caller's transaction is open
+    with pytest.raises(psycopg.errors.DataException):
+        pg.search(conn, rel, "narrow", q)
+    assert conn.execute("SELECT 2").fetchone()[0] == 2  # still usable: a savepoint was undone
+    conn.rollback()
+
+
+def test_a_sign_release_in_a_fresh_database_is_searched_by_hamming(server, exported):
+    """Exported without --index, a sign release still gets CREATE EXTENSION vector (the docs'
+    Hamming SQL and dprp.postgres.search use pgvector's <~>): before the fix they failed in a
+    fresh database with "operator does not exist: bit <~> bit"."""
+    rel, q = exported["signs"], exported["q"]
+    with server.connect(autocommit=True) as c:
+        c.execute("CREATE DATABASE fresh")
+    url = server.url.replace("/postgres?", "/fresh?")
+    out = subprocess.run([dprp_bin(), "export", rel.path, "--postgres", url, "--table",
+                          "signs"], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    import psycopg
+
+    with psycopg.connect(url) as c:
+        assert c.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'"
+                         ).fetchone() is not None
+        bits = pg.words_to_bitstrings(np.asarray(rel.project(q[:1])), rel.k)[0]
+        # the docs' SQL, verbatim but for the parameter
+        rows = c.execute("SELECT id FROM signs ORDER BY sketch <~> %s::bit(" + str(rel.k)
+                         + ") LIMIT 10", (bits,)).fetchall()
+        assert len(rows) == 10
+        ids, scores = pg.search(c, rel, "signs", q, top=10)
+        want_ids, want_scores = rel.search(q, top=10)
+        assert_same_top(ids, scores, want_ids, want_scores.astype(np.float64), 0.0)
+
+
+def test_to_postgres_names_its_arguments_and_masks_passwords(exported, tmp_path):
+    rel = exported["real"]
+    with pytest.raises(dprp.DprpError, match=r"invalid url: .*password=\*\*\*.*sslmode=never"
+                       ) as e:
+        rel.to_postgres("postgresql://u@h/db?password=secretpw&sslmode=never", "t")
+    assert "secretpw" not in str(e.value)
+    with pytest.raises(dprp.DprpError, match="invalid table: 'user': user is a PostgreSQL "
+                                             "keyword"):
+        rel.to_postgres("postgresql://u@h/db", "user")
+    # a refused connection is not "invalid url": the step is named, the password masked
+    d = tmp_path / "sock"
+    d.mkdir()
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.bind(str(d / ".s.PGSQL.5432"))
+    s.close()
+    with pytest.raises(dprp.DprpError, match=r"PostgreSQL at postgresql://u:\*\*\*@/db\?host=.*: "
+                                             r"connect failed: .*refused") as e:
+        rel.to_postgres(f"postgresql://u:secretpw@/db?host={d}", "t")
+    assert "secretpw" not in str(e.value) and "invalid" not in str(e.value)
+    assert pg.redact("host=h user=u password='two words'") == "host=h user=u password=***"
