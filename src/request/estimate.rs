@@ -3,8 +3,8 @@
 
 use crate::error::{Error, Front, Result};
 use crate::estimate::{
-    agreements, estimate_ip_known, known_row_norm_sq, sign_cosine, Estimator, Family, IpEstimate,
-    QueryMode, INTERVAL_LEVEL,
+    agreements, estimate_ip_known, estimate_sq_norm, known_row_norm_sq, sign_cosine, Estimator,
+    Family, IpEstimate, NormEstimate, QueryMode, INTERVAL_LEVEL, REAL_INTERVAL_METHOD,
 };
 use crate::mechanism::{central::sign_sketch::pack_signs, Mechanism};
 use crate::release::ReleaseSet;
@@ -180,24 +180,127 @@ fn cosine_note(e: &IpEstimate, est: &Estimator, a: &Side, b: usize) -> Option<St
     Some(format!("cosine undefined: {}", why.join("; and ")))
 }
 
+/// `[lo, hi]` to four places.
+fn bracket(lo: f64, hi: f64) -> String {
+    format!("[{lo:.4}, {hi:.4}]")
+}
+
 fn real_line(e: IpEstimate, est: &Estimator, a: Side, b: usize, mode: &str) -> Line {
     let note = cosine_note(&e, est, &a, b);
+    let level = 100.0 * INTERVAL_LEVEL;
+    let range = match (e.cosine_lo, e.cosine_hi) {
+        (Some(lo), Some(hi)) => format!("{level:.0}% interval {}", bracket(lo, hi)),
+        _ => String::new(),
+    };
     let cosine = match (e.cosine, e.se_cosine, &note) {
-        (Some(c), Some(sc), _) => format!("cosine {c:.4} ± {sc:.4}"),
+        (Some(c), Some(sc), _) => format!("cosine {c:.4} ± {sc:.4} (se), {range}"),
+        (_, _, Some(n)) if !range.is_empty() => format!("{n} ({range})"),
         (_, _, Some(n)) => n.clone(),
         _ => "cosine undefined".into(),
     };
     Line {
         text: format!(
-            "inner product {:.6} ± {:.6} (se), {cosine}; {} — {mode}; norms² ≈ {:.4}, {:.4}",
-            e.inner_product, e.se, e.formula, e.norm_u_sq, e.norm_v_sq
+            "inner product {:.6} ± {:.6} (se), {level:.0}% interval {}; {cosine}; {} — {mode}; \
+             norms² ≈ {:.4}, {:.4}",
+            e.inner_product,
+            e.se,
+            bracket(e.ip_lo, e.ip_hi),
+            e.formula,
+            e.norm_u_sq,
+            e.norm_v_sq
         ),
         fields: serde_json::json!({
-            "inner_product": e.inner_product, "se": e.se, "cosine": e.cosine,
-            "se_cosine": e.se_cosine, "cosine_note": note, "formula": e.formula, "mode": mode,
+            "inner_product": e.inner_product, "se": e.se, "ip_lo": e.ip_lo, "ip_hi": e.ip_hi,
+            "cosine": e.cosine, "se_cosine": e.se_cosine, "cosine_lo": e.cosine_lo,
+            "cosine_hi": e.cosine_hi, "cosine_note": note, "interval_level": INTERVAL_LEVEL,
+            "interval_method": REAL_INTERVAL_METHOD, "formula": e.formula, "mode": mode,
             "norm_u_sq": e.norm_u_sq, "norm_v_sq": e.norm_v_sq, "noise_norm_sq": e.noise_norm_sq,
         }),
         a,
+        b,
+    }
+}
+
+/// What a row with itself is: its squared norm, estimated with the noise energy removed (the two
+/// sides share one noise draw, so `⟨x̃, x̃⟩` would count `kσ²` as signal), and the cosine 1.
+fn self_line(e: NormEstimate, i: usize) -> Line {
+    let level = 100.0 * INTERVAL_LEVEL;
+    let (value, note) = if e.known {
+        (
+            format!(
+                "squared norm {:.6} exactly (the release's scaling gives every row this norm)",
+                e.sq_norm
+            ),
+            None,
+        )
+    } else {
+        let note = (e.lo <= 0.0).then_some(
+            "1 for a non-zero row; this row's squared-norm interval reaches 0, so the row may be zero",
+        );
+        (
+            format!(
+                "squared norm {:.6} ± {:.6} (se), {level:.0}% interval {} (‖x̃‖² − noise energy \
+                 {:.4})",
+                e.sq_norm,
+                e.se,
+                bracket(e.lo, e.hi),
+                e.noise_norm_sq
+            ),
+            note,
+        )
+    };
+    Line {
+        text: format!(
+            "a row with itself shares its noise: its inner product is its {value}; cosine 1{}; {} \
+             — one released row",
+            note.map(|n| format!(" ({n})")).unwrap_or_default(),
+            e.formula
+        ),
+        fields: serde_json::json!({
+            "self_pair": true, "inner_product": e.sq_norm, "se": e.se, "ip_lo": e.lo,
+            "ip_hi": e.hi, "cosine": 1.0, "se_cosine": 0.0, "cosine_lo": 1.0, "cosine_hi": 1.0,
+            "cosine_note": note, "interval_level": INTERVAL_LEVEL,
+            "interval_method": REAL_INTERVAL_METHOD, "formula": e.formula,
+            "mode": "one released row with itself", "norm_u_sq": e.sq_norm,
+            "norm_v_sq": e.sq_norm, "noise_norm_sq": e.noise_norm_sq,
+        }),
+        a: Side::Row(i),
+        b: i,
+    }
+}
+
+/// A sign row with itself: every sign agrees by construction (one flip draw), which says nothing
+/// about the row; its cosine with itself is 1.
+fn sign_self_line(k: usize, i: usize) -> Line {
+    Line {
+        text: format!(
+            "a row with itself: all {k} signs agree by construction (one draw of flips), which \
+             carries no information; cosine 1 (a non-zero row with itself)"
+        ),
+        fields: serde_json::json!({
+            "self_pair": true, "agreements": k, "k": k, "cosine": 1.0, "se_cosine": 0.0,
+            "cosine_lo": 1.0, "cosine_hi": 1.0, "interval_level": INTERVAL_LEVEL,
+            "mode": "one released row with itself",
+        }),
+        a: Side::Row(i),
+        b: i,
+    }
+}
+
+/// A raw query whose projection is zero against a sign release: its signs are all `sign(0) = +1`
+/// by convention, not by the data, so no cosine can be read from the agreements.
+fn sign_zero_query_line(k: usize, file: String, b: usize) -> Line {
+    let note =
+        "cosine undefined: the query vector (or its projection) is zero, so its signs carry \
+                no direction";
+    Line {
+        text: format!("{note}; {k} signs compared — {}", RAW.text),
+        fields: serde_json::json!({
+            "agreements": None::<u32>, "k": k, "cosine": None::<f64>, "se_cosine": None::<f64>,
+            "cosine_lo": None::<f64>, "cosine_hi": None::<f64>, "cosine_note": note,
+            "mode": RAW.text,
+        }),
+        a: Side::Query(file),
         b,
     }
 }
@@ -284,7 +387,18 @@ fn no_estimator() -> Error {
 
 fn pair(r: &ReleaseSet, m: &dyn Mechanism, i: usize, j: usize) -> Result<Line> {
     let k = r.k();
-    match m.as_sketch()?.estimator() {
+    let est = m.as_sketch()?.estimator();
+    if i == j {
+        return match est {
+            Estimator::Sign { .. } => Ok(sign_self_line(k, i)),
+            est => {
+                let known = known_row_norm_sq(&r.meta().scaling);
+                let e = estimate_sq_norm(&est, row_of(r, i)?, known).ok_or_else(no_estimator)?;
+                Ok(self_line(e, i))
+            }
+        };
+    }
+    match est {
         Estimator::Sign { eps_prime, .. } => {
             let agree = agreements(bits_of(r, i)?, bits_of(r, j)?, k);
             Ok(sign_line(agree, k, eps_prime, BOTH, Side::Row(i), j))
@@ -303,6 +417,9 @@ fn query(r: &ReleaseSet, m: &dyn Mechanism, u: &[f32], file: String, j: usize) -
     let mut x = vec![0f32; k];
     m.as_sketch()?.project(u, &mut x)?;
     match m.as_sketch()?.estimator() {
+        Estimator::Sign { .. } if x.iter().all(|&v| v == 0.0) => {
+            Ok(sign_zero_query_line(k, file, j))
+        }
         Estimator::Sign { eps_prime, .. } => {
             let mut q = vec![0u64; k.div_ceil(64)];
             pack_signs(&x, &mut q);
