@@ -596,3 +596,37 @@ fn heavy_grid() {
     }
     assert!(failures.is_empty(), "below the tolerance: {failures:#?}");
 }
+
+/// The sign estimator's heavy grid: OPORP signs at k = 16, 32 and p = 64 and dense Gaussian and
+/// Rademacher signs, three pairs, ε from 1 to 10⁶ — the sign rows of docs/error-bars.md.
+/// Prints; asserts nothing (OPORP at k near p breaks the angle model: see the docs).
+#[test]
+#[ignore]
+fn heavy_signs() {
+    println!("| mechanism | map | p | k | ε | pair | estimator | coverage | releases |");
+    println!("|---|---|---|---|---|---|---|---|---|");
+    for eps in [1.0, 10.0, 1e6] {
+        for (kind, proj, k) in [
+            (DpSignoporpRr, None, 16),
+            (DpSignoporpRr, None, 32),
+            (DpSignoporpRr, None, 64),
+            (DpSignrpRr, GAUSSIAN, 32),
+            (DpSignrpRr, RADEMACHER, 32),
+        ] {
+            for pair in [Pair::Sample, Pair::Mixed, Pair::Sparse] {
+                let c = Cell::new(kind, proj, 64, k, eps).on(pair);
+                let specs = [spec(&c, SignBoth), spec(&c, SignRaw)];
+                let n = 1000;
+                for (s, (got, _)) in specs.iter().zip(covered(&c, &specs, n)) {
+                    println!(
+                        "| {} | {} | 64 | {k} | {eps:e} | {pair:?} | {:?} | {:.3} | {n} |",
+                        kind.name(),
+                        proj.map(|d| d.name()).unwrap_or_else(|| "-".into()),
+                        s.target,
+                        got as f64 / n as f64
+                    );
+                }
+            }
+        }
+    }
+}

@@ -44,6 +44,7 @@ def pair(p=64):
     return np.stack([u, v]).astype(np.float32)
 
 
+@pytest.mark.filterwarnings("ignore:--noise-seed makes the release reproducible")
 def test_release_estimate_intervals_cover_at_their_level(tmp_path):
     x = pair()
     truth = float(np.dot(x[0].astype(np.float64), x[1].astype(np.float64)))
