@@ -277,3 +277,33 @@ fn demo_coverage_spread_over_runs() {
         );
     }
 }
+
+/// Where the sign interval's level is not assured the output says so: an OPORP sign release's
+/// `estimate --json` carries an `interval_note` (its angle model fails for sparse rows and as k
+/// nears p: `heavy_signs` measured 0–45% coverage), a dense Gaussian sign release's is null.
+#[test]
+fn oporp_sign_intervals_say_their_level_is_not_assured() {
+    let d = tempfile::tempdir().unwrap();
+    let sample = dprp::data::sample::generate();
+    let input = d.path().join("s.bin");
+    dprp::data::native::write(&input, &sample).unwrap();
+    for (kind, proj, assured) in [
+        (MechanismKind::DpSignoporpRr, None, false),
+        (
+            MechanismKind::DpSignrpRr,
+            Some(dprp::projection::DenseKind::Gaussian),
+            true,
+        ),
+    ] {
+        let mut p = params(kind, 5.0, 32, 0);
+        p.projection = proj;
+        p.min_norm = (kind == MechanismKind::DpSignrpRr).then_some(0.5);
+        let set = publish(d.path(), &input, p, 0);
+        let m = from_record(&set.meta().mechanism, &set.meta().guarantee).unwrap();
+        let req = EstimateRequest::new(&set, m.as_ref(), &[3, 4], Front::Cli).unwrap();
+        let line = req.pair(Front::Cli).unwrap();
+        let json = line.to_json()[0].take();
+        assert_eq!(json["interval_note"].is_null(), assured, "{json}");
+        assert_eq!(line.to_text().contains("level not assured"), !assured);
+    }
+}

@@ -303,7 +303,8 @@ impl Utility {
         if self.signs {
             let proj = if self.oporp {
                 "OPORP, for which the angle model P = 1 − θ/π is an approximation (exact for \
-                 Gaussian projections)"
+                 Gaussian projections), so the level is not assured: it fails for sparse rows \
+                 and as k nears p (docs/error-bars.md)"
             } else {
                 "dense; the angle model P = 1 − θ/π is exact for Gaussian projections and an \
                  approximation otherwise"

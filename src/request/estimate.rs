@@ -6,7 +6,8 @@ use crate::estimate::{
     agreements, estimate_ip_known, estimate_sq_norm, known_row_norm_sq, sign_cosine, Estimator,
     Family, IpEstimate, NormEstimate, QueryMode, INTERVAL_LEVEL, REAL_INTERVAL_METHOD,
 };
-use crate::mechanism::{central::sign_sketch::pack_signs, Mechanism};
+use crate::mechanism::{central::sign_sketch::pack_signs, Mechanism, ProjectionRecord};
+use crate::projection::DenseKind;
 use crate::release::ReleaseSet;
 
 /// One side of a compared pair: a released row, or the raw query vector.
@@ -325,7 +326,38 @@ const RAW: SignMode = SignMode {
     text: "raw query (no noise on its side)",
 };
 
-fn sign_line(agree: u32, k: usize, eps: Option<f64>, mode: SignMode, a: Side, b: usize) -> Line {
+/// When the sign interval's level is not assured: Theorem 4.5's angle model `P = 1 − θ/π` is
+/// exact for Gaussian projections only. For OPORP it fails where bins are empty (a sparse row's
+/// bin of zeros has sign `sign(0) = +1` whatever the angle) and as k nears p (a bin of one
+/// coordinate compares the coordinates' signs, not the angle): `tests/coverage.rs`'s
+/// `heavy_signs` measured 0–45% coverage for a sparse pair (a fifth of the coordinates non-zero)
+/// at k = 16–64 and 81% for the sample's dense rows at k = p = 64 (docs/error-bars.md).
+fn angle_model_note(projection: &ProjectionRecord) -> Option<&'static str> {
+    match projection {
+        ProjectionRecord::Dense {
+            entries: DenseKind::Gaussian,
+            ..
+        } => None,
+        ProjectionRecord::Oporp { .. } => Some(
+            "level not assured: the angle model P = 1 − θ/π is an approximation for OPORP \
+             signs that fails for rows with empty bins (sparse rows: measured coverage 0–45%) \
+             and as k nears p (81% at k = p); docs/error-bars.md",
+        ),
+        _ => Some(
+            "level approximate: the angle model P = 1 − θ/π is exact for Gaussian projections \
+             only (docs/error-bars.md)",
+        ),
+    }
+}
+
+fn sign_line(
+    agree: u32,
+    k: usize,
+    eps: Option<f64>,
+    mode: SignMode,
+    model: Option<&'static str>,
+    (a, b): (Side, usize),
+) -> Line {
     let s = sign_cosine(agree, k, eps, mode.mode);
     let (level, mode_text) = (100.0 * INTERVAL_LEVEL, mode.text);
     let formula = match eps {
@@ -337,9 +369,15 @@ fn sign_line(agree: u32, k: usize, eps: Option<f64>, mode: SignMode, a: Side, b:
     let text = match eps {
         Some(_) => format!(
             "{agree}/{k} signs agree; angle {:.4} ± {:.4} rad, cosine {:.4} ± {:.4} (se), \
-             {level:.0}% interval [{:.4}, {:.4}] (Clopper–Pearson on the agreement count); \
+             {level:.0}% interval [{:.4}, {:.4}] (Clopper–Pearson on the agreement count{}); \
              {formula} — {mode_text}",
-            s.theta, s.se_theta, s.cosine, s.se_cosine, s.cosine_lo, s.cosine_hi
+            s.theta,
+            s.se_theta,
+            s.cosine,
+            s.se_cosine,
+            s.cosine_lo,
+            s.cosine_hi,
+            model.map(|m| format!("; {m}")).unwrap_or_default()
         ),
         None => format!(
             "{agree}/{k} signs agree; no cosine: the flip probability depends on the data, so the \
@@ -357,6 +395,7 @@ fn sign_line(agree: u32, k: usize, eps: Option<f64>, mode: SignMode, a: Side, b:
             "cosine_lo": some(s.cosine_lo), "cosine_hi": some(s.cosine_hi),
             "interval_level": some(INTERVAL_LEVEL),
             "interval_method": eps.map(|_| INTERVAL_METHOD),
+            "interval_note": eps.and(model),
             "cosine_note": match eps {
                 Some(_) => None,
                 None => Some("cosine undefined: the flip probability depends on the data (smooth \
@@ -401,7 +440,15 @@ fn pair(r: &ReleaseSet, m: &dyn Mechanism, i: usize, j: usize) -> Result<Line> {
     match est {
         Estimator::Sign { eps_prime, .. } => {
             let agree = agreements(bits_of(r, i)?, bits_of(r, j)?, k);
-            Ok(sign_line(agree, k, eps_prime, BOTH, Side::Row(i), j))
+            let model = angle_model_note(&r.meta().mechanism.projection);
+            Ok(sign_line(
+                agree,
+                k,
+                eps_prime,
+                BOTH,
+                model,
+                (Side::Row(i), j),
+            ))
         }
         est => {
             let known = known_row_norm_sq(&r.meta().scaling);
@@ -424,7 +471,15 @@ fn query(r: &ReleaseSet, m: &dyn Mechanism, u: &[f32], file: String, j: usize) -
             let mut q = vec![0u64; k.div_ceil(64)];
             pack_signs(&x, &mut q);
             let agree = agreements(&q, bits_of(r, j)?, k);
-            Ok(sign_line(agree, k, eps_prime, RAW, Side::Query(file), j))
+            let model = angle_model_note(&r.meta().mechanism.projection);
+            Ok(sign_line(
+                agree,
+                k,
+                eps_prime,
+                RAW,
+                model,
+                (Side::Query(file), j),
+            ))
         }
         est => {
             let nsq = u.iter().map(|&a| a as f64 * a as f64).sum::<f64>();
