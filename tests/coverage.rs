@@ -631,3 +631,81 @@ fn heavy_signs() {
         }
     }
 }
+
+/// The intervals dprp 0.3.0 printed, on the cells where they failed (ignored; the "before" column
+/// of docs/error-bars.md): `ρ̂ ± 1.96·se` with the plug-in se (norms clamped at 0, `ρ̂²` in the
+/// `ρ²/k` term) and the cosine `ĉ ± 1.96·se/√(N̂_uN̂_v)`, undefined when a norm estimate was not
+/// positive (counted apart: the old output gave no interval then).
+#[test]
+#[ignore]
+fn old_intervals() {
+    use dprp::estimate::{ip_variance, PairStats};
+    for (c, n) in [
+        (
+            Cell::new(DpRpGOpt, RADEMACHER, 64, 32, 1e6).on(Pair::Sample),
+            4000,
+        ),
+        (
+            Cell::new(DpRpGOpt, GAUSSIAN, 64, 32, 1e6).on(Pair::Sample),
+            4000,
+        ),
+        (Cell::new(DpOporp, None, 64, 32, 1e6).on(Pair::Sample), 4000),
+        (Cell::new(DpOporp, None, 64, 32, 1.0).on(Pair::Sample), 4000),
+        (Cell::new(DpRpGOpt, GAUSSIAN, 64, 16, 1.0), 4000),
+    ] {
+        let (mut ip, mut ipr, mut cos, mut cosr, mut def, mut defr) = (0, 0, 0, 0, 0, 0);
+        for t in 0..n {
+            let r = release(&c, t);
+            let Estimator::Gaussian { family, k, sigma } = r.m.as_sketch().unwrap().estimator()
+            else {
+                unreachable!()
+            };
+            let (x, y) = r.real.split_at(k);
+            let noise = k as f64 * sigma * sigma;
+            for raw in [false, true] {
+                let a = if raw { &r.q[..] } else { x };
+                let e = dot(a, y);
+                let nu = if raw { r.nu } else { dot(x, x) - noise };
+                let nv = dot(y, y) - noise;
+                let coef = match family {
+                    Family::Dense { fourth_moment } => fourth_moment - 3.0,
+                    Family::Oporp { .. } => -2.0,
+                    Family::Raw { .. } => 0.0,
+                };
+                let (pu, pv) = (nu.max(0.0), nv.max(0.0));
+                let stats = PairStats {
+                    norm_u_sq: pu,
+                    norm_v_sq: pv,
+                    ip: e,
+                    sum_u2v2: if coef > 0.0 { pu.min(pv) } else { 0.0 },
+                };
+                let mode = if raw {
+                    QueryMode::RawQuery
+                } else {
+                    QueryMode::BothPrivate
+                };
+                let se = ip_variance(family, k, sigma, &stats, mode).sqrt();
+                let hit = ((e - r.ip).abs() <= 1.96 * se) as usize;
+                let defined = nu > 0.0 && nv > 0.0;
+                let chit =
+                    defined && (e / (pu * pv).sqrt() - r.cos).abs() <= 1.96 * se / (pu * pv).sqrt();
+                if raw {
+                    (ipr, defr, cosr) = (ipr + hit, defr + defined as usize, cosr + chit as usize);
+                } else {
+                    (ip, def, cos) = (ip + hit, def + defined as usize, cos + chit as usize);
+                }
+            }
+        }
+        let f = |a: usize, b: usize| a as f64 / b.max(1) as f64;
+        println!(
+            "{}: old ip both {:.3}, raw {:.3}; old cosine both {:.3} of the {:.0}% defined, raw {:.3} of {:.0}% ({n} releases)",
+            c.name(IpBoth),
+            f(ip, n),
+            f(ipr, n),
+            f(cos, def),
+            100.0 * f(def, n),
+            f(cosr, defr),
+            100.0 * f(defr, n)
+        );
+    }
+}
