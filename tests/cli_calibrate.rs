@@ -389,7 +389,8 @@ fn demo_runs() {
         "guarantee",
         "checksum verified",
         "95% Clopper–Pearson interval",
-        "estimate ± 1.96·se",
+        "95% score interval",
+        "90% of runs fell between",
         "meaning:",
     ] {
         assert!(out.contains(want), "demo should print {want:?}:\n{out}");

@@ -1,7 +1,7 @@
 """Type stubs of the dprp Python module (the compiled ``dprp._dprp``)."""
 
 import os
-from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, List, Optional, Sequence, Tuple, Union, overload
 
 import numpy as np
 import numpy.typing as npt
@@ -67,9 +67,20 @@ class Release:
         measure: Optional[str] = None,
         no_scale: bool = False,
     ) -> Tuple[npt.NDArray[np.uint64], npt.NDArray[np.float32]]:
-        """(ids, scores), each queries×top, best first, as ``dprp query``."""
-    def estimate(self, i: int, j: int) -> Tuple[float, float]:
-        """(value, standard error) for rows i and j, as ``dprp estimate``."""
+        """(ids, scores), each queries×top, best first, as ``dprp query``; a zero query under
+        the cosine or hamming measure has no neighbours (ids 2**64−1, scores NaN): its cosine
+        is undefined."""
+    @overload
+    def estimate(self, i: int, j: int) -> Tuple[float, float]: ...
+    @overload
+    def estimate(self, i: int, j: int, full: bool) -> Any: ...
+    def estimate(self, i: int, j: int, full: bool = False) -> Any:
+        """(value, standard error) for rows i and j, as ``dprp estimate``: the inner product
+        (real sketches; a row with itself: its squared norm, noise energy removed) or the
+        cosine (signs). ``full=True``: the dict ``dprp estimate --json`` prints, with the 95%
+        intervals (``ip_lo``/``ip_hi``, ``cosine_lo``/``cosine_hi``) and why a cosine is
+        undefined (``cosine_note``). The intervals hold over independent releases for a pair
+        chosen in advance (docs/error-bars.md)."""
     @property
     def fingerprint(self) -> str:
         """64 hex digits of the release's BLAKE3 checksum; stored with a database table loaded

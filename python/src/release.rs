@@ -19,11 +19,10 @@ use numpy::{IntoPyArray, PyArray2};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
-use dprp::estimate::{
-    agreements, estimate_ip_known, known_row_norm_sq, sign_cosine, Estimator, QueryMode,
-};
+use dprp::estimate::Estimator;
 use dprp::mechanism::{self, Mechanism, Payload};
 use dprp::release::ReleaseSet;
+use dprp::request::estimate::EstimateRequest;
 use dprp::request::query::RawQueries;
 use dprp::request::Front;
 use dprp::search::queries::QuerySketches;
@@ -431,6 +430,7 @@ impl Release {
         let outcome = interrupt::run(py, |cancel| -> dprp::Result<(Vec<u64>, Vec<f32>)> {
             let mut values = Vec::with_capacity(nq * p);
             view.append_rows(0, nq, &mut values);
+            let undefined = dprp::request::query::undefined_queries(&values, p, measure);
             let raw = RawQueries {
                 values,
                 p,
@@ -463,7 +463,11 @@ impl Release {
                 } else {
                     dprp::search::sharded::search(&self.inner, &parts, &batch, measure, top)?
                 };
-                for hits in found {
+                for (i, mut hits) in found.into_iter().enumerate() {
+                    // one rule for undefined cosines: a zero query has no neighbours
+                    if undefined[start + i] {
+                        hits.clear();
+                    }
                     for h in &hits {
                         ids.push(if parts.len() == 1 {
                             self.inner.id(0, h.row)
@@ -472,7 +476,7 @@ impl Release {
                         });
                         scores.push(h.score);
                     }
-                    // top ≤ n, so every query has `top` hits; pad defensively all the same
+                    // top ≤ n, so every defined query has `top` hits; pad the others
                     for _ in hits.len()..top {
                         ids.push(u64::MAX);
                         scores.push(f32::NAN);
@@ -571,40 +575,54 @@ impl Release {
         crate::serve::to_postgres(py, &self.inner, url, table, replace, index, measure)
     }
 
-    /// Estimate between released rows `i` and `j` (row indices), with its standard error, as
-    /// `dprp estimate` computes it: for real-valued sketches the inner product ⟨u_i, u_j⟩ with
-    /// the plug-in standard error of DESIGN.md §6 (Theorems C.1–C.3); for sign sketches with
-    /// randomised response, the cosine debiased from the sign agreements (Theorem 4.5) and the
-    /// standard error of the cosine (delta method). Returns `(value, standard_error)`.
-    fn estimate(&self, i: Int, j: Int) -> PyResult<(f64, f64)> {
-        let (pi, ri) = self.locate(i.get("i")?, "i")?;
-        let (pj, rj) = self.locate(j.get("j")?, "j")?;
+    /// Estimate between released rows `i` and `j` (row indices), as `dprp estimate --rows i,j`
+    /// computes it (the request layer's `EstimateRequest`): for real-valued sketches the inner
+    /// product ⟨u_i, u_j⟩ with the plug-in standard error of DESIGN.md §6 (Theorems C.1–C.3) —
+    /// for `i == j` the row's squared norm with its noise energy removed; for sign sketches with
+    /// randomised response the cosine debiased from the sign agreements (Theorem 4.5) and its
+    /// delta-method standard error. Returns `(value, standard_error)`, or with `full=True` the
+    /// object `dprp estimate --json` prints for the pair (the 95% intervals `ip_lo`/`ip_hi`,
+    /// `cosine_lo`/`cosine_hi`, the cosine and why it may be undefined).
+    #[pyo3(signature = (i, j, full = false))]
+    fn estimate<'py>(
+        &self,
+        py: Python<'py>,
+        i: Int,
+        j: Int,
+        full: bool,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let i = i.get("i")?;
+        let j = j.get("j")?;
+        self.locate(i, "i")?;
+        self.locate(j, "j")?;
         self.check_files()?;
-        let (a, b) = (&self.inner.parts()[pi], &self.inner.parts()[pj]);
-        let k = self.inner.k();
-        match self.mech.as_sketch().map_err(err)?.estimator() {
-            Estimator::Sign { eps_prime, .. } => {
-                let Some(eps) = eps_prime else {
+        let rows = [i as usize, j as usize];
+        let line = EstimateRequest::new(&self.inner, self.mech.as_ref(), &rows, Front::Python)
+            .and_then(|r| r.pair(Front::Python))
+            .map_err(err)?
+            .to_json()[0]
+            .take();
+        if full {
+            let text = serde_json::to_string(&line).map_err(|e| param("estimate", e))?;
+            return py.import("json")?.call_method1("loads", (text,));
+        }
+        let num = |k: &str| line[k].as_f64();
+        let pair = match self.mech.as_sketch().map_err(err)?.estimator() {
+            Estimator::Sign { .. } => match (num("cosine"), num("se_cosine")) {
+                (Some(c), Some(s)) => (c, s),
+                _ => {
                     return Err(param(
                         "release",
                         "its sign flips depend on the data (smooth flipping or iDP), so the \
                          agreement rate cannot be debiased into a cosine",
-                    ));
-                };
-                let w = k.div_ceil(64);
-                let (ba, bb) = (a.bits().map_err(err)?, b.bits().map_err(err)?);
-                let agree = agreements(&ba[ri * w..(ri + 1) * w], &bb[rj * w..(rj + 1) * w], k);
-                let s = sign_cosine(agree, k, Some(eps), QueryMode::BothPrivate);
-                Ok((s.cosine, s.se_cosine))
-            }
-            est => {
-                let x = a.row(ri).map_err(err)?;
-                let y = b.row(rj).map_err(err)?;
-                let known = known_row_norm_sq(&self.inner.meta().scaling);
-                let e = estimate_ip_known(&est, x, y, None, known)
-                    .ok_or_else(|| param("release", "no estimator for this release"))?;
-                Ok((e.inner_product, e.se))
-            }
-        }
+                    ))
+                }
+            },
+            _ => (
+                num("inner_product").unwrap_or(f64::NAN),
+                num("se").unwrap_or(f64::NAN),
+            ),
+        };
+        pair.into_pyobject(py).map(|t| t.into_any())
     }
 }

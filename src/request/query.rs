@@ -132,3 +132,52 @@ pub fn release_queries(
     };
     Ok((sketches, ids))
 }
+
+/// How raw query files are read: as they are (no scaling asked: the release's own is applied
+/// later), with `column` naming the vector column of a Parquet file (`--column`).
+pub fn query_input(column: Option<&str>) -> crate::data::InputOptions {
+    crate::data::InputOptions {
+        columns: crate::data::parquet::Columns {
+            vectors: column.map(String::from),
+            ..Default::default()
+        },
+        ..Default::default()
+    }
+}
+
+/// The first row of the input file `path` as one raw query (`dprp estimate --query-vector`):
+/// only that row is read and checked, so what follows it in the file (a NaN in row 2, say) is
+/// neither read nor held against the query.
+/// `column` names the vector column of a Parquet file ([`query_input`]).
+pub fn first_query(path: &Path, column: Option<&str>) -> Result<RawQueries> {
+    let mut reader = crate::data::open_reader(path, &query_input(column))?;
+    let (mut values, mut labels) = (Vec::new(), Vec::new());
+    reader.read_chunk(1, &mut values, &mut labels)?;
+    let p = reader.dim();
+    values.truncate(p);
+    Ok(RawQueries {
+        values,
+        p,
+        scaling: reader.scaling(),
+        file: Some(path.to_path_buf()),
+    })
+}
+
+/// Why a zero query has no cosine neighbours: one rule for undefined cosines (`query`,
+/// `estimate`, re-ranking, Python).
+pub const ZERO_QUERY_NOTE: &str =
+    "cosine undefined: the query vector is zero (no direction to compare; its signs would all be \
+     sign(0) = +1 by convention)";
+
+/// For each query of `values` (`p` each): whether ranking it by `measure` is undefined — a zero
+/// vector under the cosine, or under agreement counts of signs (all its signs are `sign(0)`). The
+/// inner product of a zero query is 0 for every row, which is its correct estimate: defined.
+pub fn undefined_queries(values: &[f32], p: usize, measure: crate::search::Measure) -> Vec<bool> {
+    if measure == crate::search::Measure::Ip || p == 0 {
+        return vec![false; values.len().checked_div(p).unwrap_or(0)];
+    }
+    values
+        .chunks(p)
+        .map(|q| q.iter().all(|&v| v == 0.0))
+        .collect()
+}

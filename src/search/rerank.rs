@@ -14,10 +14,21 @@
 //! The queries are the querier's own raw vectors (no noise on their side: `QueryMode::RawQuery`),
 //! projected with the release's public map; re-ranking reads only released rows, so it is
 //! post-processing and costs no privacy.
+//!
+//! **What the standard errors mean after selection.** Each standard error is that of a pair
+//! fixed in advance, over independent releases (fresh projection and noise). The candidates kept
+//! here are *selected because their estimates are the largest*: among many rows with similar
+//! true scores, the ones whose noise happened to push them up rank first, so the top estimates
+//! are biased upward and `estimate ± 2·se` covers their true scores less often than 95% (at
+//! OPORP, k = 768 ≈ p, the re-ranking work found 0% for the re-ranked top pairs). No interval
+//! here is adjusted for that selection; `tests/coverage.rs` measures the effect and
+//! docs/error-bars.md reports it. For an error bar on a pair that holds, choose the pair first
+//! (or estimate it again from another release) — `dprp estimate` on a pair named in advance.
+//! A zero query has no cosine: its estimates are NaN and rank last, as an undefined cosine does.
 
 use crate::error::{Error, Result};
 use crate::estimate::{
-    agreements, estimate_ip_known, known_row_norm_sq, sign_cosine, Estimator, QueryMode,
+    agreements, estimate_ip_point, known_row_norm_sq, sign_cosine, Estimator, QueryMode,
 };
 use crate::mechanism::{central::sign_sketch::pack_signs, Mechanism};
 use crate::release::ReleaseSet;
@@ -75,6 +86,8 @@ fn score(
     let r = &set.parts()[part];
     let k = set.k();
     let (estimate, se, raw) = match est {
+        // one rule for undefined cosines: a zero query's signs are all sign(0), no direction
+        Estimator::Sign { .. } if q.norm_sq == 0.0 => (f64::NAN, f64::NAN, f64::NAN),
         Estimator::Sign { eps_prime, .. } => {
             let w = k.div_ceil(64);
             let bits = &r.bits()?[row * w..(row + 1) * w];
@@ -87,7 +100,7 @@ fn score(
             (c, s, agree as f64)
         }
         _ => {
-            let e = estimate_ip_known(est, q.x, r.row(row)?, Some(q.norm_sq), q.row_norm_sq)
+            let e = estimate_ip_point(est, q.x, r.row(row)?, Some(q.norm_sq), q.row_norm_sq)
                 .ok_or_else(|| Error::param("release", "no estimator for this release"))?;
             match by {
                 Measure::Ip => (e.inner_product, e.se, e.inner_product),

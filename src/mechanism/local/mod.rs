@@ -62,16 +62,10 @@ pub use scalar_dp::ScalarDp;
 
 pub use crate::data::scale::UNIT_NORM_TOL;
 
-/// Validate ε for a local mechanism: positive and finite.
+/// Validate ε for a local mechanism: positive, finite and at most
+/// [`crate::privacy::guarantee::MAX_EPSILON`].
 pub fn check_epsilon(name: &str, epsilon: f64) -> Result<()> {
-    if epsilon.is_finite() && epsilon > 0.0 {
-        Ok(())
-    } else {
-        Err(Error::param(
-            name,
-            format!("ε must be a positive finite number, got {epsilon}"),
-        ))
-    }
+    crate::privacy::guarantee::check_epsilon_named(name, epsilon)
 }
 
 /// Validate the dimension: at least 2 (on the circle a cap is an arc; in one dimension the sphere

@@ -168,12 +168,7 @@ const MAX_TRIALS: u64 = 1 << 53;
 /// `N ≤ 2^53` reaches it.
 pub fn smallest_n(target_epsilon: f64, setting: &BinomialSetting) -> Result<u64> {
     setting.check()?;
-    if !(target_epsilon.is_finite() && target_epsilon > 0.0) {
-        return Err(Error::param(
-            "--epsilon",
-            format!("ε must be a positive finite number, got {target_epsilon}"),
-        ));
-    }
+    crate::privacy::guarantee::check_epsilon(target_epsilon)?;
     let ok = |n: u64| matches!(epsilon(n, setting), Ok(e) if e <= target_epsilon);
     let mut hi = 1u64;
     while !ok(hi) {

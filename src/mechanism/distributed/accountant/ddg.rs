@@ -168,12 +168,7 @@ fn check_sigma(sigma: f64) -> Result<()> {
 /// always meets the target; checked once more before returning).
 pub fn smallest_sigma(setting: &DdgSetting, epsilon: f64, delta: f64) -> Result<f64> {
     setting.check()?;
-    if !(epsilon.is_finite() && epsilon > 0.0) {
-        return Err(Error::param(
-            "--epsilon",
-            format!("ε must be a positive finite number, got {epsilon}"),
-        ));
-    }
+    crate::privacy::guarantee::check_epsilon(epsilon)?;
     // Work in ρ: ε_DP ≤ target ⇔ ρ ≤ ρ* (the conversion is increasing in ρ).
     let rho_target = zcdp::rho_for_epsilon(epsilon, delta)?;
     smallest_sigma_for_rho(setting, rho_target)

@@ -113,12 +113,7 @@ impl DistributedRequest {
         if self.d == 0 {
             return Err(Error::param("dimension d", "d must be at least 1"));
         }
-        if !(self.epsilon.is_finite() && self.epsilon > 0.0) {
-            return Err(Error::param(
-                "--epsilon",
-                format!("ε must be a positive finite number, got {}", self.epsilon),
-            ));
-        }
+        crate::privacy::guarantee::check_epsilon(self.epsilon)?;
         if !(self.delta > 0.0 && self.delta < 1.0) {
             return Err(Error::param(
                 "--delta",
