@@ -159,7 +159,7 @@ fn the_request_path_prints_these_intervals() {
 /// interval of the inner product).
 #[test]
 fn the_demo_counts_the_printed_intervals() {
-    let demo = dprp::request::demo::Demo::prepare(None).unwrap();
+    let demo = dprp::request::demo::Demo::prepare(None, dprp::atomic::Existing::Refuse).unwrap();
     let r = demo.publish(MechanismKind::DpOporp, 5.0).unwrap();
     let text = demo.utility(&r).unwrap().to_text();
     let data = dprp::data::sample::generate();
@@ -247,7 +247,7 @@ fn rerank_errors_hold_before_selection_not_after() {
 #[test]
 #[ignore]
 fn demo_coverage_spread_over_runs() {
-    let demo = dprp::request::demo::Demo::prepare(None).unwrap();
+    let demo = dprp::request::demo::Demo::prepare(None, dprp::atomic::Existing::Replace).unwrap();
     let runs = 200;
     for kind in dprp::request::demo::KINDS {
         let mut rates: Vec<f64> = (0..runs)

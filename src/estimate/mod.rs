@@ -167,7 +167,7 @@ pub const INTERVAL_LEVEL: f64 = 0.95;
 
 /// How a real sketch's intervals are computed (printed with them).
 pub const REAL_INTERVAL_METHOD: &str =
-    "score intervals: the inner product's with the variance of DESIGN.md §6 evaluated at the \
+    "score intervals: the inner product's with the variance of Theorems C.1–C.3 evaluated at the \
      hypothesised value (norms plugged in), the cosine's with the unknown norms profiled out; \
      level over releases with fresh projections and noise";
 
