@@ -351,7 +351,7 @@ fn profile_min(m: &Model, e: &CosineData, c: f64, stop: f64) -> f64 {
 }
 
 /// The cosine's [`INTERVAL_LEVEL`] interval: the cosines `c ∈ [−1, 1]` that the profile score
-/// test accepts, `min_{N} Q(c, N) ≤ z²` ([`profile_q`], [`profile_min`]). The unknown norms are
+/// test accepts, `min_{N} Q(c, N) ≤ z²` (`profile_q`, `profile_min`). The unknown norms are
 /// nuisance parameters profiled out rather than plugged in: a norm estimate that noise pushed up
 /// makes the plug-in ratio look precise and biased towards 0 (an interval plugging in the
 /// norms covered 45% of the time for such rows at ε = 1, k = 32), while the profile lets the
