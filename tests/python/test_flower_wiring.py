@@ -197,3 +197,52 @@ def test_config_integers_and_mechanism_names():
     assert dprp.flower.LocalConfig("privunit2", epsilon=3.0, rounds=3.0, clip=1.0, dim=DIM).rounds == 3
     with pytest.raises(dprp.DprpError, match="mechanism: 'privunit' is not one of privunit2"):
         dprp.flower.LocalConfig("privunit", epsilon=3.0, rounds=3, clip=1.0, dim=DIM)
+
+
+def test_the_client_mods_refuse_before_calling_the_client(monkeypatch):
+    """The mods called directly on hand-made messages: no dprp masking marker, or a Message-API
+    training action, is refused before the rest of the chain (the client's fit) is called; an
+    evaluate message passes (power: the recording call_next does see a call)."""
+    from flwr.app import Context, Message, RecordDict
+    from flwr.common import FitIns, ndarrays_to_parameters
+    from flwr.compat.common import recorddict_compat as compat
+
+    from flwr.supercore.task_identity import TaskIdentity
+
+    from dprp.flower import distributed_dp_mod, local_dp_mod, secaggplus_mod
+
+    for k in ("_run_id", "_node_id", "_task_id"):  # what Flower's runtime sets in a ClientApp process
+        monkeypatch.setattr(TaskIdentity, k, 1)
+    cfg = config()
+    content = compat.fitins_to_recorddict(FitIns(ndarrays_to_parameters(initial_weights()), cfg.to_config()), True)
+    ctxt = Context(run_id=1, node_id=1, node_config={}, state=RecordDict(), run_config={})
+    calls = []
+
+    def call_next(m, c):
+        calls.append(m.metadata.message_type)
+        return Message(RecordDict(), reply_to=m)
+
+    def msg(kind):
+        return Message(content=content, dst_node_id=1, message_type=kind)
+
+    with pytest.raises(dprp.DprpError, match="dprp.flower.secaggplus_mod is missing before it"):
+        distributed_dp_mod(msg("train"), ctxt, call_next)
+    with pytest.raises(dprp.DprpError, match="the server sent training instructions outside SecAgg\\+"):
+        secaggplus_mod(msg("train"), ctxt, call_next)
+    for mod, name in [(distributed_dp_mod, "distributed_dp_mod"), (local_dp_mod, "local_dp_mod"), (secaggplus_mod, "secaggplus_mod")]:
+        with pytest.raises(dprp.DprpError, match=f"{name}: refused a 'train.custom' message"):
+            mod(msg("train.custom"), ctxt, call_next)
+    assert calls == []
+    distributed_dp_mod(msg("evaluate"), ctxt, call_next)
+    secaggplus_mod(msg("evaluate"), ctxt, call_next)
+    assert calls == ["evaluate", "evaluate"]
+    # a marker with other SecAgg+ ranges than the configuration's: refused before the fit
+    from dprp.flower import _masks
+
+    token = _masks._MASKING.set(_masks.Masking(dict(cfg.secagg_ranges(), clipping_range=8.0)))
+    try:
+        with pytest.raises(dprp.DprpError, match="the server set up SecAgg\\+ with clipping_range = 8.0"):
+            distributed_dp_mod(msg("train"), ctxt, call_next)
+    finally:
+        _masks._MASKING.reset(token)
+    assert calls == ["evaluate", "evaluate"]

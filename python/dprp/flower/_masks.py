@@ -136,6 +136,12 @@ def secaggplus_mod(msg, ctxt, call_next):
     """Flower's `secaggplus_mod` with masks from `shake_masks`; use it in place of Flower's, first
     in the client's mods: `mods=[dprp.flower.secaggplus_mod, distributed_dp_mod]`. A training
     message that is not a SecAgg+ stage (a server workflow other than SecAgg+) is refused."""
+    if msg.metadata.message_type.startswith(MessageType.TRAIN + "."):
+        raise DprpError(
+            f"dprp.flower.secaggplus_mod: refused a {msg.metadata.message_type!r} message (a "
+            "Message-API training action): dprp's distributed DP runs on Flower's 'train' "
+            "messages under DistributedSecAggPlusWorkflow only"
+        )
     if msg.metadata.message_type != MessageType.TRAIN:
         return call_next(msg, ctxt)
     cfgs = msg.content.config_records.get(RECORD_KEY_CONFIGS)

@@ -50,7 +50,7 @@ from flwr.server.workflow.constant import Key as WorkflowKey
 from .. import DprpError
 from ._config import DistributedConfig
 from ._masks import CLIENT_WIRING, MASKS_ID, MASKS_KEY, SERVER_WIRING, require_masking, server_masks
-from ._mod import replace_update
+from ._mod import refuse_train_actions, replace_update
 from ._weights import flatten, initial_model, model, unflatten
 
 
@@ -66,7 +66,9 @@ def distributed_dp_mod(msg, ctxt, call_next):
     in the mods), set up with the ranges that carry the residues exactly: otherwise it raises
     before the client trains, so a residue vector never leaves the client in clear (a chain
     without dprp's `secaggplus_mod`, with Flower's own, or a server whose workflow is not
-    `DistributedSecAggPlusWorkflow`)."""
+    `DistributedSecAggPlusWorkflow`). A Message-API training action (`train.<action>`) is
+    refused too: it would pass the mod un-privatised."""
+    refuse_train_actions(msg, "distributed_dp_mod")
     if msg.metadata.message_type != MessageType.TRAIN:
         return call_next(msg, ctxt)
     masking = require_masking(msg)
@@ -76,7 +78,7 @@ def distributed_dp_mod(msg, ctxt, call_next):
         _check_ranges(cfg, masking.ranges)
         return cfg
 
-    return replace_update(msg, ctxt, call_next, parse, _encode)
+    return replace_update(msg, ctxt, call_next, parse, _encode, "distributed_dp_mod")
 
 
 def _check_ranges(cfg: DistributedConfig, ranges: dict[str, Any]) -> None:
