@@ -11,10 +11,11 @@ from typing import Callable, Optional
 import numpy as np
 from flwr.client import ClientApp, NumPyClient
 from flwr.client.mod import secaggplus_mod as flower_secaggplus_mod
-from flwr.common import Context, parameters_to_ndarrays
+from flwr.common import Context, bytes_to_ndarray, parameters_to_ndarrays
 from flwr.compat.common import recorddict_compat as compat
+from flwr.common.secure_aggregation.secaggplus_constants import RECORD_KEY_CONFIGS, Key
 from flwr.server import Grid, LegacyContext, ServerApp, ServerConfig
-from flwr.server.workflow import DefaultWorkflow
+from flwr.server.workflow import DefaultWorkflow, SecAggPlusWorkflow
 from flwr.simulation import run_simulation
 
 from dprp.flower import (
@@ -25,6 +26,7 @@ from dprp.flower import (
     local_dp_mod,
     secaggplus_mod,
 )
+from dprp.flower import _masks
 from dprp.flower._config import PREFIX
 
 SHAPES = [(4, 5), (20,)]
@@ -100,13 +102,34 @@ def client_app(mods: list, record: Optional[pathlib.Path] = None, bad: Misbehavi
             np.save(record / f"round{r}-node{msg.metadata.dst_node_id}.npy", x)
         return out
 
+    def bypass_mod(msg, ctxt, call_next):
+        """For the power checks only: pretend to be dprp's masking stage (the guard bypassed)."""
+        if msg.metadata.message_type != "train":
+            return call_next(msg, ctxt)
+        cfg = DistributedConfig.from_config(compat.recorddict_to_fitins(msg.content, keep_input=True).config)
+        token = _masks._MASKING.set(_masks.Masking(cfg.secagg_ranges()))
+        try:
+            return call_next(msg, ctxt)
+        finally:
+            _masks._MASKING.reset(token)
+
     def secagg_mod(msg, ctxt, call_next):
         """dprp's secaggplus_mod, or Flower's own for the `plain` partitions."""
         plain = int(ctxt.node_config["partition-id"]) in bad.plain
         return (flower_secaggplus_mod if plain else secaggplus_mod)(msg, ctxt, call_next)
 
-    if mods == ["distributed"]:
-        stack = [secagg_mod, record_mod, rogue_mod, distributed_dp_mod]
+    wirings = {
+        # the right one (some partitions misbehaving as `bad` says)
+        "distributed": [secagg_mod, record_mod, rogue_mod, distributed_dp_mod],
+        # wrong ones: no SecAgg+ mod, Flower's own SecAgg+ mod
+        "no-secagg": [record_mod, distributed_dp_mod],
+        "flower-secagg": [flower_secaggplus_mod, record_mod, distributed_dp_mod],
+        # the wrong ones with distributed_dp_mod's guard bypassed (power checks)
+        "no-secagg-bypassed": [record_mod, bypass_mod, distributed_dp_mod],
+        "flower-secagg-bypassed": [flower_secaggplus_mod, record_mod, bypass_mod, distributed_dp_mod],
+    }
+    if len(mods) == 1 and mods[0] in wirings:
+        stack = wirings[mods[0]]
     elif mods == ["local"]:
         stack = [local_dp_mod]
     else:
@@ -114,11 +137,59 @@ def client_app(mods: list, record: Optional[pathlib.Path] = None, bad: Misbehavi
     return ClientApp(client_fn=client_fn, mods=stack)
 
 
-def server_app(strategy, rounds: int, workflow_of: Optional[Callable] = None) -> ServerApp:
+class SpyGrid:
+    """The server's grid, recording every message sent and every reply received (what the
+    server saw, read as it arrives: Flower's workflows empty the replies they consume), passing
+    everything on."""
+
+    def __init__(self) -> None:
+        self.grid = None
+        self.sent: list = []
+        self.replies: list = []
+        self.seen: list[tuple[int, str, np.ndarray]] = []
+
+    def __getattr__(self, name: str):
+        return getattr(self.grid, name)
+
+    def send_and_receive(self, messages, timeout=None):
+        messages = list(messages)
+        self.sent.extend(messages)
+        replies = list(self.grid.send_and_receive(messages, timeout=timeout))
+        self.replies.extend(replies)
+        for m in replies:
+            self.seen.extend(self._vectors(m))
+        return replies
+
+    def errors(self) -> list[str]:
+        return [m.error.reason or "" for m in self.replies if m.has_error()]
+
+    def vectors(self) -> list[tuple[int, str, np.ndarray]]:
+        """(node, "clear" or "masked", vector) of every reply that carried a client's vector:
+        model arrays (a FitRes's parameters), or a SecAgg+ masked vector."""
+        return list(self.seen)
+
+    @staticmethod
+    def _vectors(m) -> list[tuple[int, str, np.ndarray]]:
+        if m.has_error():
+            return []
+        out = []
+        node = int(m.metadata.src_node_id)
+        for record in m.content.array_records.values():
+            for arr in record.values():
+                out.append((node, "clear", np.array(arr.numpy())))
+        cfgs = m.content.config_records.get(RECORD_KEY_CONFIGS)
+        if cfgs is not None and Key.MASKED_PARAMETERS in cfgs:
+            out.extend((node, "masked", bytes_to_ndarray(b)) for b in cfgs[Key.MASKED_PARAMETERS])
+        return out
+
+
+def server_app(strategy, rounds: int, workflow_of: Optional[Callable] = None, spy: Optional[SpyGrid] = None) -> ServerApp:
     app = ServerApp()
 
     @app.main()
     def main(grid: Grid, context: Context) -> None:
+        if spy is not None:
+            spy.grid, grid = grid, spy
         ctx = LegacyContext(context=context, config=ServerConfig(num_rounds=rounds), strategy=strategy)
         fit = workflow_of(strategy) if workflow_of is not None else None
         (DefaultWorkflow(fit_workflow=fit) if fit is not None else DefaultWorkflow())(grid, ctx)
@@ -137,6 +208,22 @@ def simulate(server: ServerApp, client: ClientApp, clients: int) -> None:
 
 def secagg_workflow(cfg: DistributedConfig):
     return lambda strategy: DistributedSecAggPlusWorkflow(cfg, strategy)
+
+
+def flower_secagg_workflow(cfg: DistributedConfig, dprp_ranges: bool = True):
+    """Flower's own SecAggPlusWorkflow (a wrong wiring), with the ranges dprp's residues need or
+    Flower's defaults."""
+    ranges = cfg.secagg_ranges() if dprp_ranges else {}
+    return lambda strategy: SecAggPlusWorkflow(num_shares=1.0, reconstruction_threshold=0.6, **ranges)
+
+
+def recorded(record: pathlib.Path) -> dict[tuple[int, int], np.ndarray]:
+    """(round, node) → the vector `x` the client's distributed_dp_mod encoded."""
+    out = {}
+    for f in sorted(record.glob("round*-node*.npy")):
+        r, node = f.stem[len("round"):].split("-node")
+        out[(int(r), int(node))] = np.load(f)
+    return out
 
 
 def residue_sum(record: pathlib.Path, server_round: int, cfg: DistributedConfig, nodes: Optional[set] = None) -> np.ndarray:

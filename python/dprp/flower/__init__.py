@@ -2,8 +2,11 @@
 optimal local DP (PrivUnit2, PrivUnitG, ProjUnit) or distributed DP summed under Flower's
 SecAgg+ (DDG, count sketch + DDG, Binomial), with the privacy account kept across rounds.
 
-* `DistributedConfig`, `secaggplus_mod` (Flower's, with cryptographic masks), `distributed_dp_mod`, `DistributedSecAggPlusWorkflow`,
-  `DistributedDpFedAvg`: distributed DP (`dprp.flower.distributed`).
+* `DistributedConfig`, `secaggplus_mod` (Flower's SecAgg+ with cryptographic masks),
+  `distributed_dp_mod`, `DistributedSecAggPlusWorkflow`, `DistributedDpFedAvg`: distributed DP
+  (`dprp.flower.distributed`). Only one wiring runs — `mods=[secaggplus_mod,
+  distributed_dp_mod]` on the clients, `DefaultWorkflow(fit_workflow=DistributedSecAggPlusWorkflow(cfg,
+  strategy))` on the server; any other is refused before a vector is sent or a round charged.
 * `LocalConfig`, `local_dp_mod`, `LocalDpFedAvg`: local DP (`dprp.flower.local`).
 
 The core `dprp` module does not need Flower; this subpackage does, and says so when it is

@@ -27,6 +27,23 @@ def _check(cond: bool, name: str, why: str) -> None:
         raise DprpError(f"{name}: {why}")
 
 
+def _integer(obj, name: str, minimum: int, optional: bool = False) -> None:
+    """Make field `name` of a frozen configuration an int: an integral float (5.0, as TOML run
+    configs or arithmetic give) is taken as that integer; anything else that is not an integer
+    ≥ `minimum` is refused, saying which."""
+    v = getattr(obj, name)
+    if v is None and optional:
+        return
+    if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, float, np.integer, np.floating)):
+        raise DprpError(f"{name}: must be an integer, got {v!r}")
+    if isinstance(v, (float, np.floating)):
+        if not (math.isfinite(v) and float(v).is_integer()):
+            raise DprpError(f"{name}: must be an integer, got {v!r}")
+    v = int(v)
+    _check(v >= minimum, name, f"must be ≥ {minimum}, got {v}")
+    object.__setattr__(obj, name, v)
+
+
 def _seed() -> str:
     return secrets.token_hex(32)
 
@@ -70,6 +87,10 @@ class _Common:
         return hashlib.sha256(body.encode()).hexdigest()[:32]
 
 
+#: The distributed mechanisms dprp.flower runs (dprp.DistributedEncoder's).
+DISTRIBUTED_MECHANISMS = ("ddg", "sketch-ddg", "binomial")
+
+
 @dataclass(frozen=True)
 class DistributedConfig(_Common):
     """Distributed DP under Flower's SecAgg+: each sampled client clips its model update to ℓ₂
@@ -97,9 +118,18 @@ class DistributedConfig(_Common):
     seed: str = dataclasses.field(default_factory=_seed)
 
     def __post_init__(self) -> None:
+        _check(
+            self.mechanism in DISTRIBUTED_MECHANISMS,
+            "mechanism",
+            f"{self.mechanism!r} is not a distributed mechanism: one of {', '.join(DISTRIBUTED_MECHANISMS)}",
+        )
+        _integer(self, "rounds", 1)
+        _integer(self, "dim", 1)
+        _integer(self, "bits", 0)
+        _integer(self, "clients", 0)
+        _integer(self, "min_clients", 0, optional=True)
         if self.min_clients is None:
             object.__setattr__(self, "min_clients", self.clients)
-        _check(isinstance(self.rounds, int) and self.rounds >= 1, "rounds", f"must be ≥ 1, got {self.rounds}")
         _check(self.clients >= 2, "clients", f"secure aggregation needs ≥ 2 clients per round, got {self.clients}")
         _check(
             2 <= self.min_clients <= self.clients,
@@ -217,7 +247,9 @@ class LocalConfig(_Common):
             "mechanism",
             f"{self.mechanism!r} is not one of {', '.join(LOCAL_MECHANISMS)}",
         )
-        _check(isinstance(self.rounds, int) and self.rounds >= 1, "rounds", f"must be ≥ 1, got {self.rounds}")
+        _integer(self, "rounds", 1)
+        _integer(self, "dim", 1)
+        _integer(self, "k", 1, optional=True)
         _check(math.isfinite(self.clip) and self.clip > 0, "clip", f"must be positive, got {self.clip}")
         per = self.epsilon / self.rounds
         if self.mechanism == "privunit2-norm":

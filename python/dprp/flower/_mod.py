@@ -8,14 +8,28 @@ from typing import Callable
 from flwr.common import MessageType, ndarrays_to_parameters, parameters_to_ndarrays
 from flwr.compat.common import recorddict_compat as compat
 
+from .. import DprpError
 from ._weights import check_update
 
 
-def replace_update(msg, ctxt, call_next, parse: Callable, send: Callable):
+def refuse_train_actions(msg, mod: str) -> None:
+    """Refuse a Message-API training action (`train.<action>`): dprp's mods read Flower's legacy
+    `train` messages only, and would let its reply (a model in clear) pass un-privatised."""
+    mt = msg.metadata.message_type
+    if mt.startswith(MessageType.TRAIN + "."):
+        raise DprpError(
+            f"{mod}: refused a {mt!r} message (a Message-API training action): dprp's mods "
+            "privatise Flower's 'train' messages only, and this one's reply would leave the client "
+            "un-privatised (docs/flower.md)"
+        )
+
+
+def replace_update(msg, ctxt, call_next, parse: Callable, send: Callable, mod: str = "dprp mod"):
     """Run the client's `fit` (the rest of the mod chain) and replace its weights by
     `send(cfg, config, update, msg) -> (arrays, metrics)`, where `cfg = parse(config)` is the
     server's configuration. The reply carries weight 1 and the configuration's fingerprint.
     Anything refused raises, so the client's reply is an error (a dropout for the server)."""
+    refuse_train_actions(msg, mod)
     if msg.metadata.message_type != MessageType.TRAIN:
         return call_next(msg, ctxt)
     fit_ins = compat.recorddict_to_fitins(msg.content, keep_input=True)
@@ -34,4 +48,4 @@ def replace_update(msg, ctxt, call_next, parse: Callable, send: Callable):
     return out
 
 
-__all__ = ["replace_update"]
+__all__ = ["refuse_train_actions", "replace_update"]

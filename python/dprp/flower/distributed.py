@@ -16,16 +16,24 @@ Server::
     cfg = DistributedConfig("ddg", epsilon=4, delta=1e-5, rounds=30, clip=1.0, clients=100, dim=d)
     strategy = DistributedDpFedAvg(cfg, initial_parameters=weights)
     workflow = DefaultWorkflow(fit_workflow=DistributedSecAggPlusWorkflow(cfg, strategy))
+
+Only this wiring runs. The strategy refuses `configure_fit` and `aggregate_fit` unless they are
+called by `DistributedSecAggPlusWorkflow`'s stages (a `_WorkflowPass` it holds meanwhile), so a
+plain `DefaultWorkflow` or Flower's own `SecAggPlusWorkflow` is refused at round 1 before a
+message is sent or anything charged; `distributed_dp_mod` refuses to train and reply outside
+dprp's SecAgg+ masking stage (`_masks.require_masking`), so no client sends its residues in clear.
 """
 
 from __future__ import annotations
 
+import contextlib
 from logging import ERROR, INFO, WARNING
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Iterator, Optional
 
 import numpy as np
 from flwr.common import (
     FitIns,
+    MessageType,
     NDArrays,
     bytes_to_ndarray,
     ndarrays_to_parameters,
@@ -36,11 +44,13 @@ from flwr.common.logger import log
 from flwr.compat.common import recorddict_compat as compat
 from flwr.server.strategy import FedAvg
 from flwr.server.workflow import SecAggPlusWorkflow
+from flwr.server.workflow.constant import MAIN_CONFIGS_RECORD
+from flwr.server.workflow.constant import Key as WorkflowKey
 
 from .. import DprpError
 from ._config import DistributedConfig
-from ._masks import MASKS_ID, MASKS_KEY, server_masks
-from ._mod import replace_update
+from ._masks import CLIENT_WIRING, MASKS_ID, MASKS_KEY, SERVER_WIRING, require_masking, server_masks
+from ._mod import refuse_train_actions, replace_update
 from ._weights import flatten, initial_model, model, unflatten
 
 
@@ -50,12 +60,56 @@ def distributed_dp_mod(msg, ctxt, call_next):
     configured norm and encode it with the round's distributed encoder (noise share from the OS
     CSPRNG); the message becomes `x = r − 2^(b−1)` for the residues `r`, weight 1, and the
     configuration's fingerprint in the metrics. A non-finite update, a wrong shape or a missing
-    configuration raise, so the client's reply is an error and SecAgg+ counts it as dropped."""
-    return replace_update(msg, ctxt, call_next, DistributedConfig.from_config, _encode)
+    configuration raise, so the client's reply is an error and SecAgg+ counts it as dropped.
+
+    It replies only inside dprp's SecAgg+ masking stage (`dprp.flower.secaggplus_mod` before it
+    in the mods), set up with the ranges that carry the residues exactly: otherwise it raises
+    before the client trains, so a residue vector never leaves the client in clear (a chain
+    without dprp's `secaggplus_mod`, with Flower's own, or a server whose workflow is not
+    `DistributedSecAggPlusWorkflow`). A Message-API training action (`train.<action>`) is
+    refused too: it would pass the mod un-privatised."""
+    refuse_train_actions(msg, "distributed_dp_mod")
+    if msg.metadata.message_type != MessageType.TRAIN:
+        return call_next(msg, ctxt)
+    masking = require_masking(msg)
+
+    def parse(config) -> DistributedConfig:
+        cfg = DistributedConfig.from_config(config)
+        _check_ranges(cfg, masking.ranges)
+        return cfg
+
+    return replace_update(msg, ctxt, call_next, parse, _encode, "distributed_dp_mod")
+
+
+def _check_ranges(cfg: DistributedConfig, ranges: dict[str, Any]) -> None:
+    """Refuse a SecAgg+ round set up with other ranges than the configuration's (a server running
+    another SecAgg+ workflow, e.g. Flower's own, would decode the sum wrongly)."""
+    want = cfg.secagg_ranges()
+    if any(ranges.get(k) != v for k, v in want.items()):
+        got = ", ".join(f"{k} = {ranges.get(k)!r}" for k in want)
+        need = ", ".join(f"{k} = {v!r}" for k, v in want.items())
+        raise DprpError(
+            f"distributed_dp_mod: refused to train and reply: the server set up SecAgg+ with {got}, "
+            f"not the ranges that carry this configuration's residues ({need}): its fit workflow "
+            f"is not dprp's. Use on the server {SERVER_WIRING}"
+        )
 
 
 def _encode(cfg: DistributedConfig, config, update: np.ndarray, msg):
     return [cfg.to_flower(cfg.encoder().encode(update))], {}
+
+
+class _WorkflowPass:
+    """The typed marker of dprp's unmask path: made only by `DistributedSecAggPlusWorkflow`, and
+    held by its strategy only for the span of the SecAgg+ stage that calls it — `setup` (which
+    calls `configure_fit`) and `unmask` (which calls `aggregate_fit` with the sum it has just
+    unmasked). `DistributedDpFedAvg` refuses both calls without it: under any other workflow
+    the clients' vectors would reach the server in clear, or as a sum it cannot decode."""
+
+    __slots__ = ("workflow", "stage", "server_round")
+
+    def __init__(self, workflow: "DistributedSecAggPlusWorkflow", stage: str, server_round: int) -> None:
+        self.workflow, self.stage, self.server_round = workflow, stage, server_round
 
 
 class DistributedSecAggPlusWorkflow(SecAggPlusWorkflow):
@@ -78,6 +132,16 @@ class DistributedSecAggPlusWorkflow(SecAggPlusWorkflow):
         reconstruction_threshold: float | int = 0.6,
         timeout: Optional[float] = 300.0,
     ) -> None:
+        if not isinstance(strategy, DistributedDpFedAvg):
+            raise DprpError(
+                f"DistributedSecAggPlusWorkflow: its strategy must be a DistributedDpFedAvg, got "
+                f"{type(strategy).__name__}"
+            )
+        if strategy.config != config:
+            raise DprpError(
+                "DistributedSecAggPlusWorkflow: its configuration is not its strategy's "
+                f"(fingerprints {config.fingerprint} and {strategy.config.fingerprint}): give both the same"
+            )
         super().__init__(
             num_shares=num_shares,
             reconstruction_threshold=reconstruction_threshold,
@@ -87,8 +151,26 @@ class DistributedSecAggPlusWorkflow(SecAggPlusWorkflow):
         self.config = config
         self.strategy = strategy
 
+    @contextlib.contextmanager
+    def _pass(self, context, stage: str) -> Iterator[None]:
+        """Hand the strategy this workflow's marker for one stage (see `_WorkflowPass`)."""
+        if context.strategy is not self.strategy:
+            raise DprpError(
+                "DistributedSecAggPlusWorkflow: the LegacyContext's strategy is not the one this "
+                f"workflow was built with: pass the same DistributedDpFedAvg to both ({SERVER_WIRING})"
+            )
+        server_round = int(context.state.config_records[MAIN_CONFIGS_RECORD][WorkflowKey.CURRENT_ROUND])
+        with self.strategy._admitted(_WorkflowPass(self, stage, server_round)):
+            yield
+
+    def setup_stage(self, grid, context, state) -> bool:
+        with self._pass(context, "setup"):  # the strategy's configure_fit runs here
+            return super().setup_stage(grid, context, state)
+
     def unmask_stage(self, grid, context, state) -> bool:
-        with server_masks():  # rebuild masks as the clients drew them (dprp.flower._masks)
+        # rebuild masks as the clients drew them (dprp.flower._masks); the strategy's
+        # aggregate_fit runs here, with the sum just unmasked
+        with server_masks(), self._pass(context, "unmask"):
             return super().unmask_stage(grid, context, state)
 
     def collect_masked_vectors_stage(self, grid, context, state) -> bool:
@@ -199,6 +281,7 @@ class DistributedDpFedAvg(FedAvg):
         self.halts: list[tuple[int, str]] = []  # every round that revealed no sum, and why
         self.stopped: Optional[str] = None
         self._open: Optional[int] = None  # the round configured and not yet aggregated
+        self._workflow_pass: Optional[_WorkflowPass] = None  # held during dprp's SecAgg+ stages
         self._sampled = 0
         fedavg.setdefault("fraction_fit", 1.0)
         fedavg.setdefault("fraction_evaluate", 0.0)
@@ -209,6 +292,48 @@ class DistributedDpFedAvg(FedAvg):
                 f"[{config.min_clients}, {config.clients}], got {fedavg['min_available_clients']}"
             )
         super().__init__(initial_parameters=ndarrays_to_parameters(model(self.weights, self.dtypes)), **fedavg)
+
+    @contextlib.contextmanager
+    def _admitted(self, marker: _WorkflowPass) -> Iterator[None]:
+        if not isinstance(marker, _WorkflowPass):
+            raise TypeError(f"expected DistributedSecAggPlusWorkflow's marker, got {type(marker).__name__}")
+        old, self._workflow_pass = self._workflow_pass, marker
+        try:
+            yield
+        finally:
+            self._workflow_pass = old
+
+    def _require_workflow(self, stage: str, server_round: int) -> None:
+        """Refuse a call that does not come from `DistributedSecAggPlusWorkflow`'s `stage` of this
+        round (nothing is sent or charged then; the run stops with the reason)."""
+        p = self._workflow_pass
+        if (
+            isinstance(p, _WorkflowPass)
+            and p.stage == stage
+            and p.server_round == server_round
+            and p.workflow.strategy is self
+            and p.workflow.config == self.config
+        ):
+            return
+        if stage == "setup":
+            what = (
+                "configure_fit was called outside DistributedSecAggPlusWorkflow's setup stage, by "
+                "another fit workflow (Flower's DefaultWorkflow alone, its SecAggPlusWorkflow, …): "
+                "the clients' residues would reach the server in clear, or summed under masks and "
+                "ranges it cannot decode. Nothing was sent to the clients and nothing charged"
+            )
+        else:
+            what = (
+                "aggregate_fit was called with results that did not come through "
+                "DistributedSecAggPlusWorkflow's unmask stage: they are not a secure sum dprp can "
+                "decode. Nothing was decoded or charged, the model is unchanged"
+            )
+        self.stopped = (
+            f"round {server_round}: DistributedDpFedAvg.{what}. Run it as {SERVER_WIRING}, with the "
+            f"clients' {CLIENT_WIRING}"
+        )
+        log(ERROR, "dprp: %s", self.stopped)
+        raise DprpError(self.stopped)
 
     def num_fit_clients(self, num_available_clients: int) -> tuple[int, int]:
         """Wait for `min_available_clients` (default: all `clients`), then sample `clients`, or
@@ -227,6 +352,7 @@ class DistributedDpFedAvg(FedAvg):
             self._open = None
 
     def configure_fit(self, server_round, parameters, client_manager):
+        self._require_workflow("setup", server_round)
         self._close()
         try:
             self.accountant.check(self.worst["cost"])
@@ -248,6 +374,7 @@ class DistributedDpFedAvg(FedAvg):
         return super().evaluate(server_round, parameters)
 
     def aggregate_fit(self, server_round, results, failures):
+        self._require_workflow("unmask", server_round)  # before anything is decoded or charged
         self._open = None
         n = len(results)
         if n < self.config.min_clients:  # the workflow halts first; this is a second lock

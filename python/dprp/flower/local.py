@@ -38,7 +38,7 @@ def local_dp_mod(msg, ctxt, call_next):
     configured norm and privatise it with the round's local mechanism (noise from the OS
     CSPRNG). The reply carries only the private message, the client's row id (its node id: it
     selects the public map of per-row mechanisms) and the configuration's fingerprint."""
-    return replace_update(msg, ctxt, call_next, LocalConfig.from_config, _privatise)
+    return replace_update(msg, ctxt, call_next, LocalConfig.from_config, _privatise, "local_dp_mod")
 
 
 def _privatise(cfg: LocalConfig, config, update: np.ndarray, msg):
