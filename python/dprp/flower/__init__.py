@@ -8,6 +8,10 @@ SecAgg+ (DDG, count sketch + DDG, Binomial), with the privacy account kept acros
   distributed_dp_mod]` on the clients, `DefaultWorkflow(fit_workflow=DistributedSecAggPlusWorkflow(cfg,
   strategy))` on the server; any other is refused before a vector is sent or a round charged.
 * `LocalConfig`, `local_dp_mod`, `LocalDpFedAvg`: local DP (`dprp.flower.local`).
+* `MessageLocalDpFedAvg`: local DP on Flower's Message API (`flwr.serverapp` strategies,
+  `@app.train()` clients with the same `local_dp_mod`; `dprp.flower.message`). Distributed DP
+  has no Message-API path: Flower 1.42's SecAgg+ exists for its legacy API only, and the mods
+  refuse a Message-API message rather than send residues unmasked.
 
 The core `dprp` module does not need Flower; this subpackage does, and says so when it is
 missing. See docs/flower.md.
@@ -25,6 +29,7 @@ from ._config import DistributedConfig, LocalConfig
 from ._masks import secaggplus_mod, shake_masks
 from .distributed import DistributedDpFedAvg, DistributedSecAggPlusWorkflow, distributed_dp_mod
 from .local import LocalDpFedAvg, local_dp_mod
+from .message import MessageLocalDpFedAvg
 
 __all__ = [
     "DistributedConfig",
@@ -32,6 +37,7 @@ __all__ = [
     "DistributedSecAggPlusWorkflow",
     "LocalConfig",
     "LocalDpFedAvg",
+    "MessageLocalDpFedAvg",
     "distributed_dp_mod",
     "local_dp_mod",
     "secaggplus_mod",

@@ -42,6 +42,7 @@ _client_secagg = importlib.import_module("flwr.client.mod.secure_aggregation.sec
 _server_secagg = importlib.import_module("flwr.server.workflow.secure_aggregation.secaggplus_workflow")
 
 from .. import DprpError
+from ._mod import refuse_message_api, refuse_train_actions
 
 #: What a client's stage-2 reply says its masks were drawn with (checked by the server).
 MASKS_ID = "shake256-v1"
@@ -136,14 +137,10 @@ def secaggplus_mod(msg, ctxt, call_next):
     """Flower's `secaggplus_mod` with masks from `shake_masks`; use it in place of Flower's, first
     in the client's mods: `mods=[dprp.flower.secaggplus_mod, distributed_dp_mod]`. A training
     message that is not a SecAgg+ stage (a server workflow other than SecAgg+) is refused."""
-    if msg.metadata.message_type.startswith(MessageType.TRAIN + "."):
-        raise DprpError(
-            f"dprp.flower.secaggplus_mod: refused a {msg.metadata.message_type!r} message (a "
-            "Message-API training action): dprp's distributed DP runs on Flower's 'train' "
-            "messages under DistributedSecAggPlusWorkflow only"
-        )
+    refuse_train_actions(msg, "dprp.flower.secaggplus_mod", message_api=False)
     if msg.metadata.message_type != MessageType.TRAIN:
         return call_next(msg, ctxt)
+    refuse_message_api(msg, "dprp.flower.secaggplus_mod")
     cfgs = msg.content.config_records.get(RECORD_KEY_CONFIGS)
     if cfgs is None or not isinstance(cfgs.get(Key.STAGE), str):
         raise DprpError(

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 from logging import WARNING
-from typing import Sequence
+from typing import Any, Sequence
 
 import numpy as np
+from flwr.app import ArrayRecord
+from flwr.common import Parameters, parameters_to_ndarrays
 from flwr.common.logger import log
 
 from .. import DprpError
@@ -30,10 +32,34 @@ def unflatten(vector: np.ndarray, like: Sequence[np.ndarray]) -> list[np.ndarray
     return out
 
 
-def initial_model(initial_parameters: Sequence[np.ndarray], dim: int) -> tuple[list[np.ndarray], list[np.dtype]]:
-    """A strategy's model from its initial parameters: the arrays as float64 (the mean updates
-    add up without rounding) and their own dtypes (what the clients get); refused when the
-    model's size is not the configuration's `dim`."""
+def as_ndarrays(weights: Any) -> list[np.ndarray]:
+    """Model weights as a list of numpy arrays, from any form a Flower user holds them in: a
+    list (or tuple) of arrays, Flower's `Parameters` (legacy strategies' `initial_parameters`,
+    e.g. `ndarrays_to_parameters(weights)`) or an `ArrayRecord` (the Message API's)."""
+    if isinstance(weights, Parameters):
+        return parameters_to_ndarrays(weights)
+    if isinstance(weights, ArrayRecord):
+        return weights.to_numpy_ndarrays()
+    if isinstance(weights, np.ndarray):
+        raise DprpError(
+            "weights: got one numpy array; give the model as a list of arrays, Flower Parameters "
+            "or an ArrayRecord"
+        )
+    try:
+        return [np.asarray(w) for w in weights]
+    except TypeError:
+        raise DprpError(
+            f"weights: a {type(weights).__name__} is not model weights: give a list of numpy arrays, "
+            "Flower Parameters or an ArrayRecord"
+        ) from None
+
+
+def initial_model(initial_parameters: Any, dim: int) -> tuple[list[np.ndarray], list[np.dtype]]:
+    """A strategy's model from its initial parameters (arrays, `Parameters` or an
+    `ArrayRecord`, `as_ndarrays`): the arrays as float64 (the mean updates add up without
+    rounding) and their own dtypes (what the clients get); refused when the model's size is not
+    the configuration's `dim`."""
+    initial_parameters = as_ndarrays(initial_parameters)
     dtypes = [np.asarray(w).dtype for w in initial_parameters]
     weights = [np.asarray(w, dtype=np.float64) for w in initial_parameters]
     size = sum(w.size for w in weights)

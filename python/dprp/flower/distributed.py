@@ -35,6 +35,7 @@ from flwr.common import (
     FitIns,
     MessageType,
     NDArrays,
+    Parameters,
     bytes_to_ndarray,
     ndarrays_to_parameters,
     parameters_to_ndarrays,
@@ -50,7 +51,7 @@ from flwr.server.workflow.constant import Key as WorkflowKey
 from .. import DprpError
 from ._config import DistributedConfig
 from ._masks import CLIENT_WIRING, MASKS_ID, MASKS_KEY, SERVER_WIRING, require_masking, server_masks
-from ._mod import refuse_train_actions, replace_update
+from ._mod import refuse_message_api, refuse_train_actions, replace_update
 from ._weights import flatten, initial_model, model, unflatten
 
 
@@ -66,11 +67,13 @@ def distributed_dp_mod(msg, ctxt, call_next):
     in the mods), set up with the ranges that carry the residues exactly: otherwise it raises
     before the client trains, so a residue vector never leaves the client in clear (a chain
     without dprp's `secaggplus_mod`, with Flower's own, or a server whose workflow is not
-    `DistributedSecAggPlusWorkflow`). A Message-API training action (`train.<action>`) is
-    refused too: it would pass the mod un-privatised."""
-    refuse_train_actions(msg, "distributed_dp_mod")
+    `DistributedSecAggPlusWorkflow`). A Message-API message — a training action
+    (`train.<action>`), or a `train` message of a `flwr.serverapp` strategy — is refused too:
+    Flower 1.42 has no SecAgg+ on the Message API (docs/flower.md)."""
+    refuse_train_actions(msg, "distributed_dp_mod", message_api=False)
     if msg.metadata.message_type != MessageType.TRAIN:
         return call_next(msg, ctxt)
+    refuse_message_api(msg, "distributed_dp_mod")
     masking = require_masking(msg)
 
     def parse(config) -> DistributedConfig:
@@ -252,7 +255,7 @@ class DistributedDpFedAvg(FedAvg):
         self,
         config: DistributedConfig,
         *,
-        initial_parameters: NDArrays,
+        initial_parameters: NDArrays | Parameters,
         on_round: Optional[Callable[[dict], None]] = None,
         **fedavg: Any,
     ) -> None:
