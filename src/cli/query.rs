@@ -125,11 +125,7 @@ pub fn prepare_raw(
 ) -> Result<Prepared> {
     let q = read_file(path, column)?;
     let ids = (0..q.n() as u64).collect();
-    let zero = q
-        .values
-        .chunks(q.p.max(1))
-        .map(|v| v.iter().all(|&x| x == 0.0))
-        .collect();
+    let zero = crate::request::query::zero_queries(&q.values, q.p);
     let (sketches, applied) = q.sketch_for(r, m, "--queries", no_scale, Front::Cli)?;
     note_applied(&applied);
     Ok(Prepared::new(sketches, ids, zero))

@@ -176,8 +176,13 @@ pub fn undefined_queries(values: &[f32], p: usize, measure: crate::search::Measu
     if measure == crate::search::Measure::Ip || p == 0 {
         return vec![false; values.len().checked_div(p).unwrap_or(0)];
     }
+    zero_queries(values, p)
+}
+
+/// For each query of `values` (`p` each, `p > 0`): whether it is the zero vector.
+pub fn zero_queries(values: &[f32], p: usize) -> Vec<bool> {
     values
-        .chunks(p)
+        .chunks(p.max(1))
         .map(|q| q.iter().all(|&v| v == 0.0))
         .collect()
 }
