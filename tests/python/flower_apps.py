@@ -69,6 +69,7 @@ class Misbehaviour:
     rogue: tuple[int, ...] = ()  # encode under another configuration (clip 2.0)
     crash: tuple[int, ...] = ()  # raise in fit
     plain: tuple[int, ...] = ()  # mask with Flower's own secaggplus_mod (32-bit-seeded masks)
+    drop: dict[int, str] = dataclasses.field(default_factory=dict)  # partition → SecAgg+ stage it fails at
 
 
 def client_app(mods: list, record: Optional[pathlib.Path] = None, bad: Misbehaviour = Misbehaviour()) -> ClientApp:
@@ -113,6 +114,15 @@ def client_app(mods: list, record: Optional[pathlib.Path] = None, bad: Misbehavi
         finally:
             _masks._MASKING.reset(token)
 
+    def drop_mod(msg, ctxt, call_next):
+        """For the `drop` partitions: fail (an error reply: a dropout) at the given SecAgg+ stage."""
+        p = int(ctxt.node_config["partition-id"])
+        if p in bad.drop and msg.metadata.message_type == "train":
+            cfgs = msg.content.config_records.get(RECORD_KEY_CONFIGS)
+            if cfgs is not None and cfgs.get(Key.STAGE) == bad.drop[p]:
+                raise RuntimeError(f"client {p} dropped at SecAgg+ stage {bad.drop[p]!r}")
+        return call_next(msg, ctxt)
+
     def secagg_mod(msg, ctxt, call_next):
         """dprp's secaggplus_mod, or Flower's own for the `plain` partitions."""
         plain = int(ctxt.node_config["partition-id"]) in bad.plain
@@ -120,7 +130,7 @@ def client_app(mods: list, record: Optional[pathlib.Path] = None, bad: Misbehavi
 
     wirings = {
         # the right one (some partitions misbehaving as `bad` says)
-        "distributed": [secagg_mod, record_mod, rogue_mod, distributed_dp_mod],
+        "distributed": [drop_mod, secagg_mod, record_mod, rogue_mod, distributed_dp_mod],
         # wrong ones: no SecAgg+ mod, Flower's own SecAgg+ mod
         "no-secagg": [record_mod, distributed_dp_mod],
         "flower-secagg": [flower_secaggplus_mod, record_mod, distributed_dp_mod],

@@ -148,6 +148,8 @@ def secaggplus_mod(msg, ctxt, call_next):
             f"(no {RECORD_KEY_CONFIGS!r} stage record): nothing was trained or sent. The server's fit "
             f"workflow must be dprp's: {SERVER_WIRING}"
         )
+    if cfgs[Key.STAGE] == Stage.UNMASK:
+        _check_unmask_lists(cfgs, int(msg.metadata.dst_node_id))
     masking = Masking(_ranges(ctxt)) if cfgs[Key.STAGE] == Stage.COLLECT_MASKED_VECTORS else None
 
     def masked_next(m, c):
@@ -164,6 +166,22 @@ def secaggplus_mod(msg, ctxt, call_next):
     if configs is not None and Key.MASKED_PARAMETERS in configs:
         configs[MASKS_KEY] = MASKS_ID
     return out
+
+
+def _check_unmask_lists(cfgs, me: int) -> None:
+    """Refuse an unmask request that names a node both active and dropped (its mask-seed share
+    and its key share together let the server remove all of its masks and read its vector), or
+    this node as dropped (it is answering)."""
+    active = {int(n) for n in cfgs.get(Key.ACTIVE_NODE_ID_LIST, [])}
+    dead = {int(n) for n in cfgs.get(Key.DEAD_NODE_ID_LIST, [])}
+    both = sorted(active & dead)
+    if both or me in dead:
+        what = f"nodes {both} both active and dropped" if both else "this node as dropped"
+        raise DprpError(
+            f"dprp.flower.secaggplus_mod: refused the unmask request: it lists {what}; answering "
+            "would give the server both shares of a node's secrets, enough to unmask its vector. "
+            "No share was sent"
+        )
 
 
 def server_masks():

@@ -27,6 +27,7 @@ dprp's SecAgg+ masking stage (`_masks.require_masking`), so no client sends its 
 from __future__ import annotations
 
 import contextlib
+import math
 from logging import ERROR, INFO, WARNING
 from typing import Any, Callable, Iterator, Optional
 
@@ -116,24 +117,39 @@ class _WorkflowPass:
 
 
 class DistributedSecAggPlusWorkflow(SecAggPlusWorkflow):
-    """Flower's SecAgg+ with the ranges that carry dprp's residues exactly
-    (`DistributedConfig.secagg_ranges`), and two checks before the masked vectors are summed:
-    a reply whose masked vector has the wrong shape or whose fingerprint is another
-    configuration's is dropped (SecAgg+ then removes that client's masks as for a dropout, so
-    the round goes on without it), and when fewer than `min_clients` valid replies remain the
-    round is halted before anything is unmasked — the sum of fewer noise shares is never
-    revealed. `num_shares` and `reconstruction_threshold` are SecAgg+'s (defaults: every client
-    shares with every other; any 60 % recover). `timeout` (seconds per stage, Flower's) bounds how
-    long a stage waits for a client that vanished without an error reply (a killed node): the
-    stage then goes on without it."""
+    """Flower's SecAgg+ (Bell et al. 2020, Algorithm 2, as Flower 1.42 implements it) with the
+    ranges that carry dprp's residues exactly (`DistributedConfig.secagg_ranges`), dprp's mask
+    generator (`_masks`), and these changes:
+
+    * **Checks before the sum**: a reply whose masked vector has the wrong shape or whose
+      fingerprint is another configuration's is dropped (SecAgg+ then removes that client's
+      masks as for a dropout, so the round goes on without it), and when fewer than
+      `min_clients` valid replies remain the round is halted before anything is unmasked — the
+      sum of fewer noise shares is never revealed.
+    * **Dropouts at any stage** (`_leave`): a node that sent no public keys (stage 0) or no key
+      shares (stage 1) has no mask in anyone's vector; it leaves the protocol there, as in the
+      paper, where the unmask stage treats as dropped only the clients that shared keys and sent
+      no masked vector. Flower 1.42 keeps it among the sampled nodes and asks the survivors for
+      its key shares, which they never received (`KeyError`: the round was lost).
+    * **The threshold from `min_clients`** (`secagg_threshold`): by default a node's secrets are
+      rebuilt from `min_clients` shares, so a round completes whenever `min_clients` nodes
+      remain; it must be more than half the shares.
+    * **Two timeouts**: `timeout` (seconds) for the key stages (0, 1, 3: key agreement and
+      shares, no training) and `fit_timeout` for the masking stage, in which the clients train.
+      A node that vanishes without an error reply (a killed process) holds its stage that long;
+      a live node slower than the timeout is dropped (its noise share is then missing from the
+      sum, and below `min_clients` the round halts). `None` waits without a limit.
+
+    `num_shares` is SecAgg+'s (default 1.0: every client shares with every other)."""
 
     def __init__(
         self,
         config: DistributedConfig,
         strategy: "DistributedDpFedAvg",
         num_shares: float | int = 1.0,
-        reconstruction_threshold: float | int = 0.6,
-        timeout: Optional[float] = 300.0,
+        reconstruction_threshold: Optional[float | int] = None,
+        timeout: Optional[float] = 60.0,
+        fit_timeout: Optional[float] = 600.0,
     ) -> None:
         if not isinstance(strategy, DistributedDpFedAvg):
             raise DprpError(
@@ -145,14 +161,19 @@ class DistributedSecAggPlusWorkflow(SecAggPlusWorkflow):
                 "DistributedSecAggPlusWorkflow: its configuration is not its strategy's "
                 f"(fingerprints {config.fingerprint} and {strategy.config.fingerprint}): give both the same"
             )
+        for name, t in (("timeout", timeout), ("fit_timeout", fit_timeout)):
+            if t is not None and not (isinstance(t, (int, float)) and not isinstance(t, bool) and math.isfinite(t) and t > 0):
+                raise DprpError(f"DistributedSecAggPlusWorkflow: {name} must be a positive number of seconds or None, got {t!r}")
         super().__init__(
             num_shares=num_shares,
-            reconstruction_threshold=reconstruction_threshold,
+            reconstruction_threshold=secagg_threshold(config, num_shares, reconstruction_threshold),
             timeout=timeout,
             **config.secagg_ranges(),
         )
         self.config = config
         self.strategy = strategy
+        self.fit_timeout = fit_timeout
+        self._stage: Optional[str] = None
 
     @contextlib.contextmanager
     def _pass(self, context, stage: str) -> Iterator[None]:
@@ -166,18 +187,48 @@ class DistributedSecAggPlusWorkflow(SecAggPlusWorkflow):
         with self.strategy._admitted(_WorkflowPass(self, stage, server_round)):
             yield
 
+    @contextlib.contextmanager
+    def _in(self, stage: str) -> Iterator[None]:
+        self._stage = stage
+        try:
+            yield
+        finally:
+            self._stage = None
+
+    def _check_threshold(self, state) -> bool:
+        if self._stage in ("setup", "share_keys"):
+            _leave(state)
+            n, sampled = len(state.active_node_ids), len(state.nid_to_neighbours)
+            if n < self.config.min_clients:  # (with no node left, Flower's check would pass)
+                self.strategy.halted = (
+                    f"only {n} of {sampled} sampled clients answered SecAgg+'s {self._stage} stage, "
+                    f"fewer than min_clients = {self.config.min_clients}: the round is halted, "
+                    "nothing was unmasked"
+                )
+                log(ERROR, "dprp: %s", self.strategy.halted)
+                return False
+        return super()._check_threshold(state)
+
     def setup_stage(self, grid, context, state) -> bool:
-        with self._pass(context, "setup"):  # the strategy's configure_fit runs here
+        with self._pass(context, "setup"), self._in("setup"):  # the strategy's configure_fit runs here
             return super().setup_stage(grid, context, state)
 
+    def share_keys_stage(self, grid, context, state) -> bool:
+        with self._in("share_keys"):
+            return super().share_keys_stage(grid, context, state)
+
     def unmask_stage(self, grid, context, state) -> bool:
+        # a node that dropped after sharing its keys is unmasked against the nodes whose vectors
+        # hold a mask shared with it: those in the sum (Flower takes all its neighbours)
+        for nid in state.sampled_node_ids - state.active_node_ids:
+            state.nid_to_neighbours[nid] &= state.active_node_ids | {nid}
         # rebuild masks as the clients drew them (dprp.flower._masks); the strategy's
         # aggregate_fit runs here, with the sum just unmasked
-        with server_masks(), self._pass(context, "unmask"):
+        with server_masks(), self._pass(context, "unmask"), self._in("unmask"):
             return super().unmask_stage(grid, context, state)
 
     def collect_masked_vectors_stage(self, grid, context, state) -> bool:
-        cfg, strategy = self.config, self.strategy
+        cfg, strategy, fit_timeout = self.config, self.strategy, self.fit_timeout
         shape = (cfg.encoder().message_len,)
         quantization_range = 2**cfg.bits
 
@@ -188,7 +239,8 @@ class DistributedSecAggPlusWorkflow(SecAggPlusWorkflow):
                 return getattr(grid, name)
 
             def send_and_receive(self, messages, timeout=None):
-                replies = list(grid.send_and_receive(messages, timeout=timeout))
+                # the clients train in this stage: its own timeout
+                replies = list(grid.send_and_receive(messages, timeout=fit_timeout))
                 valid = []
                 for m in replies:
                     if m.has_error():
@@ -213,6 +265,59 @@ class DistributedSecAggPlusWorkflow(SecAggPlusWorkflow):
 
         return super().collect_masked_vectors_stage(Checked(), context, state)
 
+
+
+def _leave(state) -> None:
+    """After stage 0 or 1: the nodes that did not answer leave the protocol (they are no longer
+    among the nodes whose masks the unmask stage removes, nor among those whose neighbours must
+    stay above the threshold). Their public keys were not forwarded (stage 0) or their key
+    shares were not (stage 1), so no survivor's vector holds a mask shared with them."""
+    state.sampled_node_ids = set(state.active_node_ids)
+
+
+def _shares_at(num_shares: float | int, n: int) -> int:
+    """The number of shares Flower's setup stage gives each of `n` sampled nodes."""
+    if not isinstance(num_shares, float):
+        return int(num_shares)
+    s = round(num_shares * n)
+    if s < n and s % 2 == 0:
+        s += 1
+    return n if s <= 2 else s
+
+
+def secagg_threshold(config: DistributedConfig, num_shares: float | int, threshold: Optional[float | int]) -> float | int:
+    """SecAgg+'s reconstruction threshold for `config`: by default `min_clients` (every client
+    shares with every other) — a round whose masked vectors come from `min_clients` nodes can be
+    unmasked, as the plan's noise assumes — or Flower's 0.6 of the shares when each shares with
+    fewer (`num_shares` < 1.0). Refused: a threshold of half the shares or fewer (a server that
+    tells two halves of a client's neighbours different dropout lists collects both its
+    mask-seed shares and its key shares, and unmasks its vector alone; each honest client gives
+    only one of the two per node), or above `min_clients` (a round of `min_clients` vectors
+    could not be unmasked: `min_clients` would be a promise SecAgg+ does not keep)."""
+    full = isinstance(num_shares, float) and num_shares == 1.0
+    if threshold is None:
+        threshold = config.min_clients if full else 0.6
+    if isinstance(threshold, bool) or not isinstance(threshold, (int, float)):
+        raise DprpError(f"reconstruction_threshold: must be an integer or a fraction of the shares, got {threshold!r}")
+    if isinstance(num_shares, bool) or not isinstance(num_shares, (int, float)):
+        raise DprpError(f"num_shares: must be an integer or a fraction of the sampled clients, got {num_shares!r}")
+    shares = _shares_at(num_shares, config.clients)
+    at = max(round(threshold * shares), 2) if isinstance(threshold, float) else threshold
+    hint = "raise min_clients" if full and at == config.min_clients else "raise reconstruction_threshold"
+    if 2 * at <= shares:
+        raise DprpError(
+            f"reconstruction_threshold: {at} of {shares} shares is not more than half: a server that "
+            f"gives two halves of a client's neighbours different dropout lists would collect both "
+            f"its mask-seed shares and its key shares and unmask its vector alone ({hint} to at "
+            f"least {shares // 2 + 1})"
+        )
+    if full and at > config.min_clients:
+        raise DprpError(
+            f"reconstruction_threshold: {at} shares are needed to unmask, more than min_clients = "
+            f"{config.min_clients}: a round with min_clients vectors would halt (lower the threshold "
+            f"or raise min_clients to {at})"
+        )
+    return threshold
 
 def _masked_reply_problem(msg, shape, quantization_range: int, fingerprint: str) -> Optional[str]:
     """Why a client's masked-vector reply cannot enter the sum (None: it can)."""
@@ -364,6 +469,7 @@ class DistributedDpFedAvg(FedAvg):
             log(WARNING, "dprp: stopping before round %d: %s", server_round, e)
             return []
         self.halted = None
+        self.refused = []
         instructions = super().configure_fit(server_round, parameters, client_manager)
         self._open, self._sampled = server_round, len(instructions)
         config = self.config.to_config()
@@ -387,13 +493,17 @@ class DistributedDpFedAvg(FedAvg):
         mean = enc.decode(cfg.from_flower(v, n), n)
         guarantee = enc.guarantee_at(n)
         total = self.accountant.charge(guarantee["cost"])
+        # sampled nodes whose vector is not in the sum and was not refused by dprp: error replies
+        # and nodes that did not answer in time, each once (Flower's `failures` lists a masking
+        # error twice, and a node that timed out not at all)
+        failed = self._sampled - n - len(self.refused)
         self.weights = unflatten(flatten(self.weights) + mean, self.weights)
         report = {
             "round": server_round,
             "sampled": self._sampled,
             "clients": n,
             "nodes": sorted(int(proxy.node_id) for proxy, _ in results),
-            "failures": len(failures),
+            "failures": failed,
             "refused": len(self.refused),
             "epsilon_round": guarantee["epsilon"],
             "epsilon_total": total["epsilon"],
@@ -404,7 +514,7 @@ class DistributedDpFedAvg(FedAvg):
         self.reports.append(report)
         log(INFO, 
             "dprp round %d: %d clients in the sum (%d failed), ε this round %.4f, total ε %.4f (δ = %.1e) of the budget %s",
-            server_round, n, len(failures), guarantee["epsilon"], total["epsilon"], total["delta"], self.accountant.budget,
+            server_round, n, failed, guarantee["epsilon"], total["epsilon"], total["delta"], self.accountant.budget,
         )
         if self.on_round is not None:
             self.on_round(report)

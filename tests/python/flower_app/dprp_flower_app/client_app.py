@@ -8,11 +8,13 @@ Markers, in the run config's `marker-dir` (JSON: node, partition, round, stage):
   reply of the "collect masked vectors" stage is ready, before it is sent);
 * `residues-round<r>-partition<p>.json`: the plain residues the client's mod encoded (before
   SecAgg+ masks them), for the test's check of the secure sum;
-* `hold-round<r>-partition<p>.json`: partition `hold-partition` received, in round
-  `hold-round`, the request of stage `hold-stage` and holds it for `hold-seconds` instead of
-  answering. With `hold-stage = "unmask"` the server has received this client's masked vector
-  (SecAgg+ asks only the clients whose masked vector arrived to unmask); with "masking" it
-  never sends it. The hold makes the launcher's kill land exactly between two stages.
+* `hold-round<r>-partition<p>.json`: partition p received, in round r, the request of a stage
+  the run config's `holds` names for it ("p:r:stage", see pyproject.toml) and holds it for
+  `hold-seconds` instead of answering. With "unmask" the server has received this client's
+  masked vector (SecAgg+ asks only the clients whose masked vector arrived to unmask); with
+  "masking" it never sends it; with "share_keys" it sent its public keys, not its key shares;
+  with "setup" not even its keys. The hold makes the launcher's kill land exactly between two
+  stages.
 """
 
 from __future__ import annotations
@@ -33,7 +35,23 @@ from dprp.flower import distributed_dp_mod
 
 from .task import true_update
 
-HOLD_STAGES = {"unmask": Stage.UNMASK, "masking": Stage.COLLECT_MASKED_VECTORS}
+HOLD_STAGES = {
+    "setup": Stage.SETUP,
+    "share_keys": Stage.SHARE_KEYS,
+    "masking": Stage.COLLECT_MASKED_VECTORS,
+    "unmask": Stage.UNMASK,
+}
+
+
+def holds(text: str) -> dict[tuple[int, int], str]:
+    """The run config's `holds`: (partition, round) → the SecAgg+ stage to hold on."""
+    out = {}
+    for item in filter(None, (t.strip() for t in text.split(","))):
+        p, r, stage = item.split(":")
+        if stage not in HOLD_STAGES:
+            raise ValueError(f"holds: {stage!r} is not one of {sorted(HOLD_STAGES)}")
+        out[(int(p), int(r))] = HOLD_STAGES[stage]
+    return out
 
 
 class Client(NumPyClient):
@@ -74,10 +92,7 @@ def stage_marker_mod(msg, ctxt, call_next):
     rnd = int(msg.metadata.group_id)
     body = {"node": int(msg.metadata.dst_node_id), "partition": part, "round": rnd, "stage": stage, "pid": os.getpid()}
     tag = f"round{rnd}-partition{part}.json"
-    hold_stage = HOLD_STAGES.get(str(rc["hold-stage"]))
-    if hold_stage is None:
-        raise ValueError(f"hold-stage: {rc['hold-stage']!r} is not one of {sorted(HOLD_STAGES)}")
-    if part == int(rc["hold-partition"]) and rnd == int(rc["hold-round"]) and stage == hold_stage:
+    if stage is not None and holds(str(rc["holds"])).get((part, rnd)) == stage:
         write_marker(str(rc["marker-dir"]), "hold-" + tag, body)
         time.sleep(float(rc["hold-seconds"]))  # the launcher kills this SuperNode meanwhile
     out = call_next(msg, ctxt)

@@ -110,8 +110,11 @@ def main(grid: Grid, context: Context) -> None:
             dim=DIM,
             bits=int(rc["bits"]),
         )
-        strategy = Recording(cfg, initial_parameters=initial_weights())
-        workflow = DistributedSecAggPlusWorkflow(cfg, strategy, timeout=float(rc["secagg-timeout"]))
+        available = int(rc["min-available-clients"]) or cfg.clients
+        strategy = Recording(cfg, initial_parameters=initial_weights(), min_available_clients=available)
+        workflow = DistributedSecAggPlusWorkflow(
+            cfg, strategy, timeout=float(rc["secagg-timeout"]), fit_timeout=float(rc["secagg-fit-timeout"])
+        )
         ctx = LegacyContext(context=context, config=ServerConfig(num_rounds=rounds), strategy=strategy)
         every = float(rc["grid-poll-seconds"])
         DefaultWorkflow(fit_workflow=workflow)(PolledGrid(grid, every) if every > 0 else grid, ctx)
