@@ -6,6 +6,7 @@ ProjUnit-SRHT against Flower's `LocalDpMod` at a larger local ε; FedAvg without
 ceiling. Runs benches/flower_compare.py's `run_arm` (each arm in its own process).
 
     python benches/flower_small.py [--repeats 3] [--central-epsilons 3,30] [--local-epsilon 300]
+                                   [--dprp-local-epsilon 236]
 
 IID: `dirichlet-alpha` 10⁴ gives every client about a tenth of each class. Ten clients share
 all-to-all under SecAgg+ (`num-shares` ≥ clients), every client takes part in every round, so
@@ -34,6 +35,7 @@ def main(argv=None) -> int:
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--central-epsilons", default="3,30")
     ap.add_argument("--local-epsilon", type=float, default=300.0)
+    ap.add_argument("--dprp-local-epsilon", type=float, default=0.0, help="also run dprp's local arms at this ε (e.g. what LocalDpMod really spends; 0: skip)")
     ap.add_argument("--num-cpus", type=int, default=2)
     ap.add_argument("--out", type=pathlib.Path, default=HERE.parent / "target" / "flower-small.json")
     args = ap.parse_args(argv)
@@ -45,6 +47,8 @@ def main(argv=None) -> int:
         ("dprp-privunit2", args.local_epsilon, "flower-localdp"),
         ("dprp-projunit-srht", args.local_epsilon, "flower-localdp"),
     ]
+    if args.dprp_local_epsilon > 0:
+        plan += [("dprp-privunit2", args.dprp_local_epsilon, None), ("dprp-projunit-srht", args.dprp_local_epsilon, None)]
     print(f"load before: {load()}", flush=True)
     runs: dict[tuple[str, float], list[dict]] = {}
     for arm, eps, _ in plan:

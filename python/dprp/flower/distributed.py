@@ -266,7 +266,6 @@ class DistributedSecAggPlusWorkflow(SecAggPlusWorkflow):
         return super().collect_masked_vectors_stage(Checked(), context, state)
 
 
-
 def _leave(state) -> None:
     """After stage 0 or 1: the nodes that did not answer leave the protocol (they are no longer
     among the nodes whose masks the unmask stage removes, nor among those whose neighbours must
@@ -318,6 +317,7 @@ def secagg_threshold(config: DistributedConfig, num_shares: float | int, thresho
             f"or raise min_clients to {at})"
         )
     return threshold
+
 
 def _masked_reply_problem(msg, shape, quantization_range: int, fingerprint: str) -> Optional[str]:
     """Why a client's masked-vector reply cannot enter the sum (None: it can)."""
