@@ -94,3 +94,73 @@ def test_spark_local_mode_publishes_a_sharded_release(tmp_path: pathlib.Path):
     r = dprp.Release.open(tmp_path / "private")
     assert not np.array_equal(r.shards[0].sketches, b.shards[0].sketches[:750])
     assert len(query("private").splitlines()) == 5 * 4
+
+
+def spark_session(master="local[2,3]"):
+    """A local Spark session whose tasks are retried (local[N, maxFailures])."""
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    from pyspark.sql import SparkSession
+
+    return (SparkSession.builder.master(master).appName("dprp-test").config("spark.ui.enabled", "false")
+            .config("spark.driver.memory", "1g").getOrCreate())
+
+
+def test_a_retried_task_leaves_one_copy_of_its_shard(tmp_path: pathlib.Path):
+    """dprp.spark.publish's commit protocol: shard 1's first attempt writes its shard, then fails;
+    Spark runs it again; the release equals the CLI's --shards release (test noise seed), and no
+    attempt's output remains (the failed attempt's noisy copy of the shard is gone). A job that
+    fails for good publishes nothing and leaves no attempt behind. Power: the first attempt's
+    shard file did exist before the commit (the injected failure comes after writing it)."""
+    import pyarrow.parquet as pq
+    import pytest
+
+    import dprp.spark
+
+    rng = np.random.default_rng(12)
+    n, p = 900, 16
+    x = rng.random((n, p), dtype=np.float32)
+    pq.write_table(pa.table({"emb": pa.FixedSizeListArray.from_arrays(pa.array(x.ravel()), p)}), tmp_path / "x.parquet", row_group_size=200)
+    np.save(tmp_path / "x.npy", x)
+    opts = dict(column="emb", shards=3, mechanism="dp-oporp", epsilon=5.0, delta=1e-6, k=8, projection_seed="5eed", noise_seed="t")
+    spark = spark_session()
+    try:
+        df = spark.createDataFrame([(i, x[i].tolist()) for i in range(n)], "id long, emb array<float>")
+        seen = []
+        real_commit = dprp.spark._commit
+
+        def watching_commit(out, done, count):
+            seen.extend(sorted(os.listdir(os.path.join(out, dprp.spark.ATTEMPTS))))
+            return real_commit(out, done, count)
+
+        dprp.spark._commit = watching_commit
+        try:
+            with pytest.warns(UserWarning, match="NOT private"):
+                rel = dprp.spark.publish(df, tmp_path / "retried", order_by="id", _inject={1: "after-write"}, **opts)
+            with pytest.warns(UserWarning, match="NOT private"):
+                direct = dprp.spark.publish(str(tmp_path / "x.parquet"), tmp_path / "direct", spark=spark, _inject={0: "after-write"}, **opts)
+        finally:
+            dprp.spark._commit = real_commit
+        # two attempts of the injected shard reached the commit (the failed one had written)
+        assert len(seen) == 3 + 1 + 3 + 1, seen
+        for out in ("retried", "direct"):
+            left = sorted(os.listdir(tmp_path / out))
+            assert dprp.spark.ATTEMPTS not in left and [f for f in left if f.startswith("shard-")] == [
+                f"shard-{i:05d}-of-00003.dprp" for i in range(3)], left
+        run_cli("publish", str(tmp_path / "x.npy"), "-m", "dp-oporp", "-e", "5", "-d", "1e-6", "-k", "8",
+                "--projection-seed", "5eed", "--noise-seed", "t", "--shards", "3", "-o", str(tmp_path / "cli"))
+        cli = dprp.Release.open(tmp_path / "cli")
+        for r in (rel, direct):
+            assert r.n == n and [s.n for s in r.shards] == [s.n for s in cli.shards]
+            for s, t in zip(r.shards, cli.shards):
+                assert np.array_equal(s.sketches, t.sketches)
+
+        # a job that fails for good (a NaN row: every attempt of its shard refuses it)
+        bad = x.copy()
+        bad[700, 3] = np.nan
+        df_bad = spark.createDataFrame([(i, bad[i].tolist()) for i in range(n)], "id long, emb array<float>")
+        with pytest.raises(Exception, match="(?s)NaN|not finite|finite"):
+            dprp.spark.publish(df_bad, tmp_path / "failed", order_by="id", **opts)
+        assert sorted(os.listdir(tmp_path / "failed")) == [dprp.spark.CLOSED]
+    finally:
+        spark.stop()

@@ -1,0 +1,281 @@
+"""Publishing on Spark (`pip install "dprp[spark]"`): a DataFrame's vector column, or a Parquet
+dataset read by dprp in the executors, published as a sharded release, one shard per task, safe
+under Spark's task retries.
+
+    import dprp.spark
+    release = dprp.spark.publish(df, "out.release", column="emb", shards=8,
+                                 mechanism="dp-oporp", epsilon=5, delta=1e-6, k=64)
+
+What runs where:
+
+* the driver numbers the rows 0..n−1 (after `order_by` if given, else in Spark's read order)
+  from a count per partition, with DataFrame expressions only, splits them into `shards`
+  contiguous ranges as even as possible (the split of `dprp publish --shards N`), and draws the
+  public projection seed once (or takes `projection_seed`);
+* each task, in `mapInArrow`, publishes its shard with `dprp.publish(x, shard=(i, N),
+  first_row=start_i, seed=SEED, …)` into a directory of its own attempt; it is sent only the
+  public seed, and draws its secret noise from its own operating system inside dprp;
+* the driver commits exactly one attempt per shard and finishes the release (below).
+
+**The commit protocol.** Spark runs a task again after an executor is lost or a fetch fails, and
+runs speculative copies of slow tasks; each attempt privatises its rows with fresh noise, so two
+finished attempts of one shard are two noisy copies of the same rows — together they would
+reveal more than the release's guarantee allows (averaging them halves the noise variance). So:
+
+1. every attempt writes each of its shards into `OUTPUT/_attempts/<task attempt>-shard<i>/` (its
+   own directory; the file written atomically by dprp) and returns the shard it wrote and where;
+2. the driver takes, for every shard, the attempt whose result Spark returned (`collect` returns
+   one result per partition: the attempt Spark counted as successful), creates
+   `OUTPUT/_attempts.closed`, moves that attempt's shard file into `OUTPUT/`, and deletes
+   `OUTPUT/_attempts/` with every other attempt's output in it;
+3. an attempt that finishes after that (a speculative copy Spark had not stopped yet) finds
+   `_attempts.closed` after writing and deletes its own output; if it looked before the marker
+   existed, its output was complete before the driver's deletion began and was deleted with the
+   rest; one that starts after the deletion cannot write (dprp creates the attempt's directory,
+   not its parent `_attempts/`, which the driver made before the job);
+4. `dprp.finish_shards(OUTPUT)` checks the shards and writes the manifest.
+
+A row's privatised output therefore exists once in the release and nowhere else dprp wrote (on a
+file system whose renames and deletions are atomic and seen by every node, as POSIX local file
+systems; on NFS with close-to-open consistency the marker is read after the attempt's close).
+When the job fails (a task fails `spark.task.maxFailures` times, bad rows, Ctrl-C on the driver),
+every attempt's output is deleted and nothing is published: the output directory is left without
+shards, and the error is raised.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import warnings
+from typing import Any, Optional
+
+ATTEMPTS = "_attempts"
+CLOSED = "_attempts.closed"
+
+
+def shard_starts(n: int, shards: int) -> list[int]:
+    """Global id of each shard's first row, plus n: the split of `dprp publish --shards`."""
+    if not isinstance(shards, int) or isinstance(shards, bool) or shards < 1:
+        raise ValueError(f"shards: must be a positive integer, got {shards!r}")
+    if shards > n:
+        raise ValueError(f"{shards} shards of {n} rows would leave a shard empty: use at most {max(n, 1)}")
+    return [i * n // shards for i in range(shards)] + [n]
+
+
+def to_matrix(table, column: str, what: str):
+    """The list column of an Arrow table as an n × p float32 array (one copy at most)."""
+    import numpy as np
+
+    vec = table.column(column).combine_chunks()
+    lengths = vec.value_lengths().to_numpy(zero_copy_only=False)
+    if vec.null_count or len(set(lengths.tolist())) > 1:
+        raise ValueError(f"{what}: column {column!r} has nulls or rows of different lengths")
+    x = vec.flatten().to_numpy(zero_copy_only=False).astype(np.float32, copy=False)
+    return x.reshape(len(vec), int(lengths[0]) if len(lengths) else 0)
+
+
+def count_rows(path: str) -> int:
+    """Rows of the Parquet file, or of the `*.parquet` files of the directory (top level, not
+    hidden or `_`-prefixed, in name order: the dataset dprp reads), from their footers."""
+    import pyarrow.parquet as pq
+
+    if os.path.isfile(path):
+        files = [path]
+    else:
+        files = sorted(os.path.join(path, f) for f in os.listdir(path)
+                       if f.lower().endswith(".parquet") and not f.startswith(("_", ".")))
+    return sum(pq.ParquetFile(f).metadata.num_rows for f in files)
+
+
+def _attempt_dir(out: str, shard: int) -> str:
+    """This task attempt's own directory for shard `shard` under OUTPUT/_attempts (a task may
+    publish two shards: hash partitioning can put two in one partition)."""
+    from pyspark import TaskContext
+
+    ctx = TaskContext.get()
+    tag = f"{ctx.stageId()}-{ctx.partitionId()}-{ctx.taskAttemptId()}" if ctx is not None else f"pid{os.getpid()}"
+    return os.path.join(out, ATTEMPTS, f"{tag}-shard{shard}")
+
+
+def _attempt_number() -> int:
+    from pyspark import TaskContext
+
+    ctx = TaskContext.get()
+    return ctx.attemptNumber() if ctx is not None else 0
+
+
+def _publish_attempt(x_or_path, i: int, count: int, lo: int, out: str, opts: dict, inject: dict, **read):
+    """Publish shard i into this attempt's directory; returns (directory, rows). After writing,
+    an attempt that finds the driver's `_attempts.closed` deletes its output (step 3)."""
+    import dprp as d
+
+    where = _attempt_dir(out, i)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the driver says "NOT private" once for a noise seed
+        r = d.publish(x_or_path, shard=(i, count), first_row=lo, output=where, **read, **opts)
+    if os.path.exists(os.path.join(out, CLOSED)):
+        shutil.rmtree(where, ignore_errors=True)
+        raise RuntimeError(f"shard {i}: the release was committed without this attempt; its output was deleted")
+    if inject.get(i) == "after-write" and _attempt_number() == 0:
+        raise RuntimeError(f"shard {i}: injected failure after the shard was written (tests)")
+    return where, r.n
+
+
+def _commit(out: str, done: list, count: int) -> None:
+    """Step 2: one attempt per shard into OUTPUT, every other attempt's output deleted."""
+    by_shard: dict[int, str] = {}
+    for shard, where in done:
+        if shard in by_shard:
+            raise RuntimeError(f"shard {shard}: two results from Spark (attempts {by_shard[shard]} and {where})")
+        by_shard[shard] = where
+    missing = sorted(set(range(count)) - set(by_shard))
+    if missing:
+        raise RuntimeError(f"shards {missing}: no result from Spark")
+    open(os.path.join(out, CLOSED), "w").close()
+    moves = []
+    for shard, where in sorted(by_shard.items()):
+        files = [f for f in os.listdir(where) if f.startswith("shard-") and not f.startswith(".")]
+        if len(files) != 1:
+            raise RuntimeError(f"shard {shard}: attempt directory {where} holds {files}, not one shard file")
+        moves.append((os.path.join(where, files[0]), os.path.join(out, files[0])))
+    for src, dst in moves:
+        if os.path.exists(dst):
+            raise RuntimeError(f"{dst}: exists already; refusing to replace it")
+        os.rename(src, dst)
+    shutil.rmtree(os.path.join(out, ATTEMPTS))
+
+
+def _discard(out: str) -> None:
+    """After a failed job: every attempt's output deleted, no shard left (nothing published)."""
+    open(os.path.join(out, CLOSED), "w").close()
+    shutil.rmtree(os.path.join(out, ATTEMPTS), ignore_errors=True)
+    for f in os.listdir(out):
+        if f.startswith("shard-"):
+            os.remove(os.path.join(out, f))
+
+
+def _number_rows(df, column: str, order_by: Optional[str], count: int):
+    """(rows, starts, DataFrame of shard, idx, column repartitioned by shard)."""
+    from pyspark import StorageLevel
+    from pyspark.sql import functions as F
+
+    if order_by:
+        df = df.orderBy(order_by)
+    # each partition's rows get its offset (a count per partition) plus their position in it
+    df = (df.select(column).withColumn("_pid", F.spark_partition_id())
+          .withColumn("_mid", F.monotonically_increasing_id()).persist(StorageLevel.MEMORY_AND_DISK))
+    counts = dict(df.groupBy("_pid").count().collect())
+    n = sum(counts.values())
+    if n == 0:
+        raise ValueError("the DataFrame has no rows")
+    starts = shard_starts(n, count)
+    offsets, acc = {}, 0
+    for pid in sorted(counts):
+        offsets[pid] = acc
+        acc += counts[pid]
+    offset_of = F.create_map(*[F.lit(x) for kv in offsets.items() for x in kv])
+    pid = F.col("_pid").cast("long")
+    idx = offset_of[F.col("_pid")] + (F.col("_mid") - F.shiftleft(pid, 33))
+    # shard of a row: the last i with ⌊in/N⌋ ≤ idx, i.e. ⌊((idx + 1)·N − 1)/n⌋
+    shard = F.floor(((idx + 1) * count - 1) / n).cast("long")
+    indexed = df.select(shard.alias("shard"), idx.cast("long").alias("idx"), column).repartition(count, "shard")
+    return n, starts, indexed, df
+
+
+def publish(data: Any, output: str, *, column: str, shards: int, mechanism: str, epsilon: float,
+            order_by: Optional[str] = None, projection_seed: Optional[str] = None,
+            spark=None, _inject: Optional[dict] = None, **options):
+    """Publish `data` — a Spark DataFrame with a vector column `column` (array<float> or a
+    `pyspark.ml` vector), or the path of a Parquet file or directory that each task reads its
+    rows from itself (every executor must see it) — as a sharded release in `output` (a new or
+    empty directory every executor and the driver can write at the same path). `options` go to
+    `dprp.publish` (delta, k, beta, neighbour, projection, output_format, noise_seed — tests only,
+    NOT private — …). Returns the opened release. See the module's documentation for the
+    commit protocol that keeps one noisy copy of each row under task retries."""
+    import dprp as d
+
+    out = os.path.abspath(os.fspath(output))
+    if os.path.isdir(out) and os.listdir(out):
+        raise ValueError(f"{output}: a directory that is not empty")
+    os.makedirs(out, exist_ok=True)
+    # the attempts' parent: made once here (dprp creates a shard directory, not its parents), so
+    # an attempt that starts after the commit deleted it cannot write at all
+    os.makedirs(os.path.join(out, ATTEMPTS))
+    seed = projection_seed or os.urandom(32).hex()  # public: recorded in every shard
+    opts = dict(mechanism=mechanism, epsilon=epsilon, seed=seed, **options)
+    inject = dict(_inject or {})
+    count = shards
+    cached = None
+    try:
+        if isinstance(data, (str, os.PathLike)):
+            if order_by:
+                raise ValueError("order_by needs a DataFrame (dprp reads a Parquet path in file order)")
+            if spark is None:
+                from pyspark.sql import SparkSession
+
+                spark = SparkSession.getActiveSession()
+                if spark is None:
+                    raise ValueError("publish of a Parquet path needs a SparkSession: pass spark=")
+            source = os.path.abspath(os.fspath(data))
+            n = count_rows(source)
+            if n == 0:
+                raise ValueError(f"{data}: no rows")
+            starts = shard_starts(n, count)
+
+            def tasks(batches):
+                import pyarrow as pa
+
+                for b in batches:
+                    for i in b.column("shard").to_pylist():
+                        lo, hi = starts[i], starts[i + 1]
+                        where, rows = _publish_attempt(source, i, count, lo, out, opts, inject, column=column, rows=(lo, hi))
+                        yield pa.RecordBatch.from_pydict({"shard": [i], "dir": [where], "rows": [rows]})
+
+            plan = spark.range(0, count, 1, count).withColumnRenamed("id", "shard")
+        else:
+            df = data
+            if _is_ml_vector(df, column):
+                from pyspark.ml.functions import vector_to_array
+
+                df = df.withColumn(column, vector_to_array(column, "float32"))
+            n, starts, plan, cached = _number_rows(df, column, order_by, count)
+
+            def tasks(batches):
+                import numpy as np
+                import pyarrow as pa
+                import pyarrow.compute as pc
+
+                batches = list(batches)
+                if not batches:  # an empty partition (hash partitioning can leave some)
+                    return
+                table = pa.Table.from_batches(batches)
+                for i in sorted(set(table.column("shard").to_pylist())):
+                    part = table.filter(pc.equal(table.column("shard"), i)).sort_by("idx")
+                    lo = starts[i]
+                    if not np.array_equal(part.column("idx").to_numpy(), np.arange(lo, lo + part.num_rows)):
+                        raise RuntimeError(f"shard {i}: rows are not ids {lo}.. in order")
+                    x = to_matrix(part, column, f"shard {i}")
+                    where, rows = _publish_attempt(x, i, count, lo, out, opts, inject)
+                    yield pa.RecordBatch.from_pydict({"shard": [i], "dir": [where], "rows": [rows]})
+
+        done = plan.mapInArrow(tasks, "shard long, dir string, rows long").collect()
+        _commit(out, [(r["shard"], r["dir"]) for r in done], count)
+        release = d.finish_shards(out)
+    except BaseException:
+        _discard(out)
+        raise
+    finally:
+        if cached is not None:
+            cached.unpersist()
+    if options.get("noise_seed"):
+        warnings.warn("noise_seed makes the release reproducible and therefore NOT private", stacklevel=2)
+    return release
+
+
+def _is_ml_vector(df, column: str) -> bool:
+    try:
+        from pyspark.ml.linalg import VectorUDT
+    except ImportError:  # pragma: no cover - pyspark without ml
+        return False
+    return isinstance(df.schema[column].dataType, VectorUDT)
