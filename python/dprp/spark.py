@@ -279,3 +279,82 @@ def _is_ml_vector(df, column: str) -> bool:
     except ImportError:  # pragma: no cover - pyspark without ml
         return False
     return isinstance(df.schema[column].dataType, VectorUDT)
+
+
+def _shard_files(release) -> list[str]:
+    """The files of a release (a shard directory: its shards in order; else the one file),
+    opened on the driver without reading the payloads (each executor verifies its own)."""
+    import dprp as d
+
+    rel = d.Release.open(os.fspath(release), verify=False)
+    return [s.path for s in rel.shards] if rel.sharded else [rel.path]
+
+
+def read_release(spark, release):
+    """A release (one file or a shard directory, native or Parquet shards) as a DataFrame of
+    `id` (the global row id), `label` (when the release has labels) and `sketch` (array<float>,
+    or the packed sign words as array<long> for a sign release), one partition per file."""
+    import dprp as d
+
+    files = _shard_files(release)
+    first = d.Release.open(files[0], verify=False)
+    bits = first.sketches.dtype.kind == "u"
+    labels = first.labels is not None
+    schema = "id long" + (", label float" if labels else "") + (", sketch array<long>" if bits else ", sketch array<float>")
+
+    def rows(batches):
+        import numpy as np
+        import pyarrow as pa
+
+        import dprp as dd
+
+        for b in batches:
+            for i in b.column("file").to_pylist():
+                r = dd.Release.open(files[i])
+                x = np.ascontiguousarray(r.sketches)
+                if bits:
+                    x = x.view(np.int64)
+                cols = {"id": pa.array(r.ids.astype(np.int64))}
+                if labels:
+                    cols["label"] = pa.array(r.labels)
+                cols["sketch"] = pa.FixedSizeListArray.from_arrays(pa.array(x.ravel()), x.shape[1]).cast(
+                    pa.list_(pa.int64() if bits else pa.float32()))
+                yield pa.RecordBatch.from_pydict(cols)
+
+    plan = spark.range(0, len(files), 1, len(files)).withColumnRenamed("id", "file")
+    return plan.mapInArrow(rows, schema)
+
+
+def search(spark, release, queries, top: int = 10, measure: Optional[str] = None, no_scale: bool = False):
+    """Exact top-`top` of each query over a release too big for one machine: each executor
+    searches its shards (`Release.search`: raw queries projected with the release's public map,
+    the shard's rows with their global ids), and the driver keeps the best `top` of every query
+    by (score descending, id ascending) — the exact scan's order, so the answer is `dprp query`'s
+    on the same release. Returns (ids, scores) as `Release.search` does."""
+    import numpy as np
+
+    files = _shard_files(release)
+    q = np.ascontiguousarray(np.asarray(queries, dtype=np.float32))
+    if q.ndim != 2:
+        raise ValueError(f"queries: expected a 2-d array (queries × p), got shape {q.shape}")
+    shared = spark.sparkContext.broadcast(q)
+
+    def one(i):
+        import dprp as dd
+
+        ids, scores = dd.Release.open(files[i]).search(shared.value, top, measure, no_scale)
+        return [(ids, scores)]
+
+    parts = spark.sparkContext.parallelize(range(len(files)), len(files)).flatMap(one).collect()
+    shared.unpersist()
+    ids = np.concatenate([p[0] for p in parts], axis=1)
+    scores = np.concatenate([p[1] for p in parts], axis=1)
+    none = np.iinfo(np.uint64).max
+    out_ids = np.full((q.shape[0], top), none, dtype=np.uint64)
+    out_scores = np.full((q.shape[0], top), np.nan, dtype=np.float32)
+    for j in range(q.shape[0]):
+        keep = ids[j] != none  # a shard's missing neighbours (a zero query, fewer rows than top)
+        order = np.lexsort((ids[j][keep], -scores[j][keep].astype(np.float64)))[:top]
+        out_ids[j, : order.size] = ids[j][keep][order]
+        out_scores[j, : order.size] = scores[j][keep][order]
+    return out_ids, out_scores

@@ -164,3 +164,54 @@ def test_a_retried_task_leaves_one_copy_of_its_shard(tmp_path: pathlib.Path):
         assert sorted(os.listdir(tmp_path / "failed")) == [dprp.spark.CLOSED]
     finally:
         spark.stop()
+
+
+def cli_top(release, queries_path, top, *extra):
+    """`dprp query --csv` → {query: [(id, score), ...]}."""
+    out = {}
+    for line in run_cli("query", str(release), "--queries", str(queries_path), "--top", str(top), "--csv", *extra).splitlines()[1:]:
+        q, _, nb, score = line.split(",")
+        out.setdefault(int(q), []).append((int(nb), float(score)))
+    return out
+
+
+def test_distributed_search_and_read_release_equal_the_cli(tmp_path: pathlib.Path):
+    """dprp.spark.search over a sharded release (real and sign sketches, a zero query among
+    the queries) returns `dprp query`'s neighbours and scores; read_release gives every row once
+    with its global id and sketch. Power: a search of one shard only differs."""
+    import dprp.spark
+
+    rng = np.random.default_rng(13)
+    n, p = 800, 16
+    x = rng.random((n, p), dtype=np.float32)
+    np.save(tmp_path / "x.npy", x)
+    q = np.vstack([x[[5, 400, 799]] + 0.01, np.zeros((1, p), np.float32)]).astype(np.float32)
+    np.save(tmp_path / "q.npy", q)
+    run_cli("publish", str(tmp_path / "x.npy"), "-m", "dp-oporp", "-e", "5", "-d", "1e-6", "-k", "8", "--shards", "3", "-o", str(tmp_path / "real"))
+    run_cli("publish", str(tmp_path / "x.npy"), "-m", "dp-signrp-rr", "-e", "5", "-d", "1e-6", "--min-norm", "0.5", "-k", "64", "--shards", "3", "--output-format", "parquet", "-o", str(tmp_path / "signs"))
+    spark = spark_session("local[2]")
+    try:
+        for name in ("real", "signs"):
+            ids, scores = dprp.spark.search(spark, tmp_path / name, q, top=5)
+            want = cli_top(tmp_path / name, tmp_path / "q.npy", 5)
+            for j in range(len(q)):
+                got = [(int(i), float(s)) for i, s in zip(ids[j], scores[j]) if i != np.iinfo(np.uint64).max]
+                assert [g[0] for g in got] == [w[0] for w in want.get(j, [])], (name, j, got, want.get(j))
+                np.testing.assert_allclose([g[1] for g in got], [w[1] for w in want.get(j, [])], rtol=1e-6)
+            # the zero query has no neighbours (its cosine, and its sign, is undefined)
+            assert 3 not in want and all(i == np.iinfo(np.uint64).max for i in ids[3])
+            # power: one shard alone is not the release
+            one = dprp.Release.open(tmp_path / name).shards[1].path
+            ids1, _ = dprp.spark.search(spark, one, q[:3], top=5)
+            assert not np.array_equal(ids1, ids[:3])
+
+            df = dprp.spark.read_release(spark, tmp_path / name).orderBy("id").toPandas()
+            rel = dprp.Release.open(tmp_path / name)
+            assert df["id"].tolist() == list(range(n))
+            want_sk = np.concatenate([np.ascontiguousarray(s.sketches) for s in rel.shards])
+            got_sk = np.stack(df["sketch"].to_numpy())
+            if name == "signs":
+                got_sk = got_sk.view(np.uint64)
+            assert np.array_equal(got_sk, want_sk)
+    finally:
+        spark.stop()
