@@ -236,6 +236,11 @@ class MeanAccumulator:
     ) -> None:
         """Add the messages (one per row) of users first_row, first_row + 1, ...; nothing is
         added when one is refused."""
+    @staticmethod
+    def of_release(path: PathLike, rows: bool = True) -> "MeanAccumulator":
+        """The accumulator of a local-DP release's mechanism (as ``dprp mean`` builds it), with
+        every row of the release added by global id when ``rows`` (a shard file: its own rows);
+        ``rows=False``: empty, from the header and metadata only."""
     def merge(self, other: "MeanAccumulator") -> None: ...
     @property
     def n(self) -> int: ...

@@ -358,3 +358,25 @@ def search(spark, release, queries, top: int = 10, measure: Optional[str] = None
         out_ids[j, : order.size] = ids[j][keep][order]
         out_scores[j, : order.size] = scores[j][keep][order]
     return out_ids, out_scores
+
+
+def mean(spark, release) -> dict:
+    """The mean of a local-DP release (one file or a shard directory): each executor adds its
+    shard's rows to the mechanism's accumulator (`MeanAccumulator.of_release`, as `dprp mean`
+    builds it) and sends back its state; the driver merges the states in shard order and
+    finishes. Returns `MeanAccumulator.finish()`'s dict (`mean`, `n`, the expected error), equal
+    to `dprp mean` of the same release up to the order of floating-point sums."""
+    import dprp as d
+
+    files = _shard_files(release)
+
+    def state(i):
+        import dprp as dd
+
+        return [(i, dd.MeanAccumulator.of_release(files[i]).to_json())]
+
+    states = sorted(spark.sparkContext.parallelize(range(len(files)), len(files)).flatMap(state).collect())
+    total = d.MeanAccumulator.of_release(os.fspath(release), rows=False)
+    for _, s in states:
+        total.merge_json(s)
+    return total.finish()

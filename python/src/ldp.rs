@@ -9,10 +9,13 @@ use numpy::PyArray1;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
-use dprp::mechanism::local::accumulator::AccumulatorState;
+use std::path::PathBuf;
+
+use dprp::mechanism::local::accumulator::{AccumulatorState, MeanAccumulator as AccMean};
 use dprp::mechanism::{self, LocalMap, LocalOptions, Mechanism, MechanismKind, MechanismParams};
 use dprp::privacy::guarantee::Neighbour;
 use dprp::privacy::samplers::noise::NoiseSource;
+use dprp::release::ReleaseSet;
 
 use crate::ints::{self, Int};
 use crate::{err, param};
@@ -183,6 +186,37 @@ impl MeanAccumulator {
             .map_err(err)?
             .state()
             .clone();
+        Ok(MeanAccumulator { mech, state })
+    }
+
+    /// The accumulator of a local-DP release's mechanism, built from its metadata as `dprp mean`
+    /// builds it, with every row of the release added (by global id) when `rows`: a shard
+    /// directory adds all its shards, a shard file its own rows (so the states of a sharded
+    /// release's shards merge into `dprp mean` of the directory). `rows=False` reads only the
+    /// header and metadata: an empty accumulator to merge the shards' states into.
+    #[staticmethod]
+    #[pyo3(signature = (path, rows = true))]
+    fn of_release(py: Python<'_>, path: PathBuf, rows: bool) -> PyResult<Self> {
+        let (mech, state) = py
+            .detach(|| -> dprp::Result<(Box<dyn Mechanism>, AccumulatorState)> {
+                let parts = ReleaseSet::open_with(&path, rows)?.into_parts();
+                let Some((first, _)) = parts.first() else {
+                    return Err(dprp::Error::format(&path, "no rows: not a release"));
+                };
+                let m = first.meta();
+                let mech = mechanism::from_record(&m.mechanism, &m.guarantee)?;
+                let state = {
+                    let mut acc = AccMean::new(mech.as_ref())?;
+                    for (r, first_row) in parts.iter().filter(|_| rows) {
+                        if r.n() > 0 {
+                            acc.add_rows(*first_row, r.values()?)?;
+                        }
+                    }
+                    acc.state().clone()
+                };
+                Ok((mech, state))
+            })
+            .map_err(err)?;
         Ok(MeanAccumulator { mech, state })
     }
 

@@ -215,3 +215,28 @@ def test_distributed_search_and_read_release_equal_the_cli(tmp_path: pathlib.Pat
             assert np.array_equal(got_sk, want_sk)
     finally:
         spark.stop()
+
+
+def test_distributed_mean_equals_dprp_mean(tmp_path: pathlib.Path):
+    """dprp.spark.mean of a sharded local-DP release (PrivUnit2 and ProjUnit, 3 shards) equals
+    `dprp mean` of the directory; power: the mean of one shard does not."""
+    import dprp.spark
+
+    rng = np.random.default_rng(14)
+    x = rng.normal(size=(600, 32)).astype(np.float32)
+    x /= np.linalg.norm(x, axis=1, keepdims=True)
+    np.save(tmp_path / "x.npy", x)
+    spark = spark_session("local[2]")
+    try:
+        for mech, extra in (("privunit2", []), ("projunit", ["-k", "8"])):
+            rel = tmp_path / f"{mech}.release"
+            run_cli("publish", str(tmp_path / "x.npy"), "-m", mech, "-e", "4", *extra, "--shards", "3", "-o", str(rel))
+            run_cli("mean", str(rel), "-o", str(tmp_path / f"{mech}.npy"))
+            want = np.load(tmp_path / f"{mech}.npy")
+            got = dprp.spark.mean(spark, rel)
+            assert got["n"] == 600
+            np.testing.assert_array_equal(np.asarray(got["mean"], dtype=want.dtype), want)
+            one = dprp.spark.mean(spark, dprp.Release.open(rel).shards[2].path)
+            assert one["n"] == 200 and not np.allclose(one["mean"], want)
+    finally:
+        spark.stop()
