@@ -10,7 +10,7 @@ Run by benches/run-index-peers.sh (which makes the virtualenv and builds dprp). 
 3. builds, alternated, `--reps` times: `dprp index` (the whole command), hnswlib 0.8 (cosine on
    real sketches; inner product on +-1 vectors for signs, which ranks as Hamming does) and faiss
    (IndexHNSWFlat, inner product on unit rows; IndexBinaryHNSW for signs), the same M and
-   ef_construction, all cores; each in its own process, whose peak RSS (ru_maxrss) is reported;
+   ef_construction, all cores; each in its own process, whose peak RSS (GNU time) is reported;
 4. recall@10 against the exact top-10 (numpy, from the same sketches) and query time for a sweep
    of ef; the cheapest ef reaching each recall target gives "query time at equal recall".
 
@@ -47,20 +47,27 @@ def uptime():
         return "?"
 
 
+TIME = "/usr/bin/time"
+
+
 def child_rss(args):
-    """Run a process; return (wall seconds, its own peak RSS in MiB (wait4), stdout)."""
+    """Run a process; return (wall seconds, its peak RSS in MiB or None, stdout).
+
+    The peak RSS comes from GNU time (`/usr/bin/time -f %M`), which forks the command from its
+    own small process: a child spawned by this (large) driver would inherit the driver's
+    high-water mark in its ru_maxrss."""
     t = time.perf_counter()
-    with tempfile.TemporaryFile() as ef:
-        p = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=ef)
-        out = p.stdout.read()
-        _, status, ru = os.wait4(p.pid, 0)
-        ef.seek(0)
-        err = ef.read()
-    wall = time.perf_counter() - t
-    p.returncode = os.waitstatus_to_exitcode(status)
-    if p.returncode != 0:
-        sys.exit(f"{' '.join(args)} failed ({p.returncode}):\n{err.decode()}")
-    return wall, ru.ru_maxrss / 1024, out.decode()
+    with tempfile.NamedTemporaryFile() as rf, tempfile.TemporaryFile() as ef:
+        pre = [TIME, "-f", "%M", "-o", rf.name] if os.path.exists(TIME) else []
+        p = subprocess.run(pre + list(args), stdout=subprocess.PIPE, stderr=ef)
+        wall = time.perf_counter() - t
+        if p.returncode != 0:
+            ef.seek(0)
+            sys.exit(f"{' '.join(args)} failed ({p.returncode}):\n{ef.read().decode()}")
+        rf.seek(0)
+        txt = rf.read().decode().split()
+    rss = int(txt[-1]) / 1024 if pre and txt else None
+    return wall, rss, p.stdout.decode()
 
 
 # ----------------------------------------------------------------------------- data
@@ -259,7 +266,7 @@ def driver(a):
                     t = json.loads(out)["build_s"]
                 builds[s].append({"s": t, "wall": wall, "rss_mib": rss, "load": uptime()})
                 log(f"{kind} build {s} rep {rep + 1}: {t:.2f} s (process {wall:.2f} s, "
-                    f"peak RSS {rss:.0f} MiB, load {uptime()})")
+                    f"peak RSS {rss or 0:.0f} MiB, load {uptime()})")
         sweeps = {}
         efs = a.efs
         nq = len(truth)
@@ -305,13 +312,13 @@ def report(r):
     for kind, v in r["kinds"].items():
         b = v["builds"]
         med = {s: statistics.median(x["s"] for x in b[s]) for s in b}
-        rss = {s: max(x["rss_mib"] for x in b[s]) for s in b}
+        rss = {s: max((x["rss_mib"] or 0) for x in b[s]) for s in b}
         print(f"\n[{kind} sketches, {v['n']} rows] build: dprp {med['dprp']:.2f} s "
               f"(whole command), peak RSS {rss['dprp']:.0f} MiB")
         for s in ("hnswlib", "faiss"):
             print(f"  vs {s}: {med[s]:.2f} s (build call), peak RSS {rss[s]:.0f} MiB (process) "
                   f"-> time ratio dprp/{s} = {med['dprp'] / med[s]:.2f}, "
-                  f"memory ratio = {rss['dprp'] / rss[s]:.2f}")
+                  f"memory ratio = {rss['dprp'] / max(rss[s], 1e-9):.2f}")
         sw = v["sweeps"]
         for target in (0.9, 0.95, 0.99):
             row = {s: cheapest(sw[s], target) for s in sw}

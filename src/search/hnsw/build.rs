@@ -17,6 +17,9 @@
 //!   a list during a search or to change it; the entry point and top level sit behind one lock,
 //!   which an insertion whose level exceeds the current top holds throughout (as hnswlib does),
 //!   so that the graph never has an entry point without links.
+//! * **Reachability**: the heuristic can prune the last link into a row (hnswlib's graphs have
+//!   such rows too). After the insertions, each layer is walked from the entry point and every
+//!   row it does not reach gets a link from the nearest reachable row with room for one.
 //!
 //! Memory during the build: per row, a lock and its lists' headers (`32 + 24·(level + 1)` bytes)
 //! and up to `M_max` links of 4 bytes per layer (reserved up front, so the build does not grow
@@ -272,12 +275,15 @@ where
     /// INSERT (Algorithm 1) of row `q`.
     fn insert(&self, q: u32, s: &mut Scratch) {
         let level = self.levels[q as usize];
-        let mut guard = Some(lock(&self.entry));
-        let (ep, top) = **guard.as_ref().expect("just locked");
-        if level <= top {
-            // Only an insertion that raises the top level keeps the entry locked.
-            guard = None;
-        }
+        let g = lock(&self.entry);
+        let (ep, top) = *g;
+        // Only an insertion that raises the top level keeps the entry locked.
+        let guard = if level > top {
+            Some(g)
+        } else {
+            drop(g);
+            None
+        };
         let mut cur = ((self.dist)(q, ep), ep);
         for layer in (level as usize + 1..=top as usize).rev() {
             cur = self.greedy(q, cur, layer, s);
@@ -304,6 +310,68 @@ where
         if let Some(mut g) = guard {
             *g = (q, level);
         }
+    }
+}
+
+impl<D, P> Builder<'_, D, P>
+where
+    D: Fn(u32, u32) -> f32 + Sync,
+    P: Fn(u32) + Sync,
+{
+    /// Mark in `seen` every row of `layer` reachable from `start` along the layer's links.
+    fn mark_reachable(&self, start: u32, layer: usize, seen: &mut [bool], links: &mut Vec<u32>) {
+        let mut stack = vec![start];
+        seen[start as usize] = true;
+        while let Some(r) = stack.pop() {
+            self.copy_links(r, layer, links);
+            for &t in links.iter() {
+                if !seen[t as usize] {
+                    seen[t as usize] = true;
+                    stack.push(t);
+                }
+            }
+        }
+    }
+
+    /// After the insertions: give every row of `layer` that the entry point does not reach a
+    /// link from the nearest reachable row that has room for one (found by the same descent
+    /// and search as an insertion). The heuristic can prune the last link into a row (in
+    /// hnswlib too); this makes every row reachable again. Returns the rows left unreachable
+    /// (rows whose candidates all have full lists: none in practice).
+    fn link_unreachable(&self, layer: usize, s: &mut Scratch) -> usize {
+        let n = self.levels.len();
+        let (entry, top) = *lock(&self.entry);
+        let mut seen = vec![false; n];
+        let mut links = Vec::new();
+        self.mark_reachable(entry, layer, &mut seen, &mut links);
+        let mut left = 0;
+        for u in 0..n as u32 {
+            if (self.levels[u as usize] as usize) < layer || seen[u as usize] {
+                continue;
+            }
+            let mut cur = ((self.dist)(u, entry), entry);
+            for l in (layer + 1..=top as usize).rev() {
+                cur = self.greedy(u, cur, l, s);
+            }
+            let found = self.search_layer(u, cur, layer, s);
+            let max = self.max_links(layer);
+            let linked = found.iter().any(|&(_, r)| {
+                let mut g = lock(&self.lists[r as usize]);
+                match g.get_mut(layer) {
+                    Some(list) if list.len() < max && !list.contains(&u) && seen[r as usize] => {
+                        list.push(u);
+                        true
+                    }
+                    _ => false,
+                }
+            });
+            if linked {
+                self.mark_reachable(u, layer, &mut seen, &mut links);
+            } else {
+                left += 1;
+            }
+        }
+        left
     }
 }
 
@@ -367,13 +435,17 @@ where
             |s, q| {
                 b.insert(q, s);
                 let c = done.fetch_add(1, Ordering::Relaxed) + 1;
-                if c % PROGRESS_EVERY == 0 {
+                if c.is_multiple_of(PROGRESS_EVERY) {
                     report(c);
                 }
             },
         );
     report(n);
-    let entry = lock(&b.entry).0;
+    let (entry, top) = *lock(&b.entry);
+    let mut s = Scratch::new(n);
+    for layer in 0..=top as usize {
+        b.link_unreachable(layer, &mut s);
+    }
     let lists: Vec<Vec<Vec<u32>>> = b
         .lists
         .into_iter()
