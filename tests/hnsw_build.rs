@@ -404,8 +404,14 @@ fn cli_index_then_query_on_real_and_sign_releases() {
         ok(dir, &a);
     };
     let unit = ["--normalize", "l2"];
-    publish(&[&unit[..], &["-m", "dp-oporp", "-e", "50", "-d", "1e-6"]].concat(), "r.dprp");
-    publish(&[&unit[..], &["-m", "dp-signoporp-rr", "-e", "20"]].concat(), "s.dprp");
+    publish(
+        &[&unit[..], &["-m", "dp-oporp", "-e", "50", "-d", "1e-6"]].concat(),
+        "r.dprp",
+    );
+    publish(
+        &[&unit[..], &["-m", "dp-signoporp-rr", "-e", "20"]].concat(),
+        "s.dprp",
+    );
     for (release, index, min) in [("r.dprp", "r.hnsw", 0.9), ("s.dprp", "s.hnsw", 0.9)] {
         let out = ok(dir, &["index", release, "-o", index]);
         assert!(out.contains("indexed 3000 rows"), "{out}");
