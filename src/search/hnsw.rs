@@ -340,10 +340,10 @@ impl<'a> HnswIndex<'a> {
     /// let approx = index.search(&db, 10, 64, None)?;
     /// let exact = exact::search(&db, &db, Measure::Hamming, 10, None)?;
     /// assert_eq!(approx.len(), exact.len());
-    /// // The graph is approximate and its construction is not deterministic (parallel insertion,
-    /// // random layers), so compare with the exact scan rather than expect every answer: recall@10
-    /// // was at least 0.9998 over 200 builds of this example, and a row found itself first in
-    /// // all 500 × 200 searches.
+    /// // The graph is approximate and its links depend on the threads' timing (parallel
+    /// // insertion), so compare with the exact scan rather than expect every answer (with the
+    /// // graph of hnsw_rs, recall@10 was at least 0.9998 over 200 builds of this example, and a
+    /// // row found itself first in all 500 × 200 searches; the margins below are wide).
     /// let found: usize = approx
     ///     .iter()
     ///     .zip(&exact)
