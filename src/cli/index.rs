@@ -77,7 +77,12 @@ pub fn run(a: IndexArgs) -> Result<()> {
         ef_construction: a.ef_construction,
     };
     let start = std::time::Instant::now();
-    let index = HnswIndex::build(&db, measure, &params)?;
+    // Progress on stderr when it is a terminal (rows inserted, rows/s, ETA); Ctrl-C ends the
+    // build before any output exists (the file is written only once the graph is complete).
+    let pb = super::query::progress_bar(db.rows() as u64, "indexing");
+    let tick = |done: usize| pb.set_position(done as u64);
+    let index = HnswIndex::build_with_progress(&db, measure, &params, Some(&tick))?;
+    pb.finish_and_clear();
     index.save((&a.output, existing), set.checksum())?;
     super::output::report_written(&[&a.output], || {
         outln!(

@@ -1,14 +1,15 @@
 //! Approximate top-K search with an HNSW graph, with the scores of [`exact`](super::exact):
 //! inner product, cosine, or agreements `k − Hamming`, larger is better.
 //!
-//! The graph is constructed by `hnsw_rs` 0.3 (parallel insertion on all cores, Malkov &
-//! Yashunin's neighbour selection heuristic), then copied into flat arrays (one adjacency list per
-//! node and layer). dprp searches and stores those arrays itself: `hnsw_rs`'s own search descends
-//! the upper layers by a single hop per layer and chases reference-counted pointers (it was 3–4×
-//! slower here), and its reloader trusts its input (it panics, or exits the process, on a
-//! malformed dump). dprp's search is the standard one — greedy descent to a local minimum on
-//! every upper layer, then a best-first search on the bottom layer with a list of `ef`
-//! candidates, prefetching each candidate's vector while the previous one is compared.
+//! dprp builds the graph itself (`hnsw/build.rs`: Malkov & Yashunin 2018, Algorithm 1 with the
+//! neighbour-selection heuristic of Algorithm 4, parallel insertion on all cores with one lock
+//! per row's adjacency lists) into flat arrays (one adjacency list per node and layer), and
+//! searches and stores those arrays itself. The walk is the standard one — greedy descent to a
+//! local minimum on every upper layer, then a best-first search on the bottom layer with a list
+//! of `ef` candidates, prefetching each candidate's vector while the previous one is compared.
+//! (Until 0.3 the graph came from the crate `hnsw_rs`; profiled on MNIST sketches, 70% of its
+//! build time went into its own bookkeeping — reference-counted points, a hash map of visited
+//! points, heaps of boxed entries — rather than distances: see docs/performance.md.)
 //!
 //! Real sketches are indexed by their *directions* (rows scaled to unit length), quantised
 //! (`quant.rs`): the graph is built on 8-bit codes with one scale for all rows, and
@@ -24,7 +25,7 @@
 //! # Distances
 //!
 //! HNSW needs a distance whose smallest values are the best matches, `≥ 0` and never NaN
-//! (`hnsw_rs` asserts both). The rows the walk returns are **re-scored** exactly as the exact scan
+//! (the construction and the walk rely on both). The rows the walk returns are **re-scored** exactly as the exact scan
 //! scores them (an f32 inner product; times both rows' inverse norms for cosine; `k − popcount`
 //! for signs) and sorted by (score descending, row ascending), as the exact scan ranks them.
 //!
@@ -43,11 +44,8 @@
 //!   with the inner product itself (ip-NSW, Morozov & Babenko 2018) 0.886, saturating at 0.935.
 //!   Where row norms vary widely the walk needs a longer candidate list, hence the larger
 //!   [`default_ef`] (on synthetic rows whose norms vary by 2×: 0.91 at ef = 64, 0.98 at 128).
-//!   (`anndists::DistDot` is not used anywhere: it assumes normalised input and *asserts*
-//!   `1 − ⟨a, b⟩ ≥ 0`, which rounding breaks for near-identical unit vectors.)
 //! * **Hamming** — packed sign words, distance `popcount(a XOR b)` over the `⌈k/64⌉` words, the
-//!   padding bits above `k` masked off (`anndists::DistHamming` on `u64` counts differing
-//!   *words*, not bits). Scores are `k − distance`.
+//!   padding bits above `k` masked off. Scores are `k − distance`.
 //!
 //! A zero query (inner product or cosine) scores 0 against every row; it returns rows `0..K`, as
 //! the exact scan's tie-breaking does. Should a walk find fewer than `K` rows (possible only in a
@@ -88,13 +86,12 @@
 use std::path::Path;
 use std::sync::Mutex;
 
-use hnsw_rs::anndists::dist::distances::Distance;
-use hnsw_rs::hnsw::Hnsw;
 use rayon::prelude::*;
 
+mod build;
 mod graph;
 
-use graph::{extract, Graph, Scratch};
+use graph::{Graph, Scratch};
 
 use super::kernels::{dot, hamming, prefetch_bytes};
 use super::quant::{ByteCodes, ByteDot, WalkCodes};
@@ -110,7 +107,7 @@ pub const INDEX_VERSION: u32 = 1;
 const HEADER_LEN: usize = 168;
 /// Header bytes covered by the index checksum (everything before it).
 const HASHED_HEADER: usize = 136;
-/// `hnsw_rs`'s number of layers (`NB_LAYER_MAX`).
+/// The largest number of layers (levels 0 to 15).
 const NB_LAYER: usize = 16;
 /// Release magic, to name a release passed where an index is expected.
 const RELEASE_MAGIC: &[u8; 8] = b"DPRPSKCH";
@@ -136,8 +133,7 @@ impl Default for HnswParams {
 }
 
 impl HnswParams {
-    /// Check the ranges supported (`hnsw_rs` exits the process for `m > 256`; link counts are
-    /// stored in 16 bits).
+    /// Check the ranges supported (link counts are stored in 16 bits).
     pub fn check(&self) -> Result<()> {
         if !(2..=255).contains(&self.m) {
             return Err(Error::param(
@@ -201,16 +197,6 @@ impl IndexHeader {
 
 fn hex8(b: &[u8; 32]) -> String {
     b[..8].iter().map(|x| format!("{x:02x}")).collect()
-}
-
-/// Bitwise Hamming distance between packed sign words (padding bits are zero in both).
-#[derive(Debug, Default, Clone, Copy)]
-struct PackedHamming;
-
-impl Distance<u64> for PackedHamming {
-    fn eval(&self, va: &[u64], vb: &[u64]) -> f32 {
-        hamming(va, vb) as f32
-    }
 }
 
 fn inverse_norms(db: &Sketch<'_>, measure: Measure) -> Vec<f32> {
@@ -332,7 +318,7 @@ fn measure_code(m: Measure) -> u32 {
 }
 
 impl<'a> HnswIndex<'a> {
-    /// Build over all database rows (parallel insertion by `hnsw_rs`, all cores).
+    /// Build over all database rows (parallel insertion on all cores; see `hnsw/build.rs`).
     ///
     /// ```
     /// use dprp::search::hnsw::{HnswIndex, HnswParams};
@@ -354,10 +340,10 @@ impl<'a> HnswIndex<'a> {
     /// let approx = index.search(&db, 10, 64, None)?;
     /// let exact = exact::search(&db, &db, Measure::Hamming, 10, None)?;
     /// assert_eq!(approx.len(), exact.len());
-    /// // The graph is approximate and its construction is not deterministic (parallel insertion,
-    /// // random layers), so compare with the exact scan rather than expect every answer: recall@10
-    /// // was at least 0.9998 over 200 builds of this example, and a row found itself first in
-    /// // all 500 × 200 searches.
+    /// // The graph is approximate and its links depend on the threads' timing (parallel
+    /// // insertion), so compare with the exact scan rather than expect every answer (with the
+    /// // graph of hnsw_rs, recall@10 was at least 0.9998 over 200 builds of this example, and a
+    /// // row found itself first in all 500 × 200 searches; the margins below are wide).
     /// let found: usize = approx
     ///     .iter()
     ///     .zip(&exact)
@@ -370,9 +356,21 @@ impl<'a> HnswIndex<'a> {
     /// # }
     /// ```
     pub fn build(db: &Sketch<'a>, measure: Measure, params: &HnswParams) -> Result<HnswIndex<'a>> {
+        HnswIndex::build_with_progress(db, measure, params, None)
+    }
+
+    /// [`build`](HnswIndex::build), calling `progress` now and then with the number of rows
+    /// inserted so far (serialised, increasing, the last call being the number of rows).
+    pub fn build_with_progress(
+        db: &Sketch<'a>,
+        measure: Measure,
+        params: &HnswParams,
+        progress: Option<&(dyn Fn(usize) + Sync)>,
+    ) -> Result<HnswIndex<'a>> {
         params.check()?;
         check_db(db, measure)?;
         let n = db.rows();
+        let (m, ef) = (params.m, params.ef_construction);
         // The graph links rows by direction for both real measures (see the module docs).
         let graph = match *db {
             Sketch::Real { data, k } => {
@@ -380,17 +378,28 @@ impl<'a> HnswIndex<'a> {
                 let dist = ByteDot {
                     inv_s2: 1.0 / (c.scale * c.scale),
                 };
-                let h = Hnsw::new(params.m, n, NB_LAYER, params.ef_construction, dist);
-                let items: Vec<(&[i8], usize)> = c.data.chunks(k).zip(0..n).collect();
-                h.parallel_insert_slice(&items);
-                extract(&h, n)
+                let row = |t: u32| &c.data[t as usize * k..(t as usize + 1) * k];
+                build::build_graph(
+                    n,
+                    m,
+                    ef,
+                    &|a, b| dist.eval(row(a), row(b)),
+                    &|t| prefetch_bytes(row(t)),
+                    progress,
+                )
             }
             Sketch::Bits { data, k } => {
                 let bits = masked_bits(data, k);
-                let h = Hnsw::new(params.m, n, NB_LAYER, params.ef_construction, PackedHamming);
-                let items: Vec<(&[u64], usize)> = bits.chunks(k.div_ceil(64)).zip(0..n).collect();
-                h.parallel_insert_slice(&items);
-                extract(&h, n)
+                let words = k.div_ceil(64);
+                let row = |t: u32| &bits[t as usize * words..(t as usize + 1) * words];
+                build::build_graph(
+                    n,
+                    m,
+                    ef,
+                    &|a, b| hamming(row(a), row(b)) as f32,
+                    &|t| prefetch_bytes(row(t)),
+                    progress,
+                )
             }
         };
         Ok(HnswIndex {

@@ -2,7 +2,7 @@
 //!
 //! * [`exact`]: exact top-K by blocked matrix–matrix products (real sketches) or XOR + popcount over
 //!   packed words (sign sketches), parallel over query batches, a bounded heap per query.
-//! * [`hnsw`]: approximate search with an HNSW graph (`hnsw_rs`), with its recall against the exact
+//! * [`hnsw`]: approximate search with an HNSW graph (built by dprp), with its recall against the exact
 //!   scan reported on request.
 //! * [`queries`]: raw query vectors turned into sketches comparable to a release's rows.
 //! * [`rerank`]: candidates from any first stage (a database, HNSW) re-ranked by the debiased

@@ -44,7 +44,7 @@ pub(super) fn walk_dist(s: f32) -> f32 {
 
 /// The rows' unit directions quantised to i8 with one scale `S` for all rows,
 /// `S = 127 / (largest coordinate of any unit row)`, so `⟨a, b⟩ ≈ dot/S²` for all pairs alike:
-/// the vectors `hnsw_rs` inserts when it builds the graph. (A quarter of the memory traffic of
+/// the vectors the graph is built on. (A quarter of the memory traffic of
 /// f32, with the same recall; construction compares pairs of rows, which the symmetric 8-bit code
 /// keeps simple.)
 pub(super) struct ByteCodes {
@@ -93,8 +93,10 @@ pub(super) struct ByteDot {
     pub(super) inv_s2: f32,
 }
 
-impl hnsw_rs::anndists::dist::distances::Distance<i8> for ByteDot {
-    fn eval(&self, va: &[i8], vb: &[i8]) -> f32 {
+impl ByteDot {
+    /// The distance between two coded rows.
+    #[inline]
+    pub(super) fn eval(&self, va: &[i8], vb: &[i8]) -> f32 {
         walk_dist(dot_i8(va, vb) as f32 * self.inv_s2)
     }
 }

@@ -1,14 +1,11 @@
 //! The graph of an [`HnswIndex`](super::HnswIndex): its layers as flat adjacency lists, copied
-//! out of `hnsw_rs` after construction; the walk (greedy descent through the upper layers, then
+//! from the lists of the construction (`build.rs`); the walk (greedy descent through the upper layers, then
 //! a best-first search with `ef` candidates on layer 0); and the graph section of the index file
 //! (layout in the parent module's documentation), read back with every count, row and link
 //! checked.
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
-
-use hnsw_rs::anndists::dist::distances::Distance;
-use hnsw_rs::hnsw::Hnsw;
 
 use super::NB_LAYER;
 
@@ -46,59 +43,40 @@ pub(super) struct Graph {
     pub(super) entry: u32,
 }
 
-/// Copy the topology of a graph built by `hnsw_rs` (whose points carry their row as origin id).
-pub(super) fn extract<T, D>(h: &Hnsw<'_, T, D>, n: usize) -> Graph
-where
-    T: Clone + Send + Sync,
-    D: Distance<T> + Send + Sync,
-{
-    let pi = h.get_point_indexation();
-    let mut level = vec![0usize; n];
-    let mut lists: Vec<Vec<Vec<u32>>> = vec![Vec::new(); n];
-    for l in 0..NB_LAYER {
-        for p in pi.get_layer_iterator(l) {
-            let row = p.get_origin_id();
-            level[row] = l;
-            // hnsw_rs keeps lists for every layer; those above the point's own level are unused.
-            lists[row] = p
-                .get_neighborhood_id()
-                .into_iter()
-                .take(l + 1)
-                .map(|v| v.into_iter().map(|nb| nb.d_id as u32).collect())
-                .collect();
-        }
-    }
-    let top = level.iter().copied().max().unwrap_or(0);
-    let entry = level.iter().position(|&l| l == top).unwrap_or(0) as u32;
-    let layers = (0..=top)
-        .map(|l| {
-            let nodes: Vec<u32> = (0..n as u32).filter(|&r| level[r as usize] >= l).collect();
-            let mut offsets = Vec::with_capacity(nodes.len() + 1);
-            let mut links = Vec::new();
-            offsets.push(0);
-            for &r in &nodes {
-                let start = links.len();
-                if let Some(list) = lists[r as usize].get(l) {
-                    for &t in list {
-                        let ok = (t as usize) < n
-                            && level[t as usize] >= l
-                            && t != r
-                            && !links[start..].contains(&t);
-                        if ok {
-                            links.push(t);
-                        }
+impl Graph {
+    /// The flat graph of per-row adjacency lists (`lists[row][layer]` for the layers
+    /// `0..=levels[row]`), entered at `entry` (a row of the top level).
+    pub(super) fn from_lists(levels: &[u8], mut lists: Vec<Vec<Vec<u32>>>, entry: u32) -> Graph {
+        let top = levels.iter().copied().max().unwrap_or(0) as usize;
+        let layers = (0..=top)
+            .map(|l| {
+                let nodes: Vec<u32> = (0..levels.len() as u32)
+                    .filter(|&r| levels[r as usize] as usize >= l)
+                    .collect();
+                let mut offsets = Vec::with_capacity(nodes.len() + 1);
+                offsets.push(0);
+                let total: usize = nodes
+                    .iter()
+                    .map(|&r| lists[r as usize].get(l).map_or(0, Vec::len))
+                    .sum();
+                let mut links = Vec::with_capacity(total);
+                for &r in &nodes {
+                    if let Some(list) = lists[r as usize].get_mut(l) {
+                        links.extend_from_slice(list);
+                        // Free the build's copy as the flat one grows.
+                        *list = Vec::new();
                     }
+                    offsets.push(links.len());
                 }
-                offsets.push(links.len());
-            }
-            Layer {
-                nodes: if l == 0 { Vec::new() } else { nodes },
-                offsets,
-                links,
-            }
-        })
-        .collect();
-    Graph { layers, entry }
+                Layer {
+                    nodes: if l == 0 { Vec::new() } else { nodes },
+                    offsets,
+                    links,
+                }
+            })
+            .collect();
+        Graph { layers, entry }
+    }
 }
 
 /// Per-thread search state.
