@@ -117,9 +117,27 @@ def _publish_attempt(x_or_path, i: int, count: int, lo: int, out: str, opts: dic
     if os.path.exists(os.path.join(out, CLOSED)):
         shutil.rmtree(where, ignore_errors=True)
         raise RuntimeError(f"shard {i}: the release was committed without this attempt; its output was deleted")
-    if inject.get(i) == "after-write" and _attempt_number() == 0:
-        raise RuntimeError(f"shard {i}: injected failure after the shard was written (tests)")
+    if inject and _attempt_number() == 0:
+        _injected(inject.get(i), i, out, where)
     return where, r.n
+
+
+def _injected(how: Optional[str], i: int, out: str, where: str) -> None:
+    """Tests only (`publish(_inject={shard: how})`, first attempts only): "after-write" fails
+    the attempt after its shard was written; "hold-after-write" writes
+    `OUTPUT/_attempts/hold-shard<i>.json` (this process's pid, the attempt's directory) and waits, for the test to kill
+    its executor or for a speculative copy to win."""
+    import json
+    import time
+
+    if how == "after-write":
+        raise RuntimeError(f"shard {i}: injected failure after the shard was written (tests)")
+    if how == "hold-after-write":
+        marker = os.path.join(out, ATTEMPTS, f"hold-shard{i}.json")
+        with open(marker + ".tmp", "w") as f:
+            json.dump({"pid": os.getpid(), "dir": where}, f)
+        os.replace(marker + ".tmp", marker)
+        time.sleep(60)
 
 
 def _commit(out: str, done: list, count: int) -> None:
@@ -155,6 +173,20 @@ def _discard(out: str) -> None:
             os.remove(os.path.join(out, f))
 
 
+def _count_partition(batches):
+    """Rows per partition id, counted where they are (no shuffle: Spark's groupBy would make
+    `spark.sql.shuffle.partitions` tasks)."""
+    import pyarrow as pa
+
+    n, pid = 0, None
+    for b in batches:
+        n += b.num_rows
+        if b.num_rows:
+            pid = b.column("_pid")[0].as_py()
+    if pid is not None:
+        yield pa.RecordBatch.from_pydict({"pid": pa.array([pid], pa.int32()), "n": [n]})
+
+
 def _number_rows(df, column: str, order_by: Optional[str], count: int):
     """(rows, starts, DataFrame of shard, idx, column repartitioned by shard)."""
     from pyspark import StorageLevel
@@ -165,7 +197,9 @@ def _number_rows(df, column: str, order_by: Optional[str], count: int):
     # each partition's rows get its offset (a count per partition) plus their position in it
     df = (df.select(column).withColumn("_pid", F.spark_partition_id())
           .withColumn("_mid", F.monotonically_increasing_id()).persist(StorageLevel.MEMORY_AND_DISK))
-    counts = dict(df.groupBy("_pid").count().collect())
+    counts: dict[int, int] = {}
+    for r in df.select("_pid").mapInArrow(_count_partition, "pid int, n long").collect():
+        counts[r["pid"]] = counts.get(r["pid"], 0) + r["n"]
     n = sum(counts.values())
     if n == 0:
         raise ValueError("the DataFrame has no rows")
