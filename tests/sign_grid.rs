@@ -209,8 +209,7 @@ fn an_inconsistent_norm_bound_is_refused() {
     let sign = rec.sign.as_mut().unwrap();
     sign.grid_min_norm = sign.grid_min_norm.map(|v| v * (1.0 + 1e-9));
     let e = SignSketch::from_record(&rec, &m.guarantee())
-        .err()
-        .expect("refused")
+        .expect_err("refused")
         .to_string();
     assert!(e.contains("inconsistent"), "{e}");
 }
