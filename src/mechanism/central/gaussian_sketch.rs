@@ -417,12 +417,15 @@ impl Mechanism for GaussianSketch {
         // row's noise from its own stream: identical to privatising row by row.
         let out = self.real_out(rows, out)?;
         let (p, k) = (self.map.p(), self.map.k());
+        // one buffer for the tiles' values (every value is written by the evaluation)
+        let mut buf = vec![0f64; Self::TILE.min(rows.len() / p.max(1)) * k];
         for (t, (r, o)) in rows
             .chunks(Self::TILE * p)
             .zip(out.chunks_mut(Self::TILE * k))
             .enumerate()
         {
-            let y = self.evaluate(r)?;
+            let y = &mut buf[..o.len()];
+            self.arithmetic.arithmetic.evaluate(&self.map, r, y)?;
             for (i, (yr, or)) in y.chunks(k).zip(o.chunks_mut(k)).enumerate() {
                 let mut rng =
                     noise.row_rng(crate::mechanism::row_id(first_row, t * Self::TILE + i)?);
@@ -448,17 +451,19 @@ impl Sketch for GaussianSketch {
                 "block shape does not match the mechanism",
             ));
         }
-        for (r, o) in rows
-            .chunks(Self::TILE * self.map.p())
-            .zip(out.chunks_mut(Self::TILE * self.map.k()))
-        {
-            let mut y = vec![0f64; o.len()];
-            self.arithmetic
-                .arithmetic
-                .evaluate_query(&self.map, r, &mut y)?;
-            o.iter_mut().zip(&y).for_each(|(o, &v)| *o = v as f32);
-        }
-        Ok(())
+        // tiles in parallel, each projected on its own (as in sequence: a tile's arithmetic and
+        // values depend on its rows alone)
+        use rayon::prelude::*;
+        rows.par_chunks(Self::TILE * self.map.p().max(1))
+            .zip(out.par_chunks_mut(Self::TILE * self.map.k().max(1)))
+            .try_for_each(|(r, o)| {
+                let mut y = vec![0f64; o.len()];
+                self.arithmetic
+                    .arithmetic
+                    .evaluate_query(&self.map, r, &mut y)?;
+                o.iter_mut().zip(&y).for_each(|(o, &v)| *o = v as f32);
+                Ok(())
+            })
     }
     fn estimator(&self) -> Estimator {
         Estimator::Gaussian {

@@ -91,6 +91,7 @@ pub fn build(
         beta: params.beta,
         n_plus: None,
         min_norm: None,
+        grid_min_norm: None,
         noise_set: None,
         flip_threshold: None,
     };

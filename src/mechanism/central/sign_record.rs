@@ -104,6 +104,12 @@ pub struct SignRecord {
     /// Public lower bound on row norms, when used.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub min_norm: Option<f64>,
+    /// Dense randomised response on the grid: `ν_q`, the lower bound on the norm of every rounded
+    /// row that N₊ was computed for ([`super::sign_rr::grid_min_norm`]). Absent: the values
+    /// were computed in f64 from the rows themselves (releases of dprp 0.3.0, and maps or
+    /// neighbour relations without a grid).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub grid_min_norm: Option<f64>,
     /// |A| over the rows (iDP).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub noise_set: Option<SetSummary>,
@@ -153,8 +159,20 @@ impl SignRecord {
         };
         if let Some(n) = &self.n_plus {
             s.push_str(&format!(
-                "; N₊ = {} of k = {} (P = {:.6} by {}, r = β/ν = {:.4}, ν = --min-norm {}, η = {:.4}, δ = {:e})",
-                n.n_plus, n.k, n.prob, n.method, n.r, n.min_norm, n.eta, n.delta
+                "; N₊ = {} of k = {} (P = {:.6} by {}, r = β/ν = {:.4}, ν = {}, η = {:.4}, δ = {:e})",
+                n.n_plus,
+                n.k,
+                n.prob,
+                n.method,
+                n.r,
+                match (self.grid_min_norm, self.min_norm) {
+                    (Some(q), Some(nu)) => format!(
+                        "{q} (--min-norm {nu} less the grid's √p·2^-(q+1): the rounded rows' bound)"
+                    ),
+                    _ => format!("--min-norm {}", n.min_norm),
+                },
+                n.eta,
+                n.delta
             ));
         }
         if let Some(a) = &self.noise_set {

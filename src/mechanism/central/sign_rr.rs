@@ -8,8 +8,23 @@
 //!    central-limit approximation), with `r = β/ν` for the public norm lower bound `ν ≤ ‖u‖`
 //!    (`--min-norm`; rows below it are refused). The number of flippable signs is
 //!    `N ~ Binomial(k, P)`, and `N₊ = min(k, ⌈(1+η)Pk⌉)` bounds it except with probability δ
-//!    (Chernoff; [`crate::privacy::nplus`]). The values are computed in f64, within `E_j` of the
-//!    exact ones, so `r` is taken for `β·(1 + g)` ([`super::sign_sketch::fp_guard`], `g ≤ 10⁻⁶`).
+//!    (Chernoff; [`crate::privacy::nplus`]). The values are computed in the map's arithmetic,
+//!    within `E_j` of the exact ones, so `r` is taken for `β_q·(1 + g)`
+//!    ([`super::sign_sketch::fp_guard`], `g ≤ 10⁻⁶`; `β_q = β + 2^-q` on the grid, β in f64).
+//!
+//!    **On the grid** (Rademacher maps, coordinate neighbours; [`rr_arithmetic`]) the signs are
+//!    those of `Wᵀũ` for the rounded row `ũ` (`ũ_i = round(u_i·2^q)·2^-q`, a public,
+//!    data-independent, per-coordinate map, so `ũ` is a fixed row independent of `W` and the
+//!    probability above is taken over `W` for `ũ`). Proposition 4.4 (and the Berry–Esseen bound
+//!    of [`crate::privacy::nplus::p_rademacher_bound`]) then applies to `ũ` with: neighbours
+//!    `ũ, ũ'` differing in one coordinate by at most `β_q = β + 2^-q`; `|ũ_i| ≤ 1` (±1 are on
+//!    the grid); and `‖ũ‖ ≥ ‖u‖ − ‖ũ − u‖ ≥ ν − √p·2^-(q+1) = ν_q` (triangle inequality, each
+//!    coordinate moved by at most half a step), so N₊ is computed for `r = β_q(1 + g)/ν_q`
+//!    ([`grid_min_norm`]). `q` is the finest of the map's grid (`2^-q ≤ β·2^-12`) and the
+//!    smallest with `√p·2^-(q+1) ≤ ν·2^-11`, so `r` grows by at most
+//!    `(1 + 2^-12)/(1 − 2^-11) − 1 ≈ 7.3·10⁻⁴` over the f64 path's (the utility cost: N₊ is
+//!    computed for an `r` at most 0.073% larger); where that needs `q > 18` the values are
+//!    computed in f64 as before.
 //! 3. Flip each sign with probability `1/(1+e^{ε'})`, `ε' = ε/N₊` rounded down: the at most N₊
 //!    signs that differ between neighbours cost `ε'` each, so the release is ε-DP except with
 //!    probability δ over the projection: (ε, δ)-DP. The coin is exact: probability `Q/2⁶⁴`
@@ -26,8 +41,10 @@ use super::sign_sketch::{fp_guard, FlipRule, SignRecord, SignSketch};
 use crate::error::{Error, Result};
 use crate::mechanism::{MechanismKind, MechanismParams};
 use crate::privacy::guarantee::{Guarantee, GuaranteeKind, Neighbour};
+use crate::privacy::lattice::pow2;
 use crate::privacy::nplus;
 use crate::privacy::rr::{split_epsilon, Flip};
+use crate::projection::dense::MAX_GRID_BITS;
 use crate::projection::{DenseKind, DenseProjection, Oporp, Seed};
 
 /// Citation recorded in releases.
@@ -63,6 +80,7 @@ pub fn build(params: &MechanismParams, k: usize, seed: Seed) -> Result<SignSketc
             beta: params.beta,
             n_plus: None,
             min_norm: None,
+            grid_min_norm: None,
             noise_set: None,
             flip_threshold: None,
         };
@@ -88,11 +106,18 @@ pub fn build(params: &MechanismParams, k: usize, seed: Seed) -> Result<SignSketc
         .delta
         .ok_or_else(|| Error::missing("--delta", "dp-signrp-rr gives (ε,δ)-DP and needs δ"))?;
     let map = PublicMap::Dense(DenseProjection::generate(kind, params.p, k, seed)?);
-    // the signs are of values computed in f64, each within E_j of its exact value: a neighbour
-    // can flip sign j only if |w_jᵀu|/√k < c_j + 2E_j = c_j·(1 + g), so N₊ is bounded for
-    // β·(1 + g) (g ≤ 10⁻⁶ at p ≤ 65 536; module documentation of sign_sketch, "Floating point")
-    let g = fp_guard(&map, Arithmetic::Float64, params.beta, 1);
-    let np = nplus::compute(kind, params.beta * (1.0 + g), nu, params.p, k, delta)?;
+    // the signs are of values computed in the map's arithmetic, each within E_j of its exact
+    // value: a neighbour can flip sign j only if |w_jᵀũ|/√k < c_j + 2E_j = c_j·(1 + g) (c_j for
+    // β_q), so N₊ is bounded for β_q·(1 + g) and the rounded rows' norm bound ν_q (module
+    // documentation; g ≤ 10⁻⁶ at p ≤ 65 536, sign_sketch's "Floating point")
+    let arithmetic = rr_arithmetic(&map, params.beta, nu, params.neighbour);
+    let nu_q = match arithmetic {
+        Arithmetic::Grid { q } => grid_min_norm(nu, params.p, q),
+        Arithmetic::Float64 => nu,
+    };
+    let g = fp_guard(&map, arithmetic, params.beta, 1);
+    let beta_q = arithmetic.effective_beta(params.beta) * (1.0 + g) * (1.0 + f64::EPSILON);
+    let np = nplus::compute(kind, beta_q, nu_q, params.p, k, delta)?;
     // ε/N₊ rounded down: N₊·ε' ≤ ε exactly
     let eps_prime = split_epsilon(params.epsilon, np.n_plus as u64);
     let record = SignRecord {
@@ -103,6 +128,7 @@ pub fn build(params: &MechanismParams, k: usize, seed: Seed) -> Result<SignSketc
         beta: params.beta,
         n_plus: Some(np),
         min_norm: Some(nu),
+        grid_min_norm: matches!(arithmetic, Arithmetic::Grid { .. }).then_some(nu_q),
         noise_set: None,
         flip_threshold: None,
     };
@@ -115,4 +141,36 @@ pub fn build(params: &MechanismParams, k: usize, seed: Seed) -> Result<SignSketc
         local: None,
     };
     SignSketch::new(params.kind, ALGORITHM, map, record, guarantee)
+}
+
+/// The arithmetic of dense randomised response (module documentation): the grid of
+/// [`Arithmetic::choose`], made finer until its norm loss `√p·2^-(q+1)` is at most `ν·2^-11`
+/// (`q ≤` [`MAX_GRID_BITS`]); `float64` where there is no such grid (Gaussian maps, ℓ₁
+/// neighbours, or a grid finer than `2^-18` needed).
+pub fn rr_arithmetic(map: &PublicMap, beta: f64, nu: f64, neighbour: Neighbour) -> Arithmetic {
+    let Arithmetic::Grid { q: q0 } = Arithmetic::choose(map, beta, neighbour) else {
+        return Arithmetic::Float64;
+    };
+    if !(nu.is_finite() && nu > 0.0) {
+        return Arithmetic::Float64;
+    }
+    (q0..=MAX_GRID_BITS)
+        .find(|&q| norm_loss(map.p(), q) <= nu * pow2(-NORM_MARGIN_BITS))
+        .map_or(Arithmetic::Float64, |q| Arithmetic::Grid { q })
+}
+
+/// The grid's loss of norm is at most `ν·2^-NORM_MARGIN_BITS` (module documentation).
+pub const NORM_MARGIN_BITS: i32 = 11;
+
+/// `√p·2^-(q+1)`, rounded up: the most that rounding a row of `p` coordinates to the grid `2^-q`
+/// (each by at most half a step) can move it in ℓ₂.
+pub fn norm_loss(p: usize, q: i32) -> f64 {
+    (p as f64).sqrt() * (1.0 + pow2(-50)) * pow2(-(q + 1))
+}
+
+/// `ν_q = ν − √p·2^-(q+1)`, rounded down: a lower bound on `‖ũ‖` for every row `u` with
+/// `‖u‖ ≥ ν` rounded to the grid `2^-q` (triangle inequality; module documentation). Positive
+/// for the `q` of [`rr_arithmetic`] (the loss is at most `ν·2^-11` there).
+pub fn grid_min_norm(nu: f64, p: usize, q: i32) -> f64 {
+    (nu - norm_loss(p, q)) * (1.0 - pow2(-50))
 }

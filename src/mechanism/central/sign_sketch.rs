@@ -18,8 +18,8 @@
 //! noise, never less), with `g` from [`fp_guard`]: two neighbours' computed values differ by at
 //! most `c_j + 2E_j`, and the level arithmetic (f64) adds its own roundings. `g ≤ 10⁻⁶` for every
 //! map at p ≤ 65 536 (`2·10⁻¹¹` on the grid). Randomised response compares nothing with the
-//! steps; its dense form evaluates in f64 (no grid, so `‖u‖ ≥ ν` is unchanged) and charges `g` to
-//! the N₊ bound ([`super::sign_rr`]).
+//! steps; its dense form uses the grid too, with a finer step where needed, and computes N₊ for
+//! `β_q·(1 + g)` and the rounded rows' norm bound `ν_q = ν − √p·2^-(q+1)` ([`super::sign_rr`]).
 //!
 //! **Coins.** Every flip is an exact comparison of a uniform 64-bit word with the numerator `Q` of
 //! a dyadic flip probability `Q/2⁶⁴` rounded toward ½ ([`crate::privacy::rr`]): randomised
@@ -95,12 +95,36 @@ pub struct SignSketch {
 }
 
 /// The arithmetic of a sign mechanism: the map's ([`Arithmetic::choose`]) for the rules that
-/// compare values with steps; f64 for randomised response, whose N₊ bound assumes `‖u‖ ≥ ν`
-/// of the row itself (the grid's rounding could lower the norm).
-pub fn sign_arithmetic(map: &PublicMap, record: &SignRecord, neighbour: Neighbour) -> Arithmetic {
-    match record.rule {
-        FlipRule::RandomisedResponse { .. } => Arithmetic::Float64,
-        _ => Arithmetic::choose(map, record.beta, neighbour),
+/// compare values with steps; for dense randomised response the grid of
+/// [`super::sign_rr::rr_arithmetic`] when the record says N₊ was computed for it
+/// ([`SignRecord::grid_min_norm`], checked to be `ν_q` for that grid), f64 otherwise (its N₊
+/// bound then assumes `‖u‖ ≥ ν` of the row itself).
+///
+/// # Errors
+/// A recorded `grid_min_norm` that is not the `ν_q` of the grid the record implies.
+pub fn sign_arithmetic(
+    map: &PublicMap,
+    record: &SignRecord,
+    neighbour: Neighbour,
+) -> Result<Arithmetic> {
+    use super::sign_rr::{grid_min_norm, rr_arithmetic};
+    match (&record.rule, record.grid_min_norm) {
+        (FlipRule::RandomisedResponse { .. }, None) => Ok(Arithmetic::Float64),
+        (FlipRule::RandomisedResponse { .. }, Some(recorded)) => {
+            let nu = record.min_norm.unwrap_or(f64::NAN);
+            match rr_arithmetic(map, record.beta, nu, neighbour) {
+                Arithmetic::Grid { q } if grid_min_norm(nu, map.p(), q) == recorded => {
+                    Ok(Arithmetic::Grid { q })
+                }
+                _ => Err(Error::param(
+                    "release",
+                    format!(
+                        "the recorded norm bound of the rounded rows ({recorded}) is not the one                          the map, β and --min-norm give (an inconsistent release record)"
+                    ),
+                )),
+            }
+        }
+        _ => Ok(Arithmetic::choose(map, record.beta, neighbour)),
     }
 }
 
@@ -172,7 +196,7 @@ impl SignSketch {
             _ => Flip::randomised_response_or_half(0.0),
         };
         let last = smooth_table.len().max(2) - 1;
-        let arithmetic = sign_arithmetic(&map, &record, guarantee.neighbour);
+        let arithmetic = sign_arithmetic(&map, &record, guarantee.neighbour)?;
         let guard = fp_guard(&map, arithmetic, record.beta, last);
         let beta_q = arithmetic.effective_beta(record.beta);
         let mut arithmetic = ArithmeticRecord::with(&map, record.beta, arithmetic);
@@ -718,7 +742,8 @@ impl Sketch for SignSketch {
         let mut z = vec![0f64; out.len()];
         self.arithmetic
             .arithmetic
-            .evaluate_query(&self.map, rows, &mut z)?;
+            .for_queries(rows)
+            .evaluate_par(&self.map, rows, &mut z)?;
         out.iter_mut().zip(&z).for_each(|(o, &v)| *o = v as f32);
         Ok(())
     }

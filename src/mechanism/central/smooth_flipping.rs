@@ -48,6 +48,7 @@ pub fn build(params: &MechanismParams, k: usize, seed: Seed) -> Result<SignSketc
         beta: params.beta,
         n_plus: None,
         min_norm: None,
+        grid_min_norm: None,
         noise_set: None,
         flip_threshold: None,
     };
