@@ -127,6 +127,10 @@ class StandaloneCluster:
         self.spark = b.getOrCreate()
         return self.spark
 
+    def pids(self) -> list[int]:
+        """Every process of the cluster (JVMs, Python daemons and workers: they inherit the marker)."""
+        return _pids_with(self.token)
+
     def executor_pids(self) -> list[int]:
         """The executors' JVMs (started by the workers; they inherit the marker)."""
         out = []
