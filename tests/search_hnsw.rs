@@ -2,6 +2,7 @@
 //! trips, rejection of damaged or mismatched index files, and (on the project's `data/mnist`) the
 //! MNIST recall requirement. `bench_hnsw_speedup_mnist_k1024` (ignored) measures the speed-up.
 
+mod cli_helpers;
 mod data_common;
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -20,30 +21,11 @@ use dprp::search::hnsw::{default_ef, HnswIndex, HnswParams};
 use dprp::search::{exact, Hit, Measure, Sketch};
 use dprp::Error;
 
+use cli_helpers::Rng;
 use data_common::data_file;
 
 const NOISE: f32 = 0.3;
 const SPREAD: f32 = 1.0;
-
-/// SplitMix64: a small deterministic generator for test data.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-    fn unif(&mut self) -> f64 {
-        (self.next() >> 11) as f64 / (1u64 << 53) as f64
-    }
-    fn gauss(&mut self) -> f32 {
-        let (u, v) = (self.unif().max(1e-300), self.unif());
-        ((-2.0 * u.ln()).sqrt() * (std::f64::consts::TAU * v).cos()) as f32
-    }
-}
 
 /// `n` rows of dimension `k` near a random `d`-dimensional subspace (real data has a low
 /// intrinsic dimension), with row norms varying by a factor of up to 2 (so inner product and

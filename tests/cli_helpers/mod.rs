@@ -383,3 +383,32 @@ pub fn rows_csv(n: usize, p: usize) -> String {
     }
     s
 }
+
+// ---------------------------------------------------------------------------------------------
+// Test data
+
+/// SplitMix64: a small deterministic generator for test data.
+pub struct Rng(pub u64);
+
+impl Rng {
+    pub fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+    /// Uniform in [0, 1), 53 bits.
+    pub fn unif(&mut self) -> f64 {
+        (self.next() >> 11) as f64 / (1u64 << 53) as f64
+    }
+    /// Standard normal (Box–Muller).
+    pub fn gauss(&mut self) -> f32 {
+        let (u, v) = (self.unif().max(1e-300), self.unif());
+        ((-2.0 * u.ln()).sqrt() * (std::f64::consts::TAU * v).cos()) as f32
+    }
+    /// Uniform in `0..n`.
+    pub fn below(&mut self, n: usize) -> usize {
+        (self.unif() * n as f64) as usize % n
+    }
+}

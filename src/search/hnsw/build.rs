@@ -34,7 +34,7 @@ use std::sync::Mutex;
 
 use rayon::prelude::*;
 
-use super::graph::Graph;
+use super::graph::{Graph, Visited};
 use super::NB_LAYER;
 
 /// Hash key of the level draw (any fixed value: the graph is public).
@@ -78,9 +78,7 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 
 /// Per-thread state of the insertions.
 struct Scratch {
-    /// One bit per row: visited by the current search (cleared through `touched`).
-    visited: Vec<u64>,
-    touched: Vec<u32>,
+    visited: Visited,
     candidates: BinaryHeap<Reverse<u64>>,
     best: BinaryHeap<u64>,
     /// A copy of the links being expanded.
@@ -92,8 +90,7 @@ struct Scratch {
 impl Scratch {
     fn new(n: usize) -> Scratch {
         Scratch {
-            visited: vec![0; n.div_ceil(64)],
-            touched: Vec::new(),
+            visited: Visited::new(n),
             candidates: BinaryHeap::new(),
             best: BinaryHeap::new(),
             links: Vec::new(),
@@ -103,20 +100,7 @@ impl Scratch {
 
     #[inline]
     fn visit(&mut self, row: u32) -> bool {
-        let (w, b) = (row as usize / 64, 1u64 << (row % 64));
-        let seen = self.visited[w] & b != 0;
-        if !seen {
-            self.visited[w] |= b;
-            self.touched.push(row);
-        }
-        !seen
-    }
-
-    fn clear_visited(&mut self) {
-        for &t in &self.touched {
-            self.visited[t as usize / 64] = 0;
-        }
-        self.touched.clear();
+        self.visited.visit(row)
     }
 }
 
@@ -224,7 +208,7 @@ where
                 }
             }
         }
-        s.clear_visited();
+        s.visited.clear();
         let mut out: Vec<(f32, u32)> = s.best.drain().map(unkey).collect();
         out.sort_unstable_by_key(|&(d, t)| key(d, t));
         out

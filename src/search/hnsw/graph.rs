@@ -79,34 +79,59 @@ impl Graph {
     }
 }
 
+/// The rows visited by the current search, one bit per row, cleared through the rows it marked
+/// (so a search costs nothing in proportion to `n`). Shared by the walk and the construction.
+pub(super) struct Visited {
+    bits: Vec<u64>,
+    touched: Vec<u32>,
+}
+
+impl Visited {
+    pub(super) fn new(n: usize) -> Visited {
+        Visited {
+            bits: vec![0; n.div_ceil(64)],
+            touched: Vec::new(),
+        }
+    }
+
+    /// Mark `row` visited; `false` if it already was.
+    #[inline]
+    pub(super) fn visit(&mut self, row: u32) -> bool {
+        let (w, b) = (row as usize / 64, 1u64 << (row % 64));
+        let seen = self.bits[w] & b != 0;
+        if !seen {
+            self.bits[w] |= b;
+            self.touched.push(row);
+        }
+        !seen
+    }
+
+    /// Forget every visit.
+    pub(super) fn clear(&mut self) {
+        for &t in &self.touched {
+            self.bits[t as usize / 64] = 0;
+        }
+        self.touched.clear();
+    }
+}
+
 /// Per-thread search state.
 pub(super) struct Scratch {
-    /// One bit per row: visited by the current walk (cleared row by row afterwards, through
-    /// `touched`, so a walk costs nothing in proportion to `n`).
-    visited: Vec<u64>,
-    touched: Vec<u32>,
+    visited: Visited,
     candidates: BinaryHeap<Reverse<u64>>,
     best: BinaryHeap<u64>,
     pending: Vec<u32>,
 }
 
 impl Scratch {
-    /// Mark `row` visited; `false` if it already was.
     #[inline]
     fn visit(&mut self, row: u32) -> bool {
-        let (w, b) = (row as usize / 64, 1u64 << (row % 64));
-        let seen = self.visited[w] & b != 0;
-        if !seen {
-            self.visited[w] |= b;
-            self.touched.push(row);
-        }
-        !seen
+        self.visited.visit(row)
     }
 
     pub(super) fn new(n: usize) -> Scratch {
         Scratch {
-            visited: vec![0; n.div_ceil(64)],
-            touched: Vec::new(),
+            visited: Visited::new(n),
             candidates: BinaryHeap::new(),
             best: BinaryHeap::new(),
             pending: Vec::new(),
@@ -180,10 +205,7 @@ impl Graph {
                 }
             }
         }
-        for &t in &s.touched {
-            s.visited[t as usize / 64] = 0;
-        }
-        s.touched.clear();
+        s.visited.clear();
         s.best.drain().map(|k| k as u32 as usize).collect()
     }
 
