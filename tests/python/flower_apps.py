@@ -193,6 +193,19 @@ class SpyGrid:
         return out
 
 
+class Recording(DistributedDpFedAvg):
+    """Keeps the residues the server decoded each round (mod 2^b: the secure sum)."""
+
+    def __init__(self, *a, **kw):
+        super().__init__(*a, **kw)
+        self.residues = {}
+
+    def aggregate_fit(self, server_round, results, failures):
+        v = parameters_to_ndarrays(results[0][1].parameters)[0]
+        self.residues[server_round] = self.config.from_flower(v, len(results))
+        return super().aggregate_fit(server_round, results, failures)
+
+
 def server_app(strategy, rounds: int, workflow_of: Optional[Callable] = None, spy: Optional[SpyGrid] = None) -> ServerApp:
     app = ServerApp()
 

@@ -9,6 +9,7 @@ import pytest
 
 import dprp
 from flower_apps import (
+    Recording,
     DIM,
     Misbehaviour,
     client_app,
@@ -26,19 +27,6 @@ CLIENTS = 10
 
 def true_mean(partitions):
     return np.mean([true_update(p) for p in partitions], axis=0)
-
-
-class Recording(DistributedDpFedAvg):
-    """Keeps the residues the server decoded each round."""
-
-    def __init__(self, *a, **kw):
-        super().__init__(*a, **kw)
-        self.residues = {}
-
-    def aggregate_fit(self, server_round, results, failures):
-        v = dprp.flower.distributed.parameters_to_ndarrays(results[0][1].parameters)[0]
-        self.residues[server_round] = self.config.from_flower(v, len(results))
-        return super().aggregate_fit(server_round, results, failures)
 
 
 def run_distributed(tmp_path, cfg, rounds, bad=Misbehaviour()):

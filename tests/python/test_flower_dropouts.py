@@ -14,7 +14,7 @@ from flwr.common.secure_aggregation.secaggplus_constants import Stage
 from flwr.server.workflow import SecAggPlusWorkflow
 
 import dprp
-from flower_apps import DIM, Misbehaviour, client_app, initial_weights, residue_sum, server_app, simulate
+from flower_apps import DIM, Misbehaviour, Recording, client_app, initial_weights, residue_sum, server_app, simulate
 from dprp.flower import DistributedConfig, DistributedDpFedAvg, DistributedSecAggPlusWorkflow
 from dprp.flower.distributed import secagg_threshold
 
@@ -26,17 +26,6 @@ DROPS = {1: Stage.SETUP, 4: Stage.SHARE_KEYS, 6: Stage.COLLECT_MASKED_VECTORS, 8
 def config(**kw):
     kw.setdefault("min_clients", 6)
     return DistributedConfig("ddg", epsilon=12.0, delta=1e-5, rounds=3, clip=1.0, clients=CLIENTS, dim=DIM, bits=20, **kw)
-
-
-class Recording(DistributedDpFedAvg):
-    def __init__(self, *a, **kw):
-        super().__init__(*a, **kw)
-        self.residues = {}
-
-    def aggregate_fit(self, server_round, results, failures):
-        v = dprp.flower.distributed.parameters_to_ndarrays(results[0][1].parameters)[0]
-        self.residues[server_round] = self.config.from_flower(v, len(results))
-        return super().aggregate_fit(server_round, results, failures)
 
 
 class FlowerDropouts(DistributedSecAggPlusWorkflow):
