@@ -9,6 +9,7 @@ the README's "From Python" section.
 from ._dprp import (
     DistributedEncoder,
     DprpError,
+    LedgerGate,
     MeanAccumulator,
     Release,
     RoundsAccountant,
@@ -16,6 +17,7 @@ from ._dprp import (
     calibrate,
     eval_retrieval,
     finish_shards,
+    fingerprint_part,
     privatise,
     publish,
 )
@@ -23,6 +25,7 @@ from ._dprp import (
 __all__ = [
     "DistributedEncoder",
     "DprpError",
+    "LedgerGate",
     "MeanAccumulator",
     "Release",
     "RoundsAccountant",
@@ -30,6 +33,7 @@ __all__ = [
     "calibrate",
     "eval_retrieval",
     "finish_shards",
+    "fingerprint_part",
     "privatise",
     "publish",
 ]

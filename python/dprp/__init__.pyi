@@ -149,6 +149,7 @@ def publish(
     id_column: Optional[str] = None,
     rows: Optional[Tuple[int, int]] = None,
     overwrite: bool = False,
+    dataset: Optional[Dict[str, str]] = None,
 ) -> Release:
     """Publish x as a private release at output (the file ``dprp publish`` writes).
 

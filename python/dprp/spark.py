@@ -164,13 +164,60 @@ def _commit(out: str, done: list, count: int) -> None:
     shutil.rmtree(os.path.join(out, ATTEMPTS))
 
 
-def _discard(out: str) -> None:
-    """After a failed job: every attempt's output deleted, no shard left (nothing published)."""
+def _discard(out: str) -> bool:
+    """After a failed job: every attempt's output deleted, no shard or manifest left (nothing
+    published; the output directory was new or empty). True when nothing but the marker remains."""
     open(os.path.join(out, CLOSED), "w").close()
     shutil.rmtree(os.path.join(out, ATTEMPTS), ignore_errors=True)
     for f in os.listdir(out):
-        if f.startswith("shard-"):
-            os.remove(os.path.join(out, f))
+        if f != CLOSED:
+            path = os.path.join(out, f)
+            try:
+                shutil.rmtree(path) if os.path.isdir(path) and not os.path.islink(path) else os.remove(path)
+            except OSError:
+                pass
+    return os.listdir(out) == [CLOSED]
+
+
+# The options of `dprp.publish` that decide a release's guarantee: what the driver reserves in a
+# ledger (`LedgerGate.reserve`) before the tasks publish.
+_RESERVE_KEYS = {"delta", "k", "seed", "beta", "neighbour", "projection", "min_norm", "individual_dp",
+                 "epsilon_norm", "radius", "noise", "noise_seed", "scale", "normalize", "clip", "clip_norm"}
+
+
+def _fingerprint_file(spark, source: str, column: str, starts: list, rows_key: bytes) -> list:
+    """The fingerprint parts of a Parquet input, one task per shard's rows (read by dprp, as the
+    shard's task will read them)."""
+    count = len(starts) - 1
+
+    def run(batches):
+        import pyarrow as pa
+
+        import dprp as d
+
+        for b in batches:
+            for i in b.column("shard").to_pylist():
+                rows, dim, part = d.fingerprint_part(source, rows_key, column=column, rows=(starts[i], starts[i + 1]))
+                yield pa.RecordBatch.from_pydict({"n": [rows], "dim": [dim], "sum": pa.array([part], pa.binary())})
+
+    plan = spark.range(0, count, 1, count).withColumnRenamed("id", "shard")
+    return [(r["n"], r["dim"], bytes(r["sum"])) for r in plan.mapInArrow(run, "n long, dim long, sum binary").collect()]
+
+
+def _reserve(gate, out: str, n: int, parts: list, opts: dict) -> dict:
+    """The dataset's fingerprint from the parts, and the release charged to it in the ledger
+    (refused over the budget): the dataset record the shards will state."""
+    dims = {dim for rows, dim, _ in parts if rows}
+    if len(dims) != 1:
+        raise ValueError(f"the rows have different lengths: {sorted(dims)}")
+    dim = dims.pop()
+    rec = gate.dataset(dim, [(rows, s) for rows, _, s in parts])
+    if rec["rows"] != n:
+        raise RuntimeError(f"fingerprinted {rec['rows']} rows, counted {n}")
+    dataset = {k: rec[k] for k in ("fingerprint", "key_id", "hashed")}
+    gate.reserve(out, n, dataset, dim, mechanism=opts["mechanism"], epsilon=opts["epsilon"],
+                 **{k: v for k, v in opts.items() if k in _RESERVE_KEYS})
+    return dataset
 
 
 def _count_partition(batches):
@@ -187,8 +234,33 @@ def _count_partition(batches):
         yield pa.RecordBatch.from_pydict({"pid": pa.array([pid], pa.int32()), "n": [n]})
 
 
-def _number_rows(df, column: str, order_by: Optional[str], count: int):
-    """(rows, starts, DataFrame of shard, idx, column repartitioned by shard)."""
+def _hash_partition(column: str, rows_key: bytes):
+    """A partition's rows counted and fingerprinted with the ledger's row key (`mapInArrow`):
+    one row (pid, n, dim, sum of the row digests mod 2²⁵⁶)."""
+
+    def run(batches):
+        import pyarrow as pa
+
+        import dprp as d
+
+        n, dim, total, pid = 0, 0, 0, None
+        for b in batches:
+            if not b.num_rows:
+                continue
+            pid = b.column("_pid")[0].as_py()
+            rows, dim, part = d.fingerprint_part(to_matrix(pa.Table.from_batches([b]), column, f"partition {pid}"), rows_key)
+            n += rows
+            total = (total + int.from_bytes(part, "little")) % (1 << 256)
+        if pid is not None:
+            yield pa.RecordBatch.from_pydict({"pid": pa.array([pid], pa.int32()), "n": [n], "dim": [dim],
+                                              "sum": pa.array([total.to_bytes(32, "little")], pa.binary())})
+
+    return run
+
+
+def _number_rows(df, column: str, order_by: Optional[str], count: int, rows_key: Optional[bytes] = None):
+    """(rows, starts, DataFrame of shard, idx, column repartitioned by shard, the cached
+    DataFrame, the fingerprint parts [(rows, dim, sum)] when `rows_key` is given)."""
     from pyspark import StorageLevel
     from pyspark.sql import functions as F
 
@@ -198,8 +270,15 @@ def _number_rows(df, column: str, order_by: Optional[str], count: int):
     df = (df.select(column).withColumn("_pid", F.spark_partition_id())
           .withColumn("_mid", F.monotonically_increasing_id()).persist(StorageLevel.MEMORY_AND_DISK))
     counts: dict[int, int] = {}
-    for r in df.select("_pid").mapInArrow(_count_partition, "pid int, n long").collect():
-        counts[r["pid"]] = counts.get(r["pid"], 0) + r["n"]
+    parts = []
+    if rows_key is None:
+        for r in df.select("_pid").mapInArrow(_count_partition, "pid int, n long").collect():
+            counts[r["pid"]] = counts.get(r["pid"], 0) + r["n"]
+    else:
+        schema = "pid int, n long, dim long, sum binary"
+        for r in df.select(column, "_pid").mapInArrow(_hash_partition(column, rows_key), schema).collect():
+            counts[r["pid"]] = counts.get(r["pid"], 0) + r["n"]
+            parts.append((r["n"], r["dim"], bytes(r["sum"])))
     n = sum(counts.values())
     if n == 0:
         raise ValueError("the DataFrame has no rows")
@@ -214,33 +293,57 @@ def _number_rows(df, column: str, order_by: Optional[str], count: int):
     # shard of a row: the last i with ⌊in/N⌋ ≤ idx, i.e. ⌊((idx + 1)·N − 1)/n⌋
     shard = F.floor(((idx + 1) * count - 1) / n).cast("long")
     indexed = df.select(shard.alias("shard"), idx.cast("long").alias("idx"), column).repartition(count, "shard")
-    return n, starts, indexed, df
+    return n, starts, indexed, df, parts
 
 
 def publish(data: Any, output: str, *, column: str, shards: int, mechanism: str, epsilon: float,
             order_by: Optional[str] = None, projection_seed: Optional[str] = None,
+            ledger: Optional[str] = None, budget: Any = None,
             spark=None, _inject: Optional[dict] = None, **options):
     """Publish `data` — a Spark DataFrame with a vector column `column` (array<float> or a
     `pyspark.ml` vector), or the path of a Parquet file or directory that each task reads its
     rows from itself (every executor must see it) — as a sharded release in `output` (a new or
     empty directory every executor and the driver can write at the same path). `options` go to
     `dprp.publish` (delta, k, beta, neighbour, projection, output_format, noise_seed — tests only,
-    NOT private — …). Returns the opened release. See the module's documentation for the
-    commit protocol that keeps one noisy copy of each row under task retries."""
+    NOT private — …). With `ledger=DIR` (and `budget=ε` or `(ε, δ)`), as `dprp publish --ledger
+    DIR --budget …`: the driver holds the ledger's lock for the whole job, fingerprints the rows
+    in the counting pass, and charges the release before any task publishes (refused over the
+    budget, nothing run); a failed job's charge is withdrawn once its outputs are deleted.
+    Returns the opened release. See the module's documentation for the commit protocol that
+    keeps one noisy copy of each row under task retries."""
     import dprp as d
 
     out = os.path.abspath(os.fspath(output))
     if os.path.isdir(out) and os.listdir(out):
         raise ValueError(f"{output}: a directory that is not empty")
+    if budget is not None and ledger is None:
+        raise ValueError("budget: needs ledger= (the directory whose journal it is checked against)")
+    if "dataset" in options:
+        raise ValueError("dataset: set by the driver from the ledger; pass ledger=")
+    gate = d.LedgerGate(os.fspath(ledger), budget) if ledger is not None else None
+    try:
+        return _publish(d, data, out, gate, column=column, shards=shards, mechanism=mechanism, epsilon=epsilon,
+                        order_by=order_by, projection_seed=projection_seed, spark=spark, inject=_inject, options=options)
+    finally:
+        if gate is not None:
+            gate.close()
+
+
+def _publish(d, data, out: str, gate, *, column, shards, mechanism, epsilon, order_by, projection_seed,
+             spark, inject, options):
+    """`publish` with the ledger (if any) open."""
     os.makedirs(out, exist_ok=True)
     # the attempts' parent: made once here (dprp creates a shard directory, not its parents), so
     # an attempt that starts after the commit deleted it cannot write at all
     os.makedirs(os.path.join(out, ATTEMPTS))
     seed = projection_seed or os.urandom(32).hex()  # public: recorded in every shard
     opts = dict(mechanism=mechanism, epsilon=epsilon, seed=seed, **options)
-    inject = dict(_inject or {})
+    inject = dict(inject or {})
     count = shards
     cached = None
+    rows_key = gate.rows_key() if gate is not None else None
+    # reserved: the ledger charged; confirming: a refused confirmation keeps the charge
+    reserved = confirming = False
     try:
         if isinstance(data, (str, os.PathLike)):
             if order_by:
@@ -256,6 +359,9 @@ def publish(data: Any, output: str, *, column: str, shards: int, mechanism: str,
             if n == 0:
                 raise ValueError(f"{data}: no rows")
             starts = shard_starts(n, count)
+            if gate is not None:
+                opts["dataset"] = _reserve(gate, out, n, _fingerprint_file(spark, source, column, starts, rows_key), opts)
+                reserved = True
 
             def tasks(batches):
                 import pyarrow as pa
@@ -273,7 +379,10 @@ def publish(data: Any, output: str, *, column: str, shards: int, mechanism: str,
                 from pyspark.ml.functions import vector_to_array
 
                 df = df.withColumn(column, vector_to_array(column, "float32"))
-            n, starts, plan, cached = _number_rows(df, column, order_by, count)
+            n, starts, plan, cached, parts = _number_rows(df, column, order_by, count, rows_key)
+            if gate is not None:
+                opts["dataset"] = _reserve(gate, out, n, parts, opts)
+                reserved = True
 
             def tasks(batches):
                 import numpy as np
@@ -296,8 +405,13 @@ def publish(data: Any, output: str, *, column: str, shards: int, mechanism: str,
         done = plan.mapInArrow(tasks, "shard long, dir string, rows long").collect()
         _commit(out, [(r["shard"], r["dir"]) for r in done], count)
         release = d.finish_shards(out)
+        if gate is not None:
+            confirming = True
+            gate.confirm(out)
     except BaseException:
-        _discard(out)
+        clean = _discard(out)
+        if reserved and clean and not confirming:
+            gate.withdraw()
         raise
     finally:
         if cached is not None:

@@ -24,6 +24,7 @@ mod eval;
 mod interrupt;
 mod ints;
 mod ldp;
+mod ledger;
 mod publish;
 mod release;
 mod serve;
@@ -190,6 +191,8 @@ fn _dprp(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(publish::calibrate, m)?)?;
     m.add_function(wrap_pyfunction!(publish::finish_shards, m)?)?;
     m.add_class::<release::Release>()?;
+    m.add_class::<ledger::LedgerGate>()?;
+    m.add_function(wrap_pyfunction!(ledger::fingerprint_part, m)?)?;
     m.add_function(wrap_pyfunction!(ldp::privatise, m)?)?;
     m.add_class::<ldp::MeanAccumulator>()?;
     m.add_class::<distributed::DistributedEncoder>()?;

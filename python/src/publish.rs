@@ -12,7 +12,7 @@ use dprp::mechanism;
 use dprp::privacy::gaussian::{analytic_sigma, classical_is_proven, classical_sigma};
 use dprp::privacy::samplers::noise::NoiseSource;
 use dprp::projection::Seed;
-use dprp::publish::{publish_from, PublishOptions, PublishRequest};
+use dprp::publish::{publish_from_as, PublishOptions, PublishRequest};
 use dprp::request::publish::RunOptions;
 use dprp::request::shards::WorkerShard;
 use dprp::request::{Front, MechanismOptions, MechanismPlan};
@@ -43,7 +43,7 @@ type ParticularArgs<'a> = (Option<f64>, bool, Option<f64>, Option<f64>, Option<&
 
 /// The one place the Python front fills the library's [`MechanismOptions`] and resolves them
 /// (validation, defaults and refusals are the library's, with `k=`-style field names).
-fn mechanism_plan(
+pub(crate) fn mechanism_plan(
     base: MechanismOptions,
     (delta, beta, neighbour, k, projection, seed): SketchArgs<'_, '_>,
     (min_norm, individual_dp, epsilon_norm, radius, noise): ParticularArgs<'_>,
@@ -81,7 +81,7 @@ enum Input<'py> {
     neighbour=None, projection=None, min_norm=None, individual_dp=false, epsilon_norm=None,
     radius=None, first_row=0, noise=None, noise_seed=None, labels=None, scale=None,
     normalize=None, clip=false, clip_norm=None, memory=256, shard=None, output_format=None,
-    column=None, label_column=None, id_column=None, rows=None, overwrite=false))]
+    column=None, label_column=None, id_column=None, rows=None, overwrite=false, dataset=None))]
 #[allow(clippy::too_many_arguments)]
 pub fn publish<'py>(
     py: Python<'py>,
@@ -115,6 +115,7 @@ pub fn publish<'py>(
     id_column: Option<String>,
     rows: Option<(Int, Int)>,
     overwrite: bool,
+    dataset: Option<&Bound<'py, PyDict>>,
 ) -> PyResult<Release> {
     let k: Option<usize> = ints::opt(k, "k")?;
     let first_row: u64 = ints::unsigned(first_row, "first_row")?;
@@ -177,7 +178,31 @@ pub fn publish<'py>(
         }
     };
     let labels = label_values.as_deref();
-    publish_interruptibly(py, &req, view, labels, &source, &opts, &output)
+    let dataset =
+        match dataset {
+            None => None,
+            Some(d) if worker.is_some() => Some(crate::ledger::dataset_record(d)?),
+            Some(_) => return Err(param(
+                "dataset",
+                "records a fingerprint made by a job's driver in one shard (with shard=(i, N)); \
+                 a whole release is fingerprinted as it is published",
+            )),
+        };
+    let run = Run {
+        source: &source,
+        opts: &opts,
+        output: &output,
+        dataset: dataset.as_ref(),
+    };
+    publish_interruptibly(py, &req, view, labels, run)
+}
+
+/// How one publish runs: its noise, options, output file and preset dataset record.
+struct Run<'a> {
+    source: &'a NoiseSource,
+    opts: &'a PublishOptions,
+    output: &'a std::path::Path,
+    dataset: Option<&'a dprp::release::DatasetRecord>,
 }
 
 /// Run the publish with Ctrl-C honoured (an interrupted call leaves no output), pass its
@@ -187,13 +212,12 @@ fn publish_interruptibly<'a>(
     req: &'a PublishRequest,
     view: Option<arrays::View<'a>>,
     labels: Option<&'a [f32]>,
-    source: &NoiseSource,
-    opts: &PublishOptions,
-    output: &std::path::Path,
+    run: Run<'_>,
 ) -> PyResult<Release> {
+    let output = run.output;
     let outcome = interrupt::run(py, |cancel| {
         WARNINGS.with(|w| w.borrow_mut().clear());
-        let r = run_publish(req, view, labels, cancel, source, opts);
+        let r = run_publish(req, view, labels, cancel, &run);
         (WARNINGS.with(|w| std::mem::take(&mut *w.borrow_mut())), r)
     })?;
     let (warnings, result) = match outcome {
@@ -252,7 +276,7 @@ fn worker_shard(
 }
 
 /// `scale=` (a number or "max-abs"), `normalize=`, `clip=` and `clip_norm=` as a scaling request.
-fn scaling(
+pub(crate) fn scaling(
     scale: Option<&Bound<'_, PyAny>>,
     normalize: Option<&str>,
     clip: bool,
@@ -369,8 +393,7 @@ fn run_publish<'a: 'c, 'c>(
     view: Option<arrays::View<'a>>,
     labels: Option<&'a [f32]>,
     cancel: &'c interrupt::Cancel,
-    source: &NoiseSource,
-    opts: &PublishOptions,
+    run: &Run<'_>,
 ) -> dprp::Result<dprp::publish::PublishOutcome> {
     let mut open = || -> dprp::Result<Box<dyn RowReader + 'c>> {
         Ok(match view {
@@ -386,7 +409,7 @@ fn run_publish<'a: 'c, 'c>(
             }),
         })
     };
-    publish_from(req, &mut open, source, opts, None)
+    publish_from_as(req, &mut open, run.source, run.opts, None, run.dataset)
 }
 
 /// Calibrate a mechanism without publishing: its noise (σ and Δ₂ for the Gaussian sketches, the

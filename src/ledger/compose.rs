@@ -65,6 +65,35 @@ pub struct Entry {
     pub gaussian: Option<GaussianParams>,
     /// The dataset fingerprint, if the release has one.
     pub dataset: Option<DatasetRecord>,
+    /// A release made by a job of many processes (`dprp.spark.publish`): charged by its driver
+    /// before any task ran, then confirmed with the finished release or withdrawn (absent for a
+    /// release recorded once, as `publish --ledger` does).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reservation: Option<Reservation>,
+}
+
+/// Where a reserved release stands ([`Entry::reservation`]). The journal holds one line per step;
+/// [`crate::ledger::Ledger::journal`] folds them: a confirmation replaces its reservation (the
+/// release counted once, as finished), a withdrawal removes it, and a reservation alone (a job
+/// whose driver stopped before either) stays counted.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Reservation {
+    /// Random identifier shared by a reservation's lines (32 hex digits).
+    pub id: String,
+    /// This line's step.
+    pub state: ReservationState,
+}
+
+/// The step a journal line records of a reservation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ReservationState {
+    /// Charged before the job ran: the release's guarantee and dataset, no file yet.
+    Reserved,
+    /// The release is finished: the line is the release's own entry.
+    Confirmed,
+    /// The job failed and left nothing: the reservation no longer counts.
+    Withdrawn,
 }
 
 impl Entry {
@@ -103,6 +132,7 @@ impl Entry {
             scaling: String::new(),
             gaussian,
             dataset: None,
+            reservation: None,
         }
     }
 

@@ -24,6 +24,7 @@ fn entry(file: &str, guarantee: Guarantee, gaussian: Option<(f64, f64)>, scaling
         scaling: scaling.into(),
         gaussian: gaussian.map(|(sensitivity, sigma)| GaussianParams { sensitivity, sigma }),
         dataset: None,
+        reservation: None,
     }
 }
 

@@ -90,6 +90,15 @@ impl DatasetKey {
         hex(&self.id[..8])
     }
 
+    /// The row-hashing sub-key, for the processes that hash a dataset's rows in parts
+    /// ([`Fingerprinter::with_rows_key`], the executors of `dprp.spark.publish`). It makes
+    /// fingerprints (and so lets its holder test a guessed dataset against any release of this
+    /// ledger), but not the key id or the ledger key: give it only to processes that hold the
+    /// rows anyway, and keep it out of logs and files.
+    pub fn rows_key(&self) -> [u8; 32] {
+        self.rows
+    }
+
     /// A fingerprinter for one dataset of `p` values per row.
     pub fn fingerprinter(&self, p: usize) -> Fingerprinter {
         Fingerprinter {
@@ -190,6 +199,41 @@ impl Fingerprinter {
         Ok(())
     }
 
+    /// A fingerprinter for part of a dataset's rows, from the row-hashing sub-key alone
+    /// ([`DatasetKey::rows_key`]): it makes a [`partial`](Self::partial) sum, to be
+    /// [`merge`](Self::merge)d by the holder of the ledger key (its own `finish` would not
+    /// know the key id).
+    pub fn with_rows_key(rows_key: [u8; 32], p: usize) -> Fingerprinter {
+        Fingerprinter {
+            key: rows_key,
+            key_id: String::new(),
+            p,
+            n: 0,
+            sum: [0; 4],
+        }
+    }
+
+    /// The rows added so far and the sum of their digests (32 bytes, little-endian): a part of
+    /// the multiset sum, which parts add up to in any order.
+    pub fn partial(&self) -> (u64, [u8; 32]) {
+        let mut b = [0u8; 32];
+        for (c, l) in b.chunks_exact_mut(8).zip(self.sum) {
+            c.copy_from_slice(&l.to_le_bytes());
+        }
+        (self.n, b)
+    }
+
+    /// Add a [`partial`](Self::partial) sum of other rows of the same dataset (hashed under
+    /// the same key with the same `p`: a part made otherwise gives a fingerprint of nothing).
+    pub fn merge(&mut self, rows: u64, sum: &[u8; 32]) -> Result<()> {
+        self.n = self
+            .n
+            .checked_add(rows)
+            .ok_or_else(|| Error::param("fingerprint", "the parts' row counts overflow 64 bits"))?;
+        add256(&mut self.sum, &limbs(sum));
+        Ok(())
+    }
+
     /// Rows added so far.
     pub fn rows(&self) -> u64 {
         self.n
@@ -231,6 +275,38 @@ mod tests {
         (0..n * p)
             .map(|i| ((i * 37 % 101) as f32) / 101.0 - 0.5)
             .collect()
+    }
+
+    #[test]
+    fn parts_hashed_with_the_rows_key_merge_into_the_whole_fingerprint() {
+        let key = DatasetKey::from_bytes(&[9; 32]);
+        let (n, p) = (257, 6);
+        let d = data(n, p);
+        let whole = fp(&key, p, &d);
+        let mut driver = key.fingerprinter(p);
+        // uneven parts, merged out of order
+        for (lo, hi) in [(100, 257), (0, 37), (37, 100)] {
+            let mut part = Fingerprinter::with_rows_key(key.rows_key(), p);
+            part.update(&d[lo * p..hi * p]).unwrap();
+            let (rows, sum) = part.partial();
+            driver.merge(rows, &sum).unwrap();
+        }
+        assert_eq!(driver.rows(), n as u64);
+        assert_eq!(driver.finish().fingerprint, whole);
+        // power: a part dropped, or hashed under another key, gives another fingerprint
+        let mut short = key.fingerprinter(p);
+        let mut part = Fingerprinter::with_rows_key(key.rows_key(), p);
+        part.update(&d[..100 * p]).unwrap();
+        let (rows, sum) = part.partial();
+        short.merge(rows, &sum).unwrap();
+        assert_ne!(short.finish().fingerprint, whole);
+        let other = DatasetKey::from_bytes(&[8; 32]);
+        let mut wrong = key.fingerprinter(p);
+        let mut part = Fingerprinter::with_rows_key(other.rows_key(), p);
+        part.update(&d).unwrap();
+        let (rows, sum) = part.partial();
+        wrong.merge(rows, &sum).unwrap();
+        assert_ne!(wrong.finish().fingerprint, whole);
     }
 
     #[test]

@@ -89,6 +89,7 @@ fn journal_round_trip_and_damaged_line() {
             key_id: "0".repeat(16),
             hashed: "test".into(),
         }),
+        reservation: None,
     };
     ledger.record(&lock, &e).unwrap();
     ledger.record(&lock, &e).unwrap();
@@ -124,4 +125,112 @@ fn a_second_holder_waits_for_the_lock() {
     h.join().unwrap();
     // Uncontended: no wait.
     let _again = ledger.lock(|| panic!("nobody holds the lock")).unwrap();
+}
+
+/// A pure ε-DP entry of `n` rows of the dataset `fp`.
+fn pure_entry(eps: f64, fp: &str) -> Entry {
+    let g = crate::privacy::guarantee::Guarantee {
+        kind: crate::privacy::guarantee::GuaranteeKind::PureDp,
+        epsilon: eps,
+        delta: None,
+        beta: 1.0,
+        neighbour: crate::privacy::guarantee::Neighbour::Coordinate,
+        local: None,
+    };
+    Entry {
+        file: String::new(),
+        checksum: String::new(),
+        created: String::new(),
+        mechanism: "dp-signoporp-rr".into(),
+        n: 0,
+        guarantee: g,
+        private: true,
+        scaling: "none".into(),
+        gaussian: None,
+        dataset: Some(DatasetRecord {
+            fingerprint: fp.into(),
+            key_id: String::new(),
+            hashed: "test".into(),
+        }),
+        reservation: None,
+    }
+}
+
+#[test]
+fn a_reservation_counts_until_withdrawn_and_is_refused_over_the_budget() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let budget = Some(Budget::parse("5").unwrap());
+    let mut gate = Gate::new(dir, budget, || {}).unwrap();
+    let kid = gate.key().key_id();
+    let ds = DatasetRecord {
+        fingerprint: "ab".repeat(32),
+        key_id: kid.clone(),
+        hashed: "test".into(),
+    };
+    let e = pure_entry(2.0, "");
+    gate.reserve(&dir.join("job"), e.clone(), ds.clone(), 10)
+        .unwrap();
+    // a second reservation through one handle is refused
+    assert!(gate
+        .reserve(&dir.join("job2"), e.clone(), ds.clone(), 10)
+        .is_err());
+    drop(gate);
+    // the driver stopped without confirming or withdrawing: the reservation stays counted
+    let inv = Ledger::open(dir).unwrap().inventory().unwrap();
+    assert_eq!(inv.of_dataset(&ds).len(), 1);
+    let mut gate = Gate::new(dir, budget, || {}).unwrap();
+    gate.reserve(&dir.join("job2"), e.clone(), ds.clone(), 10)
+        .unwrap();
+    gate.withdraw().unwrap();
+    drop(gate);
+    let ledger = Ledger::open(dir).unwrap();
+    let inv = ledger.inventory().unwrap();
+    assert_eq!(inv.of_dataset(&ds).len(), 1, "withdrawn: no longer counted");
+    assert_eq!(ledger.journal().unwrap().len(), 1);
+    // 2 (left reserved) + 2 fits 5; a third 2 does not, and refused records nothing
+    let mut gate = Gate::new(dir, budget, || {}).unwrap();
+    gate.reserve(&dir.join("job3"), e.clone(), ds.clone(), 10)
+        .unwrap();
+    drop(gate);
+    let mut gate = Gate::new(dir, budget, || {}).unwrap();
+    let refused = gate
+        .reserve(&dir.join("job4"), e.clone(), ds.clone(), 10)
+        .unwrap_err();
+    assert!(
+        refused.to_string().contains("exceed the privacy budget"),
+        "{refused}"
+    );
+    drop(gate);
+    assert_eq!(Ledger::open(dir).unwrap().journal().unwrap().len(), 2);
+    // power: without the fold, the withdrawn reservation would still be a line of its own
+    let raw = std::fs::read_to_string(dir.join(LEDGER_SUBDIR).join(JOURNAL_FILE)).unwrap();
+    assert_eq!(raw.lines().count(), 4);
+}
+
+#[test]
+fn a_confirmation_takes_its_reservations_place_and_a_withdrawal_never_removes_it() {
+    use compose::{Reservation, ReservationState::*};
+    let mark = |mut e: Entry, id: &str, state, checksum: &str| {
+        e.reservation = Some(Reservation {
+            id: id.into(),
+            state,
+        });
+        e.checksum = checksum.into();
+        e
+    };
+    let e = pure_entry(1.0, "f");
+    let lines = vec![
+        mark(e.clone(), "a", Reserved, "reserved-a"),
+        mark(e.clone(), "b", Reserved, "reserved-b"),
+        e.clone(),
+        mark(e.clone(), "a", Confirmed, "real-a"),
+        mark(e.clone(), "a", Withdrawn, "reserved-a"),
+        mark(e.clone(), "b", Withdrawn, "reserved-b"),
+        mark(e.clone(), "c", Confirmed, "real-c"),
+    ];
+    let folded = fold_reservations(lines);
+    let sums: Vec<&str> = folded.iter().map(|e| e.checksum.as_str()).collect();
+    // a confirmed in its reservation's place; b withdrawn; c confirmed without a reservation kept
+    assert_eq!(sums, ["real-a", "", "real-c"]);
 }

@@ -327,6 +327,20 @@ pub fn publish_from<'r>(
     opts: &PublishOptions,
     gate: Option<&mut crate::ledger::Gate>,
 ) -> Result<PublishOutcome> {
+    publish_from_as(req, open, noise, opts, gate, None)
+}
+
+/// [`publish_from`] recording `dataset` as the release's dataset fingerprint instead of
+/// fingerprinting its rows: a shard written by one task of a job whose driver fingerprinted the
+/// whole dataset and reserved its budget ([`provisional_entry`]; `dprp.spark.publish`).
+pub fn publish_from_as<'r>(
+    req: &PublishRequest,
+    open: &mut dyn FnMut() -> Result<Box<dyn RowReader + 'r>>,
+    noise: &NoiseSource,
+    opts: &PublishOptions,
+    gate: Option<&mut crate::ledger::Gate>,
+    dataset: Option<&crate::release::DatasetRecord>,
+) -> Result<PublishOutcome> {
     let t_start = std::time::Instant::now();
     let mut times = StageTimes::default();
     let mut warnings = Warnings {
@@ -386,7 +400,10 @@ pub fn publish_from<'r>(
     }
     // A shard of `publish --shards N --ledger` records the whole dataset's fingerprint, made
     // beforehand; otherwise the rows are fingerprinted as they are read.
-    let preset = gate.as_deref().and_then(|g| g.preset_dataset().cloned());
+    let preset = gate
+        .as_deref()
+        .and_then(|g| g.preset_dataset().cloned())
+        .or_else(|| dataset.cloned());
     let fingerprint = gate
         .as_deref()
         .filter(|_| preset.is_none())
@@ -456,6 +473,39 @@ pub fn publish_from<'r>(
         warnings: warnings.list,
         timings: times,
     })
+}
+
+/// The ledger entry a publish of `req` over rows of `p` values would record, before any row is
+/// read: its mechanism, guarantee and calibration as [`publish_from`] builds them (the input's
+/// own recorded scaling taken as none, as an in-memory or Parquet input has). What a job of many
+/// processes reserves in a ledger before its tasks run ([`crate::ledger::Gate::reserve`]); the
+/// finished release is compared with it. Refused for `--scale max-abs`, whose factors come from
+/// the rows.
+pub fn provisional_entry(
+    req: &PublishRequest,
+    p: usize,
+    noise: &NoiseSource,
+    opts: &PublishOptions,
+) -> Result<crate::ledger::Entry> {
+    if req.scaling.needs_column_stats() {
+        return Err(Error::param(
+            "scale",
+            "max-abs scales by the data's own column maxima, which a budget cannot be reserved \
+             for before the rows are read: give a public scale (a number) or clip",
+        ));
+    }
+    let scaler = Scaler::new(&req.scaling, None)?;
+    let scaling = crate::data::scale::Scaling(scaler.steps.clone());
+    let mut warnings = Warnings {
+        sink: None,
+        list: Vec::new(),
+    };
+    let params = setup::params(req, p, &scaling, &mut warnings)?;
+    let mech = mechanism::build_with(&params, opts.noise)?;
+    let mut e =
+        crate::ledger::Entry::provisional(&mech.record(), &mech.guarantee(), !noise.is_seeded());
+    e.scaling = scaling.describe();
+    Ok(e)
 }
 
 /// `1.5 GiB`, `300 MiB`, `12 KiB`.

@@ -92,7 +92,15 @@ fn guarantee_label(l: &Listed) -> String {
 
 /// The cells of a release's row: file, mechanism, guarantee, date and a note on its file.
 fn cells(l: &Listed) -> [String; 5] {
+    let reserved = l
+        .entry
+        .reservation
+        .as_ref()
+        .is_some_and(|r| r.state == crate::ledger::compose::ReservationState::Reserved);
     let note = match (l.status, l.in_journal) {
+        _ if reserved => "(reserved by a job that neither finished nor withdrew it: still \
+                          counted)"
+            .into(),
         (FileStatus::Present, true) => String::new(),
         (FileStatus::Present, false) => "(not in the journal: found in the directory)".into(),
         (FileStatus::Missing, _) => "(file missing: recorded in the journal, still counted)".into(),

@@ -240,3 +240,82 @@ def test_distributed_mean_equals_dprp_mean(tmp_path: pathlib.Path):
             assert one["n"] == 200 and not np.allclose(one["mean"], want)
     finally:
         spark.stop()
+
+
+def test_a_ledger_is_charged_once_by_the_driver_before_any_task(tmp_path: pathlib.Path):
+    """`dprp.spark.publish(…, ledger=, budget=)` against `dprp publish --ledger`, one ledger
+    (pure ε = 2 per release, budget ε = 5: two releases fit, three do not):
+    1. the CLI publishes the dataset (charged 2);
+    2. a job that fails (a NaN row) was charged before its tasks, then withdrawn: the total stays 2;
+    3. a job with a task retried after writing its shard is charged once: total 4, and its shards
+       record the CLI's fingerprint of the same rows (the executors' partial sums, the driver's key);
+    4. a fourth release is refused before any task ran (no attempt directory was made), and the
+       journal holds the CLI's line and each job's reservation, withdrawal and confirmation.
+    Power: step 3 fits only because step 2's charge was withdrawn (2 + 2 + 2 > 5); a Parquet path
+    fingerprinted by dprp's reader in the tasks gives the same fingerprint as the DataFrame."""
+    import pytest
+
+    import dprp.spark
+
+    rng = np.random.default_rng(13)
+    n, p = 600, 12
+    x = rng.random((n, p), dtype=np.float32) * 2 - 1
+    pq.write_table(pa.table({"emb": pa.FixedSizeListArray.from_arrays(pa.array(x.ravel()), p)}), tmp_path / "x.parquet", row_group_size=150)
+    np.save(tmp_path / "x.npy", x)
+    led = tmp_path / "ledger"
+    led.mkdir()
+    mech = ["-m", "dp-signoporp-rr", "-e", "2", "-k", "8"]
+    run_cli("publish", str(tmp_path / "x.npy"), *mech, "--ledger", str(led), "-o", str(led / "cli.dprp"))
+    cli_fp = dprp.Release.open(led / "cli.dprp").meta["dataset"]["fingerprint"]
+
+    def totals():
+        d = json.loads(run_cli("ledger", str(led), "--json"))["datasets"]
+        assert len(d) == 1, d
+        return d[0]["total"]["releases"], d[0]["total"]["epsilon"]
+
+    opts = dict(column="emb", shards=3, mechanism="dp-signoporp-rr", epsilon=2.0, k=8, ledger=led, budget=5.0)
+    spark = spark_session()
+    try:
+        rows = lambda m: [(i, m[i].tolist()) for i in range(n)]  # noqa: E731
+        bad = x.copy()
+        bad[400, 2] = np.nan
+        df_bad = spark.createDataFrame(rows(bad), "id long, emb array<float>")
+        with pytest.raises(Exception, match="(?s)NaN|not finite|finite"):
+            dprp.spark.publish(df_bad, led / "failed", order_by="id", **opts)
+        assert sorted(os.listdir(led / "failed")) == [dprp.spark.CLOSED]
+        assert totals() == (1, 2.0)
+
+        df = spark.createDataFrame(rows(x), "id long, emb array<float>")
+        rel = dprp.spark.publish(df, led / "spark", order_by="id", _inject={1: "after-write"}, **opts)
+        assert rel.n == n
+        for s in rel.shards:
+            assert s.meta["dataset"]["fingerprint"] == cli_fp
+        assert totals() == (2, 4.0)
+
+        # the Parquet path's parts, hashed by dprp's reader in the tasks, make the same fingerprint
+        with dprp.LedgerGate(led) as gate:
+            parts = dprp.spark._fingerprint_file(spark, str(tmp_path / "x.parquet"), "emb", [0, 250, 600], gate.rows_key())
+            assert gate.dataset(p, [(r, s) for r, _, s in parts])["fingerprint"] == cli_fp
+            # power: a part left out changes it
+            assert gate.dataset(p, [(r, s) for r, _, s in parts[:1]])["fingerprint"] != cli_fp
+
+        seen = []
+        real_discard = dprp.spark._discard
+
+        def watching_discard(out):
+            seen.append(sorted(os.listdir(os.path.join(out, dprp.spark.ATTEMPTS))))
+            return real_discard(out)
+
+        dprp.spark._discard = watching_discard
+        try:
+            with pytest.raises(dprp.DprpError, match="exceed the privacy budget"):
+                dprp.spark.publish(str(tmp_path / "x.parquet"), led / "refused", spark=spark, **opts)
+        finally:
+            dprp.spark._discard = real_discard
+        assert seen == [[]], seen  # no task had made its attempt directory
+        assert totals() == (2, 4.0)
+        journal = [json.loads(line) for line in (led / ".dprp-ledger" / "journal.jsonl").read_text().splitlines()]
+        states = [(j.get("reservation") or {}).get("state") for j in journal]
+        assert states == [None, "reserved", "withdrawn", "reserved", "confirmed"], states
+    finally:
+        spark.stop()
