@@ -121,7 +121,9 @@ class StandaloneCluster:
              .config("spark.executorEnv." + MARK, self.token).config("spark.task.maxFailures", "4")
              # a lost executor is noticed in seconds, not after the default 120 s
              .config("spark.network.timeout", "20s").config("spark.network.timeoutInterval", "5s")
-             .config("spark.executor.heartbeatInterval", "2s"))
+             .config("spark.executor.heartbeatInterval", "2s")
+             # a few hundred rows: 4 partitions after a sort, not Spark's default 200 tasks
+             .config("spark.sql.shuffle.partitions", "4"))
         for k, v in conf.items():
             b = b.config(k, v)
         self.spark = b.getOrCreate()

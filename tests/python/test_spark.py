@@ -103,7 +103,9 @@ def spark_session(master="local[2,3]"):
     from pyspark.sql import SparkSession
 
     return (SparkSession.builder.master(master).appName("dprp-test").config("spark.ui.enabled", "false")
-            .config("spark.driver.memory", "1g").getOrCreate())
+            .config("spark.driver.memory", "1g")
+            # a few hundred rows: 4 partitions after a sort, not Spark's default 200 tasks
+            .config("spark.sql.shuffle.partitions", "4").getOrCreate())
 
 
 def test_a_retried_task_leaves_one_copy_of_its_shard(tmp_path: pathlib.Path):

@@ -7,7 +7,10 @@ separate JVMs on loopback (tests/python/spark_cluster.py), one executor per work
   before the task reported: Spark runs the task again elsewhere, the job completes, the release
   equals the no-failure release, and no attempt's output remains;
 * `spark.speculation` with a task that lags after writing: a speculative copy wins, one shard is
-  committed, no second copy remains (the lagging attempt deletes its own output when it wakes).
+  committed, no second copy remains (the lagging attempt deletes its own output when it wakes);
+* `dprp.spark.search` and `dprp.spark.mean` equal `dprp query` and `dprp mean`;
+* a job that fails on a bad row, published with a ledger, leaves only the marker and withdraws
+  the charge its driver reserved before the tasks ran.
 """
 
 import json
@@ -141,3 +144,52 @@ def test_publish_on_a_standalone_cluster_survives_a_killed_executor_and_speculat
         assert committed != held  # a speculative copy won (the held attempt sleeps 60 s)
         published_equal(rel, cli)
         no_attempts_left(tmp_path / "speculated")
+        search_and_mean_equal_the_cli(spark, tmp_path)
+        failed_job_withdraws_its_ledger_charge(spark, tmp_path)
+
+
+def search_and_mean_equal_the_cli(spark, tmp_path):
+    """On the cluster: `dprp.spark.search` gives `dprp query`'s neighbours and scores, and
+    `dprp.spark.mean` of a sharded PrivUnit2 release gives `dprp mean`'s estimate to the bit
+    (power: one shard's mean differs)."""
+    q = (X[[3, 700, 1100]] * 0.99).astype(np.float32)
+    np.save(tmp_path / "q.npy", q)
+    ids, scores = dprp.spark.search(spark, tmp_path / "speculated", q, top=5)
+    want = {}
+    for line in run_cli("query", str(tmp_path / "speculated"), "--queries", str(tmp_path / "q.npy"),
+                        "--top", "5", "--csv").splitlines()[1:]:
+        j, _, nb, score = line.split(",")
+        want.setdefault(int(j), []).append((int(nb), float(score)))
+    for j in range(len(q)):
+        assert [int(i) for i in ids[j]] == [w[0] for w in want[j]], (j, ids[j], want[j])
+        np.testing.assert_allclose(scores[j], [w[1] for w in want[j]], rtol=1e-6)
+    u = X / np.linalg.norm(X, axis=1, keepdims=True)
+    np.save(tmp_path / "u.npy", u)
+    ldp = tmp_path / "privunit2.release"
+    run_cli("publish", str(tmp_path / "u.npy"), "-m", "privunit2", "-e", "4", "--shards", str(SHARDS), "-o", str(ldp))
+    run_cli("mean", str(ldp), "-o", str(tmp_path / "mean.npy"))
+    want_mean = np.load(tmp_path / "mean.npy")
+    got = dprp.spark.mean(spark, ldp)
+    assert got["n"] == N
+    np.testing.assert_array_equal(np.asarray(got["mean"], dtype=want_mean.dtype), want_mean)
+    one = dprp.spark.mean(spark, dprp.Release.open(ldp).shards[0].path)
+    assert not np.allclose(one["mean"], want_mean)
+
+
+def failed_job_withdraws_its_ledger_charge(spark, tmp_path):
+    """On the cluster, with a ledger: a job that fails on a NaN row (every attempt of its shard
+    refuses it) publishes nothing, leaves only the marker, and its reservation — made by the
+    driver before the tasks — is withdrawn: `dprp ledger` counts no release. Power: the journal
+    holds the reservation line (it was charged before the tasks ran)."""
+    bad = X.copy()
+    bad[900, 5] = np.nan
+    led = tmp_path / "ledger"
+    rows = [(i, bad[i].tolist()) for i in range(N)]
+    opts = {k: v for k, v in OPTS.items() if k != "noise_seed"}
+    with pytest.raises(Exception, match="(?s)NaN|not finite"):
+        dprp.spark.publish(spark.createDataFrame(rows, "id long, emb array<float>"), led / "failed",
+                           ledger=led, budget=(20, 1e-5), **opts)
+    assert sorted(os.listdir(led / "failed")) == [dprp.spark.CLOSED]
+    journal = [json.loads(x) for x in (led / ".dprp-ledger" / "journal.jsonl").read_text().splitlines()]
+    assert [j["reservation"]["state"] for j in journal] == ["reserved", "withdrawn"], journal
+    assert json.loads(run_cli("ledger", str(led), "--json"))["datasets"] == []
