@@ -10,7 +10,9 @@
 //!    `m` is the bin whose cumulative interval `[C_m, C_{m+1})` holds a uniform `U ∈ [0, 2^128)`,
 //!    and `U ≥ ΣW` (probability below 2⁻²⁹) starts again. A table indexed by the top 16 bits of
 //!    `U` gives `m` outright unless a boundary `C_i` falls in that prefix's interval (at most
-//!    `M + 1` of 65536 prefixes); then the other 112 bits are drawn and compared exactly.
+//!    `M + 1` of 65536 prefixes); then the other 112 bits are drawn and compared exactly. (The
+//!    table is stored in two levels, [`Guide`], that return exactly its entries; how it is
+//!    stored changes neither the bin nor the bits drawn.)
 //! 2. For a bin `m < M`: `v = m·w + j`, `j` uniform on `{0, …, w−1}`, accepted with probability
 //!    `e^{−(x(v) − x(m·w))} = e^{−j(2mw + j)/(2a)}` (CKS Algorithm 1 on integers; the exponent is
 //!    at most `(2M+1)/(2τ²) < 0.14`, so the trial nearly always ends after one 16-bit draw).
@@ -48,9 +50,15 @@
 //! within a pointwise factor `(1+e)/(1−e)` ([`WEIGHT_ERROR`]) of `N_ℤ(0, s²)`, which
 //! [`crate::privacy::lattice`] charges to its accounting (still, conservatively).
 //!
-//! **Cost.** About 110 random bits, a table lookup and a handful of integer operations per
+//! **Cost.** About 80–110 random bits, a table lookup and a handful of integer operations per
 //! sample (acceptance above 0.9), against ≈ 13 Bernoulli trials of CKS Algorithm 3
-//! ([`super::DiscreteGaussian`]).
+//! ([`super::DiscreteGaussian`]). Three things keep the common path short, none of which
+//! changes a sample or the bits it uses: the guide's two levels (8 KB + 6–12 KB) stay in L1
+//! where the flat 128 KB table was evicted by the matrix product between tiles of rows (a cache
+//! miss per sample); the sign is applied without a branch (a coin flip mispredicted half the
+//! time); and the rare paths (the exact correction, the tail) run on a detached copy of the
+//! bit buffer ([`Bits::detached`]) and read the weights only there, so the buffer stays in
+//! registers.
 
 use rand::CryptoRng;
 
