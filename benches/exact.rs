@@ -11,6 +11,11 @@
 //!   the time per sample through `Throughput::Elements`), σ² converted exactly from `σ·σ`.
 //! * `discrete-laplace/fill/t`: [`DiscreteLaplace::fill`], the proposals of the Gaussian at
 //!   `t = σ + 1`.
+//! * `table-gaussian/fill/s²`: [`TableGaussian::fill`] of 10^4 samples (the lattice noise's
+//!   sampler; `s² = 5 034 748 662` is MNIST's at ε = 10, k = 1024, `γ = 2^-17`).
+//! * `lattice-noise/add/k`: [`LatticeNoise::add`] of 256 rows of `k` values, each row from its
+//!   own ChaCha20 stream as `publish` draws them (per value: the sampler, the keystream, the
+//!   rounding and adding).
 //! * `binomial/half/N`: [`fill_binomial_half`] of `Bin(N, ½)` samples, throughput in coin flips
 //!   (target ≥ 200 M flips/s per core); `N = 65` checks the cost of a remainder word.
 //! * `binomial/p3_8/N`, `binomial/p1_3/N`: [`Binomial::fill`] for a dyadic `p = 3/8` and for `p = 1/3`.
@@ -23,8 +28,9 @@ use rand::SeedableRng;
 use rand_chacha::ChaCha20Rng;
 
 use dprp::privacy::exact::{
-    fill_binomial_half, Binomial, DiscreteGaussian, DiscreteLaplace, Rational,
+    fill_binomial_half, Binomial, DiscreteGaussian, DiscreteLaplace, Rational, TableGaussian,
 };
+use dprp::privacy::lattice::LatticeNoise;
 
 fn settings(g: &mut BenchmarkGroup<'_, criterion::measurement::WallTime>) {
     g.sample_size(10)
@@ -59,6 +65,47 @@ fn bench_gaussian(c: &mut Criterion) {
             b.iter(|| {
                 s.fill(&mut rng, &mut buf);
                 black_box(&buf);
+            })
+        });
+    }
+    g.finish();
+}
+
+fn bench_table(c: &mut Criterion) {
+    let n = 10_000;
+    let mut buf = vec![0i64; n];
+    let mut rng = ChaCha20Rng::seed_from_u64(3);
+    let mut g = c.benchmark_group("table-gaussian");
+    settings(&mut g);
+    g.throughput(Throughput::Elements(n as u64));
+    for s2 in [5_034_748_662u64, 1 << 40] {
+        let t = TableGaussian::new(s2).expect("s²");
+        g.bench_function(BenchmarkId::new("fill", s2), |b| {
+            b.iter(|| {
+                t.fill(&mut rng, &mut buf);
+                black_box(&buf);
+            })
+        });
+    }
+    g.finish();
+    let mut g = c.benchmark_group("lattice-noise");
+    settings(&mut g);
+    let noise = LatticeNoise::new(17, 5_034_748_662).expect("lattice");
+    let rows = 256;
+    for k in [256usize, 1024] {
+        let y: Vec<f64> = (0..rows * k)
+            .map(|i| ((i * 7919) % 2001) as f64 / 1000.0 - 1.0)
+            .collect();
+        let mut out = vec![0f32; rows * k];
+        g.throughput(Throughput::Elements((rows * k) as u64));
+        g.bench_function(BenchmarkId::new("add", k), |b| {
+            b.iter(|| {
+                for (i, (yr, or)) in y.chunks(k).zip(out.chunks_mut(k)).enumerate() {
+                    let mut rng = ChaCha20Rng::from_seed([7; 32]);
+                    rng.set_stream(i as u64);
+                    noise.add(yr, or, &mut rng).expect("in range");
+                }
+                black_box(&out);
             })
         });
     }
@@ -100,6 +147,7 @@ fn bench_binomial(c: &mut Criterion) {
 fn main() {
     let mut c = Criterion::default().configure_from_args();
     bench_gaussian(&mut c);
+    bench_table(&mut c);
     bench_binomial(&mut c);
     c.final_summary();
 }

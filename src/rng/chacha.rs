@@ -265,6 +265,7 @@ impl<'a> BufferedChaCha<'a> {
     }
 
     /// Compute `buf[from..]`: the words at positions `end + from, …`.
+    #[inline(never)]
     fn refill_from(&mut self, from: usize) {
         let start = self.end + from as u128;
         fill(&self.key, self.stream, start, &mut self.buf[from..]);
@@ -298,6 +299,12 @@ impl rand::TryRng for BufferedChaCha<'_> {
     }
     #[inline]
     fn try_next_u64(&mut self) -> Result<u64, Self::Error> {
+        // both words in the buffer (all but one in 128 draws): one check, one index update
+        if self.idx + 2 <= BUFFER_WORDS {
+            let (lo, hi) = (self.buf[self.idx] as u64, self.buf[self.idx + 1] as u64);
+            self.idx += 2;
+            return Ok(lo | (hi << 32));
+        }
         let lo = self.word() as u64;
         let hi = self.word() as u64;
         Ok(lo | (hi << 32))

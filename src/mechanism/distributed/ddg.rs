@@ -47,7 +47,7 @@ pub const MAX_ROUNDING_TRIES: u32 = 10_000;
 const SIGMA2_DEN_BITS: u32 = 40;
 
 /// The exact sampler of a client's integer noise `N_ℤ(0, s²)`, `s² = σ²/γ²`: the table method
-/// ([`TableGaussian`], about 25 ns a sample) with `s²` rounded up to an integer when
+/// ([`TableGaussian`], about 20 ns a sample) with `s²` rounded up to an integer when
 /// `s² ≥ 2^12`, else CKS Algorithm 3 ([`DiscreteGaussian`], about 120 ns) with `s²` rounded up
 /// to a multiple of 2^{−40}. Both laws are exact, and both roundings only add noise: Theorem E.1
 /// at the sampled variance gives a smaller ε than at the accountant's `σ²/γ²`, so the stated

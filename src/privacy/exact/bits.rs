@@ -26,6 +26,24 @@ impl<'a, R: CryptoRng + ?Sized> Bits<'a, R> {
         }
     }
 
+    /// `f` run on a copy of this buffer, whose state is taken back afterwards — for the calls
+    /// of a hot loop that are not inlined (the samplers' rare paths): a buffer whose address
+    /// is passed to such a call must live in memory for the whole loop, each bit taken then
+    /// waiting on a store and a load; a buffer that never escapes stays in registers. The
+    /// bits `f` sees and leaves are exactly the ones it would have seen on `self`.
+    #[inline(always)]
+    pub(crate) fn detached<T>(&mut self, f: impl FnOnce(&mut Bits<'_, R>) -> T) -> T {
+        let mut copy = Bits {
+            rng: &mut *self.rng,
+            buf: self.buf,
+            left: self.left,
+        };
+        let t = f(&mut copy);
+        self.buf = copy.buf;
+        self.left = copy.left;
+        t
+    }
+
     /// A fresh 64-bit word (bypasses the buffer).
     #[inline]
     pub(crate) fn word(&mut self) -> u64 {

@@ -137,19 +137,26 @@ fn product_bounds(c: &[u128], factors: &[ExpFactor], terms: u32) -> (Big, Option
 
 /// Decide `U < K / (C · Π F_i)` for a uniform `U` (see the module documentation), where the
 /// caller guarantees that this probability is at least `1 − 2^{−FAST_BITS}` and at most 1.
+/// `exact` gives `C` and the `F_i`; it is called only when the first `fast_bits` bits do not
+/// decide (so the sampler's hot path reads no weight table).
 #[inline]
-pub(crate) fn accept_near_one<R: CryptoRng + ?Sized>(
+pub(crate) fn accept_near_one<R, C, F>(
     bits: &mut Bits<'_, R>,
     k: Dyadic,
-    c: &[u128],
-    factors: &[ExpFactor],
     fast_bits: u32,
-) -> bool {
+    exact: impl FnOnce() -> (C, F),
+) -> bool
+where
+    R: CryptoRng + ?Sized,
+    C: AsRef<[u128]>,
+    F: AsRef<[ExpFactor]>,
+{
     let first = bits.take(fast_bits);
     if first != (1u64 << fast_bits) - 1 {
         return true;
     }
-    decide(bits, k, c, factors, first, fast_bits)
+    let (c, factors) = exact();
+    bits.detached(|b| decide(b, k, c.as_ref(), factors.as_ref(), first, fast_bits))
 }
 
 /// Whether `q = K/(C·ΠF)` lies in `[1 − 2^{−fast_bits}, 1]`, certified with `terms` Taylor

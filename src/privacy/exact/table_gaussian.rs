@@ -10,7 +10,9 @@
 //!    `m` is the bin whose cumulative interval `[C_m, C_{m+1})` holds a uniform `U ∈ [0, 2^128)`,
 //!    and `U ≥ ΣW` (probability below 2⁻²⁹) starts again. A table indexed by the top 16 bits of
 //!    `U` gives `m` outright unless a boundary `C_i` falls in that prefix's interval (at most
-//!    `M + 1` of 65536 prefixes); then the other 112 bits are drawn and compared exactly.
+//!    `M + 1` of 65536 prefixes); then the other 112 bits are drawn and compared exactly. (The
+//!    table is stored in two levels, [`Guide`], that return exactly its entries; how it is
+//!    stored changes neither the bin nor the bits drawn.)
 //! 2. For a bin `m < M`: `v = m·w + j`, `j` uniform on `{0, …, w−1}`, accepted with probability
 //!    `e^{−(x(v) − x(m·w))} = e^{−j(2mw + j)/(2a)}` (CKS Algorithm 1 on integers; the exponent is
 //!    at most `(2M+1)/(2τ²) < 0.14`, so the trial nearly always ends after one 16-bit draw).
@@ -48,9 +50,15 @@
 //! within a pointwise factor `(1+e)/(1−e)` ([`WEIGHT_ERROR`]) of `N_ℤ(0, s²)`, which
 //! [`crate::privacy::lattice`] charges to its accounting (still, conservatively).
 //!
-//! **Cost.** About 110 random bits, a table lookup and a handful of integer operations per
+//! **Cost.** About 80–110 random bits, a table lookup and a handful of integer operations per
 //! sample (acceptance above 0.9), against ≈ 13 Bernoulli trials of CKS Algorithm 3
-//! ([`super::DiscreteGaussian`]).
+//! ([`super::DiscreteGaussian`]). Three things keep the common path short, none of which
+//! changes a sample or the bits it uses: the guide's two levels (8 KB + 6–12 KB) stay in L1
+//! where the flat 128 KB table was evicted by the matrix product between tiles of rows (a cache
+//! miss per sample); the sign is applied without a branch (a coin flip mispredicted half the
+//! time); and the rare paths (the exact correction, the tail) run on a detached copy of the
+//! bit buffer ([`Bits::detached`]) and read the weights only there, so the buffer stays in
+//! registers.
 
 use rand::CryptoRng;
 
@@ -85,8 +93,8 @@ pub struct TableGaussian {
     cumulative: Vec<u128>,
     /// For each 16-bit prefix `p` of `U`: the bin of every `U` in `[p·2^112, (p+1)·2^112)`, or
     /// [`AMBIGUOUS`] `|` the bin of its first value when the interval straddles a boundary
-    /// (bin `M+1` = beyond `ΣW`: reject).
-    guide: Vec<u16>,
+    /// (bin `M+1` = beyond `ΣW`: reject) — stored in two levels ([`Guide`]).
+    guide: Guide,
     geo_t: u64,
     geo_s: u64,
     weights: Vec<u128>,
@@ -101,6 +109,68 @@ pub struct TableGaussian {
 const AMBIGUOUS: u16 = 1 << 15;
 /// Bits of `U` the guide table resolves.
 const GUIDE_BITS: u32 = 16;
+/// Bits of the prefix that index the guide's first level ([`Guide`]).
+const COARSE_BITS: u32 = 12;
+/// Prefixes per first-level entry: the size of a second-level block.
+const BLOCK: usize = 1 << (GUIDE_BITS - COARSE_BITS);
+/// Flag of a first-level entry whose block of prefixes is not one unambiguous bin throughout:
+/// its other bits are the index of the block in [`Guide::fine`].
+const SPLIT: u16 = 1 << 15;
+
+/// The guide table (an entry per 16-bit prefix of `U`, as described at [`TableGaussian`]'s
+/// field) in two levels small enough to stay in a core's L1 cache, which the flat table
+/// (2^16 entries, 128 KB) did not: the matrix product between two tiles of rows evicted it, and
+/// its load was a cache miss per sample. A first-level entry per 12-bit prefix is the common
+/// entry of its 16 prefixes when they all hold one bin and are unambiguous (nearly every one in
+/// the body of the law: a bin spans hundreds of prefixes); otherwise it points to a block of
+/// the 16 entries themselves. The boundaries `C_i` crowd into the few prefixes of the far tail,
+/// so only about 200–370 of the 4096 first-level entries are split: 8 KB plus 6–12 KB in all,
+/// and a second read for about 5–8% of the samples. [`Guide::entry`] returns exactly the flat
+/// table's entry (checked for every prefix in the tests), so the samples are the same.
+#[derive(Clone, Debug)]
+struct Guide {
+    coarse: Box<[u16; 1 << COARSE_BITS]>,
+    fine: Vec<u16>,
+}
+
+impl Guide {
+    /// The two levels of the flat table `flat` (2^16 entries).
+    fn new(flat: &[u16]) -> Guide {
+        debug_assert_eq!(flat.len(), 1 << GUIDE_BITS);
+        let mut coarse = Box::new([0u16; 1 << COARSE_BITS]);
+        let mut fine = Vec::new();
+        for (c, block) in coarse.iter_mut().zip(flat.chunks_exact(BLOCK)) {
+            let e = block[0];
+            *c = if e & AMBIGUOUS == 0 && block.iter().all(|&b| b == e) {
+                e
+            } else {
+                // at most 2^12 blocks: the index fits below SPLIT
+                let index = (fine.len() / BLOCK) as u16;
+                fine.extend_from_slice(block);
+                SPLIT | index
+            };
+        }
+        Guide { coarse, fine }
+    }
+
+    /// The flat table's entry for the 16-bit prefix `prefix`.
+    #[inline]
+    fn entry(&self, prefix: u64) -> u16 {
+        let c =
+            self.coarse[(prefix >> (GUIDE_BITS - COARSE_BITS)) as usize & ((1 << COARSE_BITS) - 1)];
+        if c & SPLIT == 0 {
+            c
+        } else {
+            self.fine[(c & !SPLIT) as usize * BLOCK + (prefix as usize & (BLOCK - 1))]
+        }
+    }
+
+    /// Bytes the two levels take.
+    #[cfg(test)]
+    fn bytes(&self) -> usize {
+        2 * (self.coarse.len() + self.fine.len())
+    }
+}
 
 impl TableGaussian {
     /// The sampler for `N_ℤ(0, s2)`; errors outside `[MIN_S2, MAX_S2]`.
@@ -197,7 +267,7 @@ impl TableGaussian {
         loop {
             // the bin of a uniform U ∈ [0, 2^128): its top 16 bits decide it nearly always
             let prefix = bits.take(GUIDE_BITS);
-            let entry = self.guide[prefix as usize];
+            let entry = self.guide.entry(prefix);
             let bin = if entry & AMBIGUOUS == 0 {
                 entry as usize
             } else {
@@ -217,37 +287,43 @@ impl TableGaussian {
                     continue;
                 }
                 // remove the rounding up of W_m: accept with W*_m/W_m = K/(W_m·e^{x(mw)})
-                let x = ExpFactor {
-                    p: base as u128 * base as u128,
-                    q: two_a as u128,
-                    minus_one: false,
+                let exact = || {
+                    let x = ExpFactor {
+                        p: base as u128 * base as u128,
+                        q: two_a as u128,
+                        minus_one: false,
+                    };
+                    ([self.weights[bin]], [x])
                 };
-                if !accept_near_one(bits, self.scale, &[self.weights[bin]], &[x], self.fast_bits) {
+                if !accept_near_one(bits, self.scale, self.fast_bits, exact) {
                     continue;
                 }
                 base + j
             } else {
-                let g = geometric(bits, self.geo_t, self.geo_s);
+                // (rare: beyond 8s) on a detached copy of the bits, see `Bits::detached`
+                let g = bits.detached(|b| geometric(b, self.geo_t, self.geo_s));
                 // g < 2^63, so g² < 2^126
-                if !exp_neg(bits, g as u128 * g as u128, two_a as u128) {
+                if !bits.detached(|b| exp_neg(b, g as u128 * g as u128, two_a as u128)) {
                     continue;
                 }
                 // W*_M/W_M = K/(W_M·w·(1 − e^{−λ})·e^{x(Mw)}) = K/(W_M·w·(e^{λ} − 1)·e^{x(Mw) − λ})
-                let mw = self.bins as u128 * (1u128 << self.h);
-                let factors = [
-                    ExpFactor {
-                        p: mw,
-                        q: self.a as u128,
-                        minus_one: true,
-                    },
-                    ExpFactor {
-                        p: mw * (mw - 2),
-                        q: two_a as u128,
-                        minus_one: false,
-                    },
-                ];
-                let c = [self.weights[bin], 1u128 << self.h];
-                if !accept_near_one(bits, self.scale, &c, &factors, self.fast_bits) {
+                let exact = || {
+                    let mw = self.bins as u128 * (1u128 << self.h);
+                    let factors = [
+                        ExpFactor {
+                            p: mw,
+                            q: self.a as u128,
+                            minus_one: true,
+                        },
+                        ExpFactor {
+                            p: mw * (mw - 2),
+                            q: two_a as u128,
+                            minus_one: false,
+                        },
+                    ];
+                    ([self.weights[bin], 1u128 << self.h], factors)
+                };
+                if !accept_near_one(bits, self.scale, self.fast_bits, exact) {
                     continue;
                 }
                 match (self.bins as u64 * (1u64 << self.h)).checked_add(g) {
@@ -255,11 +331,13 @@ impl TableGaussian {
                     _ => continue,
                 }
             };
-            let negative = bits.bit();
-            if negative && v == 0 {
+            // the sign without a branch on it (a coin flip mispredicts half the time):
+            // `(v ^ −1) + 1 = −v` when negative, `(v ^ 0) + 0 = v` otherwise
+            let negative = bits.bit() as i64;
+            if negative & (v == 0) as i64 != 0 {
                 continue;
             }
-            return if negative { -(v as i64) } else { v as i64 };
+            return ((v as i64) ^ -negative) + negative;
         }
     }
 }
@@ -267,7 +345,13 @@ impl TableGaussian {
 /// The cumulative weights `C_0 = 0, …, C_{M+1} = ΣW` and the guide table (see
 /// [`TableGaussian`]'s fields); errors if `ΣW ≥ 2^128` or there are more bins than a guide entry
 /// holds.
-fn tables(weights: &[u128]) -> Result<(Vec<u128>, Vec<u16>)> {
+fn tables(weights: &[u128]) -> Result<(Vec<u128>, Guide)> {
+    let (cumulative, flat) = flat_tables(weights)?;
+    Ok((cumulative, Guide::new(&flat)))
+}
+
+/// [`tables`] with the guide as one flat table of 2^16 entries.
+fn flat_tables(weights: &[u128]) -> Result<(Vec<u128>, Vec<u16>)> {
     let mut cumulative = Vec::with_capacity(weights.len() + 1);
     let mut c = 0u128;
     cumulative.push(0);
@@ -318,7 +402,8 @@ mod tests {
         let shift = 128 - GUIDE_BITS;
         let bin_of = |u: u128| t.cumulative.partition_point(|&c| c <= u) - 1;
         let mut ambiguous = 0;
-        for (p, &e) in t.guide.iter().enumerate() {
+        for p in 0..1usize << GUIDE_BITS {
+            let e = t.guide.entry(p as u64);
             let lo = (p as u128) << shift;
             let hi = lo | ((1u128 << shift) - 1);
             let first = bin_of(lo).min(t.weights.len());
@@ -335,6 +420,48 @@ mod tests {
             *t.cumulative.last().unwrap(),
             t.weights.iter().sum::<u128>()
         );
+    }
+
+    /// The two-level guide returns the flat table's entry for every one of the 2^16 prefixes
+    /// (so the sampler draws the same bins from the same bits as with the flat table), for
+    /// every `τ` class of `s²`, the distorted envelope and an all-tail table; and it stays small
+    /// (≤ 24 KB, against the flat table's 128 KB). Power: a guide whose split blocks were
+    /// stored one place off, or one that took the first entry of every block, differs.
+    #[test]
+    fn two_level_guide_is_the_flat_table() {
+        let mut weight_sets: Vec<Vec<u128>> = [MIN_S2, 70_001, 5_034_748_662, 3 << 40, MAX_S2]
+            .iter()
+            .map(|&s2| TableGaussian::new(s2).unwrap().weights)
+            .collect();
+        let n = weight_sets[0].len();
+        let mut odd = weight_sets[0].clone();
+        for (m, wt) in odd.iter_mut().enumerate() {
+            if m % 2 == 1 && m + 1 < n {
+                *wt = *wt / 4 * 3;
+            }
+        }
+        weight_sets.push(odd);
+        weight_sets.push((0..n).map(|i| (i + 1 == n) as u128 * (1 << 120)).collect());
+        let mut powered = 0;
+        for weights in &weight_sets {
+            let (_, flat) = flat_tables(weights).unwrap();
+            let guide = Guide::new(&flat);
+            for (p, &e) in flat.iter().enumerate() {
+                assert_eq!(guide.entry(p as u64), e, "prefix {p}");
+            }
+            assert!(guide.bytes() <= 24 << 10, "{} bytes", guide.bytes());
+            // power (where there are two blocks to confuse: every table but the all-tail one):
+            // shifting the split blocks by one block, or reading only the first level
+            if guide.fine.len() >= 2 * BLOCK {
+                powered += 1;
+                let mut shifted = guide.clone();
+                shifted.fine.rotate_left(BLOCK);
+                let coarse_only = |p: usize| guide.coarse[p / BLOCK] & !SPLIT;
+                assert!((0..flat.len()).any(|p| shifted.entry(p as u64) != flat[p]));
+                assert!((0..flat.len()).any(|p| coarse_only(p) != flat[p]));
+            }
+        }
+        assert!(powered >= 6, "{powered}");
     }
 
     /// Every weight is within the stated relative error of its ideal value up to the common
