@@ -72,14 +72,7 @@ impl DatasetKey {
 
     /// A fresh key from the operating system's CSPRNG, with its 32 bytes (to be stored).
     pub fn generate() -> Result<([u8; 32], DatasetKey)> {
-        let mut key = [0u8; 32];
-        use rand::TryRng;
-        rand::rngs::SysRng.try_fill_bytes(&mut key).map_err(|e| {
-            Error::param(
-                "ledger key",
-                format!("the operating system's random source failed: {e}"),
-            )
-        })?;
+        let key = os_random::<32>("ledger key")?;
         let k = DatasetKey::from_bytes(&key);
         Ok((key, k))
     }
@@ -254,6 +247,19 @@ impl Fingerprinter {
             hashed: HASHED.into(),
         }
     }
+}
+
+/// `N` bytes from the operating system's CSPRNG; a failure is an error naming `what` they were for.
+pub(crate) fn os_random<const N: usize>(what: &str) -> Result<[u8; N]> {
+    let mut b = [0u8; N];
+    use rand::TryRng;
+    rand::rngs::SysRng.try_fill_bytes(&mut b).map_err(|e| {
+        Error::param(
+            what,
+            format!("the operating system's random source failed: {e}"),
+        )
+    })?;
+    Ok(b)
 }
 
 /// Lower-case hex of bytes.

@@ -276,15 +276,8 @@ impl Gate {
                 "this ledger handle already holds a reservation: one release per handle",
             ));
         }
-        let mut bytes = [0u8; 16];
-        use rand::TryRng;
-        rand::rngs::SysRng.try_fill_bytes(&mut bytes).map_err(|e| {
-            Error::param(
-                "ledger reservation",
-                format!("the operating system's random source failed: {e}"),
-            )
-        })?;
-        let id = super::fingerprint::hex(&bytes);
+        let id =
+            super::fingerprint::hex(&super::fingerprint::os_random::<16>("ledger reservation")?);
         let entry = Entry {
             file: self.ledger.name_of(output),
             checksum: format!("reserved-{id}"),
