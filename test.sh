@@ -30,4 +30,5 @@ cargo test --release
 # The Python module (python/, pyproject.toml), built into the venv, then its tests; they run the
 # dprp command that `cargo test --release` built to compare with it.
 VIRTUAL_ENV="$PWD/$VENV" "$VENV/bin/maturin" develop --release --quiet
-"$VENV/bin/python" -m pytest -q tests/python
+# (the 20 slowest tests are listed at the end: where the suite's time goes)
+"$VENV/bin/python" -m pytest -q --durations=20 tests/python
