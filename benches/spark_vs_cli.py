@@ -133,6 +133,8 @@ def main():
     if not a.keep:
         for f in (npy, pqt, qf):
             os.remove(f)
+        shutil.rmtree(os.path.join(d, "cli"), ignore_errors=True)
+        shutil.rmtree(os.path.join(d, "cluster"), ignore_errors=True)
 
 
 if __name__ == "__main__":
