@@ -23,21 +23,13 @@ import time
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import peer_numpy  # noqa: E402  (read_native, rademacher, dense_project, add_noise, write_out)
+import peer_numpy  # noqa: E402  (read_native, dense_job)
 
 
 def run(cmd):
     t = time.perf_counter()
     subprocess.run(cmd, check=True, capture_output=True)
     return time.perf_counter() - t
-
-
-def numpy_job(load, k, out):
-    rng = np.random.default_rng()
-    u = load()
-    x = peer_numpy.dense_project(u, peer_numpy.rademacher(rng, u.shape[1], k))
-    peer_numpy.add_noise(x, rng)
-    peer_numpy.write_out(x, out)
 
 
 def main():
@@ -67,11 +59,11 @@ def main():
                 new_t.append(run(cmd(a.new)))
                 old_t.append(run(cmd(a.old)))
             out = os.path.join(tmp, "np.f32")
-            numpy_job(load, k, out)
+            peer_numpy.dense_job(load, k, out)
             np_t = []
             for _ in range(a.reps):
                 t = time.perf_counter()
-                numpy_job(load, k, out)
+                peer_numpy.dense_job(load, k, out)
                 np_t.append(time.perf_counter() - t)
             n, o, p = (statistics.median(v) for v in (new_t, old_t, np_t))
             print(f"| {name} | {n:.3f} | {o:.3f} | {n / o:.2f} | {p:.3f} | {n / p:.2f} |", flush=True)

@@ -115,6 +115,16 @@ IMPLS = {
 }
 
 
+def dense_job(load, k, out):
+    """The numpy script a user would write for dense Rademacher publishing: load the rows, project
+    with a fresh ±1 matrix, add Gaussian noise, write the result."""
+    rng = np.random.default_rng()
+    u = load()
+    x = dense_project(u, rademacher(rng, u.shape[1], k))
+    add_noise(x, rng)
+    write_out(x, out)
+
+
 def numpy_job(impl, k, dataset, out):
     """End to end: read, build the public map, project, add noise, write."""
     build, apply = IMPLS[impl]
