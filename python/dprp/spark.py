@@ -40,7 +40,8 @@ file system whose renames and deletions are atomic and seen by every node, as PO
 systems; on NFS with close-to-open consistency the marker is read after the attempt's close).
 When the job fails (a task fails `spark.task.maxFailures` times, bad rows, Ctrl-C on the driver),
 every attempt's output is deleted and nothing is published: the output directory is left without
-shards, and the error is raised.
+shards, and the error is raised. A job stopped before any publishing task was launched (over a
+ledger's budget, no rows) leaves no output directory it made.
 """
 
 from __future__ import annotations
@@ -177,6 +178,19 @@ def _discard(out: str) -> bool:
             except OSError:
                 pass
     return os.listdir(out) == [CLOSED]
+
+
+def _abandon(out: str, created: bool) -> bool:
+    """A job that stopped before any publishing task was launched (over the budget, no rows, bad
+    options): nothing was written but the empty attempts directory. Remove it, and the output
+    directory if this call made it; if anything is there after all, `_discard` as for a failed job."""
+    try:
+        os.rmdir(os.path.join(out, ATTEMPTS))
+        if created:
+            os.rmdir(out)
+        return True
+    except OSError:
+        return _discard(out)
 
 
 # The options of `dprp.publish` that decide a release's guarantee: what the driver reserves in a
@@ -332,6 +346,7 @@ def publish(data: Any, output: str, *, column: str, shards: int, mechanism: str,
 def _publish(d, data, out: str, gate, *, column, shards, mechanism, epsilon, order_by, projection_seed,
              spark, inject, options):
     """`publish` with the ledger (if any) open."""
+    created = not os.path.exists(out)
     os.makedirs(out, exist_ok=True)
     # the attempts' parent: made once here (dprp creates a shard directory, not its parents), so
     # an attempt that starts after the commit deleted it cannot write at all
@@ -343,7 +358,7 @@ def _publish(d, data, out: str, gate, *, column, shards, mechanism, epsilon, ord
     cached = None
     rows_key = gate.rows_key() if gate is not None else None
     # reserved: the ledger charged; confirming: a refused confirmation keeps the charge
-    reserved = confirming = False
+    reserved = confirming = launched = False
     try:
         if isinstance(data, (str, os.PathLike)):
             if order_by:
@@ -402,6 +417,7 @@ def _publish(d, data, out: str, gate, *, column, shards, mechanism, epsilon, ord
                     where, rows = _publish_attempt(x, i, count, lo, out, opts, inject)
                     yield pa.RecordBatch.from_pydict({"shard": [i], "dir": [where], "rows": [rows]})
 
+        launched = True
         done = plan.mapInArrow(tasks, "shard long, dir string, rows long").collect()
         _commit(out, [(r["shard"], r["dir"]) for r in done], count)
         release = d.finish_shards(out)
@@ -409,7 +425,7 @@ def _publish(d, data, out: str, gate, *, column, shards, mechanism, epsilon, ord
             confirming = True
             gate.confirm(out)
     except BaseException:
-        clean = _discard(out)
+        clean = _discard(out) if launched else _abandon(out, created)
         if reserved and clean and not confirming:
             gate.withdraw()
         raise

@@ -302,19 +302,20 @@ def test_a_ledger_is_charged_once_by_the_driver_before_any_task(tmp_path: pathli
             assert gate.dataset(p, [(r, s) for r, _, s in parts[:1]])["fingerprint"] != cli_fp
 
         seen = []
-        real_discard = dprp.spark._discard
+        real_abandon = dprp.spark._abandon
 
-        def watching_discard(out):
+        def watching_abandon(out, created):
             seen.append(sorted(os.listdir(os.path.join(out, dprp.spark.ATTEMPTS))))
-            return real_discard(out)
+            return real_abandon(out, created)
 
-        dprp.spark._discard = watching_discard
+        dprp.spark._abandon = watching_abandon
         try:
             with pytest.raises(dprp.DprpError, match="exceed the privacy budget"):
                 dprp.spark.publish(str(tmp_path / "x.parquet"), led / "refused", spark=spark, **opts)
         finally:
-            dprp.spark._discard = real_discard
+            dprp.spark._abandon = real_abandon
         assert seen == [[]], seen  # no task had made its attempt directory
+        assert not (led / "refused").exists()  # and the refused job left no output
         assert totals() == (2, 4.0)
         journal = [json.loads(line) for line in (led / ".dprp-ledger" / "journal.jsonl").read_text().splitlines()]
         states = [(j.get("reservation") or {}).get("state") for j in journal]
