@@ -21,7 +21,10 @@ export DPRP_PYTHON="$PWD/$VENV/bin/python"
 export PYO3_PYTHON="$DPRP_PYTHON"
 
 cargo fmt --all -- --check
+# the library and the command (cli/), every target; then the library alone, as `cargo add dprp`
+# gives it (no optional feature: what only `plot` or `postgres` uses must not be left dead)
 cargo clippy --all-targets --release -- -D warnings
+cargo clippy -p dprp --lib --release -- -D warnings
 cargo clippy -p dprp-python --release -- -D warnings
 # the library's documentation: no broken or private intra-doc link
 RUSTDOCFLAGS="-D warnings" cargo doc --release --no-deps --lib --quiet

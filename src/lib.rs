@@ -9,7 +9,8 @@
 //! folder (`tests/layers.rs` reads every `crate::` and `super::` path and checks both):
 //!
 //! ```text
-//!  11 cli                      parse flags, print reports (python/ stands beside it)
+//!      (front ends, in their own crates: cli/ the `dprp` command, python/ the Python module;
+//!       they parse options, call the request layer and print or convert its reports)
 //!  10 audit, eval, request     measure a mechanism (empirical ε, utility experiments); requests:
 //!                              options as users give them → validated objects, for every front end
 //!   9 publish, learn           the streaming publish pipeline; linear SVM on sketches
@@ -89,7 +90,6 @@
 
 pub mod atomic;
 pub mod audit;
-pub mod cli;
 pub mod data;
 pub mod error;
 pub mod estimate;

@@ -24,8 +24,8 @@
 //! recomputed with σ/2 — the variance of a wrong calibration — where the right one is
 //! conservative.
 //!
-//! The heavy grid (`heavy_grid`, ignored: `cargo test --release --test coverage -- --ignored
-//! --nocapture`) prints the table of docs/error-bars.md.
+//! The heavy grid (`heavy_grid`, ignored: `cargo test --release --test library -- --ignored
+//! --nocapture coverage::heavy_grid`) prints the table of docs/error-bars.md.
 
 use dprp::estimate::{
     agreements, estimate_ip_known, estimate_sq_norm, sign_cosine, Estimator, Family, QueryMode,

@@ -4,7 +4,7 @@
 //! and an actual rejection of a sampler whose parameter is off by 5% (σ, scale, e^{−γ}) or by 2%
 //! (binomial p) — plus exact identities and out-of-range parameters.
 
-mod exact_common;
+use crate::exact_common;
 
 use dprp::privacy::exact::{
     bernoulli, binomial_half, fill_binomial_half, fill_discrete_gaussian, uniform_below, Bernoulli,

@@ -1,7 +1,7 @@
 //! Input formats end to end through `dprp::data::read_all`: small synthetic files for every
 //! format, and the real public datasets in the project's `data/` (or `$DPRP_DATA`).
 
-mod data_common;
+use crate::data_common;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};

@@ -1,7 +1,7 @@
 //! PrivUnit2 × ScalarDP (Bhowmick et al. eq. (22)): unbiasedness and the closed-form MSE for
 //! vectors in a ball of public radius R, the two budgets, and bad input.
 
-mod ldp_common;
+use crate::ldp_common;
 
 use dprp::mechanism::local::PrivUnit2Norm;
 use ldp_common::*;

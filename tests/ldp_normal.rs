@@ -3,7 +3,7 @@
 //! on the ziggurat's own layer boundaries (where a wrong table, wedge or tail would show) — each
 //! with a power check (a 10% wrong scale is rejected).
 
-mod ldp_common;
+use crate::ldp_common;
 
 use dprp::mechanism::local::normal::{fill_standard_normal, fill_standard_normal_dot, Ziggurat};
 use dprp::privacy::special::ln_norm_sf;

@@ -2,7 +2,7 @@
 //! calibration at d = 10⁷ / ε = 500, the cap sampler against the exact conditional law,
 //! unbiasedness/MSE, and privacy checks that can fail.
 
-mod ldp_common;
+use crate::ldp_common;
 
 use dprp::mechanism::local::privunit2::{gamma_14a, gamma_14b, hemisphere_mean};
 use dprp::mechanism::local::{PrivUnit2, PrivUnitG};

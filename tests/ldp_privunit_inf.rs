@@ -4,7 +4,7 @@
 //! all outputs) and the law of the agreement count against the exact pmf, with power checks; the
 //! optimiser against brute force; finite constants at d = 10⁷, ε = 500.
 
-mod ldp_common;
+use crate::ldp_common;
 
 use dprp::mechanism::local::privunit_inf::{ln_binom_half, MIN_EPS0};
 use dprp::mechanism::local::PrivUnitInf;

@@ -2,7 +2,7 @@
 //! beyond), unbiasedness/MSE against the closed form, and privacy checks that can fail. The §A
 //! table is checked beside the code (`src/mechanism/local/privunitg.rs`).
 
-mod ldp_common;
+use crate::ldp_common;
 
 use dprp::mechanism::local::privunitg::{sample_lower, sample_upper};
 use dprp::mechanism::local::PrivUnitG;

@@ -3,7 +3,7 @@
 //! caught), the near-unbiasedness of SRHT, and the privacy reduction: given `W`, the client's
 //! output is exactly PrivUnitG_k of `Wv/‖Wv‖`.
 
-mod ldp_common;
+use crate::ldp_common;
 
 use dprp::mechanism::local::projunit::unbiasing_constant;
 use dprp::mechanism::local::{NearlyUnbiasedSrht, ProjKind, ProjMatrix, ProjUnit};

@@ -4,7 +4,7 @@
 //! (power: the printed Algorithm 4 without `√(d'/k)` is caught); and the privacy reduction: given
 //! `(D, S_i)` the client's output is PrivUnitG_k of `W_i v/‖W_i v‖` bit for bit.
 
-mod ldp_common;
+use crate::ldp_common;
 
 use dprp::mechanism::local::{norm2, uniform_unit, CorrelatedProjUnit};
 use dprp::projection::{Seed, Srht};

@@ -2,7 +2,7 @@
 //! accumulator: round trips, the fast paths equal the slow paths, the mean is unbiased with the
 //! closed-form error, and every misuse is refused.
 
-mod ldp_common;
+use crate::ldp_common;
 
 use std::path::{Path, PathBuf};
 

@@ -1,7 +1,7 @@
 //! End-to-end runs on the real datasets in the project's `data/` (or `$DPRP_DATA`). The data
 //! ships with the project: a test fails, naming the file, when it is missing.
 
-mod data_common;
+use crate::data_common;
 
 use dprp::data::scale::{ScaleArg, ScalingRequest};
 use dprp::data::{native, InputOptions};

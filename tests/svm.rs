@@ -2,7 +2,7 @@
 //! the algorithm, dense vs packed-sign features, one-vs-rest, errors, and accuracy on real LIBSVM
 //! data (a9a, ijcnn1) from the project's `data/libsvm`.
 
-mod data_common;
+use crate::data_common;
 
 use data_common::data_file;
 use dprp::data::{read_all, InputOptions};

@@ -21,7 +21,7 @@
 //!    Centring by the sample mean biases each `t_L` by about `−√(m·w_eff)/n` (−0.2 here): negligible.
 //!
 //! Power: 49 duplicated rows among 2500 (the advisory's reproduction) give `t ≈ 49·√w/√m` at
-//! their lag: 15 for w = 64 outputs, far above the threshold (`tests/pipeline_noise.rs` checks
+//! their lag: 15 for w = 64 outputs, far above the threshold (`cli/tests/pipeline_noise.rs` checks
 //! this on a release with the old pattern of duplicates planted).
 
 use std::collections::HashMap;

@@ -2,20 +2,23 @@
 //! carries a [`Stamp`]: the release's fingerprint and shape, so that a query projected for
 //! another release (or a table refilled from one) is refused rather than silently compared.
 //!
-//! - [`postgres`]: `dprp export --postgres` — one transaction, binary COPY into a pgvector
-//!   `vector(k)` or a `bit(k)` column, the stamp as the table's comment; over [`connect`] (the
-//!   session, opened step by step with deadlines), [`conninfo`] (libpq's connection strings),
-//!   [`redact`] (passwords masked in messages), [`tls`] (rustls for each `sslmode`) and
-//!   [`names`] (the table names accepted).
+//! - `postgres` (feature `postgres`): `dprp export --postgres` — one transaction, binary COPY into
+//!   a pgvector `vector(k)` or a `bit(k)` column, the stamp as the table's comment; over `connect`
+//!   (the session, opened step by step with deadlines), [`conninfo`] (libpq's connection
+//!   strings), [`redact`] (passwords masked in messages), `tls` (rustls for each `sslmode`) and
+//!   [`names`] (the table names accepted). The feature brings tokio, tokio-postgres and rustls.
 //!
 //! LanceDB needs no code here: it reads the release's Arrow form from Python
 //! (`dprp.lancedb`), with the same stamp in the table's schema metadata.
 
+#[cfg(feature = "postgres")]
 pub mod connect;
 pub mod conninfo;
 pub mod names;
+#[cfg(feature = "postgres")]
 pub mod postgres;
 pub mod redact;
+#[cfg(feature = "postgres")]
 pub mod tls;
 
 use serde::{Deserialize, Serialize};

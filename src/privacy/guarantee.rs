@@ -243,7 +243,7 @@ impl Guarantee {
 /// The largest ε a mechanism accepts, 10⁶. Beyond it a guarantee promises nothing a user could
 /// want (e^ε already exceeds every probability ratio an f64 holds from ε ≈ 709), and dprp's
 /// calibrations are checked only up to it: σ non-increasing in ε from 1 to 10⁶ for every
-/// Gaussian mechanism (`tests/huge_epsilon.rs`), finite flip probabilities and estimates for the
+/// Gaussian mechanism (`cli/tests/huge_epsilon.rs`), finite flip probabilities and estimates for the
 /// sign mechanisms, finite local-DP constants. Past it they broke: the analytic σ came back as
 /// 1.000173 at ε = 10³⁰⁰ (more noise than at ε = 5: the bisection compared NaN), lattice noise
 /// was refused blaming β from ε ≈ 10²¹, PrivUnitG failed from ε = 10²⁰ and printed an error of

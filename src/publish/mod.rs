@@ -12,7 +12,7 @@
 //! per-row public maps uses the map of id `r`; the pipeline counts ids from the first row of the
 //! release (or shard) whatever the sizes of the chunks a reader hands it, so chunking, the
 //! memory budget, the thread count, shard boundaries and Parquet row groups cannot change which
-//! stream a row reads (`tests/pipeline_noise.rs` checks every reader at odd chunk sizes).
+//! stream a row reads (`cli/tests/pipeline_noise.rs` checks every reader at odd chunk sizes).
 
 mod chunks;
 mod meta;

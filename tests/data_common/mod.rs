@@ -10,7 +10,12 @@ use std::path::PathBuf;
 pub fn data_file(rel: &str) -> PathBuf {
     let dir = match std::env::var_os("DPRP_DATA") {
         Some(d) if !d.is_empty() => PathBuf::from(d),
-        _ => PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("data"),
+        // the repository's data/: beside the library's manifest, one level up from the command's
+        _ => std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .ancestors()
+            .map(|a| a.join("data"))
+            .find(|d| d.join("README.md").is_file())
+            .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("data")),
     };
     let path = dir.join(rel);
     assert!(

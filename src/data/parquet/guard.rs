@@ -3,7 +3,7 @@
 //! embedded Arrow schema ([`reader_options`]), and
 //! every page header of the columns read is checked before the crate sizes a buffer or a
 //! dictionary from it ([`check_pages`]); a panic inside the crate becomes an error ([`guarded`]). Each of these
-//! answers an input the fuzzer found (`fuzz/README.md`, `tests/fuzz_regressions.rs`).
+//! answers an input the fuzzer found (`fuzz/README.md`, `cli/tests/fuzz_regressions.rs`).
 
 use std::fs::File;
 use std::path::Path;

@@ -22,12 +22,22 @@
 //! Sans at their usual paths, else any font in the system font directories. Without one, the SVGs
 //! are still written; [`plots`] then returns an error and [`plots_with_warnings`] a warning.
 
-mod figures;
-mod frame;
-mod lines;
+mod figure;
 mod markdown;
+// Drawing (plotters, resvg): only with the `plot` feature; without it `no_plot` says so.
+#[cfg(feature = "plot")]
+mod figures;
+#[cfg(feature = "plot")]
+mod frame;
+#[cfg(feature = "plot")]
+mod lines;
+#[cfg(feature = "plot")]
 mod marks;
+#[cfg(not(feature = "plot"))]
+mod no_plot;
+#[cfg(feature = "plot")]
 mod plot;
+#[cfg(feature = "plot")]
 mod raster;
 
 use std::fmt::Write as _;
@@ -37,9 +47,15 @@ use super::{Report, ResultRow, Status};
 use crate::atomic::AtomicFile;
 use crate::error::{Error, Result};
 
-pub use lines::{write_line_figures, Line, LineFigure, LinePanel};
+pub use figure::{Line, LineFigure, LinePanel, PlotOutcome};
+#[cfg(feature = "plot")]
+pub use lines::write_line_figures;
 pub use markdown::markdown;
-pub use plot::{plots, plots_with_warnings, PlotOutcome};
+#[cfg(not(feature = "plot"))]
+pub use no_plot::{plots, plots_with_warnings, write_line_figures, FONT_ENV};
+#[cfg(feature = "plot")]
+pub use plot::{plots, plots_with_warnings};
+#[cfg(feature = "plot")]
 pub use raster::FONT_ENV;
 
 use super::grid::UNPROJECTED;

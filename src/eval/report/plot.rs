@@ -10,18 +10,9 @@ use super::frame::{
 };
 use super::marks::*;
 use super::raster::{rasterise, system_fonts, Fonts, PResult};
-use super::{fmt_num, write_atomic, Grid};
+use super::{fmt_num, write_atomic, Grid, PlotOutcome};
 use crate::error::{Error, Result};
 use crate::eval::Report;
-
-/// What [`plots_with_warnings`] wrote.
-#[derive(Debug, Clone, Default)]
-pub struct PlotOutcome {
-    /// Files written (SVG, and PNG next to each where it could be rendered).
-    pub files: Vec<PathBuf>,
-    /// Why some PNG files were not written (e.g. no font found); empty when all were.
-    pub warnings: Vec<String>,
-}
 
 /// Columns of the panel grid: up to three side by side, four as 2 × 2.
 fn columns(panels: usize) -> usize {
