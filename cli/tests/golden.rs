@@ -3,7 +3,7 @@
 //! hash and `info --json` without the timestamp — and the `calibrate` table; `mean --json` of each
 //! local release; `aggregate --check --json` of each encoder without its noise-dependent fields,
 //! and its `calibrate` plan.
-//! Each is compared byte for byte with `cli/tests/golden/<name>.txt`; a refactor that changes any
+//! Each is compared byte for byte with `tests/golden/<name>.txt`; a refactor that changes any
 //! output fails here.
 //!
 //! A change that is meant to change outputs (a new release field, a version) re-records them:
@@ -28,7 +28,7 @@ fn golden_dir() -> PathBuf {
     Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/..")).join("tests/golden")
 }
 
-/// Compare `text` with `cli/tests/golden/<name>.txt` (or write it under `DPRP_BLESS=1`); returns a
+/// Compare `text` with `tests/golden/<name>.txt` (or write it under `DPRP_BLESS=1`); returns a
 /// description of the mismatch.
 fn check(name: &str, text: &str) -> Option<String> {
     let path = golden_dir().join(format!("{name}.txt"));

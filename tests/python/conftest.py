@@ -29,3 +29,19 @@ def data() -> np.ndarray:
     """600 rows × 48 features in [0, 1], C-ordered float32, from a fixed seed."""
     rng = np.random.default_rng(20261123)
     return rng.random((600, 48), dtype=np.float32)
+
+
+def _xdist_group(path: pathlib.Path) -> str:
+    """Which tests run one after another when test.sh runs pytest on two workers (pytest-xdist,
+    `--dist loadgroup`): one test file at a time per worker (its module fixtures, e.g. a
+    PostgreSQL server, start once), and every Flower simulation file in one group, so that two
+    Ray clusters never start side by side."""
+    name = path.name
+    if name.startswith("test_flower") and name != "test_flower_deployment.py":
+        return "flower-simulation"
+    return name
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        item.add_marker(pytest.mark.xdist_group(_xdist_group(item.path)))
