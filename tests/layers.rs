@@ -519,3 +519,122 @@ fn no_new_flag_spelling_in_the_library() {
     assert_eq!(flags_in_literals("let x = a--b; \"x---y\""), 0);
     assert!(per.values().sum::<usize>() > 0);
 }
+
+/// The library's top-level modules a front end's code names (`dprp::a::…`, and every item of a
+/// grouped `use dprp::{a::…, b};`, read across lines), comments left out.
+fn library_modules_named(dir: &Path) -> BTreeSet<String> {
+    let mut paths = Vec::new();
+    files(dir, &mut paths);
+    let mut out = BTreeSet::new();
+    for p in paths {
+        let text: String = std::fs::read_to_string(&p)
+            .unwrap()
+            .lines()
+            .map(|l| format!("{}\n", code(l)))
+            .collect();
+        for (i, _) in text.match_indices("dprp::") {
+            if i > 0 && text[..i].ends_with(|c: char| c.is_alphanumeric() || c == '_') {
+                continue; // `_dprp::`, `xdprp::`
+            }
+            let rest = &text[i + 6..];
+            if let Some(group) = rest.strip_prefix('{') {
+                let (mut depth, mut item) = (0usize, String::new());
+                for c in group.chars() {
+                    match c {
+                        '{' => depth += 1,
+                        '}' if depth == 0 => break,
+                        '}' => depth -= 1,
+                        _ => {}
+                    }
+                    if c == ',' && depth == 0 {
+                        item.push('\n');
+                    } else {
+                        item.push(c);
+                    }
+                }
+                for it in item.split('\n') {
+                    if let Some(first) = path_at(it.trim(), 0).first() {
+                        out.insert(first.clone());
+                    }
+                }
+            } else if let Some(first) = path_at(rest, 0).first() {
+                out.insert(first.clone());
+            }
+        }
+    }
+    out
+}
+
+/// What each front end reaches into, at the split of the command line from the library (issue
+/// 41). The goal is the request layer, releases and errors only (`request`, `release`, `error`,
+/// and the crate's `Error`/`Result`); until then the lists may only shrink: a front end that
+/// starts using another module of the library fails here.
+const FRONT_END_REACH: &[(&str, &[&str])] = &[
+    (
+        "cli/src",
+        &[
+            "atomic",
+            "data",
+            "error",
+            "eval",
+            "export",
+            "ledger",
+            "mechanism",
+            "privacy",
+            "projection",
+            "publish",
+            "release",
+            "request",
+            "search",
+        ],
+    ),
+    (
+        "python/src",
+        &[
+            "data",
+            "error",
+            "estimate",
+            "eval",
+            "export",
+            "ledger",
+            "mechanism",
+            "privacy",
+            "projection",
+            "publish",
+            "release",
+            "request",
+            "search",
+            "Error",
+            "Result",
+        ],
+    ),
+];
+
+#[test]
+fn front_ends_reach_no_further_into_the_library() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut wider = Vec::new();
+    for (dir, allowed) in FRONT_END_REACH {
+        let named = library_modules_named(&root.join(dir));
+        // power: the scan finds the request layer in both front ends
+        assert!(named.contains("request"), "{dir}: {named:?}");
+        for m in &named {
+            if !allowed.contains(&m.as_str()) {
+                wider.push(format!("{dir} uses dprp::{m}"));
+            }
+        }
+    }
+    assert!(wider.is_empty(), "{}", wider.join("\n"));
+    // power: grouped and multi-line imports are read item by item
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("x.rs"),
+        "use dprp::{\n    mechanism::local::{A, B},\n    data, // dprp::atomic\n};\nlet y = dprp::search::exact::search;\n",
+    )
+    .unwrap();
+    let named = library_modules_named(dir.path());
+    assert_eq!(
+        named.into_iter().collect::<Vec<_>>(),
+        vec!["data", "mechanism", "search"]
+    );
+}

@@ -150,6 +150,8 @@ def publish(
     rows: Optional[Tuple[int, int]] = None,
     overwrite: bool = False,
     dataset: Optional[Dict[str, str]] = None,
+    ledger: Optional[PathLike] = None,
+    budget: Optional[Union[float, Tuple[float, float], str]] = None,
 ) -> Release:
     """Publish x as a private release at output (the file ``dprp publish`` writes).
 
@@ -167,7 +169,11 @@ def publish(
     With ``shard=(i, N)``, write shard i of N of a sharded release: ``output`` is the shard
     directory, the rows get the global ids ``first_row, first_row + 1, ...`` (any first row: each
     row's noise is that of its id), and ``finish_shards(output)`` writes the manifest once every
-    shard exists; a shard already written, or a finished release, is never replaced."""
+    shard exists; a shard already written, or a finished release, is never replaced.
+
+    With ``ledger=DIR`` (and ``budget=ε``, ``(ε, δ)`` or ``"ε,δ"``), as ``dprp publish --ledger
+    DIR --budget …``: the rows are fingerprinted with the ledger's key, the release is recorded in
+    its journal, and one that would exceed the dataset's budget is refused (no output file)."""
 
 def finish_shards(dir: PathLike) -> Release:
     """Check the shards in dir and write its manifest (``dprp shards finish``); open it."""

@@ -141,7 +141,7 @@ impl LedgerGate {
 }
 
 /// `budget=` as the CLI's `--budget` text: a number ε, a pair (ε, δ), or the text itself.
-fn budget_text(b: &Bound<'_, PyAny>) -> PyResult<String> {
+pub(crate) fn budget_text(b: &Bound<'_, PyAny>) -> PyResult<String> {
     if let Ok((e, d)) = b.extract::<(f64, f64)>() {
         Ok(format!("{e},{d}"))
     } else if let Ok(e) = b.extract::<f64>() {

@@ -8,12 +8,13 @@ use pyo3::types::PyDict;
 
 use dprp::data::scale::{parse_normalize, ScaleArg, ScalingRequest};
 use dprp::data::{open_reader, InputOptions, RowReader};
+use dprp::ledger::Gate;
 use dprp::mechanism;
 use dprp::privacy::gaussian::{analytic_sigma, classical_is_proven, classical_sigma};
 use dprp::privacy::samplers::noise::NoiseSource;
 use dprp::projection::Seed;
 use dprp::publish::{publish_from_as, PublishOptions, PublishRequest};
-use dprp::request::publish::RunOptions;
+use dprp::request::publish::{LedgerOptions, RunOptions};
 use dprp::request::shards::WorkerShard;
 use dprp::request::{Front, MechanismOptions, MechanismPlan};
 
@@ -76,12 +77,19 @@ enum Input<'py> {
 /// as a private sketch release written to `output`, and open it. The release is the same file
 /// `dprp publish` writes; the secret noise comes from the operating system's CSPRNG unless
 /// `noise_seed` is given (then the release is NOT private, and a warning says so).
+///
+/// With `ledger=DIR` (and `budget=ε`, `(ε, δ)` or `"ε,δ"`), as `dprp publish --ledger DIR
+/// --budget …`: the rows are fingerprinted with the ledger's secret key as they are read, the
+/// release is recorded in the ledger's journal, and a release that would take the dataset past
+/// its budget is refused before anything is written (`DprpError`, no output file). The lock on
+/// the ledger is held for the whole call (another publish on it waits, without the GIL).
 #[pyfunction]
 #[pyo3(signature = (x, *, mechanism, epsilon, output, delta=None, k=None, seed=None, beta=None,
     neighbour=None, projection=None, min_norm=None, individual_dp=false, epsilon_norm=None,
     radius=None, first_row=0, noise=None, noise_seed=None, labels=None, scale=None,
     normalize=None, clip=false, clip_norm=None, memory=256, shard=None, output_format=None,
-    column=None, label_column=None, id_column=None, rows=None, overwrite=false, dataset=None))]
+    column=None, label_column=None, id_column=None, rows=None, overwrite=false, dataset=None,
+    ledger=None, budget=None))]
 #[allow(clippy::too_many_arguments)]
 pub fn publish<'py>(
     py: Python<'py>,
@@ -116,6 +124,8 @@ pub fn publish<'py>(
     rows: Option<(Int, Int)>,
     overwrite: bool,
     dataset: Option<&Bound<'py, PyDict>>,
+    ledger: Option<PathBuf>,
+    budget: Option<&Bound<'py, PyAny>>,
 ) -> PyResult<Release> {
     let k: Option<usize> = ints::opt(k, "k")?;
     let first_row: u64 = ints::unsigned(first_row, "first_row")?;
@@ -188,21 +198,33 @@ pub fn publish<'py>(
                  a whole release is fingerprinted as it is published",
             )),
         };
+    // the ledger as `dprp publish --ledger DIR --budget …` opens it (the request layer's
+    // LedgerOptions, refusals spelt for Python): its lock held until the release is recorded
+    let ledger = LedgerOptions {
+        dir: ledger,
+        budget: budget.map(crate::ledger::budget_text).transpose()?,
+    };
+    let mut gate = py
+        .detach(|| ledger.open(worker.is_some(), |_| {}, Front::Python))
+        .map_err(err)?
+        .map(|(g, _)| g);
     let run = Run {
         source: &source,
         opts: &opts,
         output: &output,
         dataset: dataset.as_ref(),
+        gate: gate.as_mut(),
     };
     publish_interruptibly(py, &req, view, labels, run)
 }
 
-/// How one publish runs: its noise, options, output file and preset dataset record.
+/// How one publish runs: its noise, options, output file, preset dataset record and ledger.
 struct Run<'a> {
     source: &'a NoiseSource,
     opts: &'a PublishOptions,
     output: &'a std::path::Path,
     dataset: Option<&'a dprp::release::DatasetRecord>,
+    gate: Option<&'a mut Gate>,
 }
 
 /// Run the publish with Ctrl-C honoured (an interrupted call leaves no output), pass its
@@ -212,12 +234,12 @@ fn publish_interruptibly<'a>(
     req: &'a PublishRequest,
     view: Option<arrays::View<'a>>,
     labels: Option<&'a [f32]>,
-    run: Run<'_>,
+    mut run: Run<'_>,
 ) -> PyResult<Release> {
     let output = run.output;
     let outcome = interrupt::run(py, |cancel| {
         WARNINGS.with(|w| w.borrow_mut().clear());
-        let r = run_publish(req, view, labels, cancel, &run);
+        let r = run_publish(req, view, labels, cancel, &mut run);
         (WARNINGS.with(|w| std::mem::take(&mut *w.borrow_mut())), r)
     })?;
     let (warnings, result) = match outcome {
@@ -393,7 +415,7 @@ fn run_publish<'a: 'c, 'c>(
     view: Option<arrays::View<'a>>,
     labels: Option<&'a [f32]>,
     cancel: &'c interrupt::Cancel,
-    run: &Run<'_>,
+    run: &mut Run<'_>,
 ) -> dprp::Result<dprp::publish::PublishOutcome> {
     let mut open = || -> dprp::Result<Box<dyn RowReader + 'c>> {
         Ok(match view {
@@ -409,7 +431,8 @@ fn run_publish<'a: 'c, 'c>(
             }),
         })
     };
-    publish_from_as(req, &mut open, run.source, run.opts, None, run.dataset)
+    let gate = run.gate.as_deref_mut();
+    publish_from_as(req, &mut open, run.source, run.opts, gate, run.dataset)
 }
 
 /// Calibrate a mechanism without publishing: its noise (σ and Δ₂ for the Gaussian sketches, the

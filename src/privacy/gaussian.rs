@@ -233,6 +233,18 @@ pub enum SigmaRule {
     Classical,
 }
 
+impl GaussianCalibration {
+    /// The rule this σ was computed with. The record keeps it as the sentence [`calibrate`] wrote
+    /// (releases store that text); this is the one place that reads it back.
+    pub fn rule(&self) -> SigmaRule {
+        if self.method.starts_with("classical") {
+            SigmaRule::Classical
+        } else {
+            SigmaRule::Analytic
+        }
+    }
+}
+
 /// Calibrate σ for sensitivity `sens` at (ε, δ) with `rule`, recording both σ's and the exact δ
 /// the chosen σ achieves at ε.
 pub fn calibrate(
@@ -312,6 +324,20 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// The rule read back from a record is the rule σ was computed with (releases keep only the
+    /// sentence; the lattice rounding and the classical warning act on the rule).
+    #[test]
+    fn the_recorded_method_gives_back_its_rule() {
+        for rule in [SigmaRule::Analytic, SigmaRule::Classical] {
+            let cal = calibrate(1.0, 0.5, 1e-6, rule).unwrap();
+            assert_eq!(cal.rule(), rule);
+        }
+        // power: the two rules give two σ, and a record is not read as the other rule
+        let a = calibrate(1.0, 0.5, 1e-6, SigmaRule::Analytic).unwrap();
+        let c = calibrate(1.0, 0.5, 1e-6, SigmaRule::Classical).unwrap();
+        assert!(a.sigma < c.sigma && a.rule() != c.rule());
     }
 
     #[test]

@@ -5,6 +5,7 @@
 use super::{noise_generator_for, PublishOptions, Warnings};
 use crate::data::Scaling;
 use crate::mechanism::Mechanism;
+use crate::privacy::gaussian::SigmaRule;
 use crate::privacy::guarantee::GuaranteeKind;
 use crate::privacy::samplers::noise::NoiseSource;
 use crate::release::{now_rfc3339, DatasetRecord, NoiseRecord, ReleaseMeta, VERSION};
@@ -46,7 +47,7 @@ pub(super) fn release_meta(
     }
     if let (GuaranteeKind::ApproxDp, Some(cal)) = (guarantee.kind, mech.record().gaussian.as_ref())
     {
-        if cal.method.starts_with("classical") && !cal.classical_proven {
+        if cal.rule() == SigmaRule::Classical && !cal.classical_proven {
             warnings.push(format!(
                 "the classical Gaussian σ (Theorem 3.1) is proven only for ε < 1; at ε = {} it \
                  achieves δ = {:e} (exact, Balle & Wang), which is what the release states; prefer \

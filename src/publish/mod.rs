@@ -178,44 +178,58 @@ pub const NOISE_GENERATOR: &str =
 /// said "one stream per 256-row block" (see [`crate::release::advisory`]).
 pub const ROW_STREAMS: &str = "ChaCha20 (rand_chacha), one stream per row (stream id = row id)";
 
-/// The noise generator and sampler a mechanism actually uses, as recorded in its release.
+/// The noise generator and sampler a mechanism actually uses with the floating-point sampler, as
+/// recorded in its release ([`noise_generator_for`] with [`NoiseChoice::Float`]).
+///
+/// [`NoiseChoice::Float`]: crate::privacy::lattice::NoiseChoice::Float
 pub fn noise_generator(kind: mechanism::MechanismKind) -> String {
-    use mechanism::MechanismKind as K;
-    let stream = ROW_STREAMS;
-    let flips = "each flip is a uniform 64-bit word u < Q: probability exactly Q/2⁶⁴, Q computed \
-                 from ε' in exact integer arithmetic and rounded toward ½ (no floating point); Q in \
-                 the sign record";
-    match kind {
-        K::IdpSignrpG | K::IdpSignoporpG => format!(
-            "{stream}; N(0,1) by ziggurat (rand_distr StandardNormal, f64) on the noise set, a fair \
-             coin bit for values exactly 0"
-        ),
-        k if k.is_sign() => format!("{stream}; {flips}"),
-        k if k.is_local() => format!(
-            "{stream}; N(0,1) by ziggurat (rand_distr \
-             StandardNormal, f64), uniforms from 53-bit words, truncated normals and Beta cap \
-             draws by inversion in log space"
-        ),
-        _ => NOISE_GENERATOR.to_string(),
-    }
+    noise_generator_for(kind, crate::privacy::lattice::NoiseChoice::Float)
 }
 
-/// [`noise_generator`] for the chosen noise: lattice noise replaces the normal sampler of the
-/// Gaussian mechanisms by the integer discrete Gaussian.
+/// The noise generator and sampler a mechanism uses with the chosen noise, as recorded in its
+/// release. Read from the kind's row of [`mechanism::kind::KIND_TABLE`] (local, signs, Gaussian
+/// noise), not from a list of kinds: a new kind gets the description its properties imply, and
+/// lattice noise replaces the normal sampler wherever the kind draws Gaussian noise.
 pub fn noise_generator_for(
     kind: mechanism::MechanismKind,
     noise: crate::privacy::lattice::NoiseChoice,
 ) -> String {
-    use mechanism::MechanismKind as K;
     let stream = ROW_STREAMS;
-    match (kind, noise) {
-        (K::RawGOpt | K::DpRpG | K::DpRpGOpt | K::DpOporp, crate::privacy::lattice::NoiseChoice::Lattice) => format!(
-            "{stream}; values rounded onto γℤ, N_ℤ(0, s²) by an integer guide-table sampler (no floating point on the sampling path)"
-        ),
-        (K::IdpSignrpG | K::IdpSignoporpG, crate::privacy::lattice::NoiseChoice::Lattice) => format!(
-            "{stream}; values in the noise set rounded onto γℤ, N_ℤ(0, s²) by the exact CKS sampler (integers only)"
-        ),
-        _ => noise_generator(kind),
+    let props = kind.properties();
+    let lattice = noise == crate::privacy::lattice::NoiseChoice::Lattice;
+    if props.local {
+        format!(
+            "{stream}; N(0,1) by ziggurat (rand_distr \
+             StandardNormal, f64), uniforms from 53-bit words, truncated normals and Beta cap \
+             draws by inversion in log space"
+        )
+    } else if props.gaussian && props.signs {
+        // individual DP with Gaussian noise on the noise set, then signs
+        if lattice {
+            format!(
+                "{stream}; values in the noise set rounded onto γℤ, N_ℤ(0, s²) by the exact CKS sampler (integers only)"
+            )
+        } else {
+            format!(
+                "{stream}; N(0,1) by ziggurat (rand_distr StandardNormal, f64) on the noise set, a fair \
+                 coin bit for values exactly 0"
+            )
+        }
+    } else if props.gaussian {
+        if lattice {
+            format!(
+                "{stream}; values rounded onto γℤ, N_ℤ(0, s²) by an integer guide-table sampler (no floating point on the sampling path)"
+            )
+        } else {
+            NOISE_GENERATOR.to_string()
+        }
+    } else {
+        // every other central kind publishes signs through exact coins
+        format!(
+            "{stream}; each flip is a uniform 64-bit word u < Q: probability exactly Q/2⁶⁴, Q computed \
+             from ε' in exact integer arithmetic and rounded toward ½ (no floating point); Q in \
+             the sign record"
+        )
     }
 }
 
@@ -543,4 +557,44 @@ pub fn load_scaled(
 #[allow(dead_code)]
 fn _assert_reader_send(r: Box<dyn RowReader>) -> Box<dyn RowReader + Send> {
     r
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::mechanism::MechanismKind;
+    use crate::privacy::lattice::NoiseChoice;
+
+    /// Every kind's recorded noise description follows its table row, for both noise choices
+    /// (the goldens hold the lattice default of all 20 kinds; this checks the float sampler too).
+    #[test]
+    fn each_kind_records_the_sampler_its_table_row_implies() {
+        for kind in MechanismKind::all() {
+            let p = kind.properties();
+            let float = noise_generator_for(kind, NoiseChoice::Float);
+            let lattice = noise_generator_for(kind, NoiseChoice::Lattice);
+            assert_eq!(noise_generator(kind), float);
+            let (f, l) = if p.local {
+                ("truncated normals", "truncated normals")
+            } else if p.gaussian && p.signs {
+                ("on the noise set", "exact CKS sampler")
+            } else if p.gaussian {
+                ("ziggurat", "guide-table sampler")
+            } else {
+                (
+                    "each flip is a uniform 64-bit word",
+                    "each flip is a uniform 64-bit word",
+                )
+            };
+            assert!(float.contains(f), "{}: {float}", kind.name());
+            assert!(lattice.contains(l), "{}: {lattice}", kind.name());
+            assert!(float.starts_with(ROW_STREAMS) && lattice.starts_with(ROW_STREAMS));
+        }
+        // power: the four descriptions differ, so a kind given another's would be caught
+        let d: std::collections::BTreeSet<String> = MechanismKind::all()
+            .map(|k| noise_generator_for(k, NoiseChoice::Float))
+            .collect();
+        assert_eq!(d.len(), 4);
+        assert_eq!(NOISE_GENERATOR, noise_generator(MechanismKind::DpOporp));
+    }
 }

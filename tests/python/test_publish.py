@@ -2,12 +2,14 @@
 
 import json
 import os
+import subprocess
 
 import numpy as np
 import pytest
 
 import dprp
-from conftest import run_cli
+
+from conftest import dprp_bin, run_cli
 
 GAUSS = dict(mechanism="dp-oporp", epsilon=5.0, delta=1e-6, k=32)
 
@@ -129,3 +131,50 @@ def test_open_without_verifying_then_verify(tmp_path, data):
     header.write_bytes(bytes(raw))
     with pytest.raises(dprp.DprpError):
         dprp.Release.open(header, verify=False)
+
+
+def test_a_ledger_counts_a_notebook_release_as_the_cli_does(tmp_path, data):
+    """dprp.publish(…, ledger=, budget=) is `dprp publish --ledger --budget` (issue 41): the array
+    and the same rows in a .npy file are one dataset with one fingerprint; the CLI counts the
+    Python release, Python counts the CLI's, and the release past the budget is refused by either
+    front end before anything is written. Power: other rows are another dataset, charged apart."""
+    led = tmp_path / "ledger"
+    npy = tmp_path / "x.npy"
+    np.save(npy, data)
+    # a pure-ε mechanism: both totals (basic, and zCDP's ρ = ε²/2) put a third release past 5
+    opts = dict(mechanism="dp-signoporp-rr", epsilon=2.0, k=16)
+    cli = ["-m", "dp-signoporp-rr", "-e", "2", "-k", "16"]
+
+    def totals():
+        d = json.loads(run_cli("ledger", str(led), "--json"))["datasets"]
+        return sorted((x["total"]["releases"], x["total"]["epsilon"]) for x in d)
+
+    a = dprp.publish(data, output=tmp_path / "a.dprp", ledger=led, budget=(5.0, 1e-5), **opts)
+    assert totals() == [(1, 2.0)]
+    run_cli("publish", str(npy), *cli, "-o", str(tmp_path / "b.dprp"), "--ledger", str(led), "--budget", "5,1e-5")
+    b = dprp.Release.open(tmp_path / "b.dprp")
+    assert a.meta["dataset"]["fingerprint"] == b.meta["dataset"]["fingerprint"]
+    assert totals() == [(2, 4.0)]
+
+    # a third release (ε 6 > 5) is refused by Python as by the CLI, and writes nothing
+    with pytest.raises(dprp.DprpError, match="exceed the privacy budget"):
+        dprp.publish(data, output=tmp_path / "c.dprp", ledger=led, budget="5,1e-5", **opts)
+    assert not (tmp_path / "c.dprp").exists()
+    out = subprocess.run([dprp_bin(), "publish", str(npy), *cli, "-o", str(tmp_path / "c.dprp"),
+                          "--ledger", str(led), "--budget", "5,1e-5"], capture_output=True, text=True)
+    assert out.returncode == 1 and "exceed the privacy budget" in out.stderr
+    assert not (tmp_path / "c.dprp").exists() and totals() == [(2, 4.0)]
+
+    # power: one value changed is another dataset, with its own budget
+    other = data.copy()
+    other[7, 3] = 0.25 if other[7, 3] != 0.25 else 0.5
+    o = dprp.publish(other, output=tmp_path / "o.dprp", ledger=led, budget=5.0, **opts)
+    assert o.meta["dataset"]["fingerprint"] != a.meta["dataset"]["fingerprint"]
+    assert totals() == [(1, 2.0), (2, 4.0)]
+
+    # the refusals a user can reach, spelt for Python
+    with pytest.raises(dprp.DprpError, match="ledger"):
+        dprp.publish(data, output=tmp_path / "d.dprp", budget=5.0, **opts)
+    with pytest.raises(TypeError, match="budget"):
+        dprp.publish(data, output=tmp_path / "d.dprp", ledger=led, budget=[5.0], **opts)
+    assert not (tmp_path / "d.dprp").exists()

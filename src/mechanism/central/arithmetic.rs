@@ -323,7 +323,7 @@ impl RoundingCost {
         rec: &crate::mechanism::MechanismRecord,
         guarantee: &crate::privacy::guarantee::Guarantee,
     ) -> Option<RoundingCost> {
-        use crate::privacy::gaussian::{analytic_sigma, classical_sigma};
+        use crate::privacy::gaussian::{analytic_sigma, classical_sigma, SigmaRule};
         let a = rec.arithmetic.as_ref()?;
         let exact = a.sensitivity_exact;
         if let Some(cal) = &rec.gaussian {
@@ -334,7 +334,7 @@ impl RoundingCost {
                 _ => cal.sensitivity,
             };
             let delta = guarantee.delta.unwrap_or(0.0);
-            let textbook = if cal.method.starts_with("classical") {
+            let textbook = if cal.rule() == SigmaRule::Classical {
                 classical_sigma(exact, guarantee.epsilon, delta).ok()
             } else {
                 analytic_sigma(exact, guarantee.epsilon, delta).ok()

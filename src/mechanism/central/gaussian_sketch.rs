@@ -218,11 +218,7 @@ impl GaussianSketch {
         if noise == NoiseChoice::Float {
             return Ok(self);
         }
-        let rule = if self.calibration.method.starts_with("classical") {
-            SigmaRule::Classical
-        } else {
-            SigmaRule::Analytic
-        };
+        let rule = self.calibration.rule();
         let (rec, cal) = lattice::plan(
             self.arithmetic.sensitivity,
             self.arithmetic.error,
