@@ -762,3 +762,19 @@ fn recorded_flip_threshold_is_checked_on_rebuild() {
     let s = SignSketch::from_record(&old, &m.guarantee()).unwrap();
     assert_eq!(s.sign_record().flip_threshold, Some(t));
 }
+
+/// A sign record names its algorithm by its kind: a record whose kind is not a sign mechanism is
+/// refused, not read with another algorithm's citation (issue 41: no catch-all on kinds there).
+#[test]
+fn a_sign_record_under_another_kind_is_refused() {
+    let m = build(&params(MechanismKind::IdpSignoporpRr, 100, 64, 1.0)).unwrap();
+    let rec = m.record();
+    // power: the iDP kind itself is read back
+    assert!(SignSketch::from_record(&rec, &m.guarantee()).is_ok());
+    for other in [MechanismKind::DpOporp, MechanismKind::Privunitg] {
+        let mut bad = rec.clone();
+        bad.name = other;
+        let err = SignSketch::from_record(&bad, &m.guarantee()).unwrap_err();
+        assert!(err.to_string().contains("not a sign mechanism"), "{err}");
+    }
+}

@@ -278,7 +278,16 @@ impl SignSketch {
             MechanismKind::DpSignrpRrSmooth | MechanismKind::DpSignoporpRrSmooth => {
                 super::smooth_flipping::ALGORITHM
             }
-            _ => super::idp_sign::ALGORITHM,
+            MechanismKind::IdpSignrpG
+            | MechanismKind::IdpSignrpRr
+            | MechanismKind::IdpSignoporpG
+            | MechanismKind::IdpSignoporpRr => super::idp_sign::ALGORITHM,
+            other => {
+                return Err(Error::param(
+                    "release",
+                    format!("{} is not a sign mechanism", other.name()),
+                ))
+            }
         };
         let mut m = SignSketch::new(rec.name, algorithm, map, sign, guarantee.clone())?;
         if let Some(crate::mechanism::NoiseMethod::Lattice(l)) = rec.noise_method() {
