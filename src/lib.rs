@@ -6,7 +6,8 @@
 //!
 //! The pipeline flows one way, and so do the modules. The floors, bottom up — a module imports
 //! from its own floor and the ones below, never from above, and no import circle crosses a
-//! folder (`tests/layers.rs` reads every `crate::` and `super::` path and checks both):
+//! folder (`tests/layers.rs` reads every `crate::` and `super::` path and checks both, against
+//! its `FLOORS`, which this table must show):
 //!
 //! ```text
 //!      (front ends, in their own crates: cli/ the `dprp` command, python/ the Python module;

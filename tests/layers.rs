@@ -638,3 +638,68 @@ fn front_ends_reach_no_further_into_the_library() {
         vec!["data", "mechanism", "search"]
     );
 }
+
+/// The floors as a text shows them: `(number, [modules])` from lines such as ` 8 ledger, search,
+/// export   the privacy…` (lib.rs's table) or `8 ledger, search, export → 9 publish` (the one-line
+/// form of docs/code-layout.md).
+fn floors_shown(text: &str) -> Vec<(usize, Vec<String>)> {
+    let mut out = Vec::new();
+    for piece in text.split(['\n', '→']) {
+        let t = piece.trim_start_matches("//!").trim();
+        let Some((num, rest)) = t.split_once(' ') else {
+            continue;
+        };
+        let Ok(n) = num.parse::<usize>() else {
+            continue;
+        };
+        // the module list ends at two spaces (lib.rs's description column) or a full stop
+        let list = rest.split("  ").next().unwrap_or("").trim_end_matches('.');
+        let names: Vec<String> = list.split(',').map(|s| s.trim().to_string()).collect();
+        if names
+            .iter()
+            .all(|s| !s.is_empty() && s.chars().all(|c| c.is_ascii_lowercase()))
+        {
+            out.push((n, names));
+        }
+    }
+    out
+}
+
+/// One declaration of the floors (`FLOORS` here), shown the same in `lib.rs`'s documentation
+/// and in docs/code-layout.md: a floor added, moved or renamed in one place fails until all
+/// three agree.
+#[test]
+fn the_floors_shown_in_lib_rs_and_the_docs_are_the_ones_checked() {
+    let declared: Vec<(usize, Vec<String>)> = FLOORS
+        .iter()
+        .enumerate()
+        .map(|(i, f)| {
+            let names = f
+                .iter()
+                .filter(|m| m.chars().all(|c| c.is_ascii_lowercase()))
+                .map(|m| m.to_string())
+                .collect();
+            (i, names)
+        })
+        .collect();
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let lib = std::fs::read_to_string(root.join("src/lib.rs")).unwrap();
+    let table = lib
+        .split("```text")
+        .nth(1)
+        .unwrap()
+        .split("```")
+        .next()
+        .unwrap();
+    let mut shown = floors_shown(table);
+    shown.sort();
+    assert_eq!(shown, declared, "src/lib.rs's table of floors");
+    let doc = std::fs::read_to_string(root.join("docs/code-layout.md")).unwrap();
+    let line = doc.split("```").nth(1).unwrap();
+    let line = &line[..line.find("The front ends").unwrap_or(line.len())];
+    assert_eq!(floors_shown(line), declared, "docs/code-layout.md's floors");
+    // power: a floor shown with a module moved is caught
+    let moved = "0 error, atomic → 1 rng, data → 2 projection";
+    assert_ne!(floors_shown(moved), declared[..3].to_vec());
+    assert_eq!(floors_shown(moved)[1].1, vec!["rng", "data"]);
+}
