@@ -106,18 +106,64 @@ fn module_of(rel: &str) -> Vec<String> {
     parts
 }
 
+/// The code of a file as logical lines `(first line number, code)`, comments left out: a line
+/// that opens more braces than it closes (`use crate::{` at the end, as rustfmt writes a long
+/// group) runs on until they balance, so a grouped `use` over many lines is one line here.
+fn logical_lines(text: &str) -> Vec<(usize, String)> {
+    let mut out: Vec<(usize, String)> = Vec::new();
+    let mut open = 0i64;
+    for (n, line) in text.lines().enumerate() {
+        let c = code(line);
+        if open > 0 {
+            let last = out.last_mut().unwrap();
+            last.1.push(' ');
+            last.1.push_str(c.trim());
+        } else {
+            out.push((n, c.to_string()));
+        }
+        open += c.matches('{').count() as i64 - c.matches('}').count() as i64;
+        // a block's body (`fn f() {`) is not a group: only a path ending in `::{` carries on
+        if open > 0 && !out.last().unwrap().1.contains("::{") {
+            open = 0;
+        }
+        open = open.max(0);
+    }
+    out
+}
+
+/// The items of a grouped path `{a::b, c::{d, e}, f}` (the text after its `{`, up to the matching
+/// `}`): `["a::b", "c::{d, e}", "f"]`.
+fn grouped_items(group: &str) -> Vec<String> {
+    let (mut depth, mut items, mut item) = (0usize, Vec::new(), String::new());
+    for c in group.chars() {
+        match c {
+            '{' => depth += 1,
+            '}' if depth == 0 => break,
+            '}' => depth -= 1,
+            ',' if depth == 0 => {
+                items.push(std::mem::take(&mut item));
+                continue;
+            }
+            _ => {}
+        }
+        item.push(c);
+    }
+    items.push(item);
+    items
+        .into_iter()
+        .map(|i| i.trim().to_string())
+        .filter(|i| !i.is_empty())
+        .collect()
+}
+
 /// Every module path a line names: `crate::a::b` and `super::…::x` (resolved from the file's
 /// module), with the grouped form `crate::{a, b::c}` expanded one level.
 fn references(module: &[String], c: &str) -> Vec<Vec<String>> {
     let mut out = Vec::new();
     for (i, _) in c.match_indices("crate::") {
-        if c[i + 7..].starts_with('{') {
-            let inner = &c[i + 8..c[i + 8..].find('}').map_or(c.len(), |e| i + 8 + e)];
-            for item in inner.split(',') {
-                let item = item.trim();
-                if !item.is_empty() {
-                    out.push(path_at(item, 0));
-                }
+        if let Some(group) = c[i + 7..].strip_prefix('{') {
+            for item in grouped_items(group) {
+                out.push(path_at(&item, 0));
             }
         } else {
             out.push(path_at(c, i + 7));
@@ -152,8 +198,8 @@ fn floor_violations() -> Vec<String> {
             level < FLOORS.len(),
             "src/{rel}: module {top} has no floor in FLOORS"
         );
-        for (n, line) in text.lines().enumerate() {
-            for target in references(&module_of(&rel), code(line)) {
+        for (n, line) in logical_lines(&text) {
+            for target in references(&module_of(&rel), &line) {
                 let Some(t) = target.first() else { continue };
                 if floor_of(t) > level {
                     found.push(format!(
@@ -201,8 +247,8 @@ fn sibling_edges() -> BTreeMap<(Vec<String>, Vec<String>), Vec<String>> {
     for (rel, text) in sources() {
         let module = module_of(&rel);
         let a = unit_of(&units, &module).unwrap();
-        for (n, line) in text.lines().enumerate() {
-            for target in references(&module, code(line)) {
+        for (n, line) in logical_lines(&text) {
+            for target in references(&module, &line) {
                 let Some(b) = unit_of(&units, &target) else {
                     continue;
                 };
@@ -286,6 +332,19 @@ fn every_floor_imports_nothing_from_above() {
             vec!["data".to_string()]
         ]
     );
+    // ... a group over several lines (as rustfmt writes a long one) and nested groups ...
+    let lines = logical_lines(
+        "use crate::{\n    data::x,\n    privacy::{a, b}, // crate::cli\n};\nfn f() {\n}\n",
+    );
+    assert_eq!(lines[0].0, 0);
+    assert_eq!(
+        references(&m, &lines[0].1),
+        vec![
+            vec!["data".to_string(), "x".into()],
+            vec!["privacy".to_string()]
+        ]
+    );
+    assert_eq!(lines.len(), 3);
     assert_eq!(
         references(&m, "use super::super::central::arithmetic;"),
         vec![vec![
@@ -337,8 +396,8 @@ fn no_import_circle_crosses_a_folder() {
 fn sampler_violations(rel: &str, text: &str) -> Vec<String> {
     let module = module_of(rel);
     let mut found = Vec::new();
-    for (n, line) in text.lines().enumerate() {
-        for target in references(&module, code(line)) {
+    for (n, line) in logical_lines(text) {
+        for target in references(&module, &line) {
             // `privacy` alone is a visibility path (`pub(in crate::privacy)`), not a use
             let inner = target.get(1).map(String::as_str);
             if target.first().is_some_and(|t| t == "privacy")
@@ -538,22 +597,8 @@ fn library_modules_named(dir: &Path) -> BTreeSet<String> {
             }
             let rest = &text[i + 6..];
             if let Some(group) = rest.strip_prefix('{') {
-                let (mut depth, mut item) = (0usize, String::new());
-                for c in group.chars() {
-                    match c {
-                        '{' => depth += 1,
-                        '}' if depth == 0 => break,
-                        '}' => depth -= 1,
-                        _ => {}
-                    }
-                    if c == ',' && depth == 0 {
-                        item.push('\n');
-                    } else {
-                        item.push(c);
-                    }
-                }
-                for it in item.split('\n') {
-                    if let Some(first) = path_at(it.trim(), 0).first() {
+                for item in grouped_items(group) {
+                    if let Some(first) = path_at(&item, 0).first() {
                         out.insert(first.clone());
                     }
                 }
