@@ -52,11 +52,12 @@ pub use figure::{Line, LineFigure, LinePanel, PlotOutcome};
 pub use lines::write_line_figures;
 pub use markdown::markdown;
 #[cfg(not(feature = "plot"))]
-pub use no_plot::{plots, plots_with_warnings, write_line_figures, FONT_ENV};
+pub use no_plot::{plots, plots_with_warnings, write_line_figures};
 #[cfg(feature = "plot")]
 pub use plot::{plots, plots_with_warnings};
-#[cfg(feature = "plot")]
-pub use raster::FONT_ENV;
+/// Environment variable naming a TrueType/OpenType font file for the PNG plots.
+/// (Read only with the `plot` feature.)
+pub const FONT_ENV: &str = "DPRP_FONT";
 
 use super::grid::UNPROJECTED;
 

@@ -7,9 +7,6 @@ use super::{LineFigure, PlotOutcome};
 use crate::error::{Error, Result};
 use crate::eval::Report;
 
-/// The environment variable naming a font file for PNG figures (read only with `plot`).
-pub const FONT_ENV: &str = "DPRP_FONT";
-
 const NOT_DRAWN: &str = "no figures drawn: this build of the dprp library has no `plot` feature";
 
 fn nothing_drawn() -> PlotOutcome {

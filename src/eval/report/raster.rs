@@ -6,8 +6,7 @@ use std::sync::{Arc, OnceLock};
 use resvg::usvg::fontdb;
 use resvg::{tiny_skia, usvg};
 
-/// Environment variable naming a TrueType/OpenType font file for the PNG plots.
-pub const FONT_ENV: &str = "DPRP_FONT";
+use super::FONT_ENV;
 
 /// Plotting errors carry the backend's error; they become text.
 pub(super) type PResult<T = ()> = std::result::Result<T, String>;
