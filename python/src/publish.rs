@@ -179,6 +179,17 @@ pub fn publish<'py>(
         params,
         output: output.clone(),
     };
+    // the ledger as `dprp publish --ledger DIR --budget …` opens it (the request layer's
+    // LedgerOptions, refusals spelt for Python), before a worker's shard directory is made: its
+    // lock held until the release is recorded
+    let ledger = LedgerOptions {
+        dir: ledger,
+        budget: budget.map(crate::ledger::budget_text).transpose()?,
+    };
+    let mut gate = py
+        .detach(|| ledger.open(worker.is_some(), |_| {}, Front::Python))
+        .map_err(err)?
+        .map(|(g, _)| g);
     let (req, opts, output) = match worker {
         None => (req, opts, output),
         Some(w) => {
@@ -198,16 +209,6 @@ pub fn publish<'py>(
                  a whole release is fingerprinted as it is published",
             )),
         };
-    // the ledger as `dprp publish --ledger DIR --budget …` opens it (the request layer's
-    // LedgerOptions, refusals spelt for Python): its lock held until the release is recorded
-    let ledger = LedgerOptions {
-        dir: ledger,
-        budget: budget.map(crate::ledger::budget_text).transpose()?,
-    };
-    let mut gate = py
-        .detach(|| ledger.open(worker.is_some(), |_| {}, Front::Python))
-        .map_err(err)?
-        .map(|(g, _)| g);
     let run = Run {
         source: &source,
         opts: &opts,

@@ -178,3 +178,8 @@ def test_a_ledger_counts_a_notebook_release_as_the_cli_does(tmp_path, data):
     with pytest.raises(TypeError, match="budget"):
         dprp.publish(data, output=tmp_path / "d.dprp", ledger=led, budget=[5.0], **opts)
     assert not (tmp_path / "d.dprp").exists()
+    # a worker's shard cannot be recorded (it sees only its rows): refused before its shard
+    # directory or a new ledger is made
+    with pytest.raises(dprp.DprpError, match="shard"):
+        dprp.publish(data, output=tmp_path / "s", shard=(0, 2), seed=7, ledger=tmp_path / "new", **opts)
+    assert not (tmp_path / "s").exists() and not (tmp_path / "new").exists()
