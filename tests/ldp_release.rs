@@ -630,7 +630,7 @@ fn bad_local_parameters_are_refused_with_the_option_named() {
         let e = mechanism::build(&p)
             .err()
             .unwrap_or_else(|| panic!("accepted {:?} k={:?} p={}", p.kind, p.k, p.p))
-            .to_string();
+            .render(dprp::error::Front::Cli);
         assert!(e.contains(what), "expected {what} in: {e}");
     }
 }

@@ -416,9 +416,10 @@ fn progress_counts_up_to_the_number_of_queries() {
 }
 
 fn param_name(e: dprp::Error) -> String {
-    let text = e.to_string();
+    let text = e.render(dprp::error::Front::Cli);
     match e {
         dprp::Error::Param { name, .. } => {
+            let name = dprp::error::Front::Cli.render_name(&name);
             assert!(text.contains(&name), "{text}");
             name
         }

@@ -473,26 +473,38 @@ fn sign_estimator_is_unbiased_with_the_theorem_variance() {
 fn bad_parameters_for_sign_mechanisms() {
     let mut p = params(MechanismKind::DpSignrpRr, 50, 16, 1.0);
     p.min_norm = None;
-    let e = build(&p).err().unwrap().to_string();
+    let e = build(&p).err().unwrap().render(dprp::error::Front::Cli);
     assert!(e.contains("--min-norm"), "{e}");
     p.min_norm = Some(0.0);
-    assert!(build(&p).err().unwrap().to_string().contains("--min-norm"));
+    assert!(build(&p)
+        .err()
+        .unwrap()
+        .render(dprp::error::Front::Cli)
+        .contains("--min-norm"));
     let mut p = params(MechanismKind::DpSignrpRr, 50, 16, 1.0);
     p.projection = Some(DenseKind::Uniform);
     assert!(build(&p)
         .err()
         .unwrap()
-        .to_string()
+        .render(dprp::error::Front::Cli)
         .contains("--projection"));
     let mut p = params(MechanismKind::IdpSignrpG, 50, 16, 1.0);
     p.individual_dp = false;
-    let e = build(&p).err().unwrap().to_string();
+    let e = build(&p).err().unwrap().render(dprp::error::Front::Cli);
     assert!(e.contains("--individual-dp") && e.contains("weaker"), "{e}");
     let mut p = params(MechanismKind::DpSignoporpRr, 50, 16, 1.0);
     p.neighbour = Neighbour::L1;
-    assert!(build(&p).err().unwrap().to_string().contains("--neighbour"));
+    assert!(build(&p)
+        .err()
+        .unwrap()
+        .render(dprp::error::Front::Cli)
+        .contains("--neighbour"));
     let p = params(MechanismKind::DpSignoporpRrSmooth, 50, 51, 1.0);
-    assert!(build(&p).err().unwrap().to_string().contains("k ≤ p"));
+    assert!(build(&p)
+        .err()
+        .unwrap()
+        .render(dprp::error::Front::Cli)
+        .contains("k ≤ p"));
 }
 
 /// Reference values of a public map in the mechanism's arithmetic, more accurate than the

@@ -239,7 +239,10 @@ fn run_main() -> i32 {
                 } => " (--overwrite replaces it)",
                 _ => "",
             };
-            output::note(format_args!("error: {e}{hint}"));
+            output::note(format_args!(
+                "error: {}{hint}",
+                e.render(dprp::error::Front::Cli)
+            ));
             1
         }
     }

@@ -14,7 +14,7 @@
 
 use std::io::Write;
 
-use dprp::error::{Error, Result};
+use dprp::error::{Error, Front, Result};
 
 /// `println!` that returns a [`Result`] instead of panicking when standard output fails.
 macro_rules! outln {
@@ -26,20 +26,31 @@ macro_rules! outln {
     };
 }
 
-/// Write formatted text to standard output.
+/// Write formatted text to standard output, the options it names spelt as flags ([`cli_text`]).
 pub fn print_fmt(args: std::fmt::Arguments) -> Result<()> {
-    std::io::stdout()
-        .lock()
-        .write_fmt(args)
-        .map_err(stdout_error)
+    match args.as_str() {
+        Some(s) => print_str(s),
+        None => print_str(&args.to_string()),
+    }
 }
 
-/// Write text to standard output as it is.
+/// Write text to standard output, the options it names spelt as flags ([`cli_text`]).
 pub fn print_str(s: &str) -> Result<()> {
     std::io::stdout()
         .lock()
-        .write_all(s.as_bytes())
+        .write_all(cli_text(s).as_bytes())
         .map_err(stdout_error)
+}
+
+/// Text from the library as the command shows it: the library names an option by its key
+/// (`‹min_norm›`, [`dprp::error::field`]) and the command spells it as its flag (`--min-norm`).
+/// Everything the command prints passes through here.
+pub fn cli_text(s: &str) -> std::borrow::Cow<'_, str> {
+    if s.contains(dprp::error::FIELD_MARKS.0) {
+        Front::Cli.render(s).into()
+    } else {
+        s.into()
+    }
 }
 
 /// The error for a failed write to standard output.
@@ -55,12 +66,14 @@ pub fn json_error(e: serde_json::Error) -> Error {
 
 /// A warning on standard error (`warning: …`); a failure to write it is ignored.
 pub fn warn(msg: impl std::fmt::Display) {
-    let _ = writeln!(std::io::stderr(), "warning: {msg}");
+    let msg = msg.to_string();
+    let _ = writeln!(std::io::stderr(), "warning: {}", cli_text(&msg));
 }
 
 /// A line on standard error; a failure to write it is ignored.
 pub fn note(msg: impl std::fmt::Display) {
-    let _ = writeln!(std::io::stderr(), "{msg}");
+    let msg = msg.to_string();
+    let _ = writeln!(std::io::stderr(), "{}", cli_text(&msg));
 }
 
 /// Whether an error is a failed write to standard output.

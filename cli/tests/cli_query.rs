@@ -1,14 +1,10 @@
 //! `dprp query`, `dprp index` and `dprp estimate` as a user runs them, on the bundled sample.
 
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
 
 fn dprp(dir: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_dprp"))
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .unwrap()
+    crate::cli_helpers::dprp(dir, args)
 }
 
 fn text(o: &Output) -> String {

@@ -2,14 +2,10 @@
 //! that `info` describes, and their specific bad inputs fail cleanly with nothing left behind.
 
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
 
 fn dprp(dir: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_dprp"))
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .unwrap()
+    crate::cli_helpers::dprp(dir, args)
 }
 
 fn text(o: &Output) -> String {

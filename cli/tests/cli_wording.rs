@@ -374,3 +374,101 @@ fn mechanism_lists_are_complete() {
         assert!(e.contains(k.name()), "{} missing from: {e}", k.name());
     }
 }
+
+/// The flags the command has: every `--flag` its help pages (each subcommand's, each nested
+/// subcommand's) list.
+fn flags_of_the_command(dir: &Path) -> std::collections::BTreeSet<String> {
+    let mut pages = vec![vec!["--help"]];
+    for sub in [
+        "convert",
+        "publish",
+        "info",
+        "calibrate",
+        "estimate",
+        "query",
+        "project",
+        "export",
+        "mean",
+        "aggregate",
+        "ledger",
+        "audit",
+        "index",
+        "demo",
+    ] {
+        pages.push(vec![sub, "--help"]);
+    }
+    for nested in [
+        ["eval", "retrieval"],
+        ["eval", "svm"],
+        ["eval", "mean"],
+        ["shards", "finish"],
+    ] {
+        pages.push(vec![nested[0], nested[1], "--help"]);
+    }
+    let mut flags = std::collections::BTreeSet::new();
+    for args in pages {
+        let o = dprp(dir, &args);
+        assert!(o.status.success(), "{}", describe(&args, &o));
+        for line in text(&o.stdout).lines() {
+            // an option's line of a help page: `  -e, --epsilon <EPSILON>  …` or `      --all  …`
+            let Some(rest) = line.trim_start().split("--").nth(1) else {
+                continue;
+            };
+            if line.trim_start().starts_with('-') {
+                let name: String = rest
+                    .chars()
+                    .take_while(|c| c.is_ascii_alphanumeric() || *c == '-')
+                    .collect();
+                flags.insert(name);
+            }
+        }
+    }
+    flags
+}
+
+/// Issue 41: the library names an option by key (`‹min_norm›`) and the command prints it as a
+/// flag (`--min-norm`); every key the library may mark ([`dprp::error::OPTION_KEYS`], which a
+/// library test keeps complete) is a flag the command has, so no message sends a user to an
+/// option that does not exist.
+#[test]
+fn every_option_the_library_names_is_a_flag_of_the_command() {
+    let d = tempfile::tempdir().unwrap();
+    let flags = flags_of_the_command(d.path());
+    // power: the help pages were read
+    for known in [
+        "epsilon",
+        "min-norm",
+        "bits-per-parameter",
+        "ef-construction",
+        "pipeline",
+    ] {
+        assert!(
+            flags.contains(known),
+            "{known} not read from the help: {flags:?}"
+        );
+    }
+    assert!(!flags.contains("no-such-flag"));
+    // a hidden flag (left out of the help: `audit --miscalibrate` exists to test the audit
+    // itself) is one the command accepts
+    let hidden = ["miscalibrate"];
+    for h in hidden {
+        let args = ["audit", "-m", "dp-rp-g", &format!("--{h}"), "bad"];
+        let o = dprp(d.path(), &args);
+        let e = text(&o.stderr);
+        assert!(
+            !o.status.success() && e.contains(&format!("invalid --{h}")),
+            "{}",
+            describe(&args, &o)
+        );
+    }
+    let missing: Vec<String> = dprp::error::OPTION_KEYS
+        .iter()
+        .map(|k| k.replace('_', "-"))
+        .filter(|f| !flags.contains(f) && !hidden.contains(&f.as_str()))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "the library names options the command does not have: --{}",
+        missing.join(", --")
+    );
+}

@@ -2,7 +2,7 @@
 //! sample (library and command line), and the report files.
 
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
 
 use dprp::data::{native, sample, Dataset};
 use dprp::eval::grid::{MechanismSpec, Privacy, Seeds};
@@ -209,11 +209,7 @@ fn svm_grid_on_the_sample() {
 }
 
 fn dprp(dir: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_dprp"))
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .expect("failed to start dprp")
+    crate::cli_helpers::dprp(dir, args)
 }
 
 /// The command line end to end on the bundled sample: Markdown on stdout, report files and plots

@@ -118,14 +118,14 @@ fn libsvm_index_beyond_the_inferred_dimension_limit_is_refused() {
     let dir = tempfile::tempdir().unwrap();
     let e = read_all(&file(&dir, "a.svm", b"1 4000000000:1\n"), Format::Svm)
         .expect_err("an index of 4e9 must not be taken as the dimension")
-        .to_string();
+        .render(dprp::error::Front::Cli);
     assert!(e.contains("line 1") && e.contains("--dim"), "{e}");
     // Just past the limit (a 256 MiB row had it been read), on the second example.
     let limit = dprp::data::libsvm::MAX_INFERRED_DIM;
     let text = format!("1 1:1\n-1 {}:1\n", limit + 1);
     let e = read_all(&file(&dir, "b.svm", text.as_bytes()), Format::Svm)
         .expect_err("an index just past the limit must be refused")
-        .to_string();
+        .render(dprp::error::Front::Cli);
     assert!(e.contains("line 2") && e.contains("--dim"), "{e}");
     // Given explicitly, the dimension is the user's to choose; small ones read as before.
     let (dim, rows) = read_all(&file(&dir, "c.svm", b"1 3:1\n-1 1:2\n"), Format::Svm).unwrap();

@@ -98,7 +98,7 @@ fn gaussian_sigma_is_monotone_over_the_accepted_range() {
         let e = build_with(&params(kind, above, proj), NoiseChoice::default())
             .err()
             .expect("above the limit")
-            .to_string();
+            .render(dprp::error::Front::Cli);
         assert!(e.contains("--epsilon") && e.contains("1e6"), "{e}");
     }
 }

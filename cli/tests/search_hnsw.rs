@@ -279,7 +279,7 @@ fn tiny_databases_and_progress() {
 fn expect_param(r: Result<impl Sized, Error>, name: &str) -> String {
     match r {
         Err(e @ Error::Param { .. }) => {
-            let s = e.to_string();
+            let s = e.render(dprp::error::Front::Cli);
             assert!(s.contains(name), "expected a {name} error, got: {s}");
             s
         }

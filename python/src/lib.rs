@@ -37,109 +37,31 @@ pyo3::create_exception!(
      message is dprp's own, naming what and where."
 );
 
-/// Turn a dprp error into a Python exception carrying its message. A parameter named by its
-/// command-line flag (`--label-column`) is named as the keyword argument (`label_column`); a
-/// missing one also says how to pass it (`missing k: projunit needs the projected dimension k
-/// (keyword argument k=)`).
+/// Turn a dprp error into a Python exception carrying its message, every option it names spelt
+/// as this module's keyword argument (`label_column`, or `label_column=` in a sentence:
+/// [`dprp::error::Front::Python`]); a missing one also says how to pass it (`missing k: projunit
+/// needs the projected dimension k (keyword argument k=)`).
 pub(crate) fn err(e: dprp::Error) -> PyErr {
-    let e = match e {
-        dprp::Error::Param { name, msg } => dprp::Error::Param {
-            name: keyword(name),
-            msg,
-        },
-        dprp::Error::Missing { name, msg } => {
-            let name = keyword(name);
-            let msg = flags_as_keywords(&msg);
-            let msg = if is_keyword(&name) {
-                format!("{msg} (keyword argument {name}=)")
-            } else {
-                msg
-            };
-            dprp::Error::Missing { name, msg }
+    use dprp::error::Front;
+    let hint = match (&e, e.field()) {
+        (
+            dprp::Error::Output {
+                replaceable: true, ..
+            },
+            _,
+        ) => " (overwrite=True replaces it)".to_string(),
+        (dprp::Error::Missing { .. }, Some(key)) => {
+            format!(" (keyword argument {}=)", Front::Python.name(key))
         }
-        other => other,
+        _ => String::new(),
     };
-    let hint = match &e {
-        dprp::Error::Output {
-            replaceable: true, ..
-        } => " (overwrite=True replaces it)",
-        _ => "",
-    };
-    DprpError::new_err(format!("{}{hint}", keywords_in_text(&e.to_string())))
+    DprpError::new_err(format!("{}{hint}", e.render(Front::Python)))
 }
 
-/// A missing option's explanation names the other options it mentions as keyword arguments
-/// too ("spends --epsilon on the direction" → "spends epsilon= on the direction").
-fn flags_as_keywords(msg: &str) -> String {
-    let mut out = String::with_capacity(msg.len());
-    let mut rest = msg;
-    while let Some(i) = rest.find("--") {
-        let after = &rest[i + 2..];
-        let end = after
-            .find(|c: char| !(c.is_ascii_alphanumeric() || c == '-'))
-            .unwrap_or(after.len());
-        let starts_word = rest[..i]
-            .chars()
-            .next_back()
-            .is_none_or(|c| !c.is_alphanumeric());
-        out.push_str(&rest[..i]);
-        if starts_word && after[..end].starts_with(|c: char| c.is_ascii_lowercase()) {
-            out.push_str(&flag_keyword(&after[..end]));
-            out.push('=');
-        } else {
-            out.push_str(&rest[i..i + 2 + end]);
-        }
-        rest = &after[end..];
-    }
-    out.push_str(rest);
-    out
-}
-
-/// Whether `name` is spelt as a Python keyword argument.
-fn is_keyword(name: &str) -> bool {
-    !name.is_empty()
-        && !name.starts_with(|c: char| c.is_ascii_digit())
-        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
-}
-
-/// Messages that name the CLI flag a value came from ("column 'x' (given with --label-column)")
-/// name the keyword instead ("given as label_column="), so Python users see their own spelling.
-fn keywords_in_text(msg: &str) -> String {
-    const FROM: &str = "given with --";
-    let mut out = String::with_capacity(msg.len());
-    let mut rest = msg;
-    while let Some(i) = rest.find(FROM) {
-        out.push_str(&rest[..i]);
-        let after = &rest[i + FROM.len()..];
-        let end = after
-            .find(|c: char| !(c.is_ascii_alphanumeric() || c == '-'))
-            .unwrap_or(after.len());
-        out.push_str("given as ");
-        out.push_str(&flag_keyword(&after[..end]));
-        out.push('=');
-        rest = &after[end..];
-    }
-    out.push_str(rest);
-    out
-}
-
-/// `--label-column` → `label_column`; other names unchanged.
-fn keyword(name: String) -> String {
-    match name.strip_prefix("--") {
-        Some(flag) if flag.chars().all(|c| c.is_ascii_alphanumeric() || c == '-') => {
-            flag_keyword(flag)
-        }
-        _ => name,
-    }
-}
-
-/// The keyword argument of a command-line flag (without its `--`): the same words with `_`, but
-/// `--projection-seed` is `seed=` in every function of the module.
-fn flag_keyword(flag: &str) -> String {
-    match flag {
-        "projection-seed" => "seed".into(),
-        f => f.replace('-', "_"),
-    }
+/// Text from the library as Python shows it: an option the library names by key (`‹min_norm›`,
+/// [`dprp::error::field`]) is spelt as this module's keyword argument (`min_norm=`).
+pub(crate) fn py_text(s: &str) -> String {
+    dprp::error::Front::Python.render(s)
 }
 
 /// A public projection seed: a non-negative int (any size; numpy integers too) or up to 64 hex
@@ -180,7 +102,7 @@ pub(crate) fn to_py_json<'py>(
     value: &impl serde::Serialize,
 ) -> PyResult<Bound<'py, PyAny>> {
     let text = serde_json::to_string(value).map_err(|e| param("metadata", e))?;
-    py.import("json")?.call_method1("loads", (text,))
+    py.import("json")?.call_method1("loads", (py_text(&text),))
 }
 
 #[pymodule]

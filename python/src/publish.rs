@@ -258,7 +258,7 @@ fn publish_interruptibly<'a>(
     if !warnings.is_empty() {
         let warn = py.import("warnings")?;
         for w in &warnings {
-            warn.call_method1("warn", (w.as_str(),))?;
+            warn.call_method1("warn", (crate::py_text(w),))?;
         }
     }
     result.map_err(err)?;
@@ -475,7 +475,7 @@ pub fn calibrate<'py>(
         }
         let delta = delta.ok_or_else(|| {
             err(dprp::Error::missing(
-                "delta",
+                dprp::error::field("delta"),
                 "the Gaussian mechanism needs δ",
             ))
         })?;

@@ -215,7 +215,8 @@ impl Release {
         // An advisory about the writer of this release (e.g. 2026-11 noise reuse) is a
         // UserWarning: shown once by default, an error under `-W error`.
         for a in r.inner.advisories() {
-            let msg = std::ffi::CString::new(a).map_err(|e| param("release", e.to_string()))?;
+            let msg = std::ffi::CString::new(crate::py_text(&a))
+                .map_err(|e| param("release", e.to_string()))?;
             PyErr::warn(
                 py,
                 &py.get_type::<pyo3::exceptions::PyUserWarning>(),

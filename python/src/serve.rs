@@ -184,17 +184,13 @@ pub fn to_postgres<'py>(
     };
     let outcome = interrupt::run(py, |cancel| {
         export(set, &o, &|| cancel.check()).map_err(|e| match e {
-            // the CLI's option names as this method's arguments
-            dprp::Error::Param { name, msg } => dprp::Error::Param {
-                name: match name.as_str() {
-                    "--postgres" => "url".into(),
-                    "--table" => "table".into(),
-                    "--index" => "index".into(),
-                    "--measure" => "measure".into(),
-                    _ => name,
-                },
-                msg,
-            },
+            // the export's options as this method's arguments
+            dprp::Error::Param { name, msg } if name == dprp::error::field("postgres") => {
+                dprp::Error::Param {
+                    name: "url".into(),
+                    msg,
+                }
+            }
             other => other,
         })
     })?;

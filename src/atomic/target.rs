@@ -189,7 +189,7 @@ pub fn check_not_input(input: &Path, output: &Path) -> Result<()> {
     if let (Ok(a), Ok(b)) = (std::fs::canonicalize(input), std::fs::canonicalize(output)) {
         if a == b {
             return Err(Error::param(
-                "--output",
+                "‹output›",
                 format!(
                     "{} is the input file; refusing to overwrite it",
                     output.display()

@@ -75,7 +75,7 @@ impl Miscalibration {
     pub fn parse(s: &str) -> Result<Miscalibration> {
         let bad = || {
             Error::param(
-                "--miscalibrate",
+                "‹miscalibrate›",
                 format!("'{s}' is not sigma=F or epsilon=F with F a positive number"),
             )
         };
@@ -104,7 +104,7 @@ impl Miscalibration {
                         | MechanismKind::DpOporp
                 ) {
                     return Err(Error::param(
-                        "--miscalibrate",
+                        "‹miscalibrate›",
                         format!(
                             "sigma= applies to the Gaussian sketches (raw-g-opt, dp-rp-g, \
                              dp-rp-g-opt, dp-oporp), not {}",
@@ -237,7 +237,7 @@ fn sample(
 ) -> Result<Outputs> {
     let k = m.output_dim();
     if trials as u64 >= 1 << 40 {
-        return Err(Error::param("--trials", "at most 2⁴⁰ trials"));
+        return Err(Error::param("‹trials›", "at most 2⁴⁰ trials"));
     }
     let blocks = trials.div_ceil(CHUNK);
     let local = m.local();
@@ -289,7 +289,7 @@ fn sample(
             }
         }
     }
-    all.ok_or_else(|| Error::param("--trials", "at least 2 trials are needed"))
+    all.ok_or_else(|| Error::param("‹trials›", "at least 2 trials are needed"))
 }
 
 /// Split a statistic into its selection (first half) and estimation (second half) samples.
@@ -553,13 +553,13 @@ pub fn run(cfg: &AuditConfig, noise: &NoiseSource, pair_seed: u64) -> Result<Aud
 fn check_trials(trials: usize) -> Result<()> {
     if trials < 2 {
         return Err(Error::param(
-            "--trials",
+            "‹trials›",
             format!("at least 2 trials are needed (half select, half estimate), got {trials}"),
         ));
     }
     if trials > MAX_TRIALS {
         return Err(Error::param(
-            "--trials",
+            "‹trials›",
             format!(
                 "at most {MAX_TRIALS} trials per input (the statistics are held in memory), got \
                  {trials}"
@@ -624,10 +624,10 @@ fn check_memory(honest: &dyn Mechanism, trials: usize) -> Result<()> {
     };
     if trials.saturating_mul(per_value).saturating_mul(2) > MAX_STORED {
         return Err(Error::param(
-            "--trials",
+            "‹trials›",
             format!(
                 "{trials} trials of {per_value} values per input would hold more than \
-                 {MAX_STORED} values; lower --trials or the dimension"
+                 {MAX_STORED} values; lower ‹trials› or the dimension"
             ),
         ));
     }

@@ -62,7 +62,7 @@ pub fn construct(
     let beta = params.beta;
     if beta > 2.0 {
         return Err(Error::param(
-            "--beta",
+            "‹beta›",
             format!(
                 "the audit's neighbours differ by β in one coordinate of [-1, 1]; β = {beta} is \
                  more than the width 2 of that interval"
@@ -228,10 +228,10 @@ fn most_flips(params: &MechanismParams, m: &dyn Mechanism, rng: &mut ChaCha20Rng
     let p = params.p;
     if nu > (p as f64).sqrt() {
         return Err(Error::param(
-            "--min-norm",
+            "‹min_norm›",
             format!(
                 "no row of [-1,1]^{p} has norm ν = {nu} (the largest is √p = {:.4}); lower \
-                 --min-norm or raise --p",
+                 ‹min_norm› or raise ‹p›",
                 (p as f64).sqrt()
             ),
         ));
@@ -243,10 +243,10 @@ fn most_flips(params: &MechanismParams, m: &dyn Mechanism, rng: &mut ChaCha20Rng
         tries += 1;
         if tries > 1000 * NPLUS_CANDIDATES {
             return Err(Error::param(
-                "--min-norm",
+                "‹min_norm›",
                 format!(
                     "random rows of [-1,1]^{p} almost never reach the norm ν = {nu}; lower \
-                     --min-norm or raise --p"
+                     ‹min_norm› or raise ‹p›"
                 ),
             ));
         }

@@ -345,7 +345,7 @@ pub fn text(r: &PipelineReport) -> String {
 /// The pipeline checks as a Markdown section (appended to `audit --all --out`'s report.md).
 pub fn markdown(reports: &[PipelineReport]) -> String {
     let mut s = String::from(
-        "\n## The publishing pipeline (`dprp audit --pipeline`)\n\n\
+        "\n## The publishing pipeline (`dprp audit ‹pipeline›`)\n\n\
          Each mechanism publishes 2500 identical rows (p = 300, k = 64 where it projects) from a \
          float64 `.npy` through the real `publish` path, with every read capped at 1, 255, 257 \
          and 2097 rows and uncapped. Required: the same payload from every run; no more \

@@ -115,7 +115,7 @@ pub fn text(r: &AuditReport) -> String {
 /// The markdown report of an `--all` run.
 pub fn markdown(reports: &[AuditReport], command: &str, machine: &str) -> String {
     let mut s = String::new();
-    let _ = writeln!(s, "# `dprp audit --all`: empirical lower bounds on ε\n");
+    let _ = writeln!(s, "# `dprp audit ‹all›`: empirical lower bounds on ε\n");
     let _ = writeln!(s, "Made with `{command}` on {machine}.\n");
     let _ = writeln!(
         s,

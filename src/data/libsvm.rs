@@ -184,7 +184,7 @@ impl SvmReader {
     pub fn open(path: &Path, dim: Option<usize>) -> Result<SvmReader> {
         let mut feats = Vec::new();
         let (dim, rows_hint) = match dim {
-            Some(0) => return Err(Error::param("--dim", "the dimension must be at least 1")),
+            Some(0) => return Err(Error::param("‹dim›", "the dimension must be at least 1")),
             Some(d) => (d, None),
             None => {
                 let mut lines = Lines::open(path)?;
@@ -202,7 +202,7 @@ impl SvmReader {
                                         "line {line} of the file: feature index {idx} implies \
                                          more than {MAX_INFERRED_DIM} features per (dense) row; \
                                          if that is really the dimension, set it explicitly \
-                                         (--dim)"
+                                         (‹dim›)"
                                     ),
                                 ));
                             }
@@ -221,7 +221,7 @@ impl SvmReader {
                         path,
                         format!(
                             "none of the {rows} examples has a feature, so the dimension cannot \
-                             be inferred; set it explicitly (--dim)"
+                             be inferred; set it explicitly (‹dim›)"
                         ),
                     ));
                 }
@@ -354,7 +354,7 @@ mod tests {
     fn err(bytes: &[u8], dim: Option<usize>) -> String {
         match read(bytes, dim) {
             Ok(_) => panic!("expected an error"),
-            Err(e) => e.to_string(),
+            Err(e) => e.render(crate::error::Front::Cli),
         }
     }
 

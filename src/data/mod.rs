@@ -114,7 +114,7 @@ impl Format {
             "parquet" | "pq" => Format::Parquet,
             other => {
                 return Err(Error::param(
-                    "--format",
+                    "‹format›",
                     format!(
                         "unknown format '{other}' (expected native, npy, fvecs, bvecs, svm, idx, csv or parquet)"
                     ),
@@ -216,19 +216,19 @@ pub fn open_reader(path: &Path, opts: &InputOptions) -> Result<Box<dyn RowReader
             Error::format(
                 path,
                 "unknown input format: expected a name ending in .bin, .npy, .fvecs, .bvecs, \
-                 .svm, .csv, .parquet or an MNIST idx*-ubyte file (optionally .gz), or pass --format",
+                 .svm, .csv, .parquet or an MNIST idx*-ubyte file (optionally .gz), or pass ‹format›",
             )
         })?,
     };
     if opts.labels.is_some() && format != Format::Idx {
         return Err(Error::param(
-            "--labels",
+            "‹labels›",
             "a separate label file is only used with MNIST IDX input",
         ));
     }
     if opts.dim.is_some() && format != Format::Svm {
         return Err(Error::param(
-            "--dim",
+            "‹dim›",
             "the dimension can only be set for LIBSVM/svmlight input",
         ));
     }
@@ -236,9 +236,9 @@ pub fn open_reader(path: &Path, opts: &InputOptions) -> Result<Box<dyn RowReader
     if format != Format::Parquet {
         if cols.vectors.is_some() || cols.id.is_some() {
             let flag = if cols.vectors.is_some() {
-                "--column"
+                "‹column›"
             } else {
-                "--id-column"
+                "‹id_column›"
             };
             return Err(Error::param(
                 flag,
@@ -247,7 +247,7 @@ pub fn open_reader(path: &Path, opts: &InputOptions) -> Result<Box<dyn RowReader
         }
         if cols.label.is_some() && format != Format::Csv {
             return Err(Error::param(
-                "--label-column",
+                "‹label_column›",
                 "a label column is read only from CSV (a column number) and Parquet (a column \
                  name) input",
             ));
@@ -256,7 +256,7 @@ pub fn open_reader(path: &Path, opts: &InputOptions) -> Result<Box<dyn RowReader
     if format == Format::Csv {
         if let (Some(l), None) = (&cols.label, opts.csv_label_column) {
             return Err(Error::param(
-                "--label-column",
+                "‹label_column›",
                 format!("'{l}': for CSV input the label column is a number, counted from 0"),
             ));
         }

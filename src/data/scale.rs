@@ -113,7 +113,7 @@ impl ScaleArg {
         match s.parse::<f64>() {
             Ok(v) if v.is_finite() && v > 0.0 => Ok(ScaleArg::Divide(v)),
             _ => Err(Error::param(
-                "--scale",
+                "‹scale›",
                 format!("'{s}' is neither 'max-abs' nor a positive number to divide by"),
             )),
         }
@@ -126,7 +126,7 @@ pub fn parse_normalize(s: &str) -> Result<bool> {
         Ok(true)
     } else {
         Err(Error::param(
-            "--normalize",
+            "‹normalize›",
             format!("'{s}' is not supported (only 'l2')"),
         ))
     }
@@ -202,7 +202,7 @@ impl Scaler {
             Some(ScaleArg::MaxAbs) => {
                 let m = col_max_abs.ok_or_else(|| {
                     Error::param(
-                        "--scale",
+                        "‹scale›",
                         "max-abs needs column statistics from a first pass",
                     )
                 })?;
@@ -221,7 +221,7 @@ impl Scaler {
         if let Some(radius) = req.clip_norm {
             if !(radius.is_finite() && radius > 0.0) {
                 return Err(Error::param(
-                    "--clip-norm",
+                    "‹clip_norm›",
                     format!("the radius must be a positive finite number, got {radius}"),
                 ));
             }
@@ -424,7 +424,7 @@ pub fn check_domain(
         p,
         first_row,
         path,
-        "rescale explicitly with --scale max-abs, --scale <divisor>, --normalize l2 or --clip",
+        "rescale explicitly with ‹scale max-abs›, ‹scale <divisor>›, ‹normalize l2› or ‹clip›",
     )
 }
 
@@ -461,7 +461,7 @@ pub fn check_input_domain(
                         row: row_id,
                         msg: format!(
                             "its ℓ₂ norm {norm:.6} is outside {} the mechanism protects; pass \
-                             --normalize l2 (unit rows) or --clip-norm {radius} (shrink longer \
+                             ‹normalize l2› (unit rows) or ‹clip_norm {radius}› (shrink longer \
                              rows) to map rows into it",
                             domain.describe()
                         ),
@@ -581,7 +581,7 @@ mod tests {
             ..Default::default()
         };
         assert_eq!(
-            bad.request().unwrap_err().to_string(),
+            bad.request().unwrap_err().render(crate::error::Front::Cli),
             "invalid --normalize: 'l1' is not supported (only 'l2')"
         );
     }

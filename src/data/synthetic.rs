@@ -35,7 +35,7 @@ impl SyntheticRows {
     pub fn new(n: u64, d: usize, seed: Seed) -> Result<SyntheticRows> {
         if n == 0 || d == 0 {
             return Err(Error::param(
-                "--synthetic",
+                "‹synthetic›",
                 format!("needs at least one client and one dimension, got n = {n}, d = {d}"),
             ));
         }

@@ -155,7 +155,7 @@ pub fn client_gradients(
 ) -> Result<(Vec<f64>, f64)> {
     if clients == 0 || per_client == 0 || clients * per_client > m.labels.len() {
         return Err(Error::param(
-            "--preset",
+            "‹preset›",
             format!(
                 "{clients} clients × {per_client} images do not fit in the {} images",
                 m.labels.len()
@@ -179,7 +179,7 @@ pub fn client_gradients(
     let median = norms[norms.len() / 2];
     if !(median.is_finite() && median > 0.0) {
         return Err(Error::param(
-            "--preset",
+            "‹preset›",
             format!("the median gradient norm is {median}, cannot scale by it"),
         ));
     }

@@ -57,7 +57,7 @@ impl MechanismSpec {
         if kind.is_local() {
             if !LOCAL_RETRIEVAL.contains(&kind) {
                 return Err(Error::param(
-                    "--mechanisms",
+                    "‹mechanisms›",
                     format!(
                         "'{s}' does not estimate a row's direction (scalar-dp releases one \
                          number; privunit2-norm's norm part carries nothing once rows are unit \
@@ -69,7 +69,7 @@ impl MechanismSpec {
                 Some(p) if kind == MechanismKind::Projunit => Some(LocalMap::parse(p)?),
                 Some(_) => {
                     return Err(Error::param(
-                        "--mechanisms",
+                        "‹mechanisms›",
                         format!(
                             "'{s}': among the local mechanisms only projunit takes a map \
                              (rotation, gaussian, srht, srht-nearly-unbiased)"
@@ -88,7 +88,7 @@ impl MechanismSpec {
         let projection = proj.map(DenseKind::parse).transpose()?;
         if projection.is_some() && !kind.dense() {
             return Err(Error::param(
-                "--mechanisms",
+                "‹mechanisms›",
                 format!("'{s}': only dense-projection mechanisms take a projection kind"),
             ));
         }
@@ -119,7 +119,7 @@ impl MechanismSpec {
         }
         out.dedup_by(|a, b| a.label == b.label);
         if out.is_empty() {
-            return Err(Error::param("--mechanisms", "no mechanism given"));
+            return Err(Error::param("‹mechanisms›", "no mechanism given"));
         }
         Ok(out)
     }
@@ -130,7 +130,7 @@ impl MechanismSpec {
 pub fn refuse_local(specs: &[MechanismSpec], evaluation: &str) -> Result<()> {
     match specs.iter().find(|s| s.kind.is_local()) {
         Some(s) => Err(Error::param(
-            "--mechanisms",
+            "‹mechanisms›",
             format!(
                 "'{}' is a local-DP mechanism for mean estimation; {evaluation} compares the \
                  sketch mechanisms (local ones run in eval retrieval and eval mean)",

@@ -289,7 +289,7 @@ fn run_local(
     let mech = mechanism::build(&params)?;
     if mech.input_domain() != (InputDomain::Ball { radius: 1.0 }) {
         return Err(Error::param(
-            "--mechanisms",
+            "‹mechanisms›",
             format!(
                 "{} takes inputs in {}, not the unit ball",
                 spec.label,
@@ -299,7 +299,7 @@ fn run_local(
     }
     let dec = mech.local().ok_or_else(|| {
         Error::param(
-            "--mechanisms",
+            "‹mechanisms›",
             format!("{} has no mean decoder", spec.label),
         )
     })?;

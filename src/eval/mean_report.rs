@@ -9,7 +9,9 @@ use super::mean::{
     ExperimentReport, MeanReport, MeanRow, MeanSpec, Plan, CENTRAL, CENTRAL_ADD_REMOVE,
     CENTRAL_ZCDP, Z_MAX,
 };
-use super::report::{csv_field, write_atomic, write_line_figures, Line, LineFigure, LinePanel};
+use super::report::{
+    csv_field, write_line_figures, write_text_atomic, Line, LineFigure, LinePanel,
+};
 use super::{Metric, Status};
 use crate::error::{Error, Result};
 use crate::mechanism::local::release::ErrorKind;
@@ -383,7 +385,7 @@ fn csv_text(rep: &MeanReport) -> String {
 /// Write the report as CSV, one line per setting (columns [`CSV_HEADER`]; settings not run have
 /// status `not-run` and the reason).
 pub fn write_csv(rep: &MeanReport, path: &Path) -> Result<()> {
-    write_atomic(path, csv_text(rep).as_bytes())
+    write_text_atomic(path, &csv_text(rep))
 }
 
 /// Write the whole report as pretty-printed JSON (reads back into the same [`MeanReport`]).
@@ -391,7 +393,7 @@ pub fn write_json(rep: &MeanReport, path: &Path) -> Result<()> {
     let mut text =
         serde_json::to_string_pretty(rep).map_err(|e| Error::io(path, std::io::Error::other(e)))?;
     text.push('\n');
-    write_atomic(path, text.as_bytes())
+    write_text_atomic(path, &text)
 }
 
 /// Distinct values in order of first appearance.
@@ -627,7 +629,7 @@ pub fn figures(e: &ExperimentReport) -> Vec<LineFigure> {
 /// Write report.md, report.csv, report.json and the plots into `dir` (which must exist); returns
 /// the plot files and warnings (PNG without a font).
 pub fn write_all(rep: &MeanReport, md: &str, dir: &Path) -> Result<(Vec<PathBuf>, Vec<String>)> {
-    write_atomic(&dir.join("report.md"), md.as_bytes())?;
+    write_text_atomic(&dir.join("report.md"), md)?;
     write_csv(rep, &dir.join("report.csv"))?;
     write_json(rep, &dir.join("report.json"))?;
     let figs: Vec<LineFigure> = rep.experiments.iter().flat_map(figures).collect();

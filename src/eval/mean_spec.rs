@@ -71,7 +71,7 @@ impl MeanSpec {
                 Some("add-remove") => Ok(Self::central(CENTRAL_ADD_REMOVE)),
                 Some("zcdp") => Ok(Self::central(CENTRAL_ZCDP)),
                 Some(t) => Err(Error::param(
-                    "--mechanisms",
+                    "‹mechanisms›",
                     format!(
                         "'{s}': the central reference takes :replace-one (the local mechanisms' \
                          neighbours), :add-remove (the distributed mechanisms') or :zcdp \
@@ -99,7 +99,7 @@ impl MeanSpec {
                 .map(|m| m.name())
                 .collect();
             Error::param(
-                "--mechanisms",
+                "‹mechanisms›",
                 format!(
                     "unknown mechanism '{s}' for eval mean (expected one of: {}, ddg, \
                      sketch-ddg, binomial, {CENTRAL}; projunit takes :rotation, :gaussian, :srht \
@@ -110,7 +110,7 @@ impl MeanSpec {
         })?;
         if !kind.is_local() {
             return Err(Error::param(
-                "--mechanisms",
+                "‹mechanisms›",
                 format!(
                     "'{s}' is a sketch mechanism; eval mean compares the local-DP mechanisms \
                      (use eval retrieval or svm for sketches)"
@@ -119,7 +119,7 @@ impl MeanSpec {
         }
         if Self::other_domain(kind) {
             return Err(Error::param(
-                "--mechanisms",
+                "‹mechanisms›",
                 format!(
                     "'{s}' takes another input domain (scalar-dp: a value in [0, R]; \
                      privunit2-norm: a ball of public radius with a separate norm budget; \
@@ -132,7 +132,7 @@ impl MeanSpec {
             Some(m) if kind == MechanismKind::Projunit => Some(LocalMap::parse(m)?),
             Some(_) => {
                 return Err(Error::param(
-                    "--mechanisms",
+                    "‹mechanisms›",
                     format!("'{s}': only projunit takes a public map (:rotation, :srht, …)"),
                 ))
             }
@@ -200,7 +200,7 @@ impl MeanSpec {
             }
         }
         if out.is_empty() {
-            return Err(Error::param("--mechanisms", "no mechanism given"));
+            return Err(Error::param("‹mechanisms›", "no mechanism given"));
         }
         Ok(out)
     }

@@ -52,7 +52,7 @@ impl QueryMode {
             "raw" => Ok(vec![QueryMode::Raw]),
             "both" => Ok(vec![QueryMode::Private, QueryMode::Raw]),
             o => Err(Error::param(
-                "--query-mode",
+                "‹query_mode›",
                 format!("unknown query mode '{o}' (expected private, raw or both)"),
             )),
         }
@@ -101,7 +101,7 @@ pub fn run(
 ) -> Result<Report> {
     if train.p != queries.p {
         return Err(Error::param(
-            "--test",
+            "‹test›",
             format!(
                 "queries have {} features, the training data {}",
                 queries.p, train.p
@@ -110,7 +110,7 @@ pub fn run(
     }
     if train.n < RECALL_AT {
         return Err(Error::param(
-            "--train",
+            "‹train›",
             format!(
                 "the database needs at least {RECALL_AT} rows for recall@{RECALL_AT} (it has {})",
                 train.n
@@ -118,10 +118,10 @@ pub fn run(
         ));
     }
     if queries.n == 0 {
-        return Err(Error::param("--test", "no query rows"));
+        return Err(Error::param("‹test›", "no query rows"));
     }
     if cfg.repeat == 0 {
-        return Err(Error::param("--repeat", "must be at least 1"));
+        return Err(Error::param("‹repeat›", "must be at least 1"));
     }
     let start = Instant::now();
     let truth = ground_truth(&train.values, &queries.values, train.p, TRUE_TOP)?;
@@ -272,7 +272,7 @@ fn decoded(
     use rayon::prelude::*;
     let dec = m.local().ok_or_else(|| {
         Error::param(
-            "--mechanisms",
+            "‹mechanisms›",
             format!("{} has no server-side decoder", m.kind().name()),
         )
     })?;
@@ -294,7 +294,7 @@ fn decoded(
         Sketches::Real(v) => v,
         Sketches::Bits(_) => {
             return Err(Error::param(
-                "--mechanisms",
+                "‹mechanisms›",
                 format!("{} releases no real-valued messages", m.kind().name()),
             ))
         }
@@ -333,14 +333,14 @@ fn job_inner(
     cfg: &RetrievalConfig,
     j: &Job,
 ) -> JobResult {
-    let failed = |e: Error| Status::Failed(e.to_string());
+    let failed = |e: Error| Status::Failed(e.marked());
     let p = train.p;
     let seed = cfg.seeds.projection(j.k, j.repeat);
     let mi = match j.setting {
         Setting::Mechanism(mi) => mi,
         Setting::Reference(rk) => {
             // the same sketches serve both query modes: without noise, a private query is a raw one
-            let na = |e: Error| Status::NotApplicable(e.to_string());
+            let na = |e: Error| Status::NotApplicable(e.marked());
             let db = grid::reference(&rk, j, train, &cfg.seeds).map_err(na)?;
             let q = grid::reference(&rk, j, queries, &cfg.seeds).map_err(na)?;
             let k = if rk.seeded() { j.k } else { p };
@@ -350,7 +350,7 @@ fn job_inner(
     };
     let spec = &cfg.mechanisms[mi];
     let m = grid::mechanism(spec, j.epsilon, j.k, p, &cfg.privacy, seed)
-        .map_err(|e| Status::NotApplicable(e.to_string()))?;
+        .map_err(|e| Status::NotApplicable(e.marked()))?;
     if spec.kind.is_local() {
         return local_job(m.as_ref(), &spec.label, train, queries, truth, cfg, j).map_err(failed);
     }

@@ -56,7 +56,7 @@ pub fn run(
 ) -> Result<Report> {
     let (ytr, yte) = class_labels(train, test)?;
     if cfg.repeat == 0 {
-        return Err(Error::param("--repeat", "must be at least 1"));
+        return Err(Error::param("‹repeat›", "must be at least 1"));
     }
     grid::refuse_local(&cfg.mechanisms, "eval svm")?;
     cfg.svm.validate()?;
@@ -92,7 +92,7 @@ pub fn run(
 fn class_labels(train: &Dataset, test: &Dataset) -> Result<(Vec<i32>, Vec<i32>)> {
     if train.p != test.p {
         return Err(Error::param(
-            "--test",
+            "‹test›",
             format!(
                 "test rows have {} features, training rows {}",
                 test.p, train.p
@@ -103,12 +103,12 @@ fn class_labels(train: &Dataset, test: &Dataset) -> Result<(Vec<i32>, Vec<i32>)>
         train
             .labels
             .as_deref()
-            .ok_or_else(|| Error::param("--train", "the training data has no labels"))?,
+            .ok_or_else(|| Error::param("‹train›", "the training data has no labels"))?,
     )?;
     let yte = labels_from_f32(
         test.labels
             .as_deref()
-            .ok_or_else(|| Error::param("--test", "the test data has no labels"))?,
+            .ok_or_else(|| Error::param("‹test›", "the test data has no labels"))?,
     )?;
     Ok((ytr, yte))
 }
@@ -272,11 +272,11 @@ fn job(
     cfg: &SvmConfig,
     j: &Job,
 ) -> JobResult {
-    let failed = |e: Error| Status::Failed(e.to_string());
+    let failed = |e: Error| Status::Failed(e.marked());
     let seed = cfg.seeds.projection(j.k, j.repeat);
     let (tr, te, k) = match j.setting {
         Setting::Reference(rk) => {
-            let na = |e: Error| Status::NotApplicable(e.to_string());
+            let na = |e: Error| Status::NotApplicable(e.marked());
             (
                 grid::reference(&rk, j, train, &cfg.seeds).map_err(na)?,
                 grid::reference(&rk, j, test, &cfg.seeds).map_err(na)?,
@@ -286,7 +286,7 @@ fn job(
         Setting::Mechanism(mi) => {
             let spec = &cfg.mechanisms[mi];
             let m = grid::mechanism(spec, j.epsilon, j.k, train.p, &cfg.privacy, seed)
-                .map_err(|e| Status::NotApplicable(e.to_string()))?;
+                .map_err(|e| Status::NotApplicable(e.marked()))?;
             let ntr = cfg
                 .seeds
                 .noise(&spec.label, j.epsilon, j.k, j.repeat, "train");

@@ -353,7 +353,7 @@ fn startup_tls(
     let mut make = MakeRustlsConnect::new(checked.config.clone());
     let connector =
         <MakeRustlsConnect as MakeTlsConnect<TcpStream>>::make_tls_connect(&mut make, host)
-            .map_err(|e| Error::param("--postgres", format!("host {host}: {e}")))?;
+            .map_err(|e| Error::param("‹postgres›", format!("host {host}: {e}")))?;
     let done = Arc::new(AtomicBool::new(false));
     let marked = Marked {
         inner: connector,
@@ -439,7 +439,7 @@ fn attempt_tcp(
     let with_tls = |deadline: Option<Instant>, stream: TcpStream| -> Result<TlsOutcome> {
         match checked {
             Some(c) => startup_tls(rt, info, stream, &target.host, c, deadline, cancel),
-            None => Err(Error::param("--postgres", "TLS is not configured")),
+            None => Err(Error::param("‹postgres›", "TLS is not configured")),
         }
     };
     match info.tls.mode {

@@ -78,7 +78,7 @@ pub struct Exported {
 pub fn parse_url(url: &str) -> Result<ConnInfo> {
     conninfo::parse(url).map_err(|e| {
         Error::param(
-            "--postgres",
+            "‹postgres›",
             format!(
                 "{} is not a connection string dprp can use: {e}",
                 redact(url)
@@ -90,20 +90,20 @@ pub fn parse_url(url: &str) -> Result<ConnInfo> {
 /// Check what the export needs of the release before connecting: the measure fits the payload,
 /// the width fits pgvector, the index fits its limits.
 fn check(set: &ReleaseSet, o: &ExportOptions) -> Result<()> {
-    check_table_name(&o.table, "--table")?;
+    check_table_name(&o.table, "‹table›")?;
     let k = set.k();
     let bits = set.meta().payload == Payload::Bits;
     match (bits, o.measure) {
         (true, Measure::Hamming) | (false, Measure::Ip | Measure::Cosine) => {}
         (true, _) => {
             return Err(Error::param(
-                "--measure",
+                "‹measure›",
                 "a sign release is searched by hamming (bit(k) column)",
             ))
         }
         (false, _) => {
             return Err(Error::param(
-                "--measure",
+                "‹measure›",
                 "a real-valued release is searched by ip or cosine (vector(k) column)",
             ))
         }
@@ -117,10 +117,10 @@ fn check(set: &ReleaseSet, o: &ExportOptions) -> Result<()> {
     let limit = if bits { HNSW_MAX_DIM.1 } else { HNSW_MAX_DIM.0 };
     if o.hnsw && k > limit {
         return Err(Error::param(
-            "--index",
+            "‹index›",
             format!(
                 "pgvector's HNSW index takes at most {limit} dimensions for this column type; the \
-                 release has k = {k} (export without --index hnsw and search exactly)"
+                 release has k = {k} (export without ‹index hnsw› and search exactly)"
             ),
         ));
     }
@@ -217,16 +217,16 @@ fn create(
     );
     s.execute(&sql, cancel)?.map_err(|e| match e.code() {
         Some(c) if c == &SqlState::DUPLICATE_TABLE => Error::param(
-            "--table",
+            "‹table›",
             format!(
-                "table {} already exists; choose another name, or --replace to drop it and load \
+                "table {} already exists; choose another name, or ‹replace› to drop it and load \
                  this release in its place (in one transaction)",
                 o.table
             ),
         ),
         // a keyword of a newer server than dprp's list knows
         Some(c) if c == &SqlState::SYNTAX_ERROR => Error::param(
-            "--table",
+            "‹table›",
             format!(
                 "the server's SQL does not take {} as a table name ({}); choose another name",
                 o.table,

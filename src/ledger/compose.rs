@@ -277,7 +277,7 @@ pub fn compose(entries: &[&Entry]) -> std::result::Result<Totals, String> {
         _ if not_private => (
             None,
             None,
-            "a release is not private (its noise came from --noise-seed)".to_string(),
+            "a release is not private (its noise came from ‹noise_seed›)".to_string(),
         ),
         None => (
             None,
@@ -376,7 +376,7 @@ pub struct Budget {
 impl Budget {
     /// Parse `ε` or `ε,δ`.
     pub fn parse(s: &str) -> Result<Budget> {
-        let bad = |m: String| Err(Error::param("--budget", m));
+        let bad = |m: String| Err(Error::param("‹budget›", m));
         let mut parts = s.split(',').map(str::trim);
         let (Some(e), d, None) = (parts.next(), parts.next(), parts.next()) else {
             return bad(format!("'{s}' is not ε or ε,δ"));
@@ -414,7 +414,7 @@ impl Budget {
 pub fn check(totals: &Totals, budget: &Budget) -> std::result::Result<String, String> {
     if totals.kind == "not private" {
         return Err(
-            "a release of this dataset is not private (its noise came from a --noise-seed): no \
+            "a release of this dataset is not private (its noise came from a ‹noise_seed›): no \
              budget covers it"
                 .into(),
         );
@@ -434,7 +434,7 @@ pub fn check(totals: &Totals, budget: &Budget) -> std::result::Result<String, St
     let mut why = match (eps_over, delta_over) {
         (false, true) if budget.delta == 0.0 => format!(
             "{basic}: ε is within the budget, δ is not — the budget is pure ε (δ = 0) and these \
-             releases have δ = {} > 0 (give the budget as ε,δ, e.g. --budget {},{:e})",
+             releases have δ = {} > 0 (give the budget as ε,δ, e.g. ‹budget {},{:e}›)",
             fmt_num(totals.delta),
             fmt_num(budget.epsilon),
             totals.delta.max(1e-9)

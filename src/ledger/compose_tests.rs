@@ -291,7 +291,9 @@ fn budget_parsing() {
     for bad in [
         "0", "-1", "inf", "NaN", "1,1", "1,-0.1", "1,2,3", "a", "1,b", "", "1,",
     ] {
-        let e = Budget::parse(bad).unwrap_err().to_string();
+        let e = Budget::parse(bad)
+            .unwrap_err()
+            .render(crate::error::Front::Cli);
         assert!(e.contains("--budget"), "{bad}: {e}");
     }
 }

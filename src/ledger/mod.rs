@@ -145,7 +145,7 @@ impl Ledger {
             Ok(_) => Err(Error::ledger(dir, "not a directory")),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Err(Error::ledger(
                 dir,
-                "the ledger directory does not exist (publish --ledger DIR creates it)",
+                "the ledger directory does not exist (publish ‹ledger› DIR creates it)",
             )),
             Err(e) => Err(Error::io(dir, e)),
         }

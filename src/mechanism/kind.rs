@@ -109,7 +109,7 @@ impl MechanismKind {
         MechanismKind::all().find(|m| m.name() == t).ok_or_else(|| {
             let names: Vec<&str> = MechanismKind::all().map(|m| m.name()).collect();
             Error::param(
-                "--mechanism",
+                "‹mechanism›",
                 format!(
                     "unknown mechanism '{s}' (expected one of: {})",
                     names.join(", ")

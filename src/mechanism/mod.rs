@@ -378,7 +378,7 @@ pub fn build_with(params: &MechanismParams, noise: NoiseChoice) -> Result<Box<dy
     if params.kind.needs_delta() {
         let d = params.delta.ok_or_else(|| {
             Error::missing(
-                "--delta",
+                "‹delta›",
                 format!("{} gives (ε,δ)-DP and needs δ", params.kind.name()),
             )
         })?;
@@ -389,9 +389,9 @@ pub fn build_with(params: &MechanismParams, noise: NoiseChoice) -> Result<Box<dy
     }
     if !params.kind.dense() && params.projection.is_some() {
         return Err(Error::param(
-            "--projection",
+            "‹projection›",
             format!(
-                "{} does not use a dense projection; --projection applies to dp-rp-g, dp-rp-g-opt, \
+                "{} does not use a dense projection; ‹projection› applies to dp-rp-g, dp-rp-g-opt, \
                  dp-signrp-* and idp-signrp-*",
                 params.kind.name()
             ),
@@ -399,10 +399,10 @@ pub fn build_with(params: &MechanismParams, noise: NoiseChoice) -> Result<Box<dy
     }
     if params.kind.is_idp() && !params.individual_dp {
         return Err(Error::missing(
-            "--individual-dp",
+            "‹individual_dp›",
             format!(
                 "{} gives only individual DP, which protects the neighbours of this exact dataset \
-                 rather than every pair of neighbouring datasets; pass --individual-dp to accept \
+                 rather than every pair of neighbouring datasets; pass ‹individual_dp› to accept \
                  that weaker guarantee",
                 params.kind.name()
             ),
@@ -411,7 +411,7 @@ pub fn build_with(params: &MechanismParams, noise: NoiseChoice) -> Result<Box<dy
     if let Some(nu) = params.min_norm {
         if !(nu.is_finite() && nu > 0.0) {
             return Err(Error::param(
-                "--min-norm",
+                "‹min_norm›",
                 format!("the norm lower bound must be a positive finite number, got {nu}"),
             ));
         }
@@ -423,21 +423,21 @@ pub fn build_with(params: &MechanismParams, noise: NoiseChoice) -> Result<Box<dy
     let k = if params.kind.projects() {
         let k = params.k.ok_or_else(|| {
             Error::missing(
-                "--k",
+                "‹k›",
                 format!("{} needs the sketch width k", params.kind.name()),
             )
         })?;
         if k == 0 {
-            return Err(Error::param("--k", "k must be at least 1"));
+            return Err(Error::param("‹k›", "k must be at least 1"));
         }
         k
     } else {
         match params.k {
             Some(k) if k != params.p => {
                 return Err(Error::param(
-                    "--k",
+                    "‹k›",
                     format!(
-                        "raw-g-opt releases all p = {} coordinates; drop --k (got {k})",
+                        "raw-g-opt releases all p = {} coordinates; drop ‹k› (got {k})",
                         params.p
                     ),
                 ))
@@ -469,7 +469,7 @@ pub fn build_with(params: &MechanismParams, noise: NoiseChoice) -> Result<Box<dy
         }
         local => {
             return Err(Error::param(
-                "--mechanism",
+                "‹mechanism›",
                 format!(
                     "{} is a local mechanism (built by local::release)",
                     local.name()
@@ -687,7 +687,7 @@ mod tests {
             let e = build(&p)
                 .err()
                 .expect("accepted bad parameters")
-                .to_string();
+                .render(crate::error::Front::Cli);
             assert!(e.contains(what), "expected {what} in {e}");
         }
         assert!(MechanismKind::parse("dp-magic").is_err());

@@ -107,13 +107,13 @@ pub fn gaussian_delta_with_error(sigma: f64, sensitivity: f64, epsilon: f64) -> 
 fn check_eps_delta(epsilon: f64, delta: f64) -> Result<()> {
     if !(epsilon.is_finite() && epsilon > 0.0) {
         return Err(Error::param(
-            "--epsilon",
+            "‹epsilon›",
             format!("ε must be a positive finite number, got {epsilon}"),
         ));
     }
     if !(delta > 0.0 && delta < 1.0) {
         return Err(Error::param(
-            "--delta",
+            "‹delta›",
             format!("δ must lie strictly between 0 and 1, got {delta}"),
         ));
     }
@@ -123,7 +123,7 @@ fn check_eps_delta(epsilon: f64, delta: f64) -> Result<()> {
 fn check_sensitivity(sensitivity: f64) -> Result<()> {
     if !(sensitivity.is_finite() && sensitivity > 0.0) {
         return Err(Error::param(
-            "--sensitivity",
+            "‹sensitivity›",
             format!("the sensitivity must be a positive finite number, got {sensitivity}"),
         ));
     }
@@ -171,7 +171,7 @@ pub fn analytic_sigma(sensitivity: f64, epsilon: f64, delta: f64) -> Result<f64>
             lo /= 2.0;
             steps += 1;
             if steps > 2000 || lo == 0.0 {
-                return Err(Error::param("--epsilon", "calibration failed to bracket σ"));
+                return Err(Error::param("‹epsilon›", "calibration failed to bracket σ"));
             }
         }
     } else {
@@ -182,7 +182,7 @@ pub fn analytic_sigma(sensitivity: f64, epsilon: f64, delta: f64) -> Result<f64>
             hi *= 2.0;
             steps += 1;
             if steps > 2000 || !hi.is_finite() {
-                return Err(Error::param("--delta", "calibration failed to bracket σ"));
+                return Err(Error::param("‹delta›", "calibration failed to bracket σ"));
             }
         }
     }
@@ -199,7 +199,7 @@ pub fn analytic_sigma(sensitivity: f64, epsilon: f64, delta: f64) -> Result<f64>
     }
     debug_assert!(f(hi) <= delta);
     if f(hi) > delta || !hi.is_finite() {
-        return Err(Error::param("--epsilon", "calibration did not converge"));
+        return Err(Error::param("‹epsilon›", "calibration did not converge"));
     }
     Ok(hi)
 }

@@ -36,7 +36,7 @@ impl Neighbour {
             "coordinate" | "beta" | "coord" => Ok(Neighbour::Coordinate),
             "l1" => Ok(Neighbour::L1),
             other => Err(Error::param(
-                "--neighbour",
+                "‹neighbour›",
                 format!("unknown neighbour relation '{other}' (expected coordinate or l1)"),
             )),
         }
@@ -109,7 +109,7 @@ impl GuaranteeKind {
                  neighbouring datasets. It is strictly weaker than DP: noise goes only where this \
                  data lets a neighbour change the output (the noise set A), so an iDP result at \
                  some ε is not comparable with a DP result at the same ε, and `publish` demands \
-                 `--individual-dp` for these mechanisms."
+                 `‹individual_dp›` for these mechanisms."
             }
             GuaranteeKind::LocalDp => {
                 "**LDP** (local ε-differential privacy, replace-one): each row is privatised on its \
@@ -234,7 +234,7 @@ impl Guarantee {
                 )
             }
             (GuaranteeKind::None, _) => "NO privacy guarantee: the noise was drawn from a \
-                 user-supplied seed (--noise-seed) and can be reproduced by anyone who knows it."
+                 user-supplied seed (‹noise_seed›) and can be reproduced by anyone who knows it."
                 .to_string(),
         }
     }
@@ -252,7 +252,7 @@ pub const MAX_EPSILON: f64 = 1e6;
 
 /// Validate ε: positive, finite and at most [`MAX_EPSILON`].
 pub fn check_epsilon(epsilon: f64) -> Result<()> {
-    check_epsilon_named("--epsilon", epsilon)
+    check_epsilon_named("‹epsilon›", epsilon)
 }
 
 /// [`check_epsilon`] for the option `name` (`--epsilon`, `--epsilon-norm`, …).
@@ -283,7 +283,7 @@ pub fn check_delta(delta: f64) -> Result<()> {
         Ok(())
     } else {
         Err(Error::param(
-            "--delta",
+            "‹delta›",
             format!("δ must lie strictly between 0 and 1, got {delta}"),
         ))
     }
@@ -295,7 +295,7 @@ pub fn check_beta(beta: f64) -> Result<()> {
         Ok(())
     } else {
         Err(Error::param(
-            "--beta",
+            "‹beta›",
             format!("β must be a positive finite number, got {beta}"),
         ))
     }

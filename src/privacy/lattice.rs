@@ -95,7 +95,7 @@ impl NoiseChoice {
             "lattice" => Ok(NoiseChoice::Lattice),
             "float" => Ok(NoiseChoice::Float),
             _ => Err(Error::param(
-                "--noise",
+                "‹noise›",
                 format!(
                     "unknown noise '{s}' (expected lattice — the default, a discrete Gaussian on \
                      a lattice sampled with integers — or float, the floating-point sampler)"
@@ -244,10 +244,10 @@ pub fn account(epsilon: f64, delta: f64, k: usize, log_c: f64) -> Result<(f64, f
     let del0 = next_down(delta * (-(k as f64) * log_c).exp() * (1.0 - pow2(-50)));
     if !(eps0 > 0.0 && del0 > 0.0) {
         return Err(Error::param(
-            "--epsilon",
+            "‹epsilon›",
             format!(
                 "ε = {epsilon} leaves nothing after the lattice's correction 2k·ln c = {corr:e}; \
-                 use --noise float"
+                 use ‹noise float›"
             ),
         ));
     }
@@ -301,7 +301,7 @@ pub fn plan(
             "lattice noise",
             format!(
                 "s² = (σ_c/γ)² + s₂² = {s_sq:e} exceeds the sampler's range 2^62 (σ is too \
-                 large against the lattice step at k = {k}); use --noise float"
+                 large against the lattice step at k = {k}); use ‹noise float›"
             ),
         ));
     }
@@ -346,7 +346,7 @@ pub fn check_range(max_abs: f64, g: i32) -> Result<()> {
             format!(
                 "projected values up to {max_abs:e} on a lattice of step 2^-{g} need integers up \
                  to {m:e}, beyond 2^52 (β, and with it the lattice step, is very small); use a \
-                 larger --beta or --noise float"
+                 larger ‹beta› or ‹noise float›"
             ),
         ))
     }

@@ -188,7 +188,7 @@ fn check_r_p(r: f64, p: usize) -> Result<()> {
         ));
     }
     if p == 0 {
-        return Err(Error::param("--dim", "the dimension p must be at least 1"));
+        return Err(Error::param("‹dim›", "the dimension p must be at least 1"));
     }
     Ok(())
 }
@@ -474,36 +474,36 @@ pub fn compute_with(
 ) -> Result<NPlus> {
     if !(beta.is_finite() && beta > 0.0) {
         return Err(Error::param(
-            "--beta",
+            "‹beta›",
             format!("β must be a positive finite number, got {beta}"),
         ));
     }
     if !(min_norm.is_finite() && min_norm > 0.0) {
         return Err(Error::param(
-            "--min-norm",
+            "‹min_norm›",
             format!("the lower bound on ‖u‖ must be a positive finite number, got {min_norm}"),
         ));
     }
     if !(delta > 0.0 && delta < 1.0) {
         return Err(Error::param(
-            "--delta",
+            "‹delta›",
             format!("δ must lie strictly between 0 and 1, got {delta}"),
         ));
     }
     if k == 0 {
         return Err(Error::param(
-            "--k",
+            "‹k›",
             "the number of projections k must be at least 1",
         ));
     }
     if p == 0 {
-        return Err(Error::param("--dim", "the dimension p must be at least 1"));
+        return Err(Error::param("‹dim›", "the dimension p must be at least 1"));
     }
     // May underflow to 0 for extreme inputs (then P = 0 and N₊ = 1); overflow is rejected.
     let r = beta / min_norm;
     if !r.is_finite() {
         return Err(Error::param(
-            "--min-norm",
+            "‹min_norm›",
             format!("β/min-norm overflows (β = {beta}, min-norm = {min_norm})"),
         ));
     }
@@ -517,7 +517,7 @@ pub fn compute_with(
         DenseKind::Rademacher => (METHOD_RADEMACHER_BE, false, p_rademacher_bound(r, min_norm)),
         DenseKind::Uniform | DenseKind::Sparse { .. } => {
             return Err(Error::param(
-                "--projection",
+                "‹projection›",
                 "N₊ (DP-SignRP-RR) is only available for gaussian and rademacher projections; \
                  use the smooth-flipping mechanism (dp-signrp-rr-smooth) instead",
             ))
@@ -617,7 +617,7 @@ mod tests {
 
     fn param_name(e: Error) -> String {
         match e {
-            Error::Param { name, .. } => name,
+            Error::Param { name, .. } => crate::error::Front::Cli.render_name(&name),
             other => panic!("expected a parameter error, got {other}"),
         }
     }

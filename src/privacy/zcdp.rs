@@ -51,7 +51,7 @@ fn check_rho(rho: f64) -> Result<()> {
 fn check_delta(delta: f64) -> Result<()> {
     if !(delta > 0.0 && delta < 1.0) {
         return Err(Error::param(
-            "--delta",
+            "‹delta›",
             format!("δ must lie strictly between 0 and 1, got {delta}"),
         ));
     }
@@ -197,7 +197,7 @@ pub fn delta(rho: f64, epsilon: f64) -> Result<f64> {
     check_rho(rho)?;
     if !(epsilon.is_finite() && epsilon >= 0.0) {
         return Err(Error::param(
-            "--epsilon",
+            "‹epsilon›",
             format!("ε must be a non-negative finite number, got {epsilon}"),
         ));
     }
@@ -214,7 +214,7 @@ pub fn delta(rho: f64, epsilon: f64) -> Result<f64> {
 pub fn rho_for_epsilon(target_epsilon: f64, delta: f64) -> Result<f64> {
     if !(target_epsilon.is_finite() && target_epsilon > 0.0) {
         return Err(Error::param(
-            "--epsilon",
+            "‹epsilon›",
             format!("ε must be a positive finite number, got {target_epsilon}"),
         ));
     }
@@ -229,7 +229,7 @@ pub fn rho_for_epsilon(target_epsilon: f64, delta: f64) -> Result<f64> {
         hi *= 2.0;
         steps += 1;
         if steps > 2100 || !hi.is_finite() {
-            return Err(Error::param("--epsilon", "calibration failed to bracket ρ"));
+            return Err(Error::param("‹epsilon›", "calibration failed to bracket ρ"));
         }
     }
     while hi - lo > 1e-12 * hi {
@@ -245,7 +245,7 @@ pub fn rho_for_epsilon(target_epsilon: f64, delta: f64) -> Result<f64> {
     }
     if lo == 0.0 {
         return Err(Error::param(
-            "--epsilon",
+            "‹epsilon›",
             format!("no positive ρ meets ε = {target_epsilon} at δ = {delta}"),
         ));
     }

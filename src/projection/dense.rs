@@ -31,14 +31,14 @@ impl DenseProjection {
     /// Regenerate `W` from the public seed (layout documented in [`crate::projection`]).
     pub fn generate(kind: DenseKind, p: usize, k: usize, seed: Seed) -> Result<DenseProjection> {
         if p == 0 || k == 0 {
-            return Err(Error::param("--k", "p and k must both be at least 1"));
+            return Err(Error::param("‹k›", "p and k must both be at least 1"));
         }
         let total = p
             .checked_mul(k)
             .filter(|&t| t <= MAX_ENTRIES)
             .ok_or_else(|| {
                 Error::param(
-                    "--k",
+                    "‹k›",
                     format!("a {p}×{k} dense projection is too large to hold in memory"),
                 )
             })?;

@@ -118,20 +118,20 @@ impl DenseKind {
                 if let Some(s) = t.strip_prefix("sparse:") {
                     let s: f64 = s.parse().map_err(|_| {
                         Error::param(
-                            "--projection",
+                            "‹projection›",
                             format!("'{text}': S in sparse:S must be a number"),
                         )
                     })?;
                     if !(s.is_finite() && s >= 1.0) {
                         return Err(Error::param(
-                            "--projection",
+                            "‹projection›",
                             format!("'{text}': S in sparse:S must be at least 1"),
                         ));
                     }
                     DenseKind::Sparse { s }
                 } else {
                     return Err(Error::param(
-                        "--projection",
+                        "‹projection›",
                         format!(
                             "unknown projection '{text}' (expected rademacher, gaussian, uniform or sparse:S)"
                         ),

@@ -43,11 +43,11 @@ impl Oporp {
     /// Regenerate the permutation and signs from the public seed.
     pub fn generate(p: usize, k: usize, seed: Seed) -> Result<Oporp> {
         if p == 0 || k == 0 {
-            return Err(Error::param("--k", "p and k must both be at least 1"));
+            return Err(Error::param("‹k›", "p and k must both be at least 1"));
         }
         if k > p {
             return Err(Error::param(
-                "--k",
+                "‹k›",
                 format!(
                     "OPORP needs k ≤ p: k = {k} bins cannot be filled from p = {p} coordinates"
                 ),

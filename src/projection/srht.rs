@@ -37,7 +37,7 @@ impl Srht {
         let d_pad = next_pow2(d)?;
         if k == 0 || k > d_pad {
             return Err(Error::param(
-                "--k",
+                "‹k›",
                 format!("SRHT needs 1 ≤ k ≤ d' = {d_pad} (d = {d} padded), got k = {k}"),
             ));
         }

@@ -96,9 +96,9 @@ fn check_min_norm(
                 path: path.to_path_buf(),
                 row: first_row + r as u64,
                 msg: format!(
-                    "its ℓ₂ norm {norm:.6} is below the public bound --min-norm {nu}; the N₊ \
+                    "its ℓ₂ norm {norm:.6} is below the public bound ‹min_norm {nu}›; the N₊ \
                      calibration is valid only for rows at or above it (filter or rescale such rows, \
-                     or lower --min-norm)"
+                     or lower ‹min_norm›)"
                 ),
             });
         }

@@ -41,10 +41,11 @@ pub(super) fn release_meta(
     let mut statement = guarantee.sentence();
     if !private {
         statement = format!(
-            "NOT PRIVATE: the noise was drawn from a user-supplied --noise-seed and can be \
+            "NOT PRIVATE: the noise was drawn from a user-supplied ‹noise_seed› and can be \
              reproduced by anyone who knows it. Had it come from the OS, the guarantee would be: {statement}"
         );
     }
+    let statement = crate::error::in_files(&statement);
     if let (GuaranteeKind::ApproxDp, Some(cal)) = (guarantee.kind, mech.record().gaussian.as_ref())
     {
         if cal.rule() == SigmaRule::Classical && !cal.classical_proven {

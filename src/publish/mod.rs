@@ -363,7 +363,7 @@ pub fn publish_from_as<'r>(
     };
     if noise.is_seeded() {
         warnings
-            .push("--noise-seed makes the release reproducible and therefore NOT private".into());
+            .push("‹noise_seed› makes the release reproducible and therefore NOT private".into());
     }
     crate::atomic::check_not_input(&req.input, &req.output)?;
     // before anything is read: an output that will not be written is refused now
@@ -384,7 +384,7 @@ pub fn publish_from_as<'r>(
         .checked_add(req.params.local.first_row)
         .ok_or_else(|| {
             Error::param(
-                "--first-row",
+                "‹first_row›",
                 format!(
                     "{first_row} + {}: the row ids overflow 64 bits",
                     req.params.local.first_row

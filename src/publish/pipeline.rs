@@ -179,7 +179,7 @@ fn read_loop(
         let want = chunk.saturating_mul(p);
         let reserved = v.try_reserve_exact(want).map_err(|_| {
             Error::param(
-                "--memory",
+                "‹memory›",
                 format!(
                     "cannot allocate {} for a chunk of {chunk} rows: lower the memory budget",
                     super::human_bytes(want.saturating_mul(4) as u64)

@@ -24,7 +24,7 @@ pub(super) fn check_ids(
 ) -> Result<()> {
     if reader.has_ids() && opts.part.is_some() {
         return Err(Error::param(
-            "--id-column",
+            "‹id_column›",
             "a sharded release numbers its rows globally (shard first row + position); explicit \
              ids are stored only in a release in one file",
         ));
@@ -32,7 +32,7 @@ pub(super) fn check_ids(
     if let Some(n) = reader.rows_hint() {
         if first_row.checked_add(n).is_none() {
             return Err(Error::param(
-                "--first-row",
+                "‹first_row›",
                 format!("{first_row} + {n} rows: the row ids overflow 64 bits"),
             ));
         }
@@ -55,8 +55,8 @@ pub(super) fn scaling<'r>(
     let mut scaling: Scaling = reader.scaling();
     let col_max = if req.scaling.needs_column_stats() {
         warnings.push(
-            "--scale max-abs derives per-column factors from the data itself; those factors are not \
-             covered by the privacy guarantee (prefer a public bound such as --scale 255 or --clip)"
+            "‹scale max-abs› derives per-column factors from the data itself; those factors are not \
+             covered by the privacy guarantee (prefer a public bound such as ‹scale 255› or ‹clip›)"
                 .to_string(),
         );
         let mut acc = vec![0f32; p];
@@ -103,7 +103,7 @@ pub(super) fn params(
     params.p = p;
     if params.delta.is_some() && !params.kind.needs_delta() {
         warnings.push(format!(
-            "{} gives pure ε-{}: --delta is not used",
+            "{} gives pure ε-{}: ‹delta› is not used",
             params.kind.name(),
             params.kind.guarantee_kind().short()
         ));
@@ -118,16 +118,16 @@ pub(super) fn params(
             Some(nu) if nu > NORMALISED_MIN_NORM && nu <= 1.0 => {
                 warnings.push(format!(
                     "the rows are l2-normalised, so their computed norms are 1 only up to \
-                     f32 rounding; --min-norm {nu} is taken as {NORMALISED_MIN_NORM} (the \
+                     f32 rounding; ‹min_norm {nu}› is taken as {NORMALISED_MIN_NORM} (the \
                      calibration uses that bound: slightly more noise, the same guarantee)"
                 ));
                 params.min_norm = Some(NORMALISED_MIN_NORM);
             }
             Some(nu) if nu > 1.0 => {
                 return Err(Error::param(
-                    "--min-norm",
+                    "‹min_norm›",
                     format!(
-                        "{nu} is above 1, but --normalize l2 gives every row norm 1: every row \
+                        "{nu} is above 1, but ‹normalize l2› gives every row norm 1: every row \
                          would be refused"
                     ),
                 ))
@@ -159,9 +159,9 @@ pub(super) fn check_row_budget(p: usize, k: usize, payload: Payload, budget: usi
     if per_row > budget {
         // the sketch's width is to blame when its output outweighs the input row
         let (name, advice) = if crate::release::row_bytes(payload, k) > p.saturating_mul(4) {
-            ("--k", "use a smaller --k, or raise --memory (in MiB)")
+            ("‹k›", "use a smaller ‹k›, or raise ‹memory› (in MiB)")
         } else {
-            ("--memory", "raise --memory (in MiB)")
+            ("‹memory›", "raise ‹memory› (in MiB)")
         };
         return Err(Error::param(
             name,

@@ -340,7 +340,7 @@ impl ReleaseSet {
                     path,
                     format!(
                         "is a directory without a {MANIFEST}: not a sharded release (if its \
-                         shards were written by workers with --shard, run `dprp shards finish \
+                         shards were written by workers with ‹shard›, run `dprp shards finish \
                          {}`)",
                         path.display()
                     ),

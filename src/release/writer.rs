@@ -22,7 +22,7 @@ impl Container {
             "native" | "dprp" => Ok(Container::Native),
             "parquet" => Ok(Container::Parquet),
             o => Err(Error::param(
-                "--output-format",
+                "‹output_format›",
                 format!("'{o}' is not native or parquet"),
             )),
         }

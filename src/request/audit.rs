@@ -182,22 +182,22 @@ impl AuditOptions {
     pub fn command_line(&self, out: Option<&Path>) -> String {
         let mut s = String::from("dprp audit");
         if self.pipeline {
-            s.push_str(" --pipeline");
+            s.push_str(" ‹pipeline›");
         }
         if self.all {
-            s.push_str(" --all");
+            s.push_str(" ‹all›");
         }
         if let Some(m) = &self.mechanism {
-            let _ = write!(s, " --mechanism {m}");
+            let _ = write!(s, " ‹mechanism› {m}");
         }
         if !self.pipeline {
-            let _ = write!(s, " --trials {}", self.trials);
+            let _ = write!(s, " ‹trials› {}", self.trials);
         }
         if let Some(seed) = self.seed {
-            let _ = write!(s, " --seed {seed}");
+            let _ = write!(s, " ‹seed› {seed}");
         }
         if let Some(o) = out {
-            let _ = write!(s, " --out {}", o.display());
+            let _ = write!(s, " ‹out› {}", o.display());
         }
         s
     }
@@ -428,7 +428,7 @@ impl AuditOutcome {
         let machine = machine(self.seconds);
         let mut md = if self.pipeline_only {
             // the pipeline check alone: its section is the report
-            format!("# `dprp audit --pipeline`\n\nMade with `{command}` on {machine}.\n\n")
+            format!("# `dprp audit ‹pipeline›`\n\nMade with `{command}` on {machine}.\n\n")
         } else {
             report::markdown(&self.reports, command, &machine)
         };
@@ -436,7 +436,7 @@ impl AuditOutcome {
             md.push_str(&pipeline::markdown(&self.pipeline));
         }
         let mut f = AtomicFile::create(&dir.join("report.md"), Existing::Refuse)?;
-        f.write_all(md.as_bytes())?;
+        f.write_all(crate::error::in_files(&md).as_bytes())?;
         f.commit()?;
         let json = serde_json::json!({
             "command": command,
@@ -451,7 +451,7 @@ impl AuditOutcome {
             )
         })?;
         let mut f = AtomicFile::create(&dir.join("report.json"), Existing::Refuse)?;
-        f.write_all(s.as_bytes())?;
+        f.write_all(crate::error::in_files(&s).as_bytes())?;
         f.write_all(b"\n")?;
         f.commit()
     }
@@ -553,7 +553,7 @@ mod tests {
             .plan(front)
             .and_then(|plan| plan.params(plan.kinds[0], seed).map(|_| ()))
             .unwrap_err();
-        err.to_string()
+        err.render(front)
     }
 
     #[test]

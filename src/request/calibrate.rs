@@ -82,12 +82,12 @@ fn calibrate(a: &CalibrateOptions, out: &mut Vec<String>) -> Result<()> {
     check_beta(a.beta)?;
     if !(a.norm_u.is_finite() && a.norm_u >= 0.0 && a.norm_v.is_finite() && a.norm_v >= 0.0) {
         return Err(Error::param(
-            "--norm-u/--norm-v",
+            "‹norm_u›/‹norm_v›",
             "norms must be finite and ≥ 0",
         ));
     }
     if !(-1.0..=1.0).contains(&a.cosine) {
-        return Err(Error::param("--cosine", "the cosine must lie in [-1, 1]"));
+        return Err(Error::param("‹cosine›", "the cosine must lie in [-1, 1]"));
     }
     let Some(name) = &a.mechanism else {
         return sigma_for_sensitivity(a, out);
@@ -99,9 +99,9 @@ fn calibrate(a: &CalibrateOptions, out: &mut Vec<String>) -> Result<()> {
         return distributed(a, &name.to_ascii_lowercase(), out);
     }
     for (given, opt) in [
-        (a.clip.is_some(), "--clip"),
-        (a.bits.is_some(), "--bits"),
-        (a.bits_per_parameter.is_some(), "--bits-per-parameter"),
+        (a.clip.is_some(), "‹clip›"),
+        (a.bits.is_some(), "‹bits›"),
+        (a.bits_per_parameter.is_some(), "‹bits_per_parameter›"),
     ] {
         if given {
             return Err(Error::param(
@@ -113,10 +113,10 @@ fn calibrate(a: &CalibrateOptions, out: &mut Vec<String>) -> Result<()> {
     let kind = MechanismKind::parse(name)?;
     if a.sensitivity.is_some() {
         return Err(Error::param(
-            "--sensitivity",
+            "‹sensitivity›",
             format!(
-                "{} computes its own sensitivity from --dim, --k and β; --sensitivity is for \
-                 the σ of a Gaussian mechanism without --mechanism",
+                "{} computes its own sensitivity from ‹dim›, ‹k› and β; ‹sensitivity› is for \
+                 the σ of a Gaussian mechanism without ‹mechanism›",
                 kind.name()
             ),
         ));
@@ -134,7 +134,7 @@ fn calibrate(a: &CalibrateOptions, out: &mut Vec<String>) -> Result<()> {
     let noise = match &a.noise {
         Some(_) if kind.is_sign() || !kind.adds_gaussian_noise() => {
             return Err(Error::param(
-                "--noise",
+                "‹noise›",
                 format!(
                     "calibrate's σ table is for the Gaussian sketches (raw-g-opt, dp-rp-g, \
                      dp-rp-g-opt, dp-oporp), not {}",
@@ -148,14 +148,14 @@ fn calibrate(a: &CalibrateOptions, out: &mut Vec<String>) -> Result<()> {
     let p = a
         .dim
         .filter(|&p| p > 0)
-        .ok_or_else(|| Error::param("--dim", "give the input dimension p ≥ 1"))?;
+        .ok_or_else(|| Error::param("‹dim›", "give the input dimension p ≥ 1"))?;
     if kind.is_local() {
         return local_table(a, kind, p, out);
     }
     for (given, opt) in [
-        (a.users.is_some(), "--users"),
-        (a.epsilon_norm.is_some(), "--epsilon-norm"),
-        (a.radius.is_some(), "--radius"),
+        (a.users.is_some(), "‹users›"),
+        (a.epsilon_norm.is_some(), "‹epsilon_norm›"),
+        (a.radius.is_some(), "‹radius›"),
     ] {
         if given {
             return Err(Error::param(
@@ -181,8 +181,8 @@ fn calibrate(a: &CalibrateOptions, out: &mut Vec<String>) -> Result<()> {
     };
     if ks.is_empty() {
         return Err(Error::param(
-            "--dim",
-            format!("OPORP needs k ≤ p; p = {p} is below 64, give --k"),
+            "‹dim›",
+            format!("OPORP needs k ≤ p; p = {p} is below 64, give ‹k›"),
         ));
     }
     if kind.is_sign() {
@@ -195,29 +195,29 @@ fn calibrate(a: &CalibrateOptions, out: &mut Vec<String>) -> Result<()> {
 /// options that describe a mechanism are refused (they would be ignored).
 fn sigma_for_sensitivity(a: &CalibrateOptions, out: &mut Vec<String>) -> Result<()> {
     let mechanism_only = [
-        (a.k.is_some(), "--k"),
-        (a.dim.is_some(), "--dim"),
-        (a.projection.is_some(), "--projection"),
-        (a.projection_seed.is_some(), "--projection-seed"),
-        (a.min_norm.is_some(), "--min-norm"),
-        (a.users.is_some(), "--users"),
-        (a.epsilon_norm.is_some(), "--epsilon-norm"),
-        (a.radius.is_some(), "--radius"),
-        (a.clip.is_some(), "--clip"),
-        (a.bits.is_some(), "--bits"),
-        (a.bits_per_parameter.is_some(), "--bits-per-parameter"),
-        (a.noise.is_some(), "--noise"),
+        (a.k.is_some(), "‹k›"),
+        (a.dim.is_some(), "‹dim›"),
+        (a.projection.is_some(), "‹projection›"),
+        (a.projection_seed.is_some(), "‹projection_seed›"),
+        (a.min_norm.is_some(), "‹min_norm›"),
+        (a.users.is_some(), "‹users›"),
+        (a.epsilon_norm.is_some(), "‹epsilon_norm›"),
+        (a.radius.is_some(), "‹radius›"),
+        (a.clip.is_some(), "‹clip›"),
+        (a.bits.is_some(), "‹bits›"),
+        (a.bits_per_parameter.is_some(), "‹bits_per_parameter›"),
+        (a.noise.is_some(), "‹noise›"),
     ];
     if let Some((_, opt)) = mechanism_only.iter().find(|(given, _)| *given) {
         return Err(Error::param(
             *opt,
-            "describes a mechanism: give --mechanism, or only --sensitivity (with ε and δ) for \
+            "describes a mechanism: give ‹mechanism›, or only ‹sensitivity› (with ε and δ) for \
              the σ of a Gaussian mechanism",
         ));
     }
     let delta = a
         .delta
-        .ok_or_else(|| Error::missing("--delta", "the Gaussian mechanism needs δ"))?;
+        .ok_or_else(|| Error::missing("‹delta›", "the Gaussian mechanism needs δ"))?;
     let sens = a.sensitivity.unwrap_or(a.beta);
     let sa = analytic_sigma(sens, a.epsilon, delta)?;
     let sc = classical_sigma(sens, a.epsilon, delta)?;
@@ -378,12 +378,12 @@ fn local_table(
     };
     if ks.is_empty() {
         return Err(Error::param(
-            "--dim",
-            format!("projunit needs k ≤ d; d = {p} is below 10, give --k"),
+            "‹dim›",
+            format!("projunit needs k ≤ d; d = {p} is below 10, give ‹k›"),
         ));
     }
     let users: Vec<u64> = match a.users {
-        Some(0) => return Err(Error::param("--users", "give at least one user")),
+        Some(0) => return Err(Error::param("‹users›", "give at least one user")),
         Some(n) => vec![n],
         None => vec![100, 10_000, 1_000_000],
     };
@@ -560,26 +560,26 @@ fn distributed(a: &CalibrateOptions, name: &str, out: &mut Vec<String>) -> Resul
     };
     let n = a
         .users
-        .ok_or_else(|| Error::missing("--users", "give the number of clients n"))?;
+        .ok_or_else(|| Error::missing("‹users›", "give the number of clients n"))?;
     let d = a
         .dim
         .filter(|&d| d > 0)
-        .ok_or_else(|| Error::param("--dim", "give the dimension d ≥ 1"))?;
+        .ok_or_else(|| Error::param("‹dim›", "give the dimension d ≥ 1"))?;
     let delta = a
         .delta
-        .ok_or_else(|| Error::missing("--delta", format!("{name} gives (ε, δ)-DP and needs δ")))?;
+        .ok_or_else(|| Error::missing("‹delta›", format!("{name} gives (ε, δ)-DP and needs δ")))?;
     let clip = a
         .clip
-        .ok_or_else(|| Error::missing("--clip", "give the clip norm c of each client's vector"))?;
+        .ok_or_else(|| Error::missing("‹clip›", "give the clip norm c of each client's vector"))?;
     let sketch_only = [
-        (a.k.is_some(), "--k"),
-        (a.projection.is_some(), "--projection"),
-        (a.projection_seed.is_some(), "--projection-seed"),
-        (a.min_norm.is_some(), "--min-norm"),
-        (a.sensitivity.is_some(), "--sensitivity"),
-        (a.epsilon_norm.is_some(), "--epsilon-norm"),
-        (a.radius.is_some(), "--radius"),
-        (a.noise.is_some(), "--noise"),
+        (a.k.is_some(), "‹k›"),
+        (a.projection.is_some(), "‹projection›"),
+        (a.projection_seed.is_some(), "‹projection_seed›"),
+        (a.min_norm.is_some(), "‹min_norm›"),
+        (a.sensitivity.is_some(), "‹sensitivity›"),
+        (a.epsilon_norm.is_some(), "‹epsilon_norm›"),
+        (a.radius.is_some(), "‹radius›"),
+        (a.noise.is_some(), "‹noise›"),
     ];
     if let Some((_, opt)) = sketch_only.iter().find(|(given, _)| *given) {
         return Err(Error::param(
@@ -589,7 +589,7 @@ fn distributed(a: &CalibrateOptions, name: &str, out: &mut Vec<String>) -> Resul
     }
     if a.bits_per_parameter.is_some() && name != "sketch-ddg" {
         return Err(Error::param(
-            "--bits-per-parameter",
+            "‹bits_per_parameter›",
             "applies to sketch-ddg only",
         ));
     }

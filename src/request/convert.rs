@@ -158,7 +158,7 @@ fn check_native_name(output: &Path) -> Result<()> {
         None => Ok(()),
         Some(what) => {
             Err(Error::param(
-                "--output",
+                "‹output›",
                 format!(
                 "{}: the name says {what}, but convert writes dprp's native dataset format; name \
                  it .bin (e.g. {}.bin)",

@@ -97,10 +97,10 @@ impl Demo {
     /// The `dprp publish` command that [`publish`](Self::publish) stands for.
     pub fn command(&self, kind: MechanismKind, epsilon: f64) -> String {
         format!(
-            "$ dprp publish sample.bin --mechanism {} --epsilon {epsilon}{} --k {K} -o {}\n",
+            "$ dprp publish sample.bin ‹mechanism› {} ‹epsilon› {epsilon}{} ‹k› {K} -o {}\n",
             kind.name(),
             if kind.needs_delta() {
-                " --delta 1e-6"
+                " ‹delta› 1e-6"
             } else {
                 ""
             },

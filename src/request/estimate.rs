@@ -534,12 +534,12 @@ mod tests {
                 .unwrap()
                 .pair(front)
                 .unwrap_err()
-                .to_string();
+                .render(front);
             assert!(e.contains(rows) && e.contains(query), "{e}");
             let e = EstimateRequest::new(&r, m.as_ref(), &[1, r.n()], front)
                 .err()
                 .unwrap()
-                .to_string();
+                .render(front);
             assert!(e.contains(rows) && e.contains("out of range"), "{e}");
         }
         let two = EstimateRequest::new(&r, m.as_ref(), &[1, 2], Front::Cli).unwrap();

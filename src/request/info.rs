@@ -320,7 +320,7 @@ impl<'a> ReleaseInfo<'a> {
                 &d.fingerprint[..16.min(d.fingerprint.len())],
                 d.key_id
             ),
-            None => "no fingerprint (published without --ledger)".into(),
+            None => "no fingerprint (published without ‹ledger›)".into(),
         };
         vec![
             ("privacy", privacy),

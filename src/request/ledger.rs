@@ -155,7 +155,7 @@ fn table(rows: &[Listed], out: &mut String) {
 fn describe_totals(t: &Totals, out: &mut String) {
     if t.kind == "not private" {
         out.push_str(
-            "  total: NOT PRIVATE — a release's noise came from a --noise-seed, so nothing \
+            "  total: NOT PRIVATE — a release's noise came from a ‹noise_seed›, so nothing \
              bounds what these releases reveal together\n",
         );
         return;
@@ -233,7 +233,7 @@ impl LedgerReport {
             self.dir,
             match &self.key_id {
                 Some(k) => format!("key id {k}"),
-                None => "no ledger key yet (nothing was published with --ledger here)".into(),
+                None => "no ledger key yet (nothing was published with ‹ledger› here)".into(),
             },
             self.releases,
             self.datasets.len(),
@@ -264,7 +264,7 @@ impl LedgerReport {
         if !self.unattributed.is_empty() {
             s.push_str(&format!(
                 "\nunattributed — {} release(s) without a dataset fingerprint (published without \
-                 --ledger): counted toward no dataset\n",
+                 ‹ledger›): counted toward no dataset\n",
                 self.unattributed.len()
             ));
             table(&self.unattributed, &mut s);

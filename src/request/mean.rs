@@ -245,7 +245,7 @@ mod tests {
         for (front, field) in [(Front::Cli, "--output"), (Front::Python, "output")] {
             let e = MeanFile::new(Path::new("m.txt"), Existing::Refuse, front)
                 .unwrap_err()
-                .to_string();
+                .render(front);
             assert!(
                 e.contains(field) && e.contains("m.txt: the mean is written"),
                 "{e}"

@@ -254,7 +254,7 @@ mod tests {
         for (front, name) in [(Front::Cli, "--beta"), (Front::Python, "beta")] {
             match beta.resolve(front) {
                 Err(Error::Param { name: n, msg }) => {
-                    assert_eq!(n, name);
+                    assert_eq!(front.render_name(&n), name);
                     assert!(msg.contains("local DP"), "{msg}");
                 }
                 other => panic!("{other:?}"),
@@ -266,8 +266,9 @@ mod tests {
         };
         match noise.resolve(Front::Python) {
             Err(Error::Param { name, msg }) => {
-                assert_eq!(name, "noise");
-                assert!(msg.contains("(noise chooses"), "{msg}");
+                assert_eq!(Front::Python.render_name(&name), "noise");
+                let msg = Front::Python.render(&msg);
+                assert!(msg.contains("(noise= chooses"), "{msg}");
             }
             other => panic!("{other:?}"),
         }

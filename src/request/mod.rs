@@ -3,8 +3,10 @@
 //! their own syntax into these option structs and print what comes back; the refusals, the
 //! defaults and the checks between options live here, so the two front ends cannot drift apart.
 //!
-//! A refusal names the option the way the user wrote it: [`Front::field`] (in [`crate::error`], so
-//! that every floor can use it) renders `k` as `--k` for the command line and `k` for Python.
+//! A refusal names an option by its key, marked ([`crate::error::field`]: `‹first_row›`), and
+//! the front end that shows it spells it: `--first-row` for the command, `first_row` for Python
+//! ([`Front::render`]). [`Front::field`] still takes the front end it was asked for; the spelling
+//! no longer depends on it.
 //!
 //! - [`audit`]: `dprp audit` — the mechanisms and parameters to audit, the ε audits and
 //!   pipeline checks run, the report, its files and the verdict.
@@ -64,11 +66,38 @@ mod tests {
 
     #[test]
     fn fields_are_spelled_per_front_end() {
-        assert_eq!(Front::Cli.field("first_row"), "--first-row");
-        assert_eq!(Front::Cli.field("k"), "--k");
-        assert_eq!(Front::Python.field("first_row"), "first_row");
-        assert_eq!(Front::Cli.field("projection_seed"), "--projection-seed");
-        assert_eq!(Front::Python.field("projection_seed"), "seed");
+        assert_eq!(Front::Cli.field("first_row"), "‹first_row›");
+        assert_eq!(Front::Cli.name("first_row"), "--first-row");
+        assert_eq!(Front::Cli.name("k"), "--k");
+        assert_eq!(Front::Python.name("first_row"), "first_row");
+        assert_eq!(Front::Cli.name("projection_seed"), "--projection-seed");
+        assert_eq!(Front::Python.name("projection_seed"), "seed");
+        assert_eq!(Front::Rust.name("projection_seed"), "projection_seed");
+        let text = "raise ‹memory›, or use ‹noise float› with ‹min_norm 0.5›";
+        assert_eq!(
+            Front::Cli.render(text),
+            "raise --memory, or use --noise float with --min-norm 0.5"
+        );
+        assert_eq!(
+            Front::Python.render(text),
+            "raise memory=, or use noise='float' with min_norm=0.5"
+        );
+        assert_eq!(
+            Front::Rust.render(text),
+            "raise memory, or use noise = float with min_norm = 0.5"
+        );
+        // marks around something that is not a key are left alone; an unclosed mark too
+        for plain in ["a ‹Ünïcode› b", "‹1x›", "half ‹open", "no marks"] {
+            assert_eq!(Front::Cli.render(plain), plain);
+        }
+        // a refused option is named as a parameter, without Python's `=`
+        let e = crate::Error::param(Front::Cli.field("first_row"), "see ‹first_row›");
+        assert_eq!(e.field(), Some("first_row"));
+        assert_eq!(e.render(Front::Python), "invalid first_row: see first_row=");
+        assert_eq!(e.render(Front::Cli), "invalid --first-row: see --first-row");
+        assert_eq!(e.to_string(), "invalid first_row: see first_row");
+        assert_eq!(e.marked(), "invalid ‹first_row›: see ‹first_row›");
+        assert_eq!(crate::error::in_files(&e.marked()), e.render(Front::Cli));
     }
 
     #[test]

@@ -99,10 +99,10 @@ impl LedgerOptions {
         if worker_shard {
             return Err(Error::param(
                 front.field("ledger"),
-                "a worker's shard (--shard i/N) cannot be recorded in a ledger: the worker sees \
+                "a worker's shard (‹shard i/N›) cannot be recorded in a ledger: the worker sees \
                  only its rows, while the ledger fingerprints the whole dataset and checks the \
-                 budget under one lock; publish with --shards N on one machine to record a \
-                 sharded release, or without --ledger",
+                 budget under one lock; publish with ‹shards› N on one machine to record a \
+                 sharded release, or without ‹ledger›",
             ));
         }
         let gate = Gate::new(dir, budget, || on_wait(dir))?;

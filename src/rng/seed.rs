@@ -15,7 +15,7 @@ impl Seed {
         let t = s.trim().trim_start_matches("0x");
         if t.is_empty() || t.len() > 64 || !t.chars().all(|c| c.is_ascii_hexdigit()) {
             return Err(Error::param(
-                "--projection-seed",
+                "‹projection_seed›",
                 format!("'{s}' is not 1 to 64 hexadecimal digits"),
             ));
         }
@@ -23,7 +23,7 @@ impl Seed {
         let mut out = [0u8; 32];
         for (i, b) in out.iter_mut().enumerate() {
             *b = u8::from_str_radix(&padded[2 * i..2 * i + 2], 16).map_err(|_| {
-                Error::param("--projection-seed", format!("'{s}' is not hexadecimal"))
+                Error::param("‹projection_seed›", format!("'{s}' is not hexadecimal"))
             })?;
         }
         Ok(Seed(out))
@@ -34,7 +34,7 @@ impl Seed {
         use rand::TryRng;
         let mut out = [0u8; 32];
         rand::rngs::SysRng.try_fill_bytes(&mut out).map_err(|e| {
-            Error::param("--projection-seed", format!("OS random source failed: {e}"))
+            Error::param("‹projection_seed›", format!("OS random source failed: {e}"))
         })?;
         Ok(Seed(out))
     }

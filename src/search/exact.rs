@@ -176,7 +176,7 @@ pub fn naive(
 
 fn mixed_kinds() -> Error {
     Error::param(
-        "--queries",
+        "‹queries›",
         "queries and database must both be real sketches or both be sign sketches",
     )
 }
@@ -393,7 +393,7 @@ fn search_real(
     };
     let qb = batch_rows(nq, REAL_QUERY_BATCH);
     let dbb = REAL_DB_BLOCK;
-    let shape = |e: ndarray::ShapeError| Error::param("--queries", format!("sketch shape: {e}"));
+    let shape = |e: ndarray::ShapeError| Error::param("‹queries›", format!("sketch shape: {e}"));
     let batches: Vec<Vec<Vec<Hit>>> = queries
         .par_chunks(qb * k)
         .enumerate()

@@ -137,13 +137,13 @@ impl HnswParams {
     pub fn check(&self) -> Result<()> {
         if !(2..=255).contains(&self.m) {
             return Err(Error::param(
-                "--m",
+                "‹m›",
                 format!("m = {} is out of range (2 to 255)", self.m),
             ));
         }
         if !(1..=65536).contains(&self.ef_construction) {
             return Err(Error::param(
-                "--ef-construction",
+                "‹ef_construction›",
                 format!(
                     "ef_construction = {} is out of range (1 to 65536)",
                     self.ef_construction
@@ -454,7 +454,7 @@ impl<'a> HnswIndex<'a> {
         check_request(&self.db, queries, self.measure, top)?;
         if ef < top {
             return Err(Error::param(
-                "--ef",
+                "‹ef›",
                 format!("ef = {ef} is smaller than K = {top}; ef must be at least K"),
             ));
         }
@@ -471,7 +471,7 @@ impl<'a> HnswIndex<'a> {
         let n = self.n;
         let out: Vec<Vec<Vec<Hit>>> = match (*queries, self.db) {
             (Sketch::Real { data, k }, Sketch::Real { .. }) => {
-                check_finite(data, k, "--queries")?;
+                check_finite(data, k, "‹queries›")?;
                 let Some(codes) = self.codes.as_ref() else {
                     unreachable!("an index of real sketches has codes");
                 };

@@ -54,7 +54,7 @@ impl Measure {
             "cosine" | "cos" => Ok(Measure::Cosine),
             "hamming" => Ok(Measure::Hamming),
             o => Err(Error::param(
-                "--measure",
+                "‹measure›",
                 format!("unknown measure '{o}' (expected ip, cosine or hamming)"),
             )),
         }
@@ -147,13 +147,13 @@ pub fn check_request(
 ) -> Result<()> {
     if db.is_bits() != queries.is_bits() {
         return Err(Error::param(
-            "--queries",
+            "‹queries›",
             "queries and database must both be real sketches or both be sign sketches",
         ));
     }
     if db.k() != queries.k() {
         return Err(Error::param(
-            "--queries",
+            "‹queries›",
             format!(
                 "queries have k = {}, the release has k = {}",
                 queries.k(),
@@ -165,23 +165,23 @@ pub fn check_request(
         (true, Measure::Hamming) | (false, Measure::Ip | Measure::Cosine) => {}
         (true, m) => {
             return Err(Error::param(
-                "--measure",
+                "‹measure›",
                 format!("{} does not apply to sign sketches; use hamming", m.name()),
             ))
         }
         (false, _) => {
             return Err(Error::param(
-                "--measure",
+                "‹measure›",
                 "hamming applies to sign sketches; use ip or cosine for real sketches",
             ))
         }
     }
     if top == 0 {
-        return Err(Error::param("--top", "K must be at least 1"));
+        return Err(Error::param("‹top›", "K must be at least 1"));
     }
     if top > db.rows() {
         return Err(Error::param(
-            "--top",
+            "‹top›",
             format!("K = {top} exceeds the {} rows of the release", db.rows()),
         ));
     }

@@ -96,10 +96,10 @@ def test_bad_parquet_input_raises_dprp_errors(tmp_path):
     with pytest.raises(dprp.DprpError, match=r"invalid column: columns are named only in Parquet"):
         dprp.publish(rows(), output=tmp_path / "o.parquet", column="v", **args)
     # the message names the keyword, not the CLI flag
-    with pytest.raises(dprp.DprpError, match=r"no column 'w' \(given as column=\)") as e:
+    with pytest.raises(dprp.DprpError, match=r"no column 'w' \(given with column=\)") as e:
         dprp.publish(tmp_path / "ok.parquet", output=tmp_path / "o.parquet", column="w", **args)
     assert "--" not in str(e.value)
-    with pytest.raises(dprp.DprpError, match=r"no column 'y' \(given as label_column=\)"):
+    with pytest.raises(dprp.DprpError, match=r"no column 'y' \(given with label_column=\)"):
         dprp.publish(tmp_path / "ok.parquet", output=tmp_path / "o.parquet", label_column="y",
                      **args)
     with pytest.raises(dprp.DprpError, match="invalid output_format"):

@@ -15,13 +15,27 @@ pub use serde_json::Value;
 // Running the binary
 // ---------------------------------------------------------------------------------------------
 
-/// Run `dprp args...` with `dir` as the working directory.
+/// Run `dprp args...` with `dir` as the working directory. Whatever the command prints spells
+/// the options it names as flags: no option is left marked as the library marks it
+/// (`‹min_norm›`, `dprp::error::field`) on either stream.
 pub fn dprp(dir: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_dprp"))
+    let out = Command::new(env!("CARGO_BIN_EXE_dprp"))
         .args(args)
         .current_dir(dir)
         .output()
-        .expect("failed to start the dprp binary")
+        .expect("failed to start the dprp binary");
+    assert_spelt(args, &out);
+    out
+}
+
+/// Fails when the command's output still holds an option marked by the library.
+pub fn assert_spelt(args: &[&str], out: &Output) {
+    let (open, _) = dprp::error::FIELD_MARKS;
+    assert!(
+        !text(&out.stdout).contains(open) && !text(&out.stderr).contains(open),
+        "an option left unspelt in the output of {}",
+        describe(args, out)
+    );
 }
 
 pub fn text(b: &[u8]) -> String {

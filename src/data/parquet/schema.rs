@@ -105,7 +105,7 @@ pub(super) fn inspect_unguarded(
         })
     };
     let vectors = vector_column(&schema, cols, want, &listing, &fail)?;
-    let vi = find("--column", &vectors)?;
+    let vi = find("‹column›", &vectors)?;
     let vtype = schema.field(vi).data_type();
     check_vector_type(vtype, &vectors, &fail)?;
     let mut roots = vec![vi];
@@ -129,12 +129,12 @@ pub(super) fn inspect_unguarded(
         types.push(t.clone());
         Ok(Some(name.clone()))
     };
-    let label = scalar("--label-column", &cols.label, is_number, "a number")?;
-    let id = scalar("--id-column", &cols.id, DataType::is_integer, "an integer")?;
+    let label = scalar("‹label_column›", &cols.label, is_number, "a number")?;
+    let id = scalar("‹id_column›", &cols.id, DataType::is_integer, "an integer")?;
     if let (Some(l), Some(i)) = (&label, &id) {
         if l == i {
             return Err(Error::param(
-                "--id-column",
+                "‹id_column›",
                 format!("'{i}' is also the label column"),
             ));
         }
@@ -203,7 +203,7 @@ fn vector_column(
                 }
                 many => {
                     return Err(fail(format!(
-                        "{} list columns ({}): say which holds the vectors with --column",
+                        "{} list columns ({}): say which holds the vectors with ‹column›",
                         many.len(),
                         many.join(", ")
                     )))
@@ -227,7 +227,7 @@ fn check_vector_type(
         ))),
         None => Err(fail(format!(
             "column '{vectors}' is {}, not a list of numbers (dprp reads one vector per \
-             row from a fixed_size_list or list column; name it with --column)",
+             row from a fixed_size_list or list column; name it with ‹column›)",
             describe(vtype)
         ))),
     }

@@ -231,6 +231,12 @@ fn describe_metric(name: &str) -> String {
 // CSV and JSON
 // ---------------------------------------------------------------------------------------------
 
+/// Write the report text `text` to `path` atomically, its options spelt as files spell them
+/// ([`crate::error::in_files`]).
+pub(crate) fn write_text_atomic(path: &Path, text: &str) -> Result<()> {
+    write_atomic(path, crate::error::in_files(text).as_bytes())
+}
+
 /// Write `bytes` to `path` atomically.
 pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
     let mut f = AtomicFile::create(path, crate::atomic::Existing::Refuse)?;
@@ -316,7 +322,7 @@ fn csv_text(report: &Report) -> String {
 ///
 /// The file appears atomically; its directory must exist.
 pub fn write_csv(report: &Report, path: &Path) -> Result<()> {
-    write_atomic(path, csv_text(report).as_bytes())
+    write_text_atomic(path, &csv_text(report))
 }
 
 /// Write the whole report as pretty-printed JSON (it reads back with `serde_json` into the same
@@ -325,7 +331,7 @@ pub fn write_json(report: &Report, path: &Path) -> Result<()> {
     let mut text = serde_json::to_string_pretty(report)
         .map_err(|e| Error::io(path, std::io::Error::other(e)))?;
     text.push('\n');
-    write_atomic(path, text.as_bytes())
+    write_text_atomic(path, &text)
 }
 
 #[cfg(test)]

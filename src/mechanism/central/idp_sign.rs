@@ -62,7 +62,7 @@ pub fn build(
     let (rule, delta) = if gaussian {
         let delta = params.delta.ok_or_else(|| {
             Error::missing(
-                "--delta",
+                "‹delta›",
                 format!("{} gives (ε,δ)-iDP and needs δ", params.kind.name()),
             )
         })?;
@@ -156,7 +156,7 @@ impl IdpLattice {
             return Err(Error::param(
                 "lattice noise",
                 format!(
-                    "s² up to {:e} exceeds 2^62; use --noise float",
+                    "s² up to {:e} exceeds 2^62; use ‹noise float›",
                     worst * worst
                 ),
             ));

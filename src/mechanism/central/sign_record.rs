@@ -167,9 +167,9 @@ impl SignRecord {
                 n.r,
                 match (self.grid_min_norm, self.min_norm) {
                     (Some(q), Some(nu)) => format!(
-                        "{q} (--min-norm {nu} less the grid's √p·2^-(q+1): the rounded rows' bound)"
+                        "{q} (‹min_norm {nu}› less the grid's √p·2^-(q+1): the rounded rows' bound)"
                     ),
-                    _ => format!("--min-norm {}", n.min_norm),
+                    _ => format!("‹min_norm {}›", n.min_norm),
                 },
                 n.eta,
                 n.delta

@@ -55,10 +55,10 @@ pub const ALGORITHM: &str =
 pub fn require_coordinate_neighbours(params: &MechanismParams) -> Result<()> {
     if params.neighbour != Neighbour::Coordinate {
         return Err(Error::param(
-            "--neighbour",
+            "‹neighbour›",
             format!(
                 "{} spends ε on each OPORP bin because a single-coordinate change moves one bin; \
-                 under ℓ₁ adjacency a change can move several bins, so only --neighbour coordinate \
+                 under ℓ₁ adjacency a change can move several bins, so only ‹neighbour coordinate› \
                  is supported",
                 params.kind.name()
             ),
@@ -97,14 +97,14 @@ pub fn build(params: &MechanismParams, k: usize, seed: Seed) -> Result<SignSketc
     let kind = params.projection.unwrap_or(DenseKind::Rademacher);
     let nu = params.min_norm.ok_or_else(|| {
         Error::param(
-            "--min-norm",
+            "‹min_norm›",
             "dp-signrp-rr needs a public lower bound ν on every row's ℓ₂ norm to bound how many \
-             signs a neighbour can flip (N₊, Proposition 4.4); with --normalize l2 it is 1",
+             signs a neighbour can flip (N₊, Proposition 4.4); with ‹normalize l2› it is 1",
         )
     })?;
     let delta = params
         .delta
-        .ok_or_else(|| Error::missing("--delta", "dp-signrp-rr gives (ε,δ)-DP and needs δ"))?;
+        .ok_or_else(|| Error::missing("‹delta›", "dp-signrp-rr gives (ε,δ)-DP and needs δ"))?;
     let map = PublicMap::Dense(DenseProjection::generate(kind, params.p, k, seed)?);
     // the signs are of values computed in the map's arithmetic, each within E_j of its exact
     // value: a neighbour can flip sign j only if |w_jᵀũ|/√k < c_j + 2E_j = c_j·(1 + g) (c_j for

@@ -119,7 +119,7 @@ pub fn sign_arithmetic(
                 _ => Err(Error::param(
                     "release",
                     format!(
-                        "the recorded norm bound of the rounded rows ({recorded}) is not the one                          the map, β and --min-norm give (an inconsistent release record)"
+                        "the recorded norm bound of the rounded rows ({recorded}) is not the one                          the map, β and ‹min_norm› give (an inconsistent release record)"
                     ),
                 )),
             }

@@ -103,7 +103,7 @@ impl BinomialEncoder {
         let top = (params.k - 1) as u128 + params.m as u128;
         if top > modulus.mask() as u128 {
             return Err(Error::param(
-                "--bits",
+                "‹bits›",
                 format!(
                     "b = {} bits cannot hold one client's level index plus noise, up to \
                      k − 1 + m = {top}",
@@ -257,7 +257,7 @@ impl BinomialEncoder {
         let top = (self.params.k - 1) as u128 + self.params.m as u128;
         if n as u128 * top > self.modulus.mask() as u128 {
             return Err(Error::param(
-                "--bits",
+                "‹bits›",
                 format!(
                     "the sum of n = {n} clients can reach n·(k−1+m) = {}, which does not fit \
                      M = 2^{}: the residues may have wrapped",

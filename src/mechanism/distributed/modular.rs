@@ -16,7 +16,7 @@ impl Modulus {
     pub fn new(bits: u32) -> Result<Modulus> {
         if !(2..=64).contains(&bits) {
             return Err(Error::param(
-                "--bits",
+                "‹bits›",
                 format!("the modulus M = 2^b needs 2 ≤ b ≤ 64 bits per coordinate, got b = {bits}"),
             ));
         }

@@ -133,7 +133,7 @@ pub fn plan_encoder_for(
     }
     if max_bits_per_parameter.is_some() && kind != DistributedKind::SketchDdg {
         return Err(Error::param(
-            "--bits-per-parameter",
+            "‹bits_per_parameter›",
             "applies to sketch-ddg only (ddg and binomial send b bits per rotated coordinate)",
         ));
     }

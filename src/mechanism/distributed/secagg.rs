@@ -83,7 +83,7 @@ impl SecAggRound {
         }
         if half_degree == 0 && n > 1 {
             return Err(Error::param(
-                "--neighbours",
+                "half_degree",
                 "each client needs at least one neighbour to mask its message",
             ));
         }

@@ -204,7 +204,7 @@ impl<'m> MeanAccumulator<'m> {
                 "rows",
                 format!(
                     "row ids {start}..{end} overlap row ids {a}..{b} already added; rows with one \
-                     id share their public map (publish shards with disjoint --first-row ranges)"
+                     id share their public map (publish shards with disjoint ‹first_row› ranges)"
                 ),
             ));
         }
@@ -308,6 +308,6 @@ fn mismatch() -> Error {
         "releases",
         "made with a different mechanism configuration (mechanism, ε, dimensions, constants or \
          public seed differ), so their rows cannot be averaged into one estimate with one \
-         error formula (publish every shard with the same parameters and --projection-seed)",
+         error formula (publish every shard with the same parameters and ‹projection_seed›)",
     )
 }

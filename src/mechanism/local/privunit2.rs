@@ -128,7 +128,7 @@ impl PrivUnit2 {
     /// PrivUnit2 for ε-LDP in dimension `d` with the variance-optimal split of ε between cap and
     /// coin (exact cap cost).
     pub fn new(epsilon: f64, d: usize) -> Result<PrivUnit2> {
-        check_epsilon("--epsilon", epsilon)?;
+        check_epsilon("‹epsilon›", epsilon)?;
         check_dim(d)?;
         let x_of = |y: f64| 0.5 * (-y).exp();
         let eps_cap = |y: f64| cap_terms(d, x_of(y)).map(|t| t.2);
@@ -225,7 +225,7 @@ impl PrivUnit2 {
     /// satisfying (14a) or (14b), the coin `p = p(0.01ε)`. The recorded `epsilon` is the exact
     /// cost `ε_cap(γ) + 0.01ε` (at most ε when (14) is a valid sufficient condition).
     pub fn paper(epsilon: f64, d: usize) -> Result<PrivUnit2> {
-        check_epsilon("--epsilon", epsilon)?;
+        check_epsilon("‹epsilon›", epsilon)?;
         check_dim(d)?;
         let e_cap = 0.99 * epsilon;
         let g = gamma_14a(e_cap, d).max(gamma_14b(e_cap, d).unwrap_or(0.0));
@@ -237,7 +237,7 @@ impl PrivUnit2 {
     /// `1/m = ((e^ε+1)/(e^ε−1))·√π·Γ((d+1)/2)/Γ(d/2)` (MECHANISMS-LDP.md §C: half the printed
     /// constant).
     pub fn duchi(epsilon: f64, d: usize) -> Result<PrivUnit2> {
-        check_epsilon("--epsilon", epsilon)?;
+        check_epsilon("‹epsilon›", epsilon)?;
         Self::from_cap_x(d, 0.5, epsilon)
     }
 

@@ -38,8 +38,8 @@ impl PrivUnit2Norm {
     /// The composite for vectors of norm at most `radius` in `R^d`, with ε₁ for the direction and
     /// ε₂ for the magnitude.
     pub fn new(epsilon1: f64, epsilon2: f64, d: usize, radius: f64) -> Result<PrivUnit2Norm> {
-        check_epsilon("--epsilon1", epsilon1)?;
-        check_epsilon("--epsilon2", epsilon2)?;
+        check_epsilon("epsilon1", epsilon1)?;
+        check_epsilon("epsilon2", epsilon2)?;
         Ok(PrivUnit2Norm {
             direction: PrivUnit2::new(epsilon1, d)?,
             magnitude: ScalarDp::new(epsilon2, radius)?,

@@ -188,7 +188,7 @@ fn ln_kappa_plus(d: usize, l: usize, ln_p: f64) -> f64 {
 impl PrivUnitInf {
     /// PrivUnitInf for ε-LDP on `[-1,1]^d` with the variance-optimal threshold and split.
     pub fn new(epsilon: f64, d: usize) -> Result<PrivUnitInf> {
-        check_epsilon("--epsilon", epsilon)?;
+        check_epsilon("‹epsilon›", epsilon)?;
         check_dim(d)?;
         let lo = d / 2 + 1;
         // L_max: the largest threshold whose cap cost fits in ε (bisection, ε_cap increasing in

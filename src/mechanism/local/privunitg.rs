@@ -93,7 +93,7 @@ fn scale_for(p: f64, one_m_p: f64, gamma: f64, ln_q: f64, ln_1mq: f64) -> f64 {
 impl PrivUnitG {
     /// The optimised PrivUnitG for ε-LDP in dimension `d` (MECHANISMS-LDP.md §A, step 6).
     pub fn new(epsilon: f64, d: usize) -> Result<PrivUnitG> {
-        check_epsilon("--epsilon", epsilon)?;
+        check_epsilon("‹epsilon›", epsilon)?;
         check_dim(d)?;
         let eps_p = optimal_split(epsilon);
         Self::from_split(epsilon, d, eps_p)
@@ -102,7 +102,7 @@ impl PrivUnitG {
     /// PrivUnitG with a given split: `ε_p = logit p` for the coin and `ε − ε_p` for the threshold
     /// (`0 ≤ ε_p ≤ ε`). For comparisons and tests; [`PrivUnitG::new`] chooses the best split.
     pub fn from_split(epsilon: f64, d: usize, eps_p: f64) -> Result<PrivUnitG> {
-        check_epsilon("--epsilon", epsilon)?;
+        check_epsilon("‹epsilon›", epsilon)?;
         check_dim(d)?;
         if !(eps_p >= 0.0 && eps_p <= epsilon) {
             return Err(Error::param(
@@ -119,7 +119,7 @@ impl PrivUnitG {
             p * (1.0 + gamma * inv_mills(gamma)) + one_m_p * (1.0 - gamma * inv_mills(-gamma));
         if !(scale.is_finite() && scale > 0.0 && gamma.is_finite() && e_alpha2.is_finite()) {
             return Err(Error::param(
-                "--epsilon",
+                "‹epsilon›",
                 format!("PrivUnitG calibration failed numerically at ε = {epsilon}"),
             ));
         }

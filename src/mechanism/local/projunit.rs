@@ -93,7 +93,7 @@ pub fn unbiasing_constant(kind: ProjKind, d: usize, k: usize) -> Result<f64> {
 fn check_dims(kind: ProjKind, d: usize, k: usize) -> Result<()> {
     if k < 2 {
         return Err(Error::param(
-            "--k",
+            "‹k›",
             format!("ProjUnit needs k ≥ 2 (PrivUnitG runs in R^k), got k = {k}"),
         ));
     }
@@ -110,7 +110,7 @@ fn check_dims(kind: ProjKind, d: usize, k: usize) -> Result<()> {
     };
     if k > max_k {
         return Err(Error::param(
-            "--k",
+            "‹k›",
             format!("{kind:?} ProjUnit needs k ≤ {max_k} for d = {d}, got k = {k}"),
         ));
     }
@@ -162,7 +162,7 @@ impl ProjMatrix {
         }
         if k.checked_mul(d).is_none_or(|t| t > MAX_DENSE_ENTRIES) {
             return Err(Error::param(
-                "--k",
+                "‹k›",
                 format!("a {k}×{d} dense projection is too large to hold in memory (use SRHT)"),
             ));
         }

@@ -95,7 +95,7 @@ impl LocalMap {
             "srht" => Ok(LocalMap::Srht),
             "srht-nearly-unbiased" => Ok(LocalMap::SrhtNearlyUnbiased),
             _ => Err(Error::param(
-                "--projection",
+                "‹projection›",
                 format!(
                     "unknown ProjUnit projection '{s}' (expected rotation, gaussian, srht or \
                      srht-nearly-unbiased)"
@@ -134,10 +134,10 @@ impl LocalOptions {
     /// Sketch mechanisms take none of these options.
     pub fn refuse_for(&self, kind: MechanismKind) -> Result<()> {
         let given = [
-            (self.epsilon_norm.is_some(), "--epsilon-norm"),
-            (self.radius.is_some(), "--radius"),
-            (self.first_row != 0, "--first-row"),
-            (self.map.is_some(), "--projection"),
+            (self.epsilon_norm.is_some(), "‹epsilon_norm›"),
+            (self.radius.is_some(), "‹radius›"),
+            (self.first_row != 0, "‹first_row›"),
+            (self.map.is_some(), "‹projection›"),
         ];
         if let Some((_, opt)) = given.iter().find(|(g, _)| *g) {
             return Err(Error::param(
@@ -225,7 +225,7 @@ pub struct LocalSpec {
 /// that do not apply to this kind, then [`LocalSketch::new`].
 pub fn build(params: &MechanismParams) -> Result<LocalSketch> {
     let kind = params.kind;
-    super::check_epsilon("--epsilon", params.epsilon)?;
+    super::check_epsilon("‹epsilon›", params.epsilon)?;
     if kind != MechanismKind::ScalarDp {
         super::check_dim(params.p)?;
     }
@@ -246,7 +246,7 @@ fn refuse_options(params: &MechanismParams) -> Result<()> {
     let o = &params.local;
     if params.projection.is_some() {
         return Err(Error::param(
-            "--projection",
+            "‹projection›",
             format!(
                 "{} takes no dense sketch projection (ProjUnit's maps are rotation, gaussian, \
                  srht or srht-nearly-unbiased)",
@@ -256,13 +256,13 @@ fn refuse_options(params: &MechanismParams) -> Result<()> {
     }
     if params.individual_dp {
         return Err(Error::param(
-            "--individual-dp",
+            "‹individual_dp›",
             format!("{} gives local DP, not individual DP", kind.name()),
         ));
     }
     if params.min_norm.is_some() {
         return Err(Error::param(
-            "--min-norm",
+            "‹min_norm›",
             format!("applies to dp-signrp-rr only, not {}", kind.name()),
         ));
     }
@@ -275,23 +275,23 @@ fn refuse_options(params: &MechanismParams) -> Result<()> {
     };
     refuse(
         o.map.is_some() && kind != MechanismKind::Projunit,
-        "--projection",
+        "‹projection›",
         "projunit among the local mechanisms (projunit-correlated is always SRHT)",
     )?;
     refuse(
         o.epsilon_norm.is_some() && kind != MechanismKind::Privunit2Norm,
-        "--epsilon-norm",
+        "‹epsilon_norm›",
         "privunit2-norm",
     )?;
     refuse(
         o.radius.is_some()
             && !matches!(kind, MechanismKind::Privunit2Norm | MechanismKind::ScalarDp),
-        "--radius",
+        "‹radius›",
         "privunit2-norm and scalar-dp (the direction mechanisms take the unit ball)",
     )?;
     refuse(
         params.k.is_some() && !kind.projects(),
-        "--k",
+        "‹k›",
         "projunit and projunit-correlated among the local mechanisms (the others release d \
          values per row)",
     )
@@ -303,13 +303,13 @@ impl LocalSpec {
         let (kind, d) = (self.kind, self.d);
         let k = self.k.ok_or_else(|| {
             Error::missing(
-                "--k",
+                "‹k›",
                 format!("{} needs the projected dimension k", kind.name()),
             )
         })?;
         if k == 0 || k > d {
             return Err(Error::param(
-                "--k",
+                "‹k›",
                 format!("{} needs 1 ≤ k ≤ d = {d}, got k = {k}", kind.name()),
             ));
         }
@@ -343,7 +343,7 @@ impl LocalSpec {
                 let k = self.k()?;
                 if k < 2 {
                     return Err(Error::param(
-                        "--k",
+                        "‹k›",
                         "projunit-correlated needs k ≥ 2 (PrivUnitG in k dimensions)",
                     ));
                 }
@@ -356,7 +356,7 @@ impl LocalSpec {
             MechanismKind::Privunit2Norm => self.norm()?,
             other => {
                 return Err(Error::param(
-                    "--mechanism",
+                    "‹mechanism›",
                     format!("{} is not a local mechanism", other.name()),
                 ))
             }
@@ -373,7 +373,7 @@ impl LocalSpec {
         }
         let r = self.options.radius.ok_or_else(|| {
             Error::missing(
-                "--radius",
+                "‹radius›",
                 "scalar-dp needs the public upper bound R of the values",
             )
         })?;
@@ -384,14 +384,14 @@ impl LocalSpec {
         let o = &self.options;
         let e2 = o.epsilon_norm.ok_or_else(|| {
             Error::missing(
-                "--epsilon-norm",
-                "privunit2-norm spends --epsilon on the direction and --epsilon-norm on the norm",
+                "‹epsilon_norm›",
+                "privunit2-norm spends ‹epsilon› on the direction and ‹epsilon_norm› on the norm",
             )
         })?;
-        super::check_epsilon("--epsilon-norm", e2)?;
+        super::check_epsilon("‹epsilon_norm›", e2)?;
         let r = o.radius.ok_or_else(|| {
             Error::missing(
-                "--radius",
+                "‹radius›",
                 "privunit2-norm needs the public radius R of the ball",
             )
         })?;
@@ -403,14 +403,14 @@ impl LocalSketch {
     /// The mechanism of a spec: its constants computed from (ε, d, k), its public maps from the
     /// seed.
     pub fn new(spec: &LocalSpec) -> Result<LocalSketch> {
-        super::check_epsilon("--epsilon", spec.epsilon)?;
+        super::check_epsilon("‹epsilon›", spec.epsilon)?;
         if spec.kind != MechanismKind::ScalarDp {
             super::check_dim(spec.d)?;
         }
         if let Some(r) = spec.options.radius {
             if !(r.is_finite() && r > 0.0) {
                 return Err(Error::param(
-                    "--radius",
+                    "‹radius›",
                     format!("the public radius must be a positive finite number, got {r}"),
                 ));
             }

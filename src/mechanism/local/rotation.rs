@@ -93,7 +93,7 @@ impl HaarRows {
     pub fn with_draw(d: usize, k: usize, seed: Seed, draw: ReflectionDraw) -> Result<HaarRows> {
         if k == 0 || k > d {
             return Err(Error::param(
-                "--k",
+                "‹k›",
                 format!("a rotation needs 1 ≤ k ≤ d = {d}, got k = {k}"),
             ));
         }

@@ -58,14 +58,14 @@ pub struct ScalarDp {
 impl ScalarDp {
     /// ScalarDP with Lemma 4.4's `k = ⌈e^{ε/3}⌉` (capped at [`MAX_LEVELS`]).
     pub fn new(epsilon: f64, r_max: f64) -> Result<ScalarDp> {
-        check_epsilon("--epsilon", epsilon)?;
+        check_epsilon("‹epsilon›", epsilon)?;
         let k = (epsilon / 3.0).exp().ceil().min(MAX_LEVELS as f64) as u64;
         Self::with_k(epsilon, k, r_max)
     }
 
     /// ScalarDP with a given number of steps `k ≥ 1`.
     pub fn with_k(epsilon: f64, k: u64, r_max: f64) -> Result<ScalarDp> {
-        check_epsilon("--epsilon", epsilon)?;
+        check_epsilon("‹epsilon›", epsilon)?;
         if !(r_max.is_finite() && r_max > 0.0) {
             return Err(Error::param(
                 "r_max",
@@ -86,7 +86,7 @@ impl ScalarDp {
         let slope = keep.heads_times_minus_one(k + 1);
         if slope <= 0.0 {
             return Err(Error::param(
-                "--epsilon",
+                "‹epsilon›",
                 format!(
                     "ε = {epsilon} is too small for ScalarDP with k = {k}: at the coin's \
                      precision the report carries no information about the level"

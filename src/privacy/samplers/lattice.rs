@@ -70,7 +70,7 @@ impl LatticeNoise {
                     "lattice noise",
                     format!(
                         "the projected value {yv} times 2^{} does not fit the lattice's \
-                         integers (|y|·2^g < 2^52); use a larger --beta or --noise float",
+                         integers (|y|·2^g < 2^52); use a larger ‹beta› or ‹noise float›",
                         self.g
                     ),
                 ));

@@ -563,7 +563,7 @@ mod tests {
     use super::*;
 
     fn refusal(o: &MeanOptions, front: Front) -> String {
-        o.resolve(front, &|_| {}).unwrap_err().to_string()
+        o.resolve(front, &|_| {}).unwrap_err().render(front)
     }
 
     #[test]
@@ -591,7 +591,7 @@ mod tests {
         );
         assert_eq!(
             refusal(&o, Front::Python),
-            "invalid input: give either input or synthetic data (dim, data_seed), not both"
+            "invalid input: give either input= or synthetic data (dim=, data_seed=), not both"
         );
         let o = MeanOptions {
             preset: Some("projunit".into()),

@@ -398,7 +398,7 @@ pub fn write_report(rep: &Report, md: &str, dir: &Path) -> Result<PlotOutcome> {
     std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
     let mut f =
         crate::atomic::AtomicFile::create(&dir.join("report.md"), crate::atomic::Existing::Refuse)?;
-    f.write_all(md.as_bytes())?;
+    f.write_all(crate::error::in_files(md).as_bytes())?;
     f.commit()?;
     report::write_csv(rep, &dir.join("report.csv"))?;
     report::write_json(rep, &dir.join("report.json"))?;
@@ -426,7 +426,7 @@ mod tests {
         }
         .resolve(front)
         .unwrap_err()
-        .to_string()
+        .render(front)
     }
 
     #[test]

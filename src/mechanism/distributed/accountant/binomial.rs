@@ -89,7 +89,7 @@ impl BinomialSetting {
         }
         if !(self.delta > 0.0 && self.delta < 1.0) {
             return Err(Error::param(
-                "--delta",
+                "‹delta›",
                 format!("δ must lie strictly between 0 and 1, got {}", self.delta),
             ));
         }
@@ -174,7 +174,7 @@ pub fn smallest_n(target_epsilon: f64, setting: &BinomialSetting) -> Result<u64>
     while !ok(hi) {
         if hi >= MAX_TRIALS {
             return Err(Error::param(
-                "--epsilon",
+                "‹epsilon›",
                 format!(
                     "the Binomial mechanism needs more than 2^53 trials to reach ε = \
                      {target_epsilon} at δ = {}",

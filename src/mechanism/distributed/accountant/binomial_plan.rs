@@ -87,7 +87,7 @@ pub fn plan_binomial(req: &DistributedRequest) -> Result<BinomialPlan> {
     let room = (req.modulus() - 1) / n;
     if room < 2 {
         return Err(Error::param(
-            "--bits",
+            "‹bits›",
             format!(
                 "b = {} bits cannot hold the sum of n = {n} clients' levels and binomial noise \
                  (needs n·(k−1+m) < 2^b with k ≥ 2, m ≥ 1)",
@@ -154,7 +154,7 @@ pub fn plan_binomial(req: &DistributedRequest) -> Result<BinomialPlan> {
     best.ok_or_else(|| {
         if least_work.is_finite() {
             return Error::param(
-                "--epsilon",
+                "‹epsilon›",
                 format!(
                     "ε = {} needs about {least_work:.2e} random words (n·d'·m/64 Bernoulli bits) \
                      for the clients' binomial noise, past the limit of {MAX_BINOMIAL_WORDS:.2e} \
@@ -165,7 +165,7 @@ pub fn plan_binomial(req: &DistributedRequest) -> Result<BinomialPlan> {
             );
         }
         Error::param(
-            "--bits",
+            "‹bits›",
             format!(
                 "no quantisation k and binomial trials m reach ε = {} at δ = {} within b = {} bits \
                  for n = {n} clients",

@@ -55,7 +55,7 @@ impl DdgSetting {
         }
         if !(self.clip.is_finite() && self.clip > 0.0) {
             return Err(Error::param(
-                "--clip",
+                "‹clip›",
                 format!(
                     "the clip norm c must be a positive finite number, got {}",
                     self.clip
@@ -205,7 +205,7 @@ pub fn smallest_sigma_for_rho(setting: &DdgSetting, rho_target: f64) -> Result<f
         hi *= 2.0;
         steps += 1;
         if steps > 2000 || !hi.is_finite() {
-            return Err(Error::param("--epsilon", "calibration failed to bracket σ"));
+            return Err(Error::param("‹epsilon›", "calibration failed to bracket σ"));
         }
     }
     while hi - lo > 1e-10 * hi {

@@ -116,13 +116,13 @@ impl DistributedRequest {
         crate::privacy::guarantee::check_epsilon(self.epsilon)?;
         if !(self.delta > 0.0 && self.delta < 1.0) {
             return Err(Error::param(
-                "--delta",
+                "‹delta›",
                 format!("δ must lie strictly between 0 and 1, got {}", self.delta),
             ));
         }
         if self.clip.is_finite() && !(1e-30..=1e30).contains(&self.clip) && self.clip > 0.0 {
             return Err(Error::param(
-                "--clip",
+                "‹clip›",
                 format!(
                     "c = {:e} is outside [1e-30, 1e30], where the noise and its accounting stay \
                      within floating point: rescale the vectors (the mean's error scales with c²)",
@@ -132,7 +132,7 @@ impl DistributedRequest {
         }
         if !(self.clip.is_finite() && self.clip > 0.0) {
             return Err(Error::param(
-                "--clip",
+                "‹clip›",
                 format!(
                     "the clip norm must be a positive finite number, got {}",
                     self.clip
@@ -141,7 +141,7 @@ impl DistributedRequest {
         }
         if !(2..=MAX_BITS).contains(&self.bits) {
             return Err(Error::param(
-                "--bits",
+                "‹bits›",
                 format!(
                     "b must be between 2 and {MAX_BITS} bits per coordinate, got {}",
                     self.bits
@@ -333,7 +333,7 @@ pub(super) fn best_ddg(
     }
     best.ok_or_else(|| {
         Error::param(
-            "--bits",
+            "‹bits›",
             format!(
                 "b = {} bits per coordinate is too few: for every granularity γ the modular sum of \
                  n = {wrap_n} clients would wrap with probability above {}",

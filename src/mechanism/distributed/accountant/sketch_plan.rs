@@ -87,10 +87,10 @@ pub fn plan_sketch_ddg_for(
         let least = req.bits as f64 / req.d as f64;
         if least > cap {
             return Err(Error::param(
-                "--bits-per-parameter",
+                "‹bits_per_parameter›",
                 format!(
                     "{cap} is below what the smallest sketch sends: m = 1 row of b = {} bits for \
-                     d = {} parameters is {least:.4} bits per parameter (raise it, or lower --bits)",
+                     d = {} parameters is {least:.4} bits per parameter (raise it, or lower ‹bits›)",
                     req.bits, req.d
                 ),
             ));
@@ -98,7 +98,7 @@ pub fn plan_sketch_ddg_for(
     }
     let (m, ddg) = best.ok_or_else(|| {
         Error::param(
-            "--bits",
+            "‹bits›",
             format!(
                 "no sketch size m meets the wrap target {} with b = {} bits{}",
                 req.max_wrap_probability,
