@@ -817,3 +817,67 @@ fn the_floors_shown_in_lib_rs_and_the_docs_are_the_ones_checked() {
     assert_ne!(floors_shown(moved), declared[..3].to_vec());
     assert_eq!(floors_shown(moved)[1].1, vec!["rng", "data"]);
 }
+
+/// The arms of `match`es on a mechanism kind in `text` that catch every other kind (`_ =>`,
+/// `other =>`, `x if …`), as line numbers: an arm at the indentation of an arm naming
+/// `MechanismKind::…` in the same `match`.
+fn wildcard_kind_arms(text: &str) -> Vec<usize> {
+    let lines: Vec<&str> = text.lines().map(code).collect();
+    let indent = |l: &str| l.len() - l.trim_start().len();
+    let is_catch_all = |l: &str| {
+        let t = l.trim_start();
+        let pat: String = t
+            .chars()
+            .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+            .collect();
+        !pat.is_empty()
+            && pat.starts_with(|c: char| c.is_ascii_lowercase() || c == '_')
+            && (t[pat.len()..].starts_with(" =>") || t[pat.len()..].starts_with(" if "))
+    };
+    let mut out = Vec::new();
+    for (i, l) in lines.iter().enumerate() {
+        if !is_catch_all(l) {
+            continue;
+        }
+        let at = indent(l);
+        // the arms above, up to the `match` (a line indented less)
+        let names_a_kind = lines[..i]
+            .iter()
+            .rev()
+            .take_while(|p| p.trim().is_empty() || indent(p) >= at)
+            .filter(|p| indent(p) == at)
+            .any(|p| {
+                let t = p.trim_start().trim_start_matches(['|', '(', ' ']);
+                t.starts_with("MechanismKind::")
+            });
+        if names_a_kind {
+            out.push(i + 1);
+        }
+    }
+    out
+}
+
+/// Issue 41: a `match` on a mechanism kind in `src/mechanism/` names every kind it handles, so
+/// that a new kind fails to compile wherever it must be placed rather than falling silently into
+/// another kind's arm.
+#[test]
+fn no_wildcard_arm_on_a_kind_in_the_mechanisms() {
+    let mut found = Vec::new();
+    for (rel, text) in sources() {
+        if !rel.starts_with("mechanism/") {
+            continue;
+        }
+        let end = text.find("#[cfg(test)]\nmod ").unwrap_or(text.len());
+        for line in wildcard_kind_arms(&text[..end]) {
+            found.push(format!("src/{rel}:{line}"));
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "catch-all arms on a mechanism kind:\n{}",
+        found.join("\n")
+    );
+    // power: a catch-all after a kind's arm is seen, one on another enum or a named kind is not
+    let sample = "match k {\n    MechanismKind::A => 1,\n    MechanismKind::B\n    | MechanismKind::C => 2,\n    other => 3,\n}\nmatch r {\n    Rule::A => 1,\n    _ => 2,\n}\nmatch k {\n    x @ (MechanismKind::A | MechanismKind::B) => 1,\n    MechanismKind::C if y => 2,\n    _ => 3,\n}\n";
+    assert_eq!(wildcard_kind_arms(sample), [5, 14]);
+}

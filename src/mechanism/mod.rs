@@ -467,7 +467,15 @@ pub fn build_with(params: &MechanismParams, noise: NoiseChoice) -> Result<Box<dy
         | MechanismKind::IdpSignoporpRr => {
             Box::new(central::idp_sign::build(params, k, seed, noise)?)
         }
-        local => {
+        // every local kind by name: a new kind must be placed (no wildcard arm)
+        local @ (MechanismKind::Privunit2
+        | MechanismKind::Duchi
+        | MechanismKind::Privunitg
+        | MechanismKind::Projunit
+        | MechanismKind::ProjunitCorrelated
+        | MechanismKind::ScalarDp
+        | MechanismKind::Privunit2Norm
+        | MechanismKind::PrivunitInf) => {
             return Err(Error::param(
                 "‹mechanism›",
                 format!(

@@ -281,7 +281,23 @@ impl GaussianSketch {
             MechanismKind::RawGOpt => super::raw_gaussian::ALGORITHM,
             MechanismKind::DpRpG | MechanismKind::DpRpGOpt => super::dp_rp::ALGORITHM,
             MechanismKind::DpOporp => super::dp_oporp::ALGORITHM,
-            other => {
+            // every other kind by name: a new kind must be placed here (no wildcard arm)
+            other @ (MechanismKind::DpSignrpRr
+            | MechanismKind::DpSignrpRrSmooth
+            | MechanismKind::DpSignoporpRr
+            | MechanismKind::DpSignoporpRrSmooth
+            | MechanismKind::IdpSignrpG
+            | MechanismKind::IdpSignrpRr
+            | MechanismKind::IdpSignoporpG
+            | MechanismKind::IdpSignoporpRr
+            | MechanismKind::Privunit2
+            | MechanismKind::Duchi
+            | MechanismKind::Privunitg
+            | MechanismKind::Projunit
+            | MechanismKind::ProjunitCorrelated
+            | MechanismKind::ScalarDp
+            | MechanismKind::Privunit2Norm
+            | MechanismKind::PrivunitInf) => {
                 return Err(Error::param(
                     "release",
                     format!("{} is not a Gaussian mechanism", other.name()),

@@ -119,7 +119,8 @@ pub fn sign_arithmetic(
                 _ => Err(Error::param(
                     "release",
                     format!(
-                        "the recorded norm bound of the rounded rows ({recorded}) is not the one                          the map, β and ‹min_norm› give (an inconsistent release record)"
+                        "the recorded norm bound of the rounded rows ({recorded}) is not the one \
+                         the map, β and ‹min_norm› give (an inconsistent release record)"
                     ),
                 )),
             }
@@ -282,7 +283,19 @@ impl SignSketch {
             | MechanismKind::IdpSignrpRr
             | MechanismKind::IdpSignoporpG
             | MechanismKind::IdpSignoporpRr => super::idp_sign::ALGORITHM,
-            other => {
+            // every other kind by name: a new kind must be placed here (no wildcard arm)
+            other @ (MechanismKind::RawGOpt
+            | MechanismKind::DpRpG
+            | MechanismKind::DpRpGOpt
+            | MechanismKind::DpOporp
+            | MechanismKind::Privunit2
+            | MechanismKind::Duchi
+            | MechanismKind::Privunitg
+            | MechanismKind::Projunit
+            | MechanismKind::ProjunitCorrelated
+            | MechanismKind::ScalarDp
+            | MechanismKind::Privunit2Norm
+            | MechanismKind::PrivunitInf) => {
                 return Err(Error::param(
                     "release",
                     format!("{} is not a sign mechanism", other.name()),

@@ -354,7 +354,19 @@ impl LocalSpec {
             MechanismKind::PrivunitInf => Algo::Inf(PrivUnitInf::new(eps, d)?),
             MechanismKind::ScalarDp => self.scalar()?,
             MechanismKind::Privunit2Norm => self.norm()?,
-            other => {
+            // every other kind by name: a new kind must be placed here (no wildcard arm)
+            other @ (MechanismKind::RawGOpt
+            | MechanismKind::DpRpG
+            | MechanismKind::DpRpGOpt
+            | MechanismKind::DpOporp
+            | MechanismKind::DpSignrpRr
+            | MechanismKind::DpSignrpRrSmooth
+            | MechanismKind::DpSignoporpRr
+            | MechanismKind::DpSignoporpRrSmooth
+            | MechanismKind::IdpSignrpG
+            | MechanismKind::IdpSignrpRr
+            | MechanismKind::IdpSignoporpG
+            | MechanismKind::IdpSignoporpRr) => {
                 return Err(Error::param(
                     "‹mechanism›",
                     format!("{} is not a local mechanism", other.name()),
@@ -460,12 +472,15 @@ impl LocalSketch {
             InputDomain::Interval { max } => Some(max),
             _ => None,
         };
-        let k = match (record.name, map) {
-            (MechanismKind::Projunit, Some(LocalMap::SrhtNearlyUnbiased)) => {
-                Some(record.k.wrapping_sub(1))
-            }
-            (MechanismKind::Projunit | MechanismKind::ProjunitCorrelated, _) => Some(record.k),
-            _ => None,
+        // k from the kind's table row (`projects`); the nearly unbiased SRHT map records k + 1
+        let k = if !record.name.projects() {
+            None
+        } else if record.name == MechanismKind::Projunit
+            && matches!(map, Some(LocalMap::SrhtNearlyUnbiased))
+        {
+            Some(record.k.wrapping_sub(1))
+        } else {
+            Some(record.k)
         };
         let mut m = LocalSketch::new(&LocalSpec {
             kind: record.name,
