@@ -109,12 +109,6 @@ pub fn field(key: &str) -> String {
 }
 
 impl Front {
-    /// The option `key` (snake case) marked for rendering ([`field`]); the same for every front
-    /// end, which spells it when the message is shown.
-    pub fn field(self, key: &str) -> String {
-        field(key)
-    }
-
     /// The option `key` as this front end names a parameter: `--first-row`, `first_row`.
     pub fn name(self, key: &str) -> String {
         match self {

@@ -13,7 +13,6 @@ use dprp::privacy::samplers::noise::NoiseSource;
 use dprp::projection::Seed;
 use dprp::release::ReleaseSet;
 use dprp::request::estimate::EstimateRequest;
-use dprp::request::Front;
 
 /// The covering counts a correct 95% interval may give over `n` trials (two-sided, each tail at
 /// most 0.5·10⁻⁶ under Binomial(n, 0.95)).
@@ -106,9 +105,9 @@ fn the_request_path_prints_these_intervals() {
             t,
         );
         let m = from_record(&set.meta().mechanism, &set.meta().guarantee).unwrap();
-        let req = EstimateRequest::new(&set, m.as_ref(), &[0, 1], Front::Cli).unwrap();
-        let pair = req.pair(Front::Cli).unwrap().to_json()[0].take();
-        let req1 = EstimateRequest::new(&set, m.as_ref(), &[1], Front::Cli).unwrap();
+        let req = EstimateRequest::new(&set, m.as_ref(), &[0, 1]).unwrap();
+        let pair = req.pair().unwrap().to_json()[0].take();
+        let req1 = EstimateRequest::new(&set, m.as_ref(), &[1]).unwrap();
         let query = req1.query(&u, "u").unwrap().to_json()[0].take();
         // the same numbers as the library on the released rows
         let est = m.as_sketch().unwrap().estimator();
@@ -300,8 +299,8 @@ fn oporp_sign_intervals_say_their_level_is_not_assured() {
         p.min_norm = (kind == MechanismKind::DpSignrpRr).then_some(0.5);
         let set = publish(d.path(), &input, p, 0);
         let m = from_record(&set.meta().mechanism, &set.meta().guarantee).unwrap();
-        let req = EstimateRequest::new(&set, m.as_ref(), &[3, 4], Front::Cli).unwrap();
-        let line = req.pair(Front::Cli).unwrap();
+        let req = EstimateRequest::new(&set, m.as_ref(), &[3, 4]).unwrap();
+        let line = req.pair().unwrap();
         let json = line.to_json()[0].take();
         assert_eq!(json["interval_note"].is_null(), assured, "{json}");
         assert_eq!(line.to_text().contains("level not assured"), !assured);

@@ -11,7 +11,7 @@ use super::InputArgs;
 use dprp::atomic::check_not_input;
 use dprp::data::synthetic::SyntheticRows;
 use dprp::data::{open_reader, RowReader};
-use dprp::error::{Error, Front, Result};
+use dprp::error::{Error, Result};
 use dprp::mechanism::distributed::round::check_round_memory;
 use dprp::projection::Seed;
 use dprp::request::mean::MeanFile;
@@ -155,11 +155,10 @@ pub fn run(a: AggregateArgs) -> Result<()> {
         seed: None,
         check: a.check,
     };
-    opts.kind(Front::Cli)?;
+    opts.kind()?;
     let file = MeanFile::of(
         a.output.as_deref(),
         dprp::atomic::Existing::replace_if(a.overwrite),
-        Front::Cli,
     )?;
     let (mut reader, n) = clients(&a)?;
     let opts = RoundOptions {
@@ -170,7 +169,7 @@ pub fn run(a: AggregateArgs) -> Result<()> {
             .transpose()?,
         ..opts
     };
-    let outcome = opts.run(reader.as_mut(), n, Front::Cli)?;
+    let outcome = opts.run(reader.as_mut(), n)?;
     if let Some(f) = &file {
         f.write(&outcome.report.mean)?;
     }

@@ -7,7 +7,7 @@ use clap::Args;
 
 use super::output::{json_error, note, print_str};
 use dprp::atomic::{Existing, StagingDir};
-use dprp::error::{Error, Front, Result};
+use dprp::error::{Error, Result};
 use dprp::request::audit::{AuditEvent, AuditOptions};
 
 /// Default samples per input of each pair.
@@ -126,7 +126,7 @@ impl AuditArgs {
 
 pub fn run(a: AuditArgs) -> Result<()> {
     let opts = a.options();
-    let plan = opts.plan(Front::Cli)?;
+    let plan = opts.plan()?;
     let staging = a
         .out
         .as_deref()
@@ -147,7 +147,7 @@ pub fn run(a: AuditArgs) -> Result<()> {
     }
     if let Some(st) = staging {
         let command = opts.command_line(a.out.as_deref());
-        outcome.write_reports(st.path(), &command, Front::Cli)?;
+        outcome.write_reports(st.path(), &command)?;
         let dest = st.dest().to_path_buf();
         st.commit()?;
         note(format_args!(

@@ -2,7 +2,7 @@ use std::path::PathBuf;
 
 use clap::Args;
 
-use dprp::error::{Error, Front, Result};
+use dprp::error::{Error, Result};
 use dprp::mechanism;
 use dprp::release::ReleaseSet;
 use dprp::request::estimate::EstimateRequest;
@@ -34,12 +34,12 @@ pub struct EstimateArgs {
 pub fn run(a: EstimateArgs) -> Result<()> {
     let r = ReleaseSet::open(&a.release)?;
     let m = mechanism::from_record(&r.meta().mechanism, &r.meta().guarantee)?;
-    let req = EstimateRequest::new(&r, m.as_ref(), &a.rows, Front::Cli)?;
+    let req = EstimateRequest::new(&r, m.as_ref(), &a.rows)?;
     let estimates = match &a.query_vector {
-        None => req.pair(Front::Cli)?,
+        None => req.pair()?,
         Some(qpath) => {
             let mut q = dprp::request::query::first_query(qpath, a.column.as_deref())?;
-            let applied = q.scale_for(r.meta(), "--query-vector", a.no_scale, Front::Cli)?;
+            let applied = q.scale_for(r.meta(), "--query-vector", a.no_scale)?;
             super::query::note_applied(&applied);
             req.query(&q.values[..q.p], &qpath.display().to_string())?
         }

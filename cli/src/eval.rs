@@ -12,7 +12,7 @@ mod mean;
 use super::output::{note, warn};
 use super::ScaleArgs;
 use dprp::atomic::{Existing, StagingDir};
-use dprp::error::{Error, Front, Result};
+use dprp::error::{Error, Result};
 use dprp::eval::{report, Report};
 use dprp::request::eval::{write_report, GridOptions, RetrievalOptions, SvmOptions};
 
@@ -180,7 +180,7 @@ fn run_retrieval(a: RetrievalArgs) -> Result<()> {
         queries: a.queries,
         query_mode: a.query_mode,
     };
-    let req = options.resolve(Front::Cli)?;
+    let req = options.resolve()?;
     // the output directory is checked (and staged) before the work
     let staging = stage_out(out.as_deref(), existing)?;
     let run = req.load()?;
@@ -201,7 +201,7 @@ fn run_svm(a: SvmArgs) -> Result<()> {
         tol: a.tol,
         max_iter: a.max_iter,
     };
-    let req = options.resolve(Front::Cli)?;
+    let req = options.resolve()?;
     let several = req.sets().len() > 1;
     for set in req.sets() {
         let run = req.load(set)?;

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use clap::Args;
 
 use dprp::atomic::check_not_input;
-use dprp::error::{Front, Result};
+use dprp::error::Result;
 use dprp::request::mean::{MeanFile, ReleasesMean};
 
 #[derive(Debug, Args)]
@@ -30,7 +30,6 @@ pub fn run(a: MeanArgs) -> Result<()> {
     let file = MeanFile::of(
         a.output.as_deref(),
         dprp::atomic::Existing::replace_if(a.overwrite),
-        Front::Cli,
     )?;
     if let Some(out) = &a.output {
         for r in &a.releases {

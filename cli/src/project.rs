@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use clap::Args;
 
-use dprp::error::{Front, Result};
+use dprp::error::Result;
 use dprp::mechanism;
 use dprp::release::ReleaseSet;
 use dprp::request::project::{fingerprint, Projected};
@@ -40,7 +40,7 @@ pub fn run(a: ProjectArgs) -> Result<()> {
     let meta = set.meta();
     let m = mechanism::from_record(&meta.mechanism, &meta.guarantee)?;
     let raw = super::query::read_file(&a.queries, a.column.as_deref())?;
-    let pr = Projected::new(meta, m.as_ref(), raw, "--queries", a.no_scale, Front::Cli)?;
+    let pr = Projected::new(meta, m.as_ref(), raw, "--queries", a.no_scale)?;
     super::query::note_applied(&pr.applied);
     let existing = dprp::atomic::Existing::replace_if(a.overwrite);
     pr.write((&a.output, existing), &fingerprint(&set), "--output")?;

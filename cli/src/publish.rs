@@ -9,7 +9,7 @@ use dprp::privacy::samplers::noise::NoiseSource;
 use dprp::projection::Seed;
 use dprp::publish::{publish_gated, publish_with, PublishOptions, PublishOutcome, PublishRequest};
 use dprp::request::publish::{LedgerOptions, PublishReport, RunOptions};
-use dprp::request::{shards, Front, MechanismOptions};
+use dprp::request::{shards, MechanismOptions};
 
 #[derive(Debug, Args)]
 pub struct PublishArgs {
@@ -146,19 +146,14 @@ fn mechanism_options(a: &PublishArgs) -> Result<MechanismOptions> {
 }
 
 pub fn run(a: PublishArgs) -> Result<()> {
-    let plan = mechanism_options(&a)?.resolve(Front::Cli)?;
+    let plan = mechanism_options(&a)?.resolve()?;
     let (opts, noise) = RunOptions {
         memory_mib: a.memory,
         output_format: a.output_format.clone(),
         noise_seed: a.noise_seed.clone(),
         overwrite: a.overwrite,
     }
-    .resolve(
-        &a.output,
-        plan.noise,
-        Some(|w| super::output::warn(w)),
-        Front::Cli,
-    )?;
+    .resolve(&a.output, plan.noise, Some(|w| super::output::warn(w)))?;
     let req = PublishRequest {
         input: a.input.clone(),
         input_opts: a.input_args.options()?,
@@ -176,7 +171,7 @@ pub fn run(a: PublishArgs) -> Result<()> {
             dir.display()
         ))
     };
-    let (mut gate, budget) = match ledger.open(a.shard.is_some(), on_wait, Front::Cli)? {
+    let (mut gate, budget) = match ledger.open(a.shard.is_some(), on_wait)? {
         Some((g, b)) => (Some(g), b),
         None => (None, None),
     };
@@ -209,7 +204,7 @@ fn run_publish(
 ) -> Result<(PublishOutcome, Option<String>)> {
     Ok(match (a.shards, &a.shard) {
         (Some(n), _) => {
-            let (o, l) = shards::publish_split(req, noise, opts, n, gate, Front::Cli)?;
+            let (o, l) = shards::publish_split(req, noise, opts, n, gate)?;
             (o, Some(l))
         }
         (None, Some(spec)) => {
@@ -220,7 +215,7 @@ fn run_publish(
                 first_row: a.first_row,
                 rows: None,
             };
-            let plan = worker.plan(req, opts, Front::Cli)?;
+            let plan = worker.plan(req, opts)?;
             let o = publish_with(&plan.request, noise, &plan.options)?;
             let line = worker.report(&plan, &req.output, o.meta.n);
             (o, Some(line))

@@ -3,7 +3,7 @@ use std::path::PathBuf;
 use clap::Args;
 
 use dprp::data::{read_all, Scaling};
-use dprp::error::{Error, Front, Result};
+use dprp::error::{Error, Result};
 use dprp::mechanism::{self, Mechanism, Payload};
 use dprp::release::{ReleaseMeta, ReleaseSet};
 use dprp::request::query::{release_queries, RawQueries, ZERO_QUERY_NOTE};
@@ -126,7 +126,7 @@ pub fn prepare_raw(
     let q = read_file(path, column)?;
     let ids = (0..q.n() as u64).collect();
     let zero = dprp::request::query::zero_queries(&q.values, q.p);
-    let (sketches, applied) = q.sketch_for(r, m, "--queries", no_scale, Front::Cli)?;
+    let (sketches, applied) = q.sketch_for(r, m, "--queries", no_scale)?;
     note_applied(&applied);
     Ok(Prepared::new(sketches, ids, zero))
 }
@@ -274,7 +274,7 @@ fn prepare(a: &QueryArgs, meta: &ReleaseMeta, m: &dyn Mechanism) -> Result<Prepa
                      the queries are a release's rows",
                 ));
             }
-            let (sketches, ids) = release_queries(meta, &a.queries, "--queries", Front::Cli)?;
+            let (sketches, ids) = release_queries(meta, &a.queries, "--queries")?;
             Ok(Prepared::new(sketches, ids, Vec::new()))
         }
         o => Err(Error::param(

@@ -12,7 +12,7 @@ use dprp::ledger::{Budget, Gate};
 use dprp::publish::{provisional_entry, PublishRequest};
 use dprp::release::{DatasetRecord, ReleaseSet};
 use dprp::request::publish::RunOptions;
-use dprp::request::{Front, MechanismOptions};
+use dprp::request::MechanismOptions;
 
 use crate::ints::{self, Int};
 use crate::publish::{mechanism_plan, scaling};
@@ -254,7 +254,7 @@ impl LedgerGate {
             noise_seed: noise_seed.map(String::from),
             overwrite: false,
         }
-        .resolve(&output, plan.noise, None::<fn(&str)>, Front::Python)
+        .resolve(&output, plan.noise, None::<fn(&str)>)
         .map_err(err)?;
         let req = PublishRequest {
             input: PathBuf::from("(reservation)"),

@@ -16,7 +16,7 @@ use dprp::projection::Seed;
 use dprp::publish::{publish_from_as, PublishOptions, PublishRequest};
 use dprp::request::publish::{LedgerOptions, RunOptions};
 use dprp::request::shards::WorkerShard;
-use dprp::request::{Front, MechanismOptions, MechanismPlan};
+use dprp::request::{MechanismOptions, MechanismPlan};
 
 use crate::arrays::{self, ArrayReader, CancellableReader};
 use crate::interrupt::{self, Outcome};
@@ -63,7 +63,7 @@ pub(crate) fn mechanism_plan(
         noise: noise.map(String::from),
         ..base
     }
-    .resolve(Front::Python)
+    .resolve()
     .map_err(err)
 }
 
@@ -156,7 +156,7 @@ pub fn publish<'py>(
         noise_seed: noise_seed.map(String::from),
         overwrite,
     }
-    .resolve(&output, plan.noise, Some(collect_warning), Front::Python)
+    .resolve(&output, plan.noise, Some(collect_warning))
     .map_err(err)?;
     let named = [
         ("column", column.is_some()),
@@ -187,13 +187,13 @@ pub fn publish<'py>(
         budget: budget.map(crate::ledger::budget_text).transpose()?,
     };
     let mut gate = py
-        .detach(|| ledger.open(worker.is_some(), |_| {}, Front::Python))
+        .detach(|| ledger.open(worker.is_some(), |_| {}))
         .map_err(err)?
         .map(|(g, _)| g);
     let (req, opts, output) = match worker {
         None => (req, opts, output),
         Some(w) => {
-            let plan = w.plan(&req, &opts, Front::Python).map_err(err)?;
+            let plan = w.plan(&req, &opts).map_err(err)?;
             let file = plan.request.output.clone();
             (plan.request, plan.options, file)
         }

@@ -24,7 +24,6 @@ use dprp::mechanism::{self, Mechanism, Payload};
 use dprp::release::ReleaseSet;
 use dprp::request::estimate::EstimateRequest;
 use dprp::request::query::RawQueries;
-use dprp::request::Front;
 use dprp::search::queries::QuerySketches;
 use dprp::search::{exact, Measure, Sketch};
 
@@ -438,7 +437,7 @@ impl Release {
                 scaling: Default::default(),
                 file: None,
             };
-            let (q, _) = raw.sketch_for(meta, mech, "queries", no_scale, Front::Python)?;
+            let (q, _) = raw.sketch_for(meta, mech, "queries", no_scale)?;
             let qs = match &q {
                 QuerySketches::Real(v) => Sketch::Real { data: v, k },
                 QuerySketches::Bits(v) => Sketch::Bits { data: v, k },
@@ -598,8 +597,8 @@ impl Release {
         self.locate(j, "j")?;
         self.check_files()?;
         let rows = [i as usize, j as usize];
-        let line = EstimateRequest::new(&self.inner, self.mech.as_ref(), &rows, Front::Python)
-            .and_then(|r| r.pair(Front::Python))
+        let line = EstimateRequest::new(&self.inner, self.mech.as_ref(), &rows)
+            .and_then(|r| r.pair())
             .map_err(err)?
             .to_json()[0]
             .take();

@@ -14,7 +14,6 @@ use dprp::mechanism::Mechanism;
 use dprp::release::ReleaseSet;
 use dprp::request::project::Projected;
 use dprp::request::query::RawQueries;
-use dprp::request::Front;
 use dprp::search::queries::QuerySketches;
 use dprp::search::rerank::{rerank as rerank_rows, Reranked};
 use dprp::search::Measure;
@@ -56,7 +55,7 @@ pub fn project<'py>(
     let raw = raw_queries(queries)?;
     let meta = set.meta();
     let pr = py
-        .detach(|| Projected::new(meta, mech, raw, "queries", no_scale, Front::Python))
+        .detach(|| Projected::new(meta, mech, raw, "queries", no_scale))
         .map_err(err)?;
     let (rows, width) = (pr.rows, pr.width());
     let shape = |e: numpy::ndarray::ShapeError| param("queries", e);
@@ -129,7 +128,7 @@ pub fn rerank<'py>(
     let (ids, c) = candidate_ids(candidates, nq)?;
     let by = measure.map(Measure::parse).transpose().map_err(err)?;
     let outcome = interrupt::run(py, |cancel| -> dprp::Result<Reranked> {
-        raw.scale_for(set.meta(), "queries", no_scale, Front::Python)?;
+        raw.scale_for(set.meta(), "queries", no_scale)?;
         cancel.check()?;
         rerank_rows(set, mech, &raw.values, &ids, c, top, by)
     })?;

@@ -317,8 +317,6 @@ pub struct QueryOrigin<'a> {
     pub path: &'a std::path::Path,
     /// The option that gave them, as the front end spells it (`--queries`, `queries`).
     pub option: &'a str,
-    /// The front end (it spells `no_scale`).
-    pub front: crate::error::Front,
 }
 
 /// Bring raw query vectors to the scale of a release's rows: replay the public scaling steps the
@@ -339,7 +337,7 @@ pub fn scale_queries(
     no_scale: bool,
 ) -> Result<Scaling> {
     let path = origin.path;
-    let no_scale_flag = origin.front.field("no_scale");
+    let no_scale_flag = crate::error::field("no_scale");
     check_finite(values, p, 0, path)?;
     let todo: &[ScalingStep] = if no_scale {
         &[]
@@ -359,7 +357,7 @@ pub fn scale_queries(
     if todo.contains(&ScalingStep::MaxAbs) {
         return Err(Error::param(
             origin.option,
-            format!("the release's rows were scaled per column by the data's own maxima ({} max-abs); those factors are not stored in the release (they would disclose each column's largest value), so raw queries cannot be put on the same scale: scale them yourself and pass {no_scale_flag}", origin.front.field("scale")),
+            format!("the release's rows were scaled per column by the data's own maxima ({} max-abs); those factors are not stored in the release (they would disclose each column's largest value), so raw queries cannot be put on the same scale: scale them yourself and pass {no_scale_flag}", crate::error::field("scale")),
         ));
     }
     if p > 0 {

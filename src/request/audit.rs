@@ -4,6 +4,7 @@
 //! as one value: its JSON, the report files of `--out`, the closing note and the verdict. The
 //! front end stages the output directory and prints what it hears as the audits finish.
 
+use crate::error::field;
 use std::fmt::Write as _;
 use std::path::Path;
 use std::time::Instant;
@@ -11,7 +12,7 @@ use std::time::Instant;
 use crate::atomic::{AtomicFile, Existing};
 use crate::audit::pipeline::{self, PipelineReport};
 use crate::audit::{self, report, AuditConfig, AuditReport, Miscalibration};
-use crate::error::{Error, Front, Result};
+use crate::error::{Error, Result};
 use crate::mechanism::{LocalMap, LocalOptions, MechanismKind, MechanismParams};
 use crate::privacy::guarantee::Neighbour;
 use crate::privacy::samplers::noise::NoiseSource;
@@ -60,7 +61,6 @@ pub struct AuditPlan {
     opts: AuditOptions,
     kinds: Vec<MechanismKind>,
     miscalibrate: Option<Miscalibration>,
-    front: Front,
 }
 
 /// What an audit run reports as it goes.
@@ -115,7 +115,7 @@ impl AuditOptions {
     /// Check the mis-calibration and name the mechanisms to audit: the one named, or with `all`
     /// (or the pipeline check alone, without a mechanism) every one at fixed parameters (then no
     /// parameter may be given).
-    pub fn plan(&self, front: Front) -> Result<AuditPlan> {
+    pub fn plan(&self) -> Result<AuditPlan> {
         let miscalibrate = self
             .miscalibrate
             .as_deref()
@@ -125,20 +125,17 @@ impl AuditOptions {
             (Some(m), false) => vec![MechanismKind::parse(m)?],
             // the pipeline check alone runs every mechanism unless one is named (seconds)
             (None, true) | (None, false) if self.pipeline => {
-                self.refuse_parameters_with_all(front)?;
+                self.refuse_parameters_with_all()?;
                 MechanismKind::all().collect()
             }
             (None, true) => {
-                self.refuse_parameters_with_all(front)?;
+                self.refuse_parameters_with_all()?;
                 MechanismKind::all().collect()
             }
             _ => {
                 return Err(Error::missing(
-                    front.field("mechanism"),
-                    format!(
-                        "name the mechanism to audit, or pass {}",
-                        front.field("all")
-                    ),
+                    field("mechanism"),
+                    format!("name the mechanism to audit, or pass {}", field("all")),
                 ))
             }
         };
@@ -146,12 +143,11 @@ impl AuditOptions {
             opts: self.clone(),
             kinds,
             miscalibrate,
-            front,
         })
     }
 
     /// With `all`, the first parameter given is refused.
-    fn refuse_parameters_with_all(&self, front: Front) -> Result<()> {
+    fn refuse_parameters_with_all(&self) -> Result<()> {
         let given = [
             (self.epsilon.is_some(), "epsilon"),
             (self.delta.is_some(), "delta"),
@@ -166,12 +162,12 @@ impl AuditOptions {
         ];
         match given.iter().find(|(g, _)| *g) {
             Some((_, opt)) => Err(Error::param(
-                front.field(opt),
+                field(opt),
                 format!(
                     "{} audits every mechanism at fixed parameters (p = 16, k = 8, ε = 1, δ = \
                      1e-5, β = 1); audit one mechanism ({}) to choose them",
-                    front.field("all"),
-                    front.field("mechanism")
+                    field("all"),
+                    field("mechanism")
                 ),
             )),
             None => Ok(()),
@@ -310,15 +306,15 @@ impl AuditPlan {
     /// The parameters of one mechanism: [`audit::default_params`] with the options given, each
     /// refused where the mechanism has no use for it.
     fn params(&self, kind: MechanismKind, seed: Seed) -> Result<MechanismParams> {
-        let (o, front) = (&self.opts, self.front);
-        let refuse = |field: &str, msg: String| Err(Error::param(front.field(field), msg));
+        let o = &self.opts;
+        let refuse = |key: &str, msg: String| Err(Error::param(field(key), msg));
         let mut p = audit::default_params(kind, seed);
         if let Some(e) = o.epsilon {
             p.epsilon = e;
         }
         if let Some(d) = o.delta {
             if !kind.needs_delta() {
-                let drop = front.field("delta");
+                let drop = field("delta");
                 let why = format!(
                     "{} needs no δ (its guarantee is pure ε); drop {drop}",
                     kind.name()
@@ -339,11 +335,7 @@ impl AuditPlan {
         }
         if let Some(k) = o.k {
             if !kind.projects() {
-                let why = format!(
-                    "{} does not project; drop {}",
-                    kind.name(),
-                    front.field("k")
-                );
+                let why = format!("{} does not project; drop {}", kind.name(), field("k"));
                 return refuse("k", why);
             }
             p.k = Some(k);
@@ -424,7 +416,7 @@ impl AuditOutcome {
 
     /// `report.md` and `report.json` in `dir` (the front end's staging directory of `--out`);
     /// `command` is the command line they record.
-    pub fn write_reports(&self, dir: &Path, command: &str, front: Front) -> Result<()> {
+    pub fn write_reports(&self, dir: &Path, command: &str) -> Result<()> {
         let machine = machine(self.seconds);
         let mut md = if self.pipeline_only {
             // the pipeline check alone: its section is the report
@@ -444,12 +436,8 @@ impl AuditOutcome {
             "reports": self.reports,
             "pipeline": self.pipeline,
         });
-        let s = serde_json::to_string_pretty(&json).map_err(|e| {
-            Error::param(
-                front.field("out"),
-                format!("cannot serialise the report: {e}"),
-            )
-        })?;
+        let s = serde_json::to_string_pretty(&json)
+            .map_err(|e| Error::param(field("out"), format!("cannot serialise the report: {e}")))?;
         let mut f = AtomicFile::create(&dir.join("report.json"), Existing::Refuse)?;
         f.write_all(crate::error::in_files(&s).as_bytes())?;
         f.write_all(b"\n")?;
@@ -539,6 +527,7 @@ fn utc(secs: u64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::error::Front;
 
     #[test]
     fn utc_dates() {
@@ -550,7 +539,7 @@ mod tests {
     fn refusal(opts: &AuditOptions, front: Front) -> String {
         let seed = audit::projection_seed(1).unwrap();
         let err = opts
-            .plan(front)
+            .plan()
             .and_then(|plan| plan.params(plan.kinds[0], seed).map(|_| ()))
             .unwrap_err();
         err.render(front)

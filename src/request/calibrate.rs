@@ -3,7 +3,7 @@
 //! implies, the flip rules of a sign sketch, a local mechanism's constants and error, or the plan
 //! of a distributed round. One report of text lines, built whole before anything is printed.
 
-use crate::error::{Error, Front, Result};
+use crate::error::{Error, Result};
 use crate::estimate::{ip_variance, PairStats, QueryMode};
 use crate::mechanism::distributed::DistributedGuarantee;
 use crate::mechanism::local::release::describe_constants;
@@ -129,7 +129,6 @@ fn calibrate(a: &CalibrateOptions, out: &mut Vec<String>) -> Result<()> {
             individual_dp: false,
             projection: a.projection.is_some() && !kind.is_local(),
         },
-        Front::Cli,
     )?;
     let noise = match &a.noise {
         Some(_) if kind.is_sign() || !kind.adds_gaussian_noise() => {

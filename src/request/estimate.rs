@@ -1,7 +1,8 @@
 //! `dprp estimate`: inner products and cosines between released rows, or between a raw query
 //! vector and released rows, with their error bars — one report rendered as text or JSON.
 
-use crate::error::{Error, Front, Result};
+use crate::error::field;
+use crate::error::{Error, Result};
 use crate::estimate::{
     agreements, estimate_ip_known, estimate_sq_norm, known_row_norm_sq, sign_cosine, Estimator,
     Family, IpEstimate, NormEstimate, QueryMode, INTERVAL_LEVEL, REAL_INTERVAL_METHOD,
@@ -65,17 +66,16 @@ impl<'a> EstimateRequest<'a> {
         release: &'a ReleaseSet,
         mechanism: &'a dyn Mechanism,
         rows: &'a [usize],
-        front: Front,
     ) -> Result<EstimateRequest<'a>> {
         let n = release.n();
         for &i in rows {
             if release.is_sharded() || release.first_row(0) > 0 {
                 release
                     .locate(i as u64)
-                    .map_err(|e| Error::param(front.field("rows"), e.detail()))?;
+                    .map_err(|e| Error::param(field("rows"), e.detail()))?;
             } else if i >= n {
                 return Err(Error::param(
-                    front.field("rows"),
+                    field("rows"),
                     format!(
                         "row {i} is out of range: the release has {n} rows (0..{})",
                         n - 1
@@ -92,13 +92,13 @@ impl<'a> EstimateRequest<'a> {
 
     /// The estimate between the two released rows the request names (refused unless it names
     /// exactly two).
-    pub fn pair(&self, front: Front) -> Result<Estimates> {
+    pub fn pair(&self) -> Result<Estimates> {
         let [i, j] = self.rows[..] else {
             return Err(Error::param(
-                front.field("rows"),
+                field("rows"),
                 format!(
                     "give exactly two rows I,J (or a {} and the rows to compare)",
-                    front.field("query_vector")
+                    field("query_vector")
                 ),
             ));
         };
@@ -494,6 +494,7 @@ fn query(r: &ReleaseSet, m: &dyn Mechanism, u: &[f32], file: String, j: usize) -
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::error::Front;
 
     #[test]
     fn a_pair_needs_two_rows_named_per_front() {
@@ -530,22 +531,22 @@ mod tests {
             (Front::Cli, "--rows", "--query-vector"),
             (Front::Python, "rows", "query_vector"),
         ] {
-            let e = EstimateRequest::new(&r, m.as_ref(), &[1, 2, 3], front)
+            let e = EstimateRequest::new(&r, m.as_ref(), &[1, 2, 3])
                 .unwrap()
-                .pair(front)
+                .pair()
                 .unwrap_err()
                 .render(front);
             assert!(e.contains(rows) && e.contains(query), "{e}");
-            let e = EstimateRequest::new(&r, m.as_ref(), &[1, r.n()], front)
+            let e = EstimateRequest::new(&r, m.as_ref(), &[1, r.n()])
                 .err()
                 .unwrap()
                 .render(front);
             assert!(e.contains(rows) && e.contains("out of range"), "{e}");
         }
-        let two = EstimateRequest::new(&r, m.as_ref(), &[1, 2], Front::Cli).unwrap();
-        let text = two.pair(Front::Cli).unwrap().to_text();
+        let two = EstimateRequest::new(&r, m.as_ref(), &[1, 2]).unwrap();
+        let text = two.pair().unwrap().to_text();
         assert!(text.starts_with("row 1 vs row 2: inner product"), "{text}");
-        let json = two.pair(Front::Cli).unwrap().to_json();
+        let json = two.pair().unwrap().to_json();
         assert_eq!(json[0]["b"]["row"], 2);
     }
 }

@@ -3,10 +3,11 @@
 //! expected squared error from the mechanism's closed form, and one report rendered as text or
 //! JSON; and the `.npy` / `.csv` file a whole mean vector is written to (also `dprp aggregate`'s).
 
+use crate::error::field;
 use std::path::{Path, PathBuf};
 
 use crate::atomic::{AtomicFile, Existing};
-use crate::error::{Error, Front, Result};
+use crate::error::{Error, Result};
 use crate::mechanism::local::accumulator::{MeanAccumulator, MeanEstimate};
 use crate::mechanism::{self, Mechanism};
 use crate::release::{Release, ReleaseSet};
@@ -26,7 +27,7 @@ impl MeanFile {
     /// The file at `path`, refused (naming the `output` option) unless it ends in `.npy` or
     /// `.csv`, and when something is there that `existing` does not allow replacing (checked
     /// now, before the mean is computed, and again when it is written).
-    pub fn new(path: &Path, existing: Existing, front: Front) -> Result<MeanFile> {
+    pub fn new(path: &Path, existing: Existing) -> Result<MeanFile> {
         let ext = path
             .extension()
             .and_then(|e| e.to_str())
@@ -36,7 +37,7 @@ impl MeanFile {
             Some("csv") => false,
             _ => {
                 return Err(Error::param(
-                    front.field("output"),
+                    field("output"),
                     format!(
                         "{}: the mean is written as .npy or .csv; name the file with one of \
                          those extensions",
@@ -54,10 +55,8 @@ impl MeanFile {
     }
 
     /// The file `output` names, if it names one ([`new`](Self::new)).
-    pub fn of(output: Option<&Path>, existing: Existing, front: Front) -> Result<Option<MeanFile>> {
-        output
-            .map(|p| MeanFile::new(p, existing, front))
-            .transpose()
+    pub fn of(output: Option<&Path>, existing: Existing) -> Result<Option<MeanFile>> {
+        output.map(|p| MeanFile::new(p, existing)).transpose()
     }
 
     /// Write `mean` whole or not at all.
@@ -226,24 +225,23 @@ impl ReleasesMean {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::error::Front;
 
     #[test]
     fn a_mean_file_is_npy_or_csv_named_per_front() {
         assert!(
-            MeanFile::new(Path::new("m.NPY"), Existing::Refuse, Front::Cli)
+            MeanFile::new(Path::new("m.NPY"), Existing::Refuse)
                 .unwrap()
                 .npy
         );
-        assert!(MeanFile::of(None, Existing::Refuse, Front::Cli)
-            .unwrap()
-            .is_none());
+        assert!(MeanFile::of(None, Existing::Refuse).unwrap().is_none());
         assert!(
-            !MeanFile::new(Path::new("m.csv"), Existing::Refuse, Front::Python)
+            !MeanFile::new(Path::new("m.csv"), Existing::Refuse)
                 .unwrap()
                 .npy
         );
         for (front, field) in [(Front::Cli, "--output"), (Front::Python, "output")] {
-            let e = MeanFile::new(Path::new("m.txt"), Existing::Refuse, front)
+            let e = MeanFile::new(Path::new("m.txt"), Existing::Refuse)
                 .unwrap_err()
                 .render(front);
             assert!(
@@ -257,7 +255,7 @@ mod tests {
     fn a_csv_mean_is_one_line() {
         let d = tempfile::tempdir().unwrap();
         let path = d.path().join("m.csv");
-        MeanFile::new(&path, Existing::Refuse, Front::Cli)
+        MeanFile::new(&path, Existing::Refuse)
             .unwrap()
             .write(&[1.0, -0.5])
             .unwrap();

@@ -1,13 +1,12 @@
 //! The mechanism options of `dprp publish` and `dprp.publish`, validated into
 //! [`MechanismParams`] and the Gaussian sampler ([`NoiseChoice`]).
 
+use crate::error::field;
 use crate::error::{Error, Result};
 use crate::mechanism::{LocalMap, LocalOptions, MechanismKind, MechanismParams};
 use crate::privacy::guarantee::Neighbour;
 use crate::privacy::lattice::NoiseChoice;
 use crate::projection::{DenseKind, Seed};
-
-use super::Front;
 
 /// The mechanism options as given; `None` where the user gave nothing.
 #[derive(Debug, Clone, Default)]
@@ -72,8 +71,8 @@ pub struct Given {
 /// `dp-signrp-rr`, `individual_dp` but for the `idp-*` mechanisms, a dense `projection` for a
 /// sketch without one. (β, the neighbour relation, the Gaussian sampler and the local options
 /// are checked where they are parsed.)
-pub fn check_applies(kind: MechanismKind, given: Given, front: Front) -> Result<()> {
-    let refuse = |opt: &str, why: String| Err(Error::param(front.field(opt), why));
+pub fn check_applies(kind: MechanismKind, given: Given) -> Result<()> {
+    let refuse = |opt: &str, why: String| Err(Error::param(field(opt), why));
     if given.delta && !kind.needs_delta() {
         let what = if kind.is_local() {
             "ε-LDP"
@@ -85,7 +84,7 @@ pub fn check_applies(kind: MechanismKind, given: Given, front: Front) -> Result<
             format!(
                 "{} gives {what}, without δ: drop {}",
                 kind.name(),
-                front.field("delta")
+                field("delta")
             ),
         );
     }
@@ -124,7 +123,7 @@ pub fn check_applies(kind: MechanismKind, given: Given, front: Front) -> Result<
                 "{} does not use a dense projection; {} applies to dp-rp-g, dp-rp-g-opt, \
                  dp-signrp-* and idp-signrp-*",
                 kind.name(),
-                front.field("projection")
+                field("projection")
             ),
         );
     }
@@ -135,7 +134,7 @@ impl MechanismOptions {
     /// Validate: parse the names, refuse the options that do not apply to the mechanism (β and
     /// the neighbour relation for local DP, a Gaussian sampler for mechanisms without Gaussian
     /// noise), fill in the defaults.
-    pub fn resolve(&self, front: Front) -> Result<MechanismPlan> {
+    pub fn resolve(&self) -> Result<MechanismPlan> {
         let kind = MechanismKind::parse(&self.mechanism)?;
         check_applies(
             kind,
@@ -145,7 +144,6 @@ impl MechanismOptions {
                 individual_dp: self.individual_dp,
                 projection: self.projection.is_some() && !kind.is_local(),
             },
-            front,
         )?;
         let (projection, map) = match (&self.projection, kind.is_local()) {
             (None, _) => (None, None),
@@ -159,7 +157,7 @@ impl MechanismOptions {
             ] {
                 if given {
                     return Err(Error::param(
-                        front.field(opt),
+                        field(opt),
                         format!(
                             "{} is local DP: any two inputs of its domain are neighbours \
                              (replace-one), so β and the neighbour relation do not apply",
@@ -195,13 +193,13 @@ impl MechanismOptions {
         let noise = match &self.noise {
             Some(_) if !kind.adds_gaussian_noise() => {
                 return Err(Error::param(
-                    front.field("noise"),
+                    field("noise"),
                     format!(
                         "{} adds no Gaussian noise ({} chooses the Gaussian sampler of \
                          raw-g-opt, dp-rp-g, dp-rp-g-opt, dp-oporp, idp-signrp-g, \
                          idp-signoporp-g)",
                         kind.name(),
-                        front.field("noise")
+                        field("noise")
                     ),
                 ))
             }
@@ -215,6 +213,7 @@ impl MechanismOptions {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::error::Front;
 
     fn opts(mechanism: &str) -> MechanismOptions {
         MechanismOptions {
@@ -226,23 +225,17 @@ mod tests {
 
     #[test]
     fn defaults_follow_the_family() {
-        let sketch = opts("dp-rp-g-opt").resolve(Front::Cli).unwrap();
+        let sketch = opts("dp-rp-g-opt").resolve().unwrap();
         assert_eq!(sketch.params.neighbour, Neighbour::Coordinate);
         assert_eq!(sketch.params.beta, 1.0);
         assert_eq!(sketch.noise, NoiseChoice::Lattice);
-        let local = opts("privunitg").resolve(Front::Cli).unwrap();
+        let local = opts("privunitg").resolve().unwrap();
         assert_eq!(local.params.neighbour, Neighbour::ReplaceOne);
         let mapped = MechanismOptions {
             projection: Some("rotation".into()),
             ..opts("projunit")
         };
-        assert!(mapped
-            .resolve(Front::Cli)
-            .unwrap()
-            .params
-            .local
-            .map
-            .is_some());
+        assert!(mapped.resolve().unwrap().params.local.map.is_some());
     }
 
     #[test]
@@ -252,7 +245,7 @@ mod tests {
             ..opts("privunitg")
         };
         for (front, name) in [(Front::Cli, "--beta"), (Front::Python, "beta")] {
-            match beta.resolve(front) {
+            match beta.resolve() {
                 Err(Error::Param { name: n, msg }) => {
                     assert_eq!(front.render_name(&n), name);
                     assert!(msg.contains("local DP"), "{msg}");
@@ -264,7 +257,7 @@ mod tests {
             noise: Some("float".into()),
             ..opts("dp-signrp-rr")
         };
-        match noise.resolve(Front::Python) {
+        match noise.resolve() {
             Err(Error::Param { name, msg }) => {
                 assert_eq!(Front::Python.render_name(&name), "noise");
                 let msg = Front::Python.render(&msg);
@@ -276,6 +269,6 @@ mod tests {
             noise: Some("float".into()),
             ..opts("dp-oporp")
         };
-        assert_eq!(float.resolve(Front::Cli).unwrap().noise, NoiseChoice::Float);
+        assert_eq!(float.resolve().unwrap().noise, NoiseChoice::Float);
     }
 }

@@ -5,8 +5,7 @@
 //!
 //! A refusal names an option by its key, marked ([`crate::error::field`]: `‹first_row›`), and
 //! the front end that shows it spells it: `--first-row` for the command, `first_row` for Python
-//! ([`Front::render`]). [`Front::field`] still takes the front end it was asked for; the spelling
-//! no longer depends on it.
+//! ([`Front::render`]), so nothing here takes the front end a request came from.
 //!
 //! - [`audit`]: `dprp audit` — the mechanisms and parameters to audit, the ε audits and
 //!   pipeline checks run, the report, its files and the verdict.
@@ -66,7 +65,7 @@ mod tests {
 
     #[test]
     fn fields_are_spelled_per_front_end() {
-        assert_eq!(Front::Cli.field("first_row"), "‹first_row›");
+        assert_eq!(crate::error::field("first_row"), "‹first_row›");
         assert_eq!(Front::Cli.name("first_row"), "--first-row");
         assert_eq!(Front::Cli.name("k"), "--k");
         assert_eq!(Front::Python.name("first_row"), "first_row");
@@ -91,7 +90,7 @@ mod tests {
             assert_eq!(Front::Cli.render(plain), plain);
         }
         // a refused option is named as a parameter, without Python's `=`
-        let e = crate::Error::param(Front::Cli.field("first_row"), "see ‹first_row›");
+        let e = crate::Error::param(crate::error::field("first_row"), "see ‹first_row›");
         assert_eq!(e.field(), Some("first_row"));
         assert_eq!(e.render(Front::Python), "invalid first_row: see first_row=");
         assert_eq!(e.render(Front::Cli), "invalid --first-row: see --first-row");

@@ -15,7 +15,7 @@ use std::path::Path;
 
 use crate::atomic::Existing;
 use crate::data::Scaling;
-use crate::error::{Error, Front, Result};
+use crate::error::{Error, Result};
 use crate::mechanism::{Mechanism, Payload};
 use crate::release::parquet::{hex, ParquetSink};
 use crate::release::{ReleaseMeta, ReleaseSet};
@@ -62,10 +62,9 @@ impl Projected {
         raw: RawQueries,
         option: &str,
         no_scale: bool,
-        front: Front,
     ) -> Result<Projected> {
         let rows = raw.n();
-        let (sketches, applied) = raw.sketch_for(meta, m, option, no_scale, front)?;
+        let (sketches, applied) = raw.sketch_for(meta, m, option, no_scale)?;
         Ok(Projected {
             sketches,
             rows,
@@ -207,10 +206,9 @@ mod tests {
             let set = release(d.path(), kind);
             let meta = set.meta();
             let m = from_record(&meta.mechanism, &meta.guarantee).unwrap();
-            let pr =
-                Projected::new(meta, m.as_ref(), raw(meta.p, 3), "q", false, Front::Cli).unwrap();
+            let pr = Projected::new(meta, m.as_ref(), raw(meta.p, 3), "q", false).unwrap();
             let (direct, _) = raw(meta.p, 3)
-                .sketch_for(meta, m.as_ref(), "q", false, Front::Cli)
+                .sketch_for(meta, m.as_ref(), "q", false)
                 .unwrap();
             assert_eq!(pr.sketches, direct);
             let sign = kind != MechanismKind::DpOporp;
@@ -233,7 +231,7 @@ mod tests {
                 .to_string();
             assert!(e.contains("-o") && e.contains(".npy or .parquet"), "{e}");
             assert!(!d.path().join("q.csv").exists());
-            let e = Projected::new(meta, m.as_ref(), raw(meta.p + 1, 2), "q", false, Front::Cli)
+            let e = Projected::new(meta, m.as_ref(), raw(meta.p + 1, 2), "q", false)
                 .unwrap_err()
                 .to_string();
             assert!(e.contains("features"), "{e}");

@@ -2,9 +2,10 @@
 //! pipeline's options (memory budget, output container, the noise source), the privacy budget
 //! ledger that admits the release, and the report of what was published, rendered as text.
 
+use crate::error::field;
 use std::path::{Path, PathBuf};
 
-use crate::error::{Error, Front, Result};
+use crate::error::{Error, Result};
 use crate::ledger::{Budget, Gate};
 use crate::privacy::lattice::NoiseChoice;
 use crate::privacy::samplers::noise::NoiseSource;
@@ -33,11 +34,10 @@ impl RunOptions {
         output: &Path,
         noise: NoiseChoice,
         on_warning: Option<fn(&str)>,
-        front: Front,
     ) -> Result<(PublishOptions, NoiseSource)> {
         if self.memory_mib == 0 {
             return Err(Error::param(
-                front.field("memory"),
+                field("memory"),
                 "the memory budget must be at least 1 MiB",
             ));
         }
@@ -79,17 +79,16 @@ impl LedgerOptions {
         &self,
         worker_shard: bool,
         on_wait: impl FnOnce(&Path),
-        front: Front,
     ) -> Result<Option<(Gate, Option<Budget>)>> {
         let budget = self.budget.as_deref().map(Budget::parse).transpose()?;
         let Some(dir) = &self.dir else {
             return match budget {
                 Some(_) => Err(Error::missing(
-                    front.field("ledger"),
+                    field("ledger"),
                     format!(
                         "{} needs the ledger directory whose releases it counts ({} DIR)",
-                        front.field("budget"),
-                        front.field("ledger")
+                        field("budget"),
+                        field("ledger")
                     ),
                 )),
                 None => Ok(None),
@@ -98,7 +97,7 @@ impl LedgerOptions {
         // refused before the ledger is opened: a refusal creates no ledger directory
         if worker_shard {
             return Err(Error::param(
-                front.field("ledger"),
+                field("ledger"),
                 "a worker's shard (‹shard i/N›) cannot be recorded in a ledger: the worker sees \
                  only its rows, while the ledger fingerprints the whole dataset and checks the \
                  budget under one lock; publish with ‹shards› N on one machine to record a \

@@ -2,11 +2,12 @@
 //! dimension, brought to the scale of its rows (the public scaling it records), and projected
 //! with its public map; or the rows of another release made with the same map.
 
+use crate::error::field;
 use std::path::{Path, PathBuf};
 
 use crate::data::scale::{scale_queries, QueryOrigin};
 use crate::data::Scaling;
-use crate::error::{Error, Front, Result};
+use crate::error::{Error, Result};
 use crate::mechanism::{Mechanism, Payload};
 use crate::release::{Release, ReleaseMeta};
 use crate::search::queries::{sketch_queries, QuerySketches};
@@ -39,7 +40,6 @@ impl RawQueries {
         release: &ReleaseMeta,
         option: &str,
         no_scale: bool,
-        front: Front,
     ) -> Result<Scaling> {
         let prefix = self
             .file
@@ -63,7 +63,6 @@ impl RawQueries {
         let origin = QueryOrigin {
             path: &label,
             option,
-            front,
         };
         scale_queries(
             &release.scaling,
@@ -83,9 +82,8 @@ impl RawQueries {
         m: &dyn Mechanism,
         option: &str,
         no_scale: bool,
-        front: Front,
     ) -> Result<(QuerySketches, Scaling)> {
-        let applied = self.scale_for(release, option, no_scale, front)?;
+        let applied = self.scale_for(release, option, no_scale)?;
         Ok((sketch_queries(m, release.payload, &self.values)?, applied))
     }
 }
@@ -96,7 +94,6 @@ pub fn release_queries(
     searched: &ReleaseMeta,
     path: &Path,
     option: &str,
-    front: Front,
 ) -> Result<(QuerySketches, Vec<u64>)> {
     let q = Release::open(path)?;
     let b = q.meta();
@@ -121,7 +118,7 @@ pub fn release_queries(
             format!(
                 "the query release was made with a different public projection (kind or seed); \
                  its sketches are not comparable (publish both with the same {})",
-                front.field("projection_seed")
+                field("projection_seed")
             ),
         ));
     }

@@ -3,11 +3,12 @@
 //! the round run ([`crate::mechanism::distributed::round`]), and its outcome as one report that
 //! renders itself as text or JSON.
 
+use crate::error::field;
 use std::path::Path;
 use std::time::Instant;
 
 use crate::data::RowReader;
-use crate::error::{Error, Front, Result};
+use crate::error::{Error, Result};
 use crate::mechanism::distributed::accountant::params::{
     BinomialPlan, DdgPlan, DistributedRequest,
 };
@@ -67,10 +68,10 @@ pub struct RoundOutcome {
 
 impl RoundOptions {
     /// The encoder the options name, checked against the options that apply to it only.
-    pub fn kind(&self, front: Front) -> Result<DistributedKind> {
+    pub fn kind(&self) -> Result<DistributedKind> {
         let kind = DistributedKind::parse(&self.mechanism).ok_or_else(|| {
             Error::param(
-                front.field("mechanism"),
+                field("mechanism"),
                 format!(
                     "'{}' is not an aggregation encoder (expected ddg, sketch-ddg or binomial)",
                     self.mechanism.to_ascii_lowercase()
@@ -79,7 +80,7 @@ impl RoundOptions {
         })?;
         if self.bits_per_parameter.is_some() && kind != DistributedKind::SketchDdg {
             return Err(Error::param(
-                front.field("bits_per_parameter"),
+                field("bits_per_parameter"),
                 "applies to sketch-ddg only (ddg and binomial send b bits per rotated coordinate)",
             ));
         }
@@ -89,8 +90,8 @@ impl RoundOptions {
     /// Plan the encoder for the `n` clients `reader` holds and run the round: every client's
     /// noise from its own ChaCha20 stream of a key from the operating system, the pads' pair keys
     /// from a separate round secret, neither written anywhere.
-    pub fn run(&self, reader: &mut dyn RowReader, n: u64, front: Front) -> Result<RoundOutcome> {
-        let kind = self.kind(front)?;
+    pub fn run(&self, reader: &mut dyn RowReader, n: u64) -> Result<RoundOutcome> {
+        let kind = self.kind()?;
         let d = reader.dim();
         check_round_memory(d, "input")?;
         let req = DistributedRequest {

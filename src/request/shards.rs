@@ -4,6 +4,7 @@
 //! shard already written, a finished release, workers without one public seed — live here, so
 //! that the command and the Python module refuse the same things.
 
+use crate::error::field;
 use std::path::Path;
 
 use crate::atomic::StagingDir;
@@ -14,8 +15,6 @@ use crate::privacy::samplers::noise::NoiseSource;
 use crate::publish::{publish_gated, Part, PublishOptions, PublishOutcome, PublishRequest};
 use crate::release::shards::{finish, shard_file_name_as, LEGACY_MANIFEST, MANIFEST};
 use crate::release::{DatasetRecord, ShardRecord};
-
-use super::Front;
 
 /// One worker's shard of a sharded release.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -45,34 +44,29 @@ impl WorkerShard {
     /// directory when missing (its parent must exist, as for every output), and plan the run. A
     /// shard that is already written, or a finished release, is never replaced: privatising the
     /// same rows again would spend their budget twice, and the first version may have been seen.
-    pub fn plan(
-        &self,
-        req: &PublishRequest,
-        opts: &PublishOptions,
-        front: Front,
-    ) -> Result<WorkerPlan> {
+    pub fn plan(&self, req: &PublishRequest, opts: &PublishOptions) -> Result<WorkerPlan> {
         let (index, count) = (self.index, self.count);
         if count == 0 || index >= count {
             return Err(Error::param(
-                front.field("shard"),
+                field("shard"),
                 format!("shard {index} of {count}: give i/N with 0 ≤ i < N"),
             ));
         }
         if let Some((lo, hi)) = self.rows {
             if hi <= lo {
                 return Err(Error::param(
-                    front.field("rows"),
+                    field("rows"),
                     format!("({lo}, {hi}) is not (lo, hi) with lo < hi"),
                 ));
             }
         }
         if req.params.seed.is_none() {
             return Err(Error::missing(
-                front.field("projection_seed"),
+                field("projection_seed"),
                 format!(
                     "the shards of one release share its public seed: give every worker the same \
                      {} (e.g. one drawn by whoever starts them)",
-                    front.field("projection_seed")
+                    field("projection_seed")
                 ),
             ));
         }
@@ -80,18 +74,18 @@ impl WorkerShard {
         crate::atomic::check_dir_output(dir)?;
         if dir.exists() && !dir.is_dir() {
             return Err(Error::param(
-                front.field("output"),
+                field("output"),
                 format!(
                     "{} is a file; with {} the output is the shard directory",
                     dir.display(),
-                    front.field("shard")
+                    field("shard")
                 ),
             ));
         }
         for m in [MANIFEST, LEGACY_MANIFEST] {
             if dir.join(m).exists() {
                 return Err(Error::param(
-                    front.field("shard"),
+                    field("shard"),
                     format!(
                         "{} is a finished sharded release (it has {m}): writing shard {index} \
                          again would privatise its rows a second time with fresh noise (their \
@@ -105,7 +99,7 @@ impl WorkerShard {
         let file = dir.join(shard_file_name_as(index, count, opts.container));
         if file.exists() {
             return Err(Error::param(
-                front.field("shard"),
+                field("shard"),
                 format!(
                     "shard {index} of {count} is already written ({}): publishing it again would \
                      privatise its rows a second time with fresh noise (their budget spent \
@@ -121,7 +115,7 @@ impl WorkerShard {
                 Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                     return Err(Error::param(
-                        front.field("output"),
+                        field("output"),
                         format!(
                             "the parent of {} does not exist (the shard directory is created, \
                              not its parents)",
@@ -189,15 +183,15 @@ fn count_rows(req: &PublishRequest, gate: Option<&Gate>) -> Result<(u64, Option<
 }
 
 /// Refuse a sharded release's directory that is a file or not empty.
-fn check_output_dir(out: &Path, front: Front) -> Result<()> {
+fn check_output_dir(out: &Path) -> Result<()> {
     crate::atomic::check_dir_output(out)?;
     if out.is_file() {
         return Err(Error::param(
-            front.field("output"),
+            field("output"),
             format!(
                 "{} is a file; with {} the output is a directory",
                 out.display(),
-                front.field("shards")
+                field("shards")
             ),
         ));
     }
@@ -205,7 +199,7 @@ fn check_output_dir(out: &Path, front: Front) -> Result<()> {
         let mut entries = std::fs::read_dir(out).map_err(|e| Error::io(out, e))?;
         if entries.next().is_some() {
             return Err(Error::param(
-                front.field("output"),
+                field("output"),
                 format!(
                     "{} is a directory that is not empty; a sharded release needs a new or empty \
                      one",
@@ -228,27 +222,26 @@ pub fn publish_split(
     opts: &PublishOptions,
     count: u32,
     mut gate: Option<&mut Gate>,
-    front: Front,
 ) -> Result<(PublishOutcome, String)> {
     if count == 0 {
-        return Err(Error::param(front.field("shards"), "at least one shard"));
+        return Err(Error::param(field("shards"), "at least one shard"));
     }
-    check_output_dir(&req.output, front)?;
+    check_output_dir(&req.output)?;
     if !std::fs::metadata(&req.input).is_ok_and(|m| m.is_file()) {
         return Err(Error::param(
-            front.field("shards"),
+            field("shards"),
             format!(
                 "{} is not a regular file: {} reads its input once to count the rows and once \
                  per shard (save a pipe's rows to a file first)",
                 req.input.display(),
-                front.field("shards")
+                field("shards")
             ),
         ));
     }
     let (n, whole) = count_rows(req, gate.as_deref())?;
     if count as u64 > n {
         return Err(Error::param(
-            front.field("shards"),
+            field("shards"),
             format!(
                 "{count} shards of {n} rows would leave a shard empty: use at most {}",
                 n.max(1)

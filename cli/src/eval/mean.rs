@@ -9,7 +9,7 @@ use super::super::output::note;
 use super::super::ScaleArgs;
 use super::{commit_out, record_command, stage_out, with_progress, written};
 use dprp::atomic::Existing;
-use dprp::error::{Front, Result};
+use dprp::error::Result;
 use dprp::eval::mean_report;
 use dprp::request::eval::mean::MeanOptions;
 
@@ -114,7 +114,7 @@ impl MeanArgs {
 
 pub fn run(a: MeanArgs) -> Result<()> {
     let (options, (out, existing)) = a.options();
-    let req = options.resolve(Front::Cli, &|s| note(s))?;
+    let req = options.resolve(&|s| note(s))?;
     // the output directory is checked (and staged) before the work
     let staging = stage_out(out.as_deref(), existing)?;
     note(req.summary());

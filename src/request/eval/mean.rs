@@ -3,12 +3,13 @@
 //! one grid from the options) with their refusals, in the order the command checks them; then
 //! the experiments run ([`crate::eval::mean`]) and the report's metadata recorded.
 
+use crate::error::field;
 use std::path::Path;
 
 use super::{data_dir, master_seed, DATA_HINT};
 use crate::data::scale::{check_input_domain, ScaleOptions};
 use crate::data::{Format, InputOptions};
-use crate::error::{Error, Front, Result};
+use crate::error::{Error, Result};
 use crate::eval::gradients;
 use crate::eval::grid::{parse_f64_list, parse_usize_list, Seeds};
 use crate::eval::mean::{self, Data, Experiment, MeanConfig, MeanReport, MeanSpec, Plan};
@@ -76,8 +77,8 @@ pub struct MeanRequest {
 impl MeanOptions {
     /// Check the options, read the data and lay out the experiments; `on_note` hears about slow
     /// preparation (the distributed preset trains a model first).
-    pub fn resolve(&self, front: Front, on_note: &dyn Fn(&str)) -> Result<MeanRequest> {
-        let f = |name: &str| front.field(name);
+    pub fn resolve(&self, on_note: &dyn Fn(&str)) -> Result<MeanRequest> {
+        let f = |name: &str| field(name);
         if self.repeat == Some(0) {
             return Err(Error::param(f("repeat"), "must be at least 1"));
         }
@@ -102,19 +103,19 @@ impl MeanOptions {
             );
             return Err(Error::param(f("input"), msg));
         }
-        let master = master_seed(self.seed.as_deref(), front)?;
+        let master = master_seed(self.seed.as_deref())?;
         let data = match &self.input {
-            Some(p) => self.load_input(p, front)?,
+            Some(p) => self.load_input(p)?,
             None => Data::Synthetic {
                 seed: self.data_seed.unwrap_or(1),
             },
         };
         let experiments = match self.preset.as_deref() {
             Some(p) => {
-                self.refuse_grid_with_preset(front)?;
-                self.preset_experiments(p, front, on_note)?
+                self.refuse_grid_with_preset()?;
+                self.preset_experiments(p, on_note)?
             }
-            None => vec![self.custom(&data, front)?],
+            None => vec![self.custom(&data)?],
         };
         let cfg = MeanConfig {
             experiments,
@@ -129,7 +130,7 @@ impl MeanOptions {
     }
 
     /// A preset fixes its data and grid: the options that set them are refused with it.
-    fn refuse_grid_with_preset(&self, front: Front) -> Result<()> {
+    fn refuse_grid_with_preset(&self) -> Result<()> {
         let given = [
             self.input.is_some(),
             self.users.is_some(),
@@ -152,26 +153,26 @@ impl MeanOptions {
             "ks",
             "bits",
         ]
-        .map(|n| front.field(n))
+        .map(field)
         .join(", ");
         Err(Error::param(
-            front.field("preset"),
+            field("preset"),
             format!(
                 "a preset fixes its data and grid: {names} and {} cannot be combined with it",
-                front.field("bits_per_parameter")
+                field("bits_per_parameter")
             ),
         ))
     }
 
     /// Load `input`: scaled as asked, every row in the unit ball (else an error naming the row).
-    fn load_input(&self, path: &Path, front: Front) -> Result<Data> {
+    fn load_input(&self, path: &Path) -> Result<Data> {
         let format = self.format.as_deref().map(Format::parse).transpose()?;
         let opts = InputOptions {
             format,
             ..Default::default()
         };
         let d = load_scaled(path, &opts, &self.scale.request()?)?;
-        let refuse = |msg: String| Err(Error::param(front.field("input"), msg));
+        let refuse = |msg: String| Err(Error::param(field("input"), msg));
         if d.n == 0 {
             return refuse(format!("{} has no rows", path.display()));
         }
@@ -191,11 +192,11 @@ impl MeanOptions {
     }
 
     /// The numbers of users and the dimension of `data`, checked.
-    fn users_and_dim(&self, data: &Data, front: Front) -> Result<(Vec<usize>, usize)> {
+    fn users_and_dim(&self, data: &Data) -> Result<(Vec<usize>, usize)> {
         let users = self
             .users
             .as_deref()
-            .map(|u| parse_usize_list(&front.field("users"), u))
+            .map(|u| parse_usize_list(&field("users"), u))
             .transpose()?;
         match data {
             Data::Rows { d, values, .. } => {
@@ -203,7 +204,7 @@ impl MeanOptions {
                 let ns = users.unwrap_or_default();
                 if let Some(&n) = ns.iter().find(|&&n| n > rows) {
                     return Err(Error::param(
-                        front.field("users"),
+                        field("users"),
                         format!("n = {n} users, but the input has only {rows} rows"),
                     ));
                 }
@@ -213,7 +214,7 @@ impl MeanOptions {
                 let d = self.dim.unwrap_or(1000);
                 if d < 2 {
                     return Err(Error::param(
-                        front.field("dim"),
+                        field("dim"),
                         format!(
                             "d = {d}: the mechanisms need d ≥ 2 (a unit vector in one dimension \
                              is ±1, a sign)"
@@ -226,15 +227,15 @@ impl MeanOptions {
     }
 
     /// ProjUnit's k values (each at most `d` when a ProjUnit mechanism is listed).
-    fn ks(&self, d: usize, mechanisms: &[MeanSpec], front: Front) -> Result<Vec<usize>> {
+    fn ks(&self, d: usize, mechanisms: &[MeanSpec]) -> Result<Vec<usize>> {
         let ks = match &self.ks {
-            Some(s) => parse_usize_list(&front.field("ks"), s)?,
+            Some(s) => parse_usize_list(&field("ks"), s)?,
             None => vec![d.min(100)],
         };
         if let Some(&k) = ks.iter().find(|&&k| k > d) {
             if mechanisms.iter().any(MeanSpec::takes_k) {
                 return Err(Error::param(
-                    front.field("ks"),
+                    field("ks"),
                     format!("k = {k} exceeds the dimension d = {d} (ProjUnit needs 1 ≤ k ≤ d)"),
                 ));
             }
@@ -244,13 +245,13 @@ impl MeanOptions {
 
     /// The distributed mechanisms' bits per coordinate and sketch-ddg's caps, refused where no
     /// listed mechanism takes them.
-    fn bits(&self, mechanisms: &[MeanSpec], front: Front) -> Result<(Vec<u32>, Vec<f64>)> {
+    fn bits(&self, mechanisms: &[MeanSpec]) -> Result<(Vec<u32>, Vec<f64>)> {
         let bits = match &self.bits {
             Some(s) => {
-                let b = parse_usize_list(&front.field("bits"), s)?;
+                let b = parse_usize_list(&field("bits"), s)?;
                 if let Some(&x) = b.iter().find(|&&x| !(2..=MAX_BITS as usize).contains(&x)) {
                     return Err(Error::param(
-                        front.field("bits"),
+                        field("bits"),
                         format!("b = {x}: bits per coordinate must be between 2 and {MAX_BITS}"),
                     ));
                 }
@@ -258,14 +259,14 @@ impl MeanOptions {
             }
             None => vec![16],
         };
-        let bpp = front.field("bits_per_parameter");
+        let bpp = field("bits_per_parameter");
         let caps = match &self.bits_per_parameter {
             Some(s) => parse_f64_list(&bpp, s)?,
             None => vec![],
         };
         let given = self.bits.is_some() || self.bits_per_parameter.is_some();
         if given && !mechanisms.iter().any(MeanSpec::takes_bits) {
-            let bits = front.field("bits");
+            let bits = field("bits");
             let msg = format!(
                 "{bits} and {bpp} apply to the distributed mechanisms (binomial, ddg, \
                  sketch-ddg), and none is listed"
@@ -283,16 +284,16 @@ impl MeanOptions {
     }
 
     /// The one experiment the options describe (no preset).
-    fn custom(&self, data: &Data, front: Front) -> Result<Experiment> {
-        let (ns, d) = self.users_and_dim(data, front)?;
+    fn custom(&self, data: &Data) -> Result<Experiment> {
+        let (ns, d) = self.users_and_dim(data)?;
         let mechanisms =
             MeanSpec::parse_list(self.mechanisms.as_deref().unwrap_or(DEFAULT_MECHANISMS))?;
         let epsilons = parse_f64_list(
-            &front.field("epsilons"),
+            &field("epsilons"),
             self.epsilons.as_deref().unwrap_or("1,4,10"),
         )?;
-        let ks = self.ks(d, &mechanisms, front)?;
-        let (bits, bpp_caps) = self.bits(&mechanisms, front)?;
+        let ks = self.ks(d, &mechanisms)?;
+        let (bits, bpp_caps) = self.bits(&mechanisms)?;
         let title = match (data, ns.as_slice()) {
             (Data::Rows { values, .. }, []) => {
                 format!("Mean estimation: d = {d}, n = {}", values.len() / d)
@@ -324,19 +325,14 @@ impl MeanOptions {
     }
 
     /// The experiments of the preset `name`.
-    fn preset_experiments(
-        &self,
-        name: &str,
-        front: Front,
-        on_note: &dyn Fn(&str),
-    ) -> Result<Vec<Experiment>> {
+    fn preset_experiments(&self, name: &str, on_note: &dyn Fn(&str)) -> Result<Vec<Experiment>> {
         let budget = Some(self.budget.unwrap_or(PRESET_BUDGET));
         match name {
             "projunit" => projunit_preset(self.repeat.unwrap_or(3), budget),
             "privunit" => privunit_preset(self.repeat.unwrap_or(5), budget),
-            "distributed" => distributed_preset(self.repeat.unwrap_or(5), budget, front, on_note),
+            "distributed" => distributed_preset(self.repeat.unwrap_or(5), budget, on_note),
             o => Err(Error::param(
-                front.field("preset"),
+                field("preset"),
                 format!(
                     "unknown preset '{o}' for eval mean (expected projunit, privunit or \
                      distributed)"
@@ -469,14 +465,14 @@ fn privunit_preset(repeat: usize, budget: Option<f64>) -> Result<Vec<Experiment>
 }
 
 /// The distributed preset's data: MNIST gradients of [`GRADIENT_CLIENTS`] and MNIST rows.
-fn distributed_data(front: Front, on_note: &dyn Fn(&str)) -> Result<(Data, Data)> {
+fn distributed_data(on_note: &dyn Fn(&str)) -> Result<(Data, Data)> {
     let dir = data_dir();
     let images = dir.join("mnist/train-images-idx3-ubyte.gz");
     let labels = dir.join("mnist/train-labels-idx1-ubyte.gz");
     for f in [&images, &labels] {
         if !f.is_file() {
             return Err(Error::param(
-                front.field("preset"),
+                field("preset"),
                 format!("distributed needs {} (not found); {DATA_HINT}", f.display()),
             ));
         }
@@ -509,10 +505,9 @@ fn distributed_data(front: Front, on_note: &dyn Fn(&str)) -> Result<(Data, Data)
 fn distributed_preset(
     repeat: usize,
     budget: Option<f64>,
-    front: Front,
     on_note: &dyn Fn(&str),
 ) -> Result<Vec<Experiment>> {
-    let (grad_data, row_data) = distributed_data(front, on_note)?;
+    let (grad_data, row_data) = distributed_data(on_note)?;
     let dist = MeanSpec::parse_list("binomial,ddg,sketch-ddg,central-gaussian")?;
     let vs_bits = |name: &str, title: &str, data: Data, bits: Vec<u32>| Experiment {
         ns: vec![100, 1000],
@@ -561,9 +556,10 @@ fn distributed_preset(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::error::Front;
 
     fn refusal(o: &MeanOptions, front: Front) -> String {
-        o.resolve(front, &|_| {}).unwrap_err().render(front)
+        o.resolve(&|_| {}).unwrap_err().render(front)
     }
 
     #[test]
@@ -626,7 +622,7 @@ mod tests {
             seed: Some("1".into()),
             ..Default::default()
         };
-        let req = o.resolve(Front::Cli, &|_| {}).unwrap();
+        let req = o.resolve(&|_| {}).unwrap();
         let e = &req.cfg.experiments[0];
         assert_eq!(
             (e.ns.as_slice(), e.dims.as_slice()),
@@ -641,7 +637,7 @@ mod tests {
             seed: Some("1".into()),
             ..Default::default()
         };
-        let req = p.resolve(Front::Cli, &|_| {}).unwrap();
+        let req = p.resolve(&|_| {}).unwrap();
         let names: Vec<&str> = req
             .cfg
             .experiments

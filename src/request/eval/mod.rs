@@ -10,12 +10,13 @@
 //! - [`mean`]: `eval mean`, [`mean::MeanOptions`] → [`mean::MeanRequest`] (its data and
 //!   experiments, presets included).
 
+use crate::error::field;
 use std::path::{Path, PathBuf};
 
 use crate::data::parquet::Columns;
 use crate::data::scale::{check_domain, ScaleArg, ScaleOptions, ScalingRequest};
 use crate::data::{Dataset, Format, InputOptions};
-use crate::error::{Error, Front, Result};
+use crate::error::{Error, Result};
 use crate::eval::grid::{parse_f64_list, parse_usize_list, MechanismSpec, Privacy, Seeds};
 use crate::eval::report::{self, PlotOutcome};
 use crate::eval::Report;
@@ -78,18 +79,18 @@ pub fn data_dir() -> PathBuf {
 }
 
 /// The preset's file `rel` under `dir`, refused (naming the preset option) when it is missing.
-fn preset_file(dir: &Path, rel: &str, preset: &str, front: Front) -> Result<PathBuf> {
+fn preset_file(dir: &Path, rel: &str, preset: &str) -> Result<PathBuf> {
     let p = dir.join(rel);
     if p.is_file() {
         Ok(p)
     } else {
         Err(Error::param(
-            front.field("preset"),
+            field("preset"),
             format!(
                 "{preset} needs {} (not found); {DATA_HINT}, or pass {}/{}",
                 p.display(),
-                front.field("train"),
-                front.field("test")
+                field("train"),
+                field("test")
             ),
         ))
     }
@@ -190,7 +191,7 @@ struct Inputs {
 impl GridOptions {
     /// The inputs with the preset's filled in (paper-svm's datasets are chosen per run, see
     /// [`SvmOptions::resolve`]); an unknown preset is refused.
-    fn inputs(&self, eval: Evaluation, front: Front) -> Result<Inputs> {
+    fn inputs(&self, eval: Evaluation) -> Result<Inputs> {
         let mut i = Inputs {
             train: self.train.clone(),
             test: self.test.clone(),
@@ -204,7 +205,7 @@ impl GridOptions {
             None => {}
             Some("paper-mnist") => {
                 let dir = data_dir();
-                let f = |rel: &str| preset_file(&dir, rel, "paper-mnist", front);
+                let f = |rel: &str| preset_file(&dir, rel, "paper-mnist");
                 i.train
                     .get_or_insert(f("mnist/train-images-idx3-ubyte.gz")?);
                 i.test.get_or_insert(f("mnist/t10k-images-idx3-ubyte.gz")?);
@@ -226,7 +227,7 @@ impl GridOptions {
             Some("paper-svm") if eval == Evaluation::Svm => {}
             Some(o) => {
                 return Err(Error::param(
-                    front.field("preset"),
+                    field("preset"),
                     format!(
                         "unknown preset '{o}' for this evaluation (expected {})",
                         eval.preset()
@@ -238,25 +239,25 @@ impl GridOptions {
     }
 
     /// δ, β and ν, each checked.
-    fn privacy(&self, min_norm: Option<f64>, front: Front) -> Result<Privacy> {
+    fn privacy(&self, min_norm: Option<f64>) -> Result<Privacy> {
         let delta = self.delta.unwrap_or(1e-6);
         if !(delta > 0.0 && delta < 1.0) {
             return Err(Error::param(
-                front.field("delta"),
+                field("delta"),
                 format!("{delta} is not in (0, 1)"),
             ));
         }
         let beta = self.beta.unwrap_or(1.0);
         if !(beta.is_finite() && beta > 0.0) {
             return Err(Error::param(
-                front.field("beta"),
+                field("beta"),
                 format!("{beta} must be positive"),
             ));
         }
         if let Some(v) = min_norm {
             if !(v.is_finite() && v > 0.0) {
                 return Err(Error::param(
-                    front.field("min_norm"),
+                    field("min_norm"),
                     format!("{v} must be positive"),
                 ));
             }
@@ -269,22 +270,22 @@ impl GridOptions {
     }
 
     /// The grid for `eval`, every option checked (no file is read).
-    fn resolve(&self, eval: Evaluation, front: Front) -> Result<Grid> {
-        let i = self.inputs(eval, front)?;
+    fn resolve(&self, eval: Evaluation) -> Result<Grid> {
+        let i = self.inputs(eval)?;
         let missing = |name: &str, what: &str| {
             Error::missing(
-                front.field(name),
-                format!("give the {what} data (or use {})", front.field("preset")),
+                field(name),
+                format!("give the {what} data (or use {})", field("preset")),
             )
         };
         let train = i.train.ok_or_else(|| missing("train", "training"))?;
         let test = i.test.ok_or_else(|| missing("test", "test"))?;
-        let privacy = self.privacy(i.min_norm, front)?;
+        let privacy = self.privacy(i.min_norm)?;
         let repeat = self.repeat.unwrap_or(1);
         if repeat == 0 {
-            return Err(Error::param(front.field("repeat"), "must be at least 1"));
+            return Err(Error::param(field("repeat"), "must be at least 1"));
         }
-        let master = master_seed(self.seed.as_deref(), front)?;
+        let master = master_seed(self.seed.as_deref())?;
         let epsilons = self.epsilon.as_deref().unwrap_or(PAPER_EPSILONS);
         Ok(Grid {
             preset: self.preset.clone(),
@@ -300,11 +301,8 @@ impl GridOptions {
             },
             scaling: i.scaling,
             mechanisms: MechanismSpec::parse_list(&i.mechanisms)?,
-            epsilons: parse_f64_list(&front.field("epsilon"), epsilons)?,
-            ks: parse_usize_list(
-                &front.field("k"),
-                self.k.as_deref().unwrap_or(eval.default_ks()),
-            )?,
+            epsilons: parse_f64_list(&field("epsilon"), epsilons)?,
+            ks: parse_usize_list(&field("k"), self.k.as_deref().unwrap_or(eval.default_ks()))?,
             privacy,
             repeat,
             seeds: Seeds::new(master),
@@ -318,11 +316,11 @@ impl GridOptions {
 }
 
 /// The master seed given in hexadecimal, or a fresh one from the operating system.
-fn master_seed(seed: Option<&str>, front: Front) -> Result<Seed> {
+fn master_seed(seed: Option<&str>) -> Result<Seed> {
     match seed {
         Some(s) => Seed::parse_hex(s).map_err(|_| {
             Error::param(
-                front.field("seed"),
+                field("seed"),
                 format!("'{s}' is not 1 to 64 hexadecimal digits"),
             )
         }),
@@ -355,7 +353,7 @@ impl Grid {
 
     /// Load train and test; LIBSVM files whose largest feature index differs are read again with
     /// the larger dimension (the same feature space).
-    fn load_pair(&self, front: Front) -> Result<(Dataset, Dataset)> {
+    fn load_pair(&self) -> Result<(Dataset, Dataset)> {
         let (train, test) = self.load_train_test(None)?;
         if train.p == test.p {
             return Ok((train, test));
@@ -366,7 +364,7 @@ impl Grid {
         };
         if !(is_svm(&self.train) && is_svm(&self.test)) {
             return Err(Error::param(
-                front.field("test"),
+                field("test"),
                 format!(
                     "test rows have {} features, training rows {}",
                     test.p, train.p
@@ -408,6 +406,7 @@ pub fn write_report(rep: &Report, md: &str, dir: &Path) -> Result<PlotOutcome> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::error::Front;
 
     /// Grid options with the files and seed given (what every refusal test starts from).
     pub(super) fn files() -> GridOptions {
@@ -424,7 +423,7 @@ mod tests {
             grid: g.clone(),
             ..Default::default()
         }
-        .resolve(front)
+        .resolve()
         .unwrap_err()
         .render(front)
     }

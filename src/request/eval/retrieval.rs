@@ -2,7 +2,7 @@
 
 use super::{Evaluation, Grid, GridOptions, PAPER_MNIST_QUERIES};
 use crate::data::Dataset;
-use crate::error::{Error, Front, Result};
+use crate::error::{field, Error, Result};
 use crate::eval::retrieval::{self, QueryMode, RetrievalConfig};
 use crate::eval::Report;
 
@@ -23,7 +23,6 @@ pub struct RetrievalRequest {
     grid: Grid,
     queries: Option<usize>,
     query_mode: Option<String>,
-    front: Front,
 }
 
 /// A retrieval evaluation ready to run: its data loaded.
@@ -37,8 +36,8 @@ pub struct RetrievalRun {
 
 impl RetrievalOptions {
     /// Check every option that needs no file.
-    pub fn resolve(&self, front: Front) -> Result<RetrievalRequest> {
-        let mut grid = self.grid.resolve(Evaluation::Retrieval, front)?;
+    pub fn resolve(&self) -> Result<RetrievalRequest> {
+        let mut grid = self.grid.resolve(Evaluation::Retrieval)?;
         grid.format = self.grid.format()?;
         let queries = self.queries.or(match grid.preset.as_deref() {
             Some("paper-mnist") => Some(PAPER_MNIST_QUERIES),
@@ -48,7 +47,6 @@ impl RetrievalOptions {
             grid,
             queries,
             query_mode: self.query_mode.clone(),
-            front,
         })
     }
 }
@@ -59,10 +57,7 @@ impl RetrievalRequest {
         let (train, mut test) = self.grid.load_train_test(None)?;
         if let Some(nq) = self.queries {
             if nq == 0 {
-                return Err(Error::param(
-                    self.front.field("queries"),
-                    "must be at least 1",
-                ));
+                return Err(Error::param(field("queries"), "must be at least 1"));
             }
             if nq < test.n {
                 test.n = nq;
@@ -129,7 +124,7 @@ mod tests {
             grid: files(),
             ..Default::default()
         }
-        .resolve(Front::Cli)
+        .resolve()
         .unwrap();
         assert_eq!(r.grid.ks, [256, 512, 1024]);
         assert_eq!(r.grid.epsilons.len(), 7);

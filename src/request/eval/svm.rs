@@ -1,11 +1,12 @@
 //! `dprp eval svm`: the datasets (the user's or paper-svm's), the SVM's parameters, and each
 //! dataset's grid checked, read and run.
 
+use crate::error::field;
 use std::path::PathBuf;
 
 use super::{data_dir, preset_file, Evaluation, Grid, GridOptions, PAPER_SVM_SETS};
 use crate::data::{Dataset, Format};
-use crate::error::{Error, Front, Result};
+use crate::error::{Error, Result};
 use crate::eval::grid::{parse_f64_list, refuse_local};
 use crate::eval::svm::{self, SvmConfig};
 use crate::eval::Report;
@@ -49,7 +50,6 @@ pub struct SvmRequest {
     svm: SvmParams,
     cs: Vec<f64>,
     pick_c: bool,
-    front: Front,
 }
 
 /// An SVM evaluation of one dataset, its data loaded.
@@ -63,12 +63,12 @@ pub struct SvmRun {
 
 impl SvmOptions {
     /// The datasets (paper-svm's unless both files are given) and the SVM's parameters.
-    pub fn resolve(&self, front: Front) -> Result<SvmRequest> {
+    pub fn resolve(&self) -> Result<SvmRequest> {
         let g = &self.grid;
         let preset = g.preset.as_deref() == Some("paper-svm");
         let sets = if preset && g.train.is_none() && g.test.is_none() {
             let dir = data_dir();
-            let f = |rel: &str| preset_file(&dir, rel, "paper-svm", front);
+            let f = |rel: &str| preset_file(&dir, rel, "paper-svm");
             PAPER_SVM_SETS
                 .iter()
                 .map(|(name, tr, te)| {
@@ -81,8 +81,8 @@ impl SvmOptions {
                 .collect::<Result<_>>()?
         } else {
             let missing = |name: &str, what: &str| {
-                let hint = format!("(or use {} paper-svm)", front.field("preset"));
-                Error::missing(front.field(name), format!("give the {what} data {hint}"))
+                let hint = format!("(or use {} paper-svm)", field("preset"));
+                Error::missing(field(name), format!("give the {what} data {hint}"))
             };
             vec![SvmSet {
                 name: String::new(),
@@ -107,9 +107,8 @@ impl SvmOptions {
             sets,
             format,
             svm,
-            cs: parse_f64_list(&front.field("c"), &self.c)?,
+            cs: parse_f64_list(&field("c"), &self.c)?,
             pick_c: self.pick_c,
-            front,
         })
     }
 }
@@ -130,10 +129,10 @@ impl SvmRequest {
             // a fixed public transform
             options.scale.clip = true;
         }
-        let mut grid = options.resolve(Evaluation::Svm, self.front)?;
+        let mut grid = options.resolve(Evaluation::Svm)?;
         grid.format = self.format;
         refuse_local(&grid.mechanisms, "eval svm")?;
-        let (train, test) = grid.load_pair(self.front)?;
+        let (train, test) = grid.load_pair()?;
         let cfg = SvmConfig {
             mechanisms: grid.mechanisms.clone(),
             epsilons: grid.epsilons.clone(),
@@ -206,7 +205,7 @@ mod tests {
             tol: 1e-4,
             max_iter: None,
         };
-        let req = svm.resolve(Front::Cli).unwrap();
+        let req = svm.resolve().unwrap();
         assert_eq!(req.sets().len(), 1);
         assert_eq!(req.svm.max_iter, 200);
         let missing = SvmOptions {
@@ -218,7 +217,7 @@ mod tests {
             ..svm
         };
         assert_eq!(
-            missing.resolve(Front::Python).unwrap_err().to_string(),
+            missing.resolve().unwrap_err().to_string(),
             "missing test: give the test data (or use preset paper-svm)"
         );
     }
