@@ -14,7 +14,7 @@
 use dprp::estimate::{
     agreements, clopper_pearson, estimate_ip, sign_cosine, QueryMode, SignEstimate, INTERVAL_LEVEL,
 };
-use dprp::mechanism::central::sign_sketch::{pack_signs, FlipRule, SignSketch};
+use dprp::mechanism::central::sign_sketch::{pack_signs, FlipRule};
 use dprp::mechanism::{
     build, Mechanism, MechanismKind, MechanismParams, ProjectionRecord, SketchMut,
 };
@@ -323,7 +323,7 @@ fn sign_coverage(
         if let ProjectionRecord::Dense { seed, .. } = &mut rec.projection {
             *seed = Seed::parse_hex(&format!("{:x}", 0x5000 + t)).unwrap();
         }
-        let m = SignSketch::from_record(&rec, &m0.guarantee()).unwrap();
+        let m = crate::sign::sign_from_record(&rec, &m0.guarantee()).unwrap();
         let (mut a, mut b) = (vec![0u64; wpr], vec![0u64; wpr]);
         let mut x = vec![0f32; k];
         let raw = |row: &[f32], out: &mut [u64], x: &mut [f32]| {

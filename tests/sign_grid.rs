@@ -6,7 +6,7 @@
 //! Run with `cargo test --release`.
 
 use dprp::mechanism::central::arithmetic::Arithmetic;
-use dprp::mechanism::central::sign_rr::{grid_min_norm, rr_arithmetic};
+use dprp::mechanism::central::arithmetic::{grid_min_norm, rr_arithmetic};
 use dprp::mechanism::central::sign_sketch::SignSketch;
 use dprp::mechanism::{build, MechanismKind, MechanismParams};
 use dprp::privacy::guarantee::Neighbour;
@@ -32,7 +32,7 @@ fn params(p: usize, k: usize, nu: f64, beta: f64) -> MechanismParams {
 
 fn sketch(par: &MechanismParams) -> SignSketch {
     let m = build(par).unwrap();
-    SignSketch::from_record(&m.record(), &m.guarantee()).unwrap()
+    crate::sign::sign_from_record(&m.record(), &m.guarantee()).unwrap()
 }
 
 /// The settings of the checks: the benchmark's widths, MNIST's ν = 3, unit rows, a small β.
@@ -161,7 +161,7 @@ fn rounded_rows_keep_the_recorded_norm_bound_and_it_is_tight() {
         );
         // and the released values are those of ũ: exact integer sums, scaled once
         let x = s.project_values(&u).unwrap();
-        let dprp::mechanism::central::gaussian_sketch::PublicMap::Dense(d) = s.map() else {
+        let dprp::mechanism::central::public_map::PublicMap::Dense(d) = s.map() else {
             panic!("dense map");
         };
         for (j, &xj) in x.iter().enumerate() {
@@ -208,7 +208,7 @@ fn an_inconsistent_norm_bound_is_refused() {
     let mut rec = m.record();
     let sign = rec.sign.as_mut().unwrap();
     sign.grid_min_norm = sign.grid_min_norm.map(|v| v * (1.0 + 1e-9));
-    let e = SignSketch::from_record(&rec, &m.guarantee())
+    let e = crate::sign::sign_from_record(&rec, &m.guarantee())
         .expect_err("refused")
         .to_string();
     assert!(e.contains("inconsistent"), "{e}");

@@ -11,7 +11,7 @@ use crate::cli_helpers;
 use cli_helpers::*;
 
 use dprp::mechanism::central::arithmetic::{Arithmetic, ArithmeticRecord};
-use dprp::mechanism::central::gaussian_sketch::PublicMap;
+use dprp::mechanism::central::public_map::PublicMap;
 use dprp::mechanism::{build_with, MechanismKind, MechanismParams, NoiseChoice, NoiseMethod};
 use dprp::privacy::gaussian::analytic_sigma;
 use dprp::privacy::guarantee::Neighbour;

@@ -297,7 +297,10 @@ fn bad_input_is_refused_with_the_option_named() {
                 "--miscalibrate",
                 "sigma=0.7",
             ],
-            &["--miscalibrate", "Gaussian"],
+            &[
+                "--miscalibrate",
+                "Gaussian sketches (raw-g-opt, dp-rp-g, dp-rp-g-opt, dp-oporp)",
+            ],
         ),
         (
             &["audit", "-m", "dp-oporp", "--miscalibrate", "sigma=-1"],

@@ -7,7 +7,7 @@ use crate::cli_helpers;
 #[allow(unused_imports)]
 use cli_helpers::*;
 
-use dprp::mechanism::central::gaussian_sketch::PublicMap;
+use dprp::mechanism::central::public_map::PublicMap;
 use dprp::mechanism::{
     build_with, Mechanism, MechanismKind, MechanismParams, MechanismRecord, NoiseChoice,
     NoiseMethod, SketchMut,

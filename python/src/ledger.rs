@@ -15,7 +15,7 @@ use dprp::request::publish::RunOptions;
 use dprp::request::MechanismOptions;
 
 use crate::ints::{self, Int};
-use crate::publish::{mechanism_plan, scaling};
+use crate::options::{mechanism_plan, scaling};
 use crate::{arrays, err, param};
 
 /// The 32 bytes of a row-hashing key, or a `DprpError` naming `rows_key`.

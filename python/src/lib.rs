@@ -25,6 +25,7 @@ mod interrupt;
 mod ints;
 mod ldp;
 mod ledger;
+mod options;
 mod publish;
 mod release;
 mod serve;

@@ -6,66 +6,22 @@ use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
-use dprp::data::scale::{parse_normalize, ScaleArg, ScalingRequest};
 use dprp::data::{open_reader, InputOptions, RowReader};
 use dprp::ledger::Gate;
 use dprp::mechanism;
 use dprp::privacy::gaussian::{analytic_sigma, classical_is_proven, classical_sigma};
 use dprp::privacy::samplers::noise::NoiseSource;
-use dprp::projection::Seed;
 use dprp::publish::{publish_from_as, PublishOptions, PublishRequest};
 use dprp::request::publish::{LedgerOptions, RunOptions};
 use dprp::request::shards::WorkerShard;
-use dprp::request::{MechanismOptions, MechanismPlan};
+use dprp::request::MechanismOptions;
 
 use crate::arrays::{self, ArrayReader, CancellableReader};
 use crate::interrupt::{self, Outcome};
 use crate::ints::{self, Int};
+use crate::options::{mechanism_plan, scaling};
 use crate::release::Release;
 use crate::{err, param};
-
-/// An optional public projection seed ([`crate::public_seed`]).
-fn seed(s: Option<&Bound<'_, PyAny>>) -> PyResult<Option<Seed>> {
-    s.map(crate::public_seed).transpose()
-}
-
-/// The sketch options `publish` and `calibrate` share: (δ, β, neighbour, k, projection, seed).
-type SketchArgs<'a, 'py> = (
-    Option<f64>,
-    Option<f64>,
-    Option<&'a str>,
-    Option<usize>,
-    Option<&'a str>,
-    Option<&'a Bound<'py, PyAny>>,
-);
-/// The options of particular mechanisms `publish` and `calibrate` share: (min_norm,
-/// individual_dp, epsilon_norm, radius, noise).
-type ParticularArgs<'a> = (Option<f64>, bool, Option<f64>, Option<f64>, Option<&'a str>);
-
-/// The one place the Python front fills the library's [`MechanismOptions`] and resolves them
-/// (validation, defaults and refusals are the library's, with `k=`-style field names).
-pub(crate) fn mechanism_plan(
-    base: MechanismOptions,
-    (delta, beta, neighbour, k, projection, seed): SketchArgs<'_, '_>,
-    (min_norm, individual_dp, epsilon_norm, radius, noise): ParticularArgs<'_>,
-) -> PyResult<MechanismPlan> {
-    MechanismOptions {
-        delta,
-        beta,
-        neighbour: neighbour.map(String::from),
-        k,
-        projection: projection.map(String::from),
-        seed: self::seed(seed)?,
-        min_norm,
-        individual_dp,
-        epsilon_norm,
-        radius,
-        noise: noise.map(String::from),
-        ..base
-    }
-    .resolve()
-    .map_err(err)
-}
 
 /// What to publish: a numpy array or a dataset file.
 enum Input<'py> {
@@ -296,35 +252,6 @@ fn worker_shard(
         }
     }
     Ok(worker)
-}
-
-/// `scale=` (a number or "max-abs"), `normalize=`, `clip=` and `clip_norm=` as a scaling request.
-pub(crate) fn scaling(
-    scale: Option<&Bound<'_, PyAny>>,
-    normalize: Option<&str>,
-    clip: bool,
-    clip_norm: Option<f64>,
-) -> PyResult<ScalingRequest> {
-    Ok(ScalingRequest {
-        scale: match scale {
-            None => None,
-            Some(s) => Some(if let Ok(v) = s.extract::<f64>() {
-                ScaleArg::parse(&v.to_string()).map_err(err)?
-            } else {
-                ScaleArg::parse(&s.extract::<String>().map_err(|_| {
-                    PyTypeError::new_err("scale: expected a positive number or \"max-abs\"")
-                })?)
-                .map_err(err)?
-            }),
-        },
-        normalize_l2: normalize
-            .map(parse_normalize)
-            .transpose()
-            .map_err(err)?
-            .unwrap_or(false),
-        clip,
-        clip_norm,
-    })
 }
 
 /// An input's rows as publish reads them: the array's view (none for a file), its labels, and

@@ -96,18 +96,18 @@ impl Miscalibration {
         let mut p = params.clone();
         match *self {
             Miscalibration::Sigma(f) => {
-                if !matches!(
-                    p.kind,
-                    MechanismKind::RawGOpt
-                        | MechanismKind::DpRpG
-                        | MechanismKind::DpRpGOpt
-                        | MechanismKind::DpOporp
-                ) {
+                // the real-valued Gaussian sketches: neither local nor signs (the table's rows)
+                let real = |k: &MechanismKind| !k.is_local() && !k.is_sign();
+                if !real(&p.kind) {
+                    let names: Vec<&str> = MechanismKind::all()
+                        .filter(real)
+                        .map(|k| k.name())
+                        .collect();
                     return Err(Error::param(
                         "‹miscalibrate›",
                         format!(
-                            "sigma= applies to the Gaussian sketches (raw-g-opt, dp-rp-g, \
-                             dp-rp-g-opt, dp-oporp), not {}",
+                            "sigma= applies to the Gaussian sketches ({}), not {}",
+                            names.join(", "),
                             p.kind.name()
                         ),
                     ));
@@ -689,7 +689,7 @@ pub fn default_params(kind: MechanismKind, seed: Seed) -> MechanismParams {
         k: kind.projects().then_some(8),
         projection: None,
         seed: Some(seed),
-        min_norm: (kind == MechanismKind::DpSignrpRr).then_some(1.0),
+        min_norm: kind.needs_min_norm().then_some(1.0),
         individual_dp: kind.is_idp(),
         local: LocalOptions {
             epsilon_norm: (kind == MechanismKind::Privunit2Norm).then_some(0.5),

@@ -490,15 +490,33 @@ pub fn build_with(params: &MechanismParams, noise: NoiseChoice) -> Result<Box<dy
 /// Rebuild the mechanism (with its public projection regenerated from the seed) from a release's
 /// record, e.g. to project raw queries or to check a release.
 pub fn from_record(record: &MechanismRecord, guarantee: &Guarantee) -> Result<Box<dyn Mechanism>> {
-    if record.name.is_local() {
-        Ok(Box::new(local::release::LocalSketch::from_record(
-            record, guarantee,
-        )?))
-    } else if record.name.is_sign() {
-        Ok(Box::new(SignSketch::from_record(record, guarantee)?))
-    } else {
-        Ok(Box::new(GaussianSketch::from_record(record, guarantee)?))
-    }
+    let (r, g) = (record, guarantee);
+    // every kind by name, to the file that cites its algorithm (no wildcard arm)
+    Ok(match record.name {
+        MechanismKind::RawGOpt => Box::new(central::raw_gaussian::from_record(r, g)?),
+        MechanismKind::DpRpG | MechanismKind::DpRpGOpt => {
+            Box::new(central::dp_rp::from_record(r, g)?)
+        }
+        MechanismKind::DpOporp => Box::new(central::dp_oporp::from_record(r, g)?),
+        MechanismKind::DpSignrpRr | MechanismKind::DpSignoporpRr => {
+            Box::new(central::sign_rr::from_record(r, g)?)
+        }
+        MechanismKind::DpSignrpRrSmooth | MechanismKind::DpSignoporpRrSmooth => {
+            Box::new(central::smooth_flipping::from_record(r, g)?)
+        }
+        MechanismKind::IdpSignrpG
+        | MechanismKind::IdpSignrpRr
+        | MechanismKind::IdpSignoporpG
+        | MechanismKind::IdpSignoporpRr => Box::new(central::idp_sign::from_record(r, g)?),
+        MechanismKind::Privunit2
+        | MechanismKind::Duchi
+        | MechanismKind::Privunitg
+        | MechanismKind::Projunit
+        | MechanismKind::ProjunitCorrelated
+        | MechanismKind::ScalarDp
+        | MechanismKind::Privunit2Norm
+        | MechanismKind::PrivunitInf => Box::new(local::release::LocalSketch::from_record(r, g)?),
+    })
 }
 
 #[cfg(test)]

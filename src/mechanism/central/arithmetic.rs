@@ -36,7 +36,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::gaussian_sketch::PublicMap;
+use super::public_map::PublicMap;
 use crate::error::{Error, Result};
 use crate::privacy::guarantee::Neighbour;
 use crate::privacy::lattice::pow2;
@@ -371,4 +371,36 @@ impl RoundingCost {
         }
         s
     }
+}
+
+/// The arithmetic of dense randomised response ([`super::sign_rr`]'s documentation): the grid of
+/// [`Arithmetic::choose`], made finer until its norm loss `√p·2^-(q+1)` is at most `ν·2^-11`
+/// (`q ≤` [`MAX_GRID_BITS`]); `float64` where there is no such grid (Gaussian maps, ℓ₁
+/// neighbours, or a grid finer than `2^-18` needed).
+pub fn rr_arithmetic(map: &PublicMap, beta: f64, nu: f64, neighbour: Neighbour) -> Arithmetic {
+    let Arithmetic::Grid { q: q0 } = Arithmetic::choose(map, beta, neighbour) else {
+        return Arithmetic::Float64;
+    };
+    if !(nu.is_finite() && nu > 0.0) {
+        return Arithmetic::Float64;
+    }
+    (q0..=MAX_GRID_BITS)
+        .find(|&q| norm_loss(map.p(), q) <= nu * pow2(-NORM_MARGIN_BITS))
+        .map_or(Arithmetic::Float64, |q| Arithmetic::Grid { q })
+}
+
+/// The grid's loss of norm is at most `ν·2^-NORM_MARGIN_BITS` (for [`rr_arithmetic`]).
+pub const NORM_MARGIN_BITS: i32 = 11;
+
+/// `√p·2^-(q+1)`, rounded up: the most that rounding a row of `p` coordinates to the grid `2^-q`
+/// (each by at most half a step) can move it in ℓ₂.
+pub fn norm_loss(p: usize, q: i32) -> f64 {
+    (p as f64).sqrt() * (1.0 + pow2(-50)) * pow2(-(q + 1))
+}
+
+/// `ν_q = ν − √p·2^-(q+1)`, rounded down: a lower bound on `‖ũ‖` for every row `u` with
+/// `‖u‖ ≥ ν` rounded to the grid `2^-q` (triangle inequality; module documentation). Positive
+/// for the `q` of [`rr_arithmetic`] (the loss is at most `ν·2^-11` there).
+pub fn grid_min_norm(nu: f64, p: usize, q: i32) -> f64 {
+    (nu - norm_loss(p, q)) * (1.0 - pow2(-50))
 }

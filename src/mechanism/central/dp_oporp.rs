@@ -9,9 +9,11 @@
 //!
 //! Privacy: Gaussian mechanism on a query of ℓ₂-sensitivity Δ₂ ⇒ (ε,δ)-DP per row.
 
-use super::gaussian_sketch::{GaussianSketch, PublicMap, SigmaRule};
+use super::gaussian_sketch::{GaussianSketch, SigmaRule};
+use super::public_map::PublicMap;
 use crate::error::Result;
-use crate::mechanism::MechanismParams;
+use crate::mechanism::{MechanismParams, MechanismRecord};
+use crate::privacy::guarantee::Guarantee;
 use crate::projection::{Oporp, Seed};
 
 /// Citation recorded in releases.
@@ -21,4 +23,9 @@ pub const ALGORITHM: &str = "DP-OPORP (Li & Li, Algorithm 10), analytic sigma (T
 pub fn build(params: &MechanismParams, k: usize, seed: Seed) -> Result<GaussianSketch> {
     let map = PublicMap::Oporp(Oporp::generate(params.p, k, seed)?);
     GaussianSketch::build(params.kind, ALGORITHM, map, params, SigmaRule::Analytic)
+}
+
+/// Rebuild `dp-oporp` from a release's record.
+pub fn from_record(record: &MechanismRecord, guarantee: &Guarantee) -> Result<GaussianSketch> {
+    GaussianSketch::from_record(record, guarantee, ALGORITHM)
 }

@@ -14,9 +14,11 @@
 //! exact sums, `Δ_q = Δ₂·(1 + 2^-q/β)`; Gaussian and uniform: f64), and σ is calibrated for the
 //! computed values' sensitivity: `Δ_q + 2E` (float noise) or `Δ_q + 2E + γ√k` (lattice).
 
-use super::gaussian_sketch::{GaussianSketch, PublicMap, SigmaRule};
+use super::gaussian_sketch::{GaussianSketch, SigmaRule};
+use super::public_map::PublicMap;
 use crate::error::Result;
-use crate::mechanism::{MechanismKind, MechanismParams};
+use crate::mechanism::{MechanismKind, MechanismParams, MechanismRecord};
+use crate::privacy::guarantee::Guarantee;
 use crate::projection::{DenseKind, DenseProjection, Seed};
 
 /// Citation recorded in releases.
@@ -33,4 +35,9 @@ pub fn build(params: &MechanismParams, k: usize, seed: Seed) -> Result<GaussianS
         SigmaRule::Analytic
     };
     GaussianSketch::build(params.kind, ALGORITHM, map, params, rule)
+}
+
+/// Rebuild `dp-rp-g` or `dp-rp-g-opt` from a release's record.
+pub fn from_record(record: &MechanismRecord, guarantee: &Guarantee) -> Result<GaussianSketch> {
+    GaussianSketch::from_record(record, guarantee, ALGORITHM)
 }

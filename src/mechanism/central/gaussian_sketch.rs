@@ -10,136 +10,16 @@ use rand_chacha::ChaCha20Rng;
 use rand_distr::StandardNormal;
 
 use super::arithmetic::{Arithmetic, ArithmeticRecord};
+use super::public_map::PublicMap;
 use crate::error::{Error, Result};
-use crate::estimate::{Estimator, Family};
+use crate::estimate::Estimator;
 use crate::mechanism::{
     GaussianCalibration, Mechanism, MechanismKind, MechanismParams, MechanismRecord, Payload,
-    ProjectionRecord, Sketch, SketchMut,
+    Sketch, SketchMut,
 };
 pub use crate::privacy::gaussian::{calibrate, SigmaRule};
 use crate::privacy::guarantee::Guarantee;
 use crate::privacy::lattice::{self, LatticeNoise, LatticeRecord, NoiseChoice, NoiseMethod};
-use crate::projection::{DenseProjection, Oporp};
-
-/// Randomness layout version recorded in releases.
-pub const LAYOUT: u32 = 1;
-
-/// The public map of a real-valued mechanism.
-#[derive(Debug, Clone)]
-pub enum PublicMap {
-    /// The row itself (`p` outputs).
-    Identity {
-        /// Dimension.
-        p: usize,
-    },
-    /// Dense random projection.
-    Dense(DenseProjection),
-    /// OPORP.
-    Oporp(Oporp),
-}
-
-impl PublicMap {
-    /// Input dimension.
-    pub fn p(&self) -> usize {
-        match self {
-            PublicMap::Identity { p } => *p,
-            PublicMap::Dense(d) => d.p(),
-            PublicMap::Oporp(o) => o.p(),
-        }
-    }
-    /// Output dimension.
-    pub fn k(&self) -> usize {
-        match self {
-            PublicMap::Identity { p } => *p,
-            PublicMap::Dense(d) => d.k(),
-            PublicMap::Oporp(o) => o.k(),
-        }
-    }
-    /// ℓ₂-sensitivity of the map under β-adjacency, computed from the actual map.
-    pub fn sensitivity(&self, beta: f64) -> f64 {
-        match self {
-            // Changing one coordinate by β changes the row by β in ℓ₂ (and the ℓ₁ ball of radius β
-            // lies inside the ℓ₂ ball of radius β).
-            PublicMap::Identity { .. } => beta,
-            PublicMap::Dense(d) => d.sensitivity(beta),
-            PublicMap::Oporp(o) => o.sensitivity(beta),
-        }
-    }
-    /// Apply to `m` rows.
-    pub fn apply(&self, rows: &[f32], out: &mut [f32]) {
-        match self {
-            PublicMap::Identity { .. } => out.copy_from_slice(rows),
-            PublicMap::Dense(d) => d.project(rows, out),
-            PublicMap::Oporp(o) => o.project(rows, out),
-        }
-    }
-    /// The estimator family of §6.
-    pub fn family(&self) -> Family {
-        match self {
-            PublicMap::Identity { p } => Family::Raw { p: *p },
-            PublicMap::Dense(d) => Family::Dense {
-                fourth_moment: d.kind().fourth_moment(),
-            },
-            PublicMap::Oporp(o) => Family::Oporp { p: o.p() },
-        }
-    }
-    /// The record stored in a release.
-    pub fn record(&self) -> ProjectionRecord {
-        match self {
-            PublicMap::Identity { .. } => ProjectionRecord::Identity,
-            PublicMap::Dense(d) => ProjectionRecord::Dense {
-                entries: d.kind(),
-                seed: d.seed(),
-                layout: LAYOUT,
-            },
-            PublicMap::Oporp(o) => ProjectionRecord::Oporp {
-                seed: o.seed(),
-                layout: LAYOUT,
-            },
-        }
-    }
-    /// Regenerate from a record.
-    pub fn from_record(rec: &ProjectionRecord, p: usize, k: usize) -> Result<PublicMap> {
-        let check_layout = |layout: u32| {
-            if layout == LAYOUT {
-                Ok(())
-            } else {
-                Err(Error::param(
-                    "release",
-                    format!(
-                        "projection layout version {layout} is not supported (this dprp: {LAYOUT})"
-                    ),
-                ))
-            }
-        };
-        Ok(match rec {
-            ProjectionRecord::Identity => {
-                if p != k {
-                    return Err(Error::param("release", "identity map with k ≠ p"));
-                }
-                PublicMap::Identity { p }
-            }
-            ProjectionRecord::Dense {
-                entries,
-                seed,
-                layout,
-            } => {
-                check_layout(*layout)?;
-                PublicMap::Dense(DenseProjection::generate(*entries, p, k, *seed)?)
-            }
-            ProjectionRecord::Oporp { seed, layout } => {
-                check_layout(*layout)?;
-                PublicMap::Oporp(Oporp::generate(p, k, *seed)?)
-            }
-            ProjectionRecord::PerRow { .. } | ProjectionRecord::Correlated { .. } => {
-                return Err(Error::param(
-                    "release",
-                    "a sketch mechanism recorded with per-row maps (a damaged header)",
-                ))
-            }
-        })
-    }
-}
 
 /// A public map followed by calibrated Gaussian noise: float (f64 ziggurat) or lattice
 /// ([`crate::privacy::lattice`]).
@@ -258,8 +138,13 @@ impl GaussianSketch {
         &self.map
     }
 
-    /// Rebuild from a release record (regenerating the public map).
-    pub fn from_record(rec: &MechanismRecord, guarantee: &Guarantee) -> Result<GaussianSketch> {
+    /// Rebuild from a release record (regenerating the public map); `algorithm` is the citation
+    /// of the kind's own file, whose `from_record` calls this.
+    pub fn from_record(
+        rec: &MechanismRecord,
+        guarantee: &Guarantee,
+        algorithm: &'static str,
+    ) -> Result<GaussianSketch> {
         let cal = rec.gaussian.clone().ok_or_else(|| {
             Error::param(
                 "release",
@@ -276,33 +161,6 @@ impl GaussianSketch {
                 Some((l, noise))
             }
             _ => None,
-        };
-        let algorithm = match rec.name {
-            MechanismKind::RawGOpt => super::raw_gaussian::ALGORITHM,
-            MechanismKind::DpRpG | MechanismKind::DpRpGOpt => super::dp_rp::ALGORITHM,
-            MechanismKind::DpOporp => super::dp_oporp::ALGORITHM,
-            // every other kind by name: a new kind must be placed here (no wildcard arm)
-            other @ (MechanismKind::DpSignrpRr
-            | MechanismKind::DpSignrpRrSmooth
-            | MechanismKind::DpSignoporpRr
-            | MechanismKind::DpSignoporpRrSmooth
-            | MechanismKind::IdpSignrpG
-            | MechanismKind::IdpSignrpRr
-            | MechanismKind::IdpSignoporpG
-            | MechanismKind::IdpSignoporpRr
-            | MechanismKind::Privunit2
-            | MechanismKind::Duchi
-            | MechanismKind::Privunitg
-            | MechanismKind::Projunit
-            | MechanismKind::ProjunitCorrelated
-            | MechanismKind::ScalarDp
-            | MechanismKind::Privunit2Norm
-            | MechanismKind::PrivunitInf) => {
-                return Err(Error::param(
-                    "release",
-                    format!("{} is not a Gaussian mechanism", other.name()),
-                ))
-            }
         };
         // releases written before dprp 0.3.0 have no arithmetic record: their rows were
         // projected in f32; queries are now projected as a new release would project them

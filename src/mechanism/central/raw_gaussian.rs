@@ -5,9 +5,11 @@
 //! so the row changes by at most β in ℓ₂: `Δ₂ = β`; the analytic Gaussian mechanism with that Δ₂
 //! is (ε,δ)-DP for the row, and rows use independent noise.
 
-use super::gaussian_sketch::{GaussianSketch, PublicMap, SigmaRule};
+use super::gaussian_sketch::{GaussianSketch, SigmaRule};
+use super::public_map::PublicMap;
 use crate::error::Result;
-use crate::mechanism::{MechanismKind, MechanismParams};
+use crate::mechanism::{MechanismKind, MechanismParams, MechanismRecord};
+use crate::privacy::guarantee::Guarantee;
 
 /// Citation recorded in releases.
 pub const ALGORITHM: &str =
@@ -23,4 +25,9 @@ pub fn build(params: &MechanismParams) -> Result<GaussianSketch> {
         params,
         SigmaRule::Analytic,
     )
+}
+
+/// Rebuild `raw-g-opt` from a release's record.
+pub fn from_record(record: &MechanismRecord, guarantee: &Guarantee) -> Result<GaussianSketch> {
+    GaussianSketch::from_record(record, guarantee, ALGORITHM)
 }

@@ -36,15 +36,14 @@
 //! single-coordinate neighbour relation; under ℓ₁ adjacency several bins can move, so it is refused.
 
 use super::arithmetic::Arithmetic;
-use super::gaussian_sketch::PublicMap;
+pub use super::arithmetic::{grid_min_norm, rr_arithmetic};
+use super::public_map::PublicMap;
 use super::sign_sketch::{fp_guard, FlipRule, SignRecord, SignSketch};
 use crate::error::{Error, Result};
-use crate::mechanism::{MechanismKind, MechanismParams};
+use crate::mechanism::{MechanismKind, MechanismParams, MechanismRecord};
 use crate::privacy::guarantee::{Guarantee, GuaranteeKind, Neighbour};
-use crate::privacy::lattice::pow2;
 use crate::privacy::nplus;
 use crate::privacy::rr::{split_epsilon, Flip};
-use crate::projection::dense::MAX_GRID_BITS;
 use crate::projection::{DenseKind, DenseProjection, Oporp, Seed};
 
 /// Citation recorded in releases.
@@ -143,34 +142,7 @@ pub fn build(params: &MechanismParams, k: usize, seed: Seed) -> Result<SignSketc
     SignSketch::new(params.kind, ALGORITHM, map, record, guarantee)
 }
 
-/// The arithmetic of dense randomised response (module documentation): the grid of
-/// [`Arithmetic::choose`], made finer until its norm loss `√p·2^-(q+1)` is at most `ν·2^-11`
-/// (`q ≤` [`MAX_GRID_BITS`]); `float64` where there is no such grid (Gaussian maps, ℓ₁
-/// neighbours, or a grid finer than `2^-18` needed).
-pub fn rr_arithmetic(map: &PublicMap, beta: f64, nu: f64, neighbour: Neighbour) -> Arithmetic {
-    let Arithmetic::Grid { q: q0 } = Arithmetic::choose(map, beta, neighbour) else {
-        return Arithmetic::Float64;
-    };
-    if !(nu.is_finite() && nu > 0.0) {
-        return Arithmetic::Float64;
-    }
-    (q0..=MAX_GRID_BITS)
-        .find(|&q| norm_loss(map.p(), q) <= nu * pow2(-NORM_MARGIN_BITS))
-        .map_or(Arithmetic::Float64, |q| Arithmetic::Grid { q })
-}
-
-/// The grid's loss of norm is at most `ν·2^-NORM_MARGIN_BITS` (module documentation).
-pub const NORM_MARGIN_BITS: i32 = 11;
-
-/// `√p·2^-(q+1)`, rounded up: the most that rounding a row of `p` coordinates to the grid `2^-q`
-/// (each by at most half a step) can move it in ℓ₂.
-pub fn norm_loss(p: usize, q: i32) -> f64 {
-    (p as f64).sqrt() * (1.0 + pow2(-50)) * pow2(-(q + 1))
-}
-
-/// `ν_q = ν − √p·2^-(q+1)`, rounded down: a lower bound on `‖ũ‖` for every row `u` with
-/// `‖u‖ ≥ ν` rounded to the grid `2^-q` (triangle inequality; module documentation). Positive
-/// for the `q` of [`rr_arithmetic`] (the loss is at most `ν·2^-11` there).
-pub fn grid_min_norm(nu: f64, p: usize, q: i32) -> f64 {
-    (nu - norm_loss(p, q)) * (1.0 - pow2(-50))
+/// Rebuild `dp-signrp-rr` or `dp-signoporp-rr` from a release's record.
+pub fn from_record(record: &MechanismRecord, guarantee: &Guarantee) -> Result<SignSketch> {
+    SignSketch::from_record(record, guarantee, ALGORITHM)
 }

@@ -32,7 +32,8 @@ use rand_chacha::ChaCha20Rng;
 use rand_distr::StandardNormal;
 
 use super::arithmetic::{Arithmetic, ArithmeticRecord};
-use super::gaussian_sketch::PublicMap;
+use super::idp_lattice::IdpLattice;
+use super::public_map::{step_sizes, PublicMap};
 use crate::error::{Error, Result};
 use crate::estimate::Estimator;
 use crate::mechanism::{Mechanism, MechanismKind, MechanismRecord, Payload, Sketch, SketchMut};
@@ -91,12 +92,12 @@ pub struct SignSketch {
     /// Randomised response: the coin (½ for the other rules, unused).
     rr_flip: Flip,
     /// iDP-Gaussian with lattice noise ([`super::idp_sign::IdpLattice`]); `None`: float noise.
-    pub(super) idp_lattice: Option<super::idp_sign::IdpLattice>,
+    pub(super) idp_lattice: Option<IdpLattice>,
 }
 
 /// The arithmetic of a sign mechanism: the map's ([`Arithmetic::choose`]) for the rules that
 /// compare values with steps; for dense randomised response the grid of
-/// [`super::sign_rr::rr_arithmetic`] when the record says N₊ was computed for it
+/// [`super::arithmetic::rr_arithmetic`] when the record says N₊ was computed for it
 /// ([`SignRecord::grid_min_norm`], checked to be `ν_q` for that grid), f64 otherwise (its N₊
 /// bound then assumes `‖u‖ ≥ ν` of the row itself).
 ///
@@ -107,7 +108,7 @@ pub fn sign_arithmetic(
     record: &SignRecord,
     neighbour: Neighbour,
 ) -> Result<Arithmetic> {
-    use super::sign_rr::{grid_min_norm, rr_arithmetic};
+    use super::arithmetic::{grid_min_norm, rr_arithmetic};
     match (&record.rule, record.grid_min_norm) {
         (FlipRule::RandomisedResponse { .. }, None) => Ok(Arithmetic::Float64),
         (FlipRule::RandomisedResponse { .. }, Some(recorded)) => {
@@ -126,26 +127,6 @@ pub fn sign_arithmetic(
             }
         }
         _ => Ok(Arithmetic::choose(map, record.beta, neighbour)),
-    }
-}
-
-/// `c_j` for a public map and β (see the module documentation).
-pub fn step_sizes(map: &PublicMap, beta: f64) -> Vec<f64> {
-    match map {
-        PublicMap::Dense(d) => {
-            // rounded up: β·max|w_ij|/√k in f64, inflated by a relative 2⁻⁵⁰
-            let s = beta / (d.k() as f64).sqrt() * (1.0 + crate::privacy::lattice::pow2(-50));
-            d.column_max_abs().into_iter().map(|v| v * s).collect()
-        }
-        PublicMap::Oporp(o) => {
-            let mut m = vec![0f64; o.k()];
-            for (&b, &s) in o.bins().iter().zip(o.signs()) {
-                let j = b as usize;
-                m[j] = m[j].max((s as f64).abs() * beta);
-            }
-            m
-        }
-        PublicMap::Identity { p } => vec![beta; *p],
     }
 }
 
@@ -268,43 +249,20 @@ impl SignSketch {
         }));
     }
 
-    /// Rebuild from a release record (regenerating the public map).
-    pub fn from_record(rec: &MechanismRecord, guarantee: &Guarantee) -> Result<SignSketch> {
+    /// Rebuild from a release record (regenerating the public map); `algorithm` is the citation
+    /// of the kind's own file, whose `from_record` calls this.
+    pub fn from_record(
+        rec: &MechanismRecord,
+        guarantee: &Guarantee,
+        algorithm: &'static str,
+    ) -> Result<SignSketch> {
         let sign = rec.sign.clone().ok_or_else(|| {
             Error::param("release", "a sign mechanism record without its flip rule")
         })?;
         let map = PublicMap::from_record(&rec.projection, rec.p, rec.k)?;
-        let algorithm = match rec.name {
-            MechanismKind::DpSignrpRr | MechanismKind::DpSignoporpRr => super::sign_rr::ALGORITHM,
-            MechanismKind::DpSignrpRrSmooth | MechanismKind::DpSignoporpRrSmooth => {
-                super::smooth_flipping::ALGORITHM
-            }
-            MechanismKind::IdpSignrpG
-            | MechanismKind::IdpSignrpRr
-            | MechanismKind::IdpSignoporpG
-            | MechanismKind::IdpSignoporpRr => super::idp_sign::ALGORITHM,
-            // every other kind by name: a new kind must be placed here (no wildcard arm)
-            other @ (MechanismKind::RawGOpt
-            | MechanismKind::DpRpG
-            | MechanismKind::DpRpGOpt
-            | MechanismKind::DpOporp
-            | MechanismKind::Privunit2
-            | MechanismKind::Duchi
-            | MechanismKind::Privunitg
-            | MechanismKind::Projunit
-            | MechanismKind::ProjunitCorrelated
-            | MechanismKind::ScalarDp
-            | MechanismKind::Privunit2Norm
-            | MechanismKind::PrivunitInf) => {
-                return Err(Error::param(
-                    "release",
-                    format!("{} is not a sign mechanism", other.name()),
-                ))
-            }
-        };
         let mut m = SignSketch::new(rec.name, algorithm, map, sign, guarantee.clone())?;
         if let Some(crate::mechanism::NoiseMethod::Lattice(l)) = rec.noise_method() {
-            m.idp_lattice = Some(super::idp_sign::IdpLattice::from_record(l)?);
+            m.idp_lattice = Some(IdpLattice::from_record(l)?);
         }
         Ok(m)
     }

@@ -14,11 +14,11 @@
 //! `ε' = ε/k` (rounded down, so `k·ε' ≤ ε` exactly) and the k signs compose to ε. OPORP: one bin moves, so `ε' = ε` (single-coordinate
 //! neighbours only). Pure ε-DP, no δ, no norm bound.
 
-use super::gaussian_sketch::PublicMap;
+use super::public_map::PublicMap;
 use super::sign_rr::require_coordinate_neighbours;
 use super::sign_sketch::{FlipRule, SignRecord, SignSketch};
 use crate::error::Result;
-use crate::mechanism::{MechanismKind, MechanismParams};
+use crate::mechanism::{MechanismKind, MechanismParams, MechanismRecord};
 use crate::privacy::guarantee::{Guarantee, GuaranteeKind};
 use crate::privacy::rr::split_epsilon;
 use crate::projection::{DenseKind, DenseProjection, Oporp, Seed};
@@ -61,4 +61,9 @@ pub fn build(params: &MechanismParams, k: usize, seed: Seed) -> Result<SignSketc
         local: None,
     };
     SignSketch::new(params.kind, ALGORITHM, map, record, guarantee)
+}
+
+/// Rebuild `dp-signrp-rr-smooth` or `dp-signoporp-rr-smooth` from a release's record.
+pub fn from_record(record: &MechanismRecord, guarantee: &Guarantee) -> Result<SignSketch> {
+    SignSketch::from_record(record, guarantee, ALGORITHM)
 }

@@ -33,6 +33,7 @@
 //! chosen constant is a public field of the mechanism's parameter struct.
 
 pub mod accumulator;
+pub mod algorithm;
 pub mod decoder;
 pub use crate::rng::normal;
 pub mod privunit2;
@@ -51,7 +52,8 @@ pub use normal::WordRng;
 
 use crate::error::{Error, Result};
 
-pub use privunit2::PrivUnit2;
+pub use algorithm::{LocalAlgorithm, WithMaps};
+pub use privunit2::{Duchi, PrivUnit2};
 pub use privunit2_norm::PrivUnit2Norm;
 pub use privunit_inf::PrivUnitInf;
 pub use privunitg::PrivUnitG;

@@ -55,6 +55,7 @@ use rand::Rng;
 use rand::RngExt;
 use rand_distr::Gamma;
 
+use super::algorithm::{constant, ErrorKind, LocalAlgorithm};
 use super::normal::fill_standard_normal_dot;
 use super::privunitg::golden_min;
 use super::WordRng;
@@ -65,6 +66,7 @@ use crate::privacy::coin::Coin;
 use crate::privacy::special::{
     ln_1m_exp, ln_gamma_half_ratio, ln_sym_beta_lower, log1p_exp, sym_beta_lower_inv,
 };
+use rand_chacha::ChaCha20Rng;
 
 /// Citation recorded with releases.
 pub const ALGORITHM: &str =
@@ -408,4 +410,62 @@ pub fn gamma_14b(epsilon: f64, d: usize) -> Option<f64> {
 /// check the continued fraction at `x = ½`).
 pub fn hemisphere_mean(d: usize) -> f64 {
     (-ln_gamma_half_ratio(d as f64 / 2.0)).exp() / std::f64::consts::PI.sqrt()
+}
+
+impl LocalAlgorithm for PrivUnit2 {
+    fn algorithm(&self) -> &'static str {
+        ALGORITHM
+    }
+    fn epsilon(&self) -> f64 {
+        self.epsilon
+    }
+    fn constants(&self) -> Vec<(String, f64)> {
+        vec![
+            constant("gamma", self.gamma),
+            constant("p", self.p),
+            constant("eps_cap", self.eps_cap),
+            constant("eps_coin", self.eps0),
+            constant("m", self.m),
+        ]
+    }
+    fn decoder(&self) -> &'static str {
+        "mean of the rows (each Z = V/m is unbiased)"
+    }
+    fn client(&self, _id: u64, v: &[f64], rng: &mut ChaCha20Rng) -> Result<Vec<f64>> {
+        self.privatize(v, rng)
+    }
+    fn mse_per_user(&self) -> (f64, ErrorKind) {
+        (self.mse_unit(), ErrorKind::Exact)
+    }
+}
+
+/// The Duchi, Jordan & Wainwright hemisphere mechanism as a release records it: a
+/// [`PrivUnit2::duchi`] under its own name.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Duchi(pub PrivUnit2);
+
+/// Citation recorded in releases of [`Duchi`].
+pub const DUCHI_ALGORITHM: &str = "Duchi, Jordan & Wainwright hemisphere mechanism = PrivUnit2 \
+                                   with γ = 0 (Bhowmick et al. 2018, Algorithm 1), corrected \
+                                   constant";
+
+impl LocalAlgorithm for Duchi {
+    fn algorithm(&self) -> &'static str {
+        DUCHI_ALGORITHM
+    }
+    fn epsilon(&self) -> f64 {
+        self.0.epsilon
+    }
+    fn constants(&self) -> Vec<(String, f64)> {
+        self.0.constants()
+    }
+    fn decoder(&self) -> &'static str {
+        self.0.decoder()
+    }
+    fn client(&self, id: u64, v: &[f64], rng: &mut ChaCha20Rng) -> Result<Vec<f64>> {
+        self.0.client(id, v, rng)
+    }
+    fn mse_per_user(&self) -> (f64, ErrorKind) {
+        self.0.mse_per_user()
+    }
 }

@@ -15,11 +15,14 @@
 //! cost) rather than eq. (22)'s `p = ½` or eq. (23)'s 0.99/0.01 split; any other PrivUnit2 can be
 //! passed to [`PrivUnit2Norm::from_parts`].
 
+use super::algorithm::{ErrorKind, LocalAlgorithm};
 use super::privunit2::PrivUnit2;
 use super::scalar_dp::ScalarDp;
 use super::WordRng;
 use super::{check_epsilon, check_in_ball, uniform_unit};
 use crate::error::{Error, Result};
+use crate::privacy::guarantee::InputDomain;
+use rand_chacha::ChaCha20Rng;
 
 /// Citation recorded with releases.
 pub const ALGORITHM: &str =
@@ -87,5 +90,45 @@ impl PrivUnit2Norm {
             return Err(Error::param("PrivUnit2Norm", "non-finite output"));
         }
         Ok(z)
+    }
+}
+
+impl LocalAlgorithm for PrivUnit2Norm {
+    fn algorithm(&self) -> &'static str {
+        ALGORITHM
+    }
+    fn epsilon(&self) -> f64 {
+        PrivUnit2Norm::epsilon(self)
+    }
+    fn separated(&self) -> Option<(f64, f64)> {
+        Some((self.direction.epsilon, self.magnitude.epsilon))
+    }
+    fn domain(&self) -> InputDomain {
+        InputDomain::Ball {
+            radius: self.radius(),
+        }
+    }
+    fn constants(&self) -> Vec<(String, f64)> {
+        let mut v = self.direction.constants();
+        v.extend(self.magnitude.constants());
+        v
+    }
+    fn decoder(&self) -> &'static str {
+        "mean of the rows (direction and norm estimates independent, unbiased)"
+    }
+    fn client(&self, _id: u64, v: &[f64], rng: &mut ChaCha20Rng) -> Result<Vec<f64>> {
+        self.privatize(v, rng)
+    }
+    fn mse_per_user(&self) -> (f64, ErrorKind) {
+        (
+            self.mse(self.radius()).unwrap_or(f64::NAN),
+            ErrorKind::Exact,
+        )
+    }
+    fn mse_note(&self) -> String {
+        format!(
+            "exact for inputs of norm R = {} (the error depends on the norm)",
+            self.radius()
+        )
     }
 }

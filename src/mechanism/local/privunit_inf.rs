@@ -52,11 +52,14 @@ use rand::Rng;
 use rand::RngExt;
 use rand_distr::Binomial;
 
+use super::algorithm::{constant, ErrorKind, LocalAlgorithm};
 use super::WordRng;
 use super::{check_dim, check_epsilon, unit_closed0, unit_open0, UNIT_NORM_TOL};
 use crate::error::{Error, Result};
 use crate::privacy::coin::Coin;
+use crate::privacy::guarantee::InputDomain;
 use crate::privacy::special::{ln_1m_exp, ln_gamma, log1p_exp};
+use rand_chacha::ChaCha20Rng;
 
 /// Citation recorded with releases.
 pub const ALGORITHM: &str =
@@ -422,5 +425,43 @@ impl PrivUnitInf {
         }
         v.iter_mut().for_each(|x| *x *= inv_m);
         Ok(v)
+    }
+}
+
+impl LocalAlgorithm for PrivUnitInf {
+    fn algorithm(&self) -> &'static str {
+        ALGORITHM
+    }
+    fn epsilon(&self) -> f64 {
+        self.epsilon
+    }
+    fn domain(&self) -> InputDomain {
+        InputDomain::Cube
+    }
+    fn constants(&self) -> Vec<(String, f64)> {
+        vec![
+            constant("kappa", self.kappa as f64),
+            constant("threshold_L", self.threshold as f64),
+            constant("p", self.p),
+            constant("eps_cap", self.eps_cap),
+            constant("eps_coin", self.eps0),
+            constant("m", self.m),
+        ]
+    }
+    fn decoder(&self) -> &'static str {
+        "mean of the rows (each Z = V/m is unbiased)"
+    }
+    fn client(&self, _id: u64, v: &[f64], rng: &mut ChaCha20Rng) -> Result<Vec<f64>> {
+        self.privatize(v, rng)
+    }
+    fn mse_per_user(&self) -> (f64, ErrorKind) {
+        (self.mse_corner(), ErrorKind::Exact)
+    }
+    fn mse_note(&self) -> String {
+        format!(
+            "exact for inputs at a corner of the cube (every |u_j| = 1); an input u has \
+             d/m² − ‖u‖² = {:.6} − ‖u‖²",
+            self.d as f64 / (self.m * self.m)
+        )
     }
 }

@@ -35,6 +35,7 @@
 
 use rand::Rng;
 
+use super::algorithm::{constant, ErrorKind, LocalAlgorithm};
 use super::normal::fill_standard_normal_dot;
 use super::WordRng;
 use super::{check_dim, check_epsilon, check_in_ball, dot, round_to_sphere};
@@ -42,6 +43,7 @@ use super::{effective_norm2, unit_open0, UNIT_NORM_TOL};
 use crate::error::{Error, Result};
 use crate::privacy::coin::Coin;
 use crate::privacy::special::{inv_mills, ln_norm_pdf, ln_norm_sf, log1p_exp, norm_isf_ln};
+use rand_chacha::ChaCha20Rng;
 
 /// Citation recorded with releases.
 pub const ALGORITHM: &str = "PrivUnitG (Asi et al. 2023, Algorithm 8), optimised p";
@@ -277,6 +279,31 @@ pub fn golden_min<F: Fn(f64) -> f64>(f: F, lo: f64, hi: f64) -> f64 {
         mid
     } else {
         best.0
+    }
+}
+
+impl LocalAlgorithm for PrivUnitG {
+    fn algorithm(&self) -> &'static str {
+        ALGORITHM
+    }
+    fn epsilon(&self) -> f64 {
+        self.epsilon
+    }
+    fn constants(&self) -> Vec<(String, f64)> {
+        vec![
+            constant("p", self.p),
+            constant("gamma", self.gamma),
+            constant("scale", self.scale),
+        ]
+    }
+    fn decoder(&self) -> &'static str {
+        "mean of the rows (each Z is unbiased)"
+    }
+    fn client(&self, _id: u64, v: &[f64], rng: &mut ChaCha20Rng) -> Result<Vec<f64>> {
+        self.privatize(v, rng)
+    }
+    fn mse_per_user(&self) -> (f64, ErrorKind) {
+        (self.mse_unit(), ErrorKind::Exact)
     }
 }
 

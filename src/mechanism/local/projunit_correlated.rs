@@ -36,10 +36,13 @@ use rand::SeedableRng;
 use rand_chacha::ChaCha20Rng;
 use rayon::prelude::*;
 
+use super::algorithm::{constant, ErrorKind, LocalAlgorithm, WithMaps};
+use super::algorithm::{BALL_NOTE, CORRELATED_LAYOUT};
 use super::projunit::{unbiasing_constant, ProjKind};
 use super::WordRng;
 use super::{check_in_ball, round_to_sphere, PrivUnitG};
 use crate::error::{Error, Result};
+use crate::mechanism::ProjectionRecord;
 use crate::projection::hadamard::{fwht_normalized, next_pow2};
 use crate::projection::oporp::uniform_below;
 use crate::projection::{Seed, Srht};
@@ -388,5 +391,72 @@ impl CorrelatedProjUnit {
         let s = self.inner.scale;
         let ez2 = s * s * (self.inner.e_alpha2 + (self.k - 1) as f64);
         self.c * self.c * (self.d as f64 / self.k as f64) * ez2 - 1.0
+    }
+}
+
+/// Correlated ProjUnit with its shared public map; user `id` uses the sampling of row `id`.
+impl LocalAlgorithm for WithMaps<CorrelatedProjUnit, CorrelatedPublic> {
+    fn algorithm(&self) -> &'static str {
+        ALGORITHM
+    }
+    fn epsilon(&self) -> f64 {
+        self.mechanism.epsilon
+    }
+    fn message_len(&self, _d: usize) -> usize {
+        self.mechanism.k
+    }
+    fn accumulator_len(&self, _d: usize) -> usize {
+        self.mechanism.d_pad
+    }
+    fn constants(&self) -> Vec<(String, f64)> {
+        let mut v = vec![constant("c", self.mechanism.c)];
+        v.extend(self.mechanism.inner.constants());
+        v
+    }
+    fn decoder(&self) -> &'static str {
+        "z = Σ_i S_iᵀẑ_i (scatter, S_i from the row's seed), then once \
+         (1/n)·c·√(d'/k)·D·H·z (D from the release seed)"
+    }
+    fn projection(&self) -> ProjectionRecord {
+        ProjectionRecord::Correlated {
+            seed: self.public.seed(),
+            layout: CORRELATED_LAYOUT,
+        }
+    }
+    fn client(&self, id: u64, v: &[f64], rng: &mut ChaCha20Rng) -> Result<Vec<f64>> {
+        self.mechanism.encode(&self.public, id, v, rng)
+    }
+    fn accumulate(&self, id: u64, z: &[f64], acc: &mut [f64]) -> Result<()> {
+        self.mechanism.scatter(&self.public, id, z, acc)
+    }
+    fn accumulate_rows(
+        &self,
+        first_id: u64,
+        k: usize,
+        messages: &[f32],
+        acc: &mut [f64],
+    ) -> Result<()> {
+        let mut scratch = self.mechanism.scratch();
+        let mut z = vec![0f64; k];
+        for (i, msg) in messages.chunks_exact(k.max(1)).enumerate() {
+            z.iter_mut().zip(msg).for_each(|(a, &b)| *a = b as f64);
+            let id = first_id.wrapping_add(i as u64);
+            self.mechanism
+                .scatter_with(&self.public, id, &z, acc, &mut scratch)?;
+        }
+        Ok(())
+    }
+    fn finish(&self, acc: &[f64], n: u64) -> Result<Vec<f64>> {
+        self.mechanism.finish(&self.public, acc, n.max(1))
+    }
+    fn mse_per_user(&self) -> (f64, ErrorKind) {
+        (self.mechanism.mse_unit(), ErrorKind::Approximate)
+    }
+    fn mse_note(&self) -> String {
+        format!(
+            "approximate: the per-user SRHT error, {BALL_NOTE}; the shared diagonal D adds a \
+             small bias term to the error of the mean that does not shrink with n (not in \
+             closed form)"
+        )
     }
 }

@@ -18,17 +18,19 @@
 //! accumulator, [`LocalDecoder::finish`] turns it into the mean: for every mechanism here the
 //! mean of the decoded rows, each an (exactly or nearly) unbiased estimate of its input.
 
+use std::sync::Arc;
+
 use rand_chacha::ChaCha20Rng;
 use serde::{Deserialize, Serialize};
 
-pub use super::decoder::{ErrorKind, LocalDecoder};
-use super::projunit_correlated::{CorrelatedProjUnit, CorrelatedPublic};
+pub use super::algorithm::{rotation_draw, ErrorKind, LocalAlgorithm, LocalMap, WithMaps};
+pub use super::algorithm::{CORRELATED_LAYOUT, LAYOUT, PER_ROW_LAYOUTS};
+pub use super::decoder::LocalDecoder;
+use super::privunit2::Duchi;
+use super::projunit_correlated::CorrelatedProjUnit;
 use super::rotation::ReflectionDraw;
-use super::{
-    privunit2, privunit2_norm, privunit_inf, privunitg, projunit, projunit_correlated, scalar_dp,
-    NearlyUnbiasedSrht, PrivUnit2, PrivUnit2Norm, PrivUnitG, PrivUnitInf, ProjKind, ProjUnit,
-    ScalarDp,
-};
+use super::{NearlyUnbiasedSrht, PrivUnit2, PrivUnit2Norm, PrivUnitG, PrivUnitInf, ProjKind};
+use super::{ProjUnit, ScalarDp};
 use crate::error::{Error, Result};
 use crate::mechanism::{
     Mechanism, MechanismKind, MechanismParams, MechanismRecord, Payload, ProjectionRecord,
@@ -36,84 +38,6 @@ use crate::mechanism::{
 };
 use crate::privacy::guarantee::{Guarantee, InputDomain};
 use crate::projection::Seed;
-
-/// Randomness layout version of per-row maps (see [`crate::projection`]). Version 2 draws a
-/// rotation's Householder vectors with the bulk ziggurat ([`ReflectionDraw::Ziggurat`]);
-/// version 1 (still decoded) drew them by Box–Muller. The Gaussian and SRHT maps are the same in
-/// both.
-pub const LAYOUT: u32 = 2;
-
-/// Layout versions of per-row maps this dprp decodes.
-pub const PER_ROW_LAYOUTS: [u32; 2] = [1, 2];
-
-/// Randomness layout version of the correlated map (unchanged by per-row version 2).
-pub const CORRELATED_LAYOUT: u32 = 1;
-
-/// How a rotation's reflection vectors are drawn in per-row layout `layout`.
-pub fn rotation_draw(layout: u32) -> Result<ReflectionDraw> {
-    match layout {
-        1 => Ok(ReflectionDraw::BoxMuller),
-        2 => Ok(ReflectionDraw::Ziggurat),
-        _ => Err(Error::param(
-            "release",
-            format!(
-                "per-row map layout {layout} is not supported (this dprp reads {PER_ROW_LAYOUTS:?})"
-            ),
-        )),
-    }
-}
-
-/// The per-row layout that records `draw`.
-fn layout_of(draw: ReflectionDraw) -> u32 {
-    match draw {
-        ReflectionDraw::BoxMuller => 1,
-        ReflectionDraw::Ziggurat => 2,
-    }
-}
-
-/// The public map family of a ProjUnit release (`--projection`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum LocalMap {
-    /// `√(d/k)·` `k` rows of a Haar rotation; exactly unbiased.
-    Rotation,
-    /// I.i.d. `N(0, 1/k)` entries; exactly unbiased.
-    Gaussian,
-    /// SRHT (FastProjUnit), `O(d log d)`; nearly unbiased.
-    Srht,
-    /// SRHT with the complete-then-normalise step of Algorithms 6–7 (`C = d'/k`): exactly
-    /// unbiased, `k + 1` values per row.
-    SrhtNearlyUnbiased,
-}
-
-impl LocalMap {
-    /// Parse `rotation`, `gaussian`, `srht` or `srht-nearly-unbiased`.
-    pub fn parse(s: &str) -> Result<LocalMap> {
-        match s.to_ascii_lowercase().as_str() {
-            "rotation" => Ok(LocalMap::Rotation),
-            "gaussian" => Ok(LocalMap::Gaussian),
-            "srht" => Ok(LocalMap::Srht),
-            "srht-nearly-unbiased" => Ok(LocalMap::SrhtNearlyUnbiased),
-            _ => Err(Error::param(
-                "‹projection›",
-                format!(
-                    "unknown ProjUnit projection '{s}' (expected rotation, gaussian, srht or \
-                     srht-nearly-unbiased)"
-                ),
-            )),
-        }
-    }
-
-    /// The command-line name.
-    pub fn name(&self) -> &'static str {
-        match self {
-            LocalMap::Rotation => "rotation",
-            LocalMap::Gaussian => "gaussian",
-            LocalMap::Srht => "srht",
-            LocalMap::SrhtNearlyUnbiased => "srht-nearly-unbiased",
-        }
-    }
-}
 
 /// Options of the local mechanisms (`dprp publish`).
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
@@ -172,26 +96,13 @@ pub struct LocalRecord {
     pub decoder: String,
 }
 
-/// The algorithm of a local release, with its public parameters.
-#[derive(Debug, Clone)]
-pub(super) enum Algo {
-    PrivUnit2(PrivUnit2),
-    PrivUnitG(PrivUnitG),
-    ProjUnit(ProjUnit, Seed),
-    Nearly(NearlyUnbiasedSrht, Seed),
-    Correlated(CorrelatedProjUnit, CorrelatedPublic),
-    Scalar(ScalarDp),
-    Norm(PrivUnit2Norm),
-    Inf(PrivUnitInf),
-}
-
 /// A local-DP mechanism as a publishing [`Mechanism`].
 #[derive(Debug, Clone)]
 pub struct LocalSketch {
     pub(super) kind: MechanismKind,
     pub(super) d: usize,
     pub(super) first_row: u64,
-    pub(super) algo: Algo,
+    pub(super) algo: Arc<dyn LocalAlgorithm>,
 }
 
 fn proj_kind(map: LocalMap) -> ProjKind {
@@ -323,20 +234,26 @@ impl LocalSpec {
         }
     }
 
-    /// The algorithm with its constants, computed from (ε, d, k).
-    fn algo(&self) -> Result<Algo> {
+    /// The algorithm with its constants, computed from (ε, d, k); a rotation's reflections
+    /// drawn as `draw` says (that of the release's layout).
+    fn algo(&self, draw: ReflectionDraw) -> Result<Arc<dyn LocalAlgorithm>> {
         let (eps, d, o) = (self.epsilon, self.d, &self.options);
         Ok(match self.kind {
-            MechanismKind::Privunit2 => Algo::PrivUnit2(PrivUnit2::new(eps, d)?),
-            MechanismKind::Duchi => Algo::PrivUnit2(PrivUnit2::duchi(eps, d)?),
-            MechanismKind::Privunitg => Algo::PrivUnitG(PrivUnitG::new(eps, d)?),
+            MechanismKind::Privunit2 => Arc::new(PrivUnit2::new(eps, d)?),
+            MechanismKind::Duchi => Arc::new(Duchi(PrivUnit2::duchi(eps, d)?)),
+            MechanismKind::Privunitg => Arc::new(PrivUnitG::new(eps, d)?),
             MechanismKind::Projunit => {
                 let k = self.k()?;
                 match o.map.unwrap_or(LocalMap::Srht) {
-                    LocalMap::SrhtNearlyUnbiased => {
-                        Algo::Nearly(NearlyUnbiasedSrht::exact(eps, d, k)?, self.seed()?)
-                    }
-                    map => Algo::ProjUnit(ProjUnit::new(eps, d, k, proj_kind(map))?, self.seed()?),
+                    LocalMap::SrhtNearlyUnbiased => Arc::new(WithMaps {
+                        mechanism: NearlyUnbiasedSrht::exact(eps, d, k)?,
+                        public: self.seed()?,
+                    }),
+                    map => Arc::new(WithMaps {
+                        mechanism: ProjUnit::new(eps, d, k, proj_kind(map))?
+                            .with_rotation_draw(draw),
+                        public: self.seed()?,
+                    }),
                 }
             }
             MechanismKind::ProjunitCorrelated => {
@@ -349,9 +266,12 @@ impl LocalSpec {
                 }
                 let m = CorrelatedProjUnit::new(eps, d, k)?;
                 let public = m.public(self.seed()?)?;
-                Algo::Correlated(m, public)
+                Arc::new(WithMaps {
+                    mechanism: m,
+                    public,
+                })
             }
-            MechanismKind::PrivunitInf => Algo::Inf(PrivUnitInf::new(eps, d)?),
+            MechanismKind::PrivunitInf => Arc::new(PrivUnitInf::new(eps, d)?),
             MechanismKind::ScalarDp => self.scalar()?,
             MechanismKind::Privunit2Norm => self.norm()?,
             // every other kind by name: a new kind must be placed here (no wildcard arm)
@@ -375,7 +295,7 @@ impl LocalSpec {
         })
     }
 
-    fn scalar(&self) -> Result<Algo> {
+    fn scalar(&self) -> Result<Arc<dyn LocalAlgorithm>> {
         let d = self.d;
         if d != 1 {
             return Err(Error::param(
@@ -389,10 +309,10 @@ impl LocalSpec {
                 "scalar-dp needs the public upper bound R of the values",
             )
         })?;
-        Ok(Algo::Scalar(ScalarDp::new(self.epsilon, r)?))
+        Ok(Arc::new(ScalarDp::new(self.epsilon, r)?))
     }
 
-    fn norm(&self) -> Result<Algo> {
+    fn norm(&self) -> Result<Arc<dyn LocalAlgorithm>> {
         let o = &self.options;
         let e2 = o.epsilon_norm.ok_or_else(|| {
             Error::missing(
@@ -407,7 +327,7 @@ impl LocalSpec {
                 "privunit2-norm needs the public radius R of the ball",
             )
         })?;
-        Ok(Algo::Norm(PrivUnit2Norm::new(self.epsilon, e2, self.d, r)?))
+        Ok(Arc::new(PrivUnit2Norm::new(self.epsilon, e2, self.d, r)?))
     }
 }
 
@@ -415,6 +335,12 @@ impl LocalSketch {
     /// The mechanism of a spec: its constants computed from (ε, d, k), its public maps from the
     /// seed.
     pub fn new(spec: &LocalSpec) -> Result<LocalSketch> {
+        Self::with_draw(spec, super::algorithm::rotation_draw(LAYOUT)?)
+    }
+
+    /// [`LocalSketch::new`] with a rotation's reflections drawn as `draw` (a release of an older
+    /// layout).
+    fn with_draw(spec: &LocalSpec, draw: ReflectionDraw) -> Result<LocalSketch> {
         super::check_epsilon("‹epsilon›", spec.epsilon)?;
         if spec.kind != MechanismKind::ScalarDp {
             super::check_dim(spec.d)?;
@@ -431,7 +357,7 @@ impl LocalSketch {
             kind: spec.kind,
             d: spec.d,
             first_row: spec.options.first_row,
-            algo: spec.algo()?,
+            algo: spec.algo(draw)?,
         })
     }
 
@@ -448,10 +374,10 @@ impl LocalSketch {
             Some((e1, e2)) => (e1, Some(e2)),
             None => (guarantee.epsilon, None),
         };
-        let mut draw = None;
+        let mut draw = rotation_draw(LAYOUT)?;
         let (map, seed) = match &record.projection {
             ProjectionRecord::PerRow { map, seed, layout } => {
-                draw = Some(rotation_draw(*layout)?);
+                draw = rotation_draw(*layout)?;
                 (Some(*map), Some(*seed))
             }
             ProjectionRecord::Correlated { seed, layout } => {
@@ -482,22 +408,22 @@ impl LocalSketch {
         } else {
             Some(record.k)
         };
-        let mut m = LocalSketch::new(&LocalSpec {
-            kind: record.name,
-            epsilon,
-            d: record.p,
-            k,
-            seed,
-            options: LocalOptions {
-                map,
-                epsilon_norm,
-                radius,
-                first_row: rec.first_row,
+        let m = LocalSketch::with_draw(
+            &LocalSpec {
+                kind: record.name,
+                epsilon,
+                d: record.p,
+                k,
+                seed,
+                options: LocalOptions {
+                    map,
+                    epsilon_norm,
+                    radius,
+                    first_row: rec.first_row,
+                },
             },
-        })?;
-        if let (Algo::ProjUnit(p, _), Some(draw)) = (&mut m.algo, draw) {
-            *p = p.with_rotation_draw(draw);
-        }
+            draw,
+        )?;
         let again = m.local_record();
         if again.constants.len() != rec.constants.len() {
             return Err(bad(
@@ -525,135 +451,22 @@ impl LocalSketch {
         Ok(m)
     }
 
-    /// The per-row seed of release row `row`.
-    pub(super) fn row_seed(&self, seed: Seed, row: u64) -> Seed {
-        seed.for_row(self.first_row.wrapping_add(row))
-    }
-
-    fn domain(&self) -> InputDomain {
-        match &self.algo {
-            Algo::Scalar(s) => InputDomain::Interval { max: s.r_max },
-            Algo::Norm(n) => InputDomain::Ball { radius: n.radius() },
-            Algo::Inf(_) => InputDomain::Cube,
-            _ => InputDomain::Ball { radius: 1.0 },
-        }
-    }
-
-    fn algorithm(&self) -> &'static str {
-        match &self.algo {
-            Algo::PrivUnit2(_) if self.kind == MechanismKind::Duchi => {
-                "Duchi, Jordan & Wainwright hemisphere mechanism = PrivUnit2 with γ = 0 (Bhowmick \
-                 et al. 2018, Algorithm 1), corrected constant"
-            }
-            Algo::PrivUnit2(_) => privunit2::ALGORITHM,
-            Algo::PrivUnitG(_) => privunitg::ALGORITHM,
-            Algo::ProjUnit(..) => projunit::ALGORITHM,
-            Algo::Nearly(..) => {
-                "Nearly unbiased FastProjUnit (Asi et al. 2023, Algorithms 6–7) with C = d'/k, \
-                 over PrivUnitG in k + 1 dimensions"
-            }
-            Algo::Correlated(..) => projunit_correlated::ALGORITHM,
-            Algo::Scalar(_) => scalar_dp::ALGORITHM,
-            Algo::Norm(_) => privunit2_norm::ALGORITHM,
-            Algo::Inf(_) => privunit_inf::ALGORITHM,
-        }
-    }
-
-    fn epsilon(&self) -> (f64, Option<(f64, f64)>) {
-        match &self.algo {
-            Algo::PrivUnit2(m) => (m.epsilon, None),
-            Algo::PrivUnitG(m) => (m.epsilon, None),
-            Algo::ProjUnit(m, _) => (m.epsilon, None),
-            Algo::Nearly(m, _) => (m.epsilon, None),
-            Algo::Correlated(m, _) => (m.epsilon, None),
-            Algo::Inf(m) => (m.epsilon, None),
-            Algo::Scalar(m) => (m.epsilon, None),
-            Algo::Norm(m) => (
-                m.epsilon(),
-                Some((m.direction.epsilon, m.magnitude.epsilon)),
-            ),
-        }
+    /// The user id of release row `row` (per-row public maps are those of the id).
+    pub(super) fn id(&self, row: u64) -> u64 {
+        self.first_row.wrapping_add(row)
     }
 
     /// The record of the chosen constants and the server side.
     pub fn local_record(&self) -> LocalRecord {
-        let c = |n: &str, v: f64| (n.to_string(), v);
-        let pu2 = |m: &PrivUnit2| {
-            vec![
-                c("gamma", m.gamma),
-                c("p", m.p),
-                c("eps_cap", m.eps_cap),
-                c("eps_coin", m.eps0),
-                c("m", m.m),
-            ]
-        };
-        let pug = |m: &PrivUnitG| vec![c("p", m.p), c("gamma", m.gamma), c("scale", m.scale)];
-        let sdp = |m: &ScalarDp| {
-            vec![
-                c("levels_k", m.k as f64),
-                c("p_keep", m.p_keep),
-                c("a", m.a),
-                c("b", m.b),
-            ]
-        };
-        let (constants, decoder) = match &self.algo {
-            Algo::PrivUnit2(m) => (pu2(m), "mean of the rows (each Z = V/m is unbiased)"),
-            Algo::PrivUnitG(m) => (pug(m), "mean of the rows (each Z is unbiased)"),
-            Algo::ProjUnit(m, _) => {
-                let mut v = vec![c("c", m.c)];
-                v.extend(pug(&m.inner));
-                (
-                    v,
-                    "mean over rows i of c·W_iᵀẑ_i, W_i regenerated from the row's seed",
-                )
-            }
-            Algo::Nearly(m, _) => {
-                let mut v = vec![c("C", m.c_norm)];
-                v.extend(pug(&m.inner));
-                (
-                    v,
-                    "mean over rows i of √C·W_iᵀẑ_i[1..k], W_i regenerated from the row's seed",
-                )
-            }
-            Algo::Correlated(m, _) => {
-                let mut v = vec![c("c", m.c)];
-                v.extend(pug(&m.inner));
-                (
-                    v,
-                    "z = Σ_i S_iᵀẑ_i (scatter, S_i from the row's seed), then once \
-                     (1/n)·c·√(d'/k)·D·H·z (D from the release seed)",
-                )
-            }
-            Algo::Inf(m) => (
-                vec![
-                    c("kappa", m.kappa as f64),
-                    c("threshold_L", m.threshold as f64),
-                    c("p", m.p),
-                    c("eps_cap", m.eps_cap),
-                    c("eps_coin", m.eps0),
-                    c("m", m.m),
-                ],
-                "mean of the rows (each Z = V/m is unbiased)",
-            ),
-            Algo::Scalar(m) => (sdp(m), "mean of the rows (each a(Ĵ − b) is unbiased)"),
-            Algo::Norm(m) => {
-                let mut v = pu2(&m.direction);
-                v.extend(sdp(&m.magnitude));
-                (
-                    v,
-                    "mean of the rows (direction and norm estimates independent, unbiased)",
-                )
-            }
-        };
-        let (mse_per_user, mse_kind) = self.mse_per_user();
+        let (mse_per_user, mse_kind) = self.algo.mse_per_user();
         LocalRecord {
-            domain: self.domain(),
+            domain: self.algo.domain(),
             first_row: self.first_row,
-            constants,
+            constants: self.algo.constants(),
             mse_per_user,
             mse_kind,
-            mse_note: self.mse_note(),
-            decoder: decoder.to_string(),
+            mse_note: self.algo.mse_note(),
+            decoder: self.algo.decoder().to_string(),
         }
     }
 
@@ -680,48 +493,22 @@ impl Mechanism for LocalSketch {
         self.d
     }
     fn output_dim(&self) -> usize {
-        match &self.algo {
-            Algo::ProjUnit(m, _) => m.k,
-            Algo::Nearly(m, _) => m.k + 1,
-            Algo::Correlated(m, _) => m.k,
-            _ => self.d,
-        }
+        self.algo.message_len(self.d)
     }
     fn payload(&self) -> Payload {
         Payload::F32
     }
     fn guarantee(&self) -> Guarantee {
-        let (e, sep) = self.epsilon();
-        Guarantee::local(e, self.domain(), sep)
+        let a = &self.algo;
+        Guarantee::local(a.epsilon(), a.domain(), a.separated())
     }
     fn record(&self) -> MechanismRecord {
-        let projection = match &self.algo {
-            Algo::ProjUnit(m, seed) => ProjectionRecord::PerRow {
-                map: match m.kind {
-                    ProjKind::Rotation => LocalMap::Rotation,
-                    ProjKind::Gaussian => LocalMap::Gaussian,
-                    ProjKind::Srht => LocalMap::Srht,
-                },
-                seed: *seed,
-                layout: layout_of(m.rotation_draw),
-            },
-            Algo::Nearly(_, seed) => ProjectionRecord::PerRow {
-                map: LocalMap::SrhtNearlyUnbiased,
-                seed: *seed,
-                layout: LAYOUT,
-            },
-            Algo::Correlated(_, public) => ProjectionRecord::Correlated {
-                seed: public.seed(),
-                layout: CORRELATED_LAYOUT,
-            },
-            _ => ProjectionRecord::Identity,
-        };
         MechanismRecord {
             name: self.kind,
-            algorithm: self.algorithm().to_string(),
+            algorithm: self.algo.algorithm().to_string(),
             p: self.d,
             k: self.output_dim(),
-            projection,
+            projection: self.algo.projection(),
             gaussian: None,
             sign: None,
             local: Some(self.local_record()),
@@ -792,7 +579,7 @@ impl Mechanism for LocalSketch {
         Ok(())
     }
     fn input_domain(&self) -> InputDomain {
-        self.domain()
+        self.algo.domain()
     }
     fn local(&self) -> Option<&dyn LocalDecoder> {
         Some(self)

@@ -26,9 +26,12 @@
 use rand::Rng;
 use rand::RngExt;
 
+use super::algorithm::{constant, ErrorKind, LocalAlgorithm};
 use super::{check_epsilon, unit_closed0};
 use crate::error::{Error, Result};
 use crate::privacy::coin::Coin;
+use crate::privacy::guarantee::InputDomain;
+use rand_chacha::ChaCha20Rng;
 
 /// Citation recorded with releases.
 pub const ALGORITHM: &str = "ScalarDP (Bhowmick et al. 2018, Algorithm 3), k = ⌈e^(ε/3)⌉";
@@ -196,6 +199,47 @@ impl ScalarDp {
     /// The estimate `Z` reported for level `j`.
     pub fn value(&self, j: u64) -> f64 {
         self.a * (j as f64 - self.b)
+    }
+}
+
+impl LocalAlgorithm for ScalarDp {
+    fn algorithm(&self) -> &'static str {
+        ALGORITHM
+    }
+    fn epsilon(&self) -> f64 {
+        self.epsilon
+    }
+    fn domain(&self) -> InputDomain {
+        InputDomain::Interval { max: self.r_max }
+    }
+    fn constants(&self) -> Vec<(String, f64)> {
+        vec![
+            constant("levels_k", self.k as f64),
+            constant("p_keep", self.p_keep),
+            constant("a", self.a),
+            constant("b", self.b),
+        ]
+    }
+    fn decoder(&self) -> &'static str {
+        "mean of the rows (each a(Ĵ − b) is unbiased)"
+    }
+    fn client(&self, _id: u64, v: &[f64], rng: &mut ChaCha20Rng) -> Result<Vec<f64>> {
+        if v.len() != 1 {
+            return Err(Error::param(
+                "input vector",
+                format!("scalar-dp takes one value, got {}", v.len()),
+            ));
+        }
+        Ok(vec![self.privatize(v[0], rng)?])
+    }
+    fn mse_per_user(&self) -> (f64, ErrorKind) {
+        (self.mse(self.r_max).unwrap_or(f64::NAN), ErrorKind::Exact)
+    }
+    fn mse_note(&self) -> String {
+        format!(
+            "exact for the input value R = {} (the error depends on the value)",
+            self.r_max
+        )
     }
 }
 
