@@ -4,11 +4,9 @@ use clap::Args;
 
 use super::{InputArgs, ScaleArgs};
 use dprp::error::Result;
-use dprp::ledger::Gate;
-use dprp::privacy::samplers::noise::NoiseSource;
 use dprp::projection::Seed;
-use dprp::publish::{publish_gated, publish_with, PublishOptions, PublishOutcome, PublishRequest};
-use dprp::request::publish::{LedgerOptions, PublishReport, RunOptions};
+use dprp::publish::PublishRequest;
+use dprp::request::publish::{Layout, LedgerOptions, PublishJob, PublishReport, RunOptions};
 use dprp::request::{shards, MechanismOptions};
 
 #[derive(Debug, Args)]
@@ -147,23 +145,42 @@ fn mechanism_options(a: &PublishArgs) -> Result<MechanismOptions> {
 
 pub fn run(a: PublishArgs) -> Result<()> {
     let plan = mechanism_options(&a)?.resolve()?;
-    let (opts, noise) = RunOptions {
+    let (options, noise) = RunOptions {
         memory_mib: a.memory,
         output_format: a.output_format.clone(),
         noise_seed: a.noise_seed.clone(),
         overwrite: a.overwrite,
     }
     .resolve(&a.output, plan.noise, Some(|w| super::output::warn(w)))?;
-    let req = PublishRequest {
-        input: a.input.clone(),
-        input_opts: a.input_args.options()?,
-        scaling: a.scale.request()?,
-        params: plan.params,
-        output: a.output.clone(),
+    let layout = match (a.shards, &a.shard) {
+        (Some(n), _) => Layout::Split(n),
+        (None, Some(spec)) => {
+            let (index, count) = super::shards::parse_shard(spec)?;
+            Layout::Worker(shards::WorkerShard {
+                index,
+                count,
+                first_row: a.first_row,
+                rows: None,
+            })
+        }
+        (None, None) => Layout::Whole,
     };
-    let ledger = LedgerOptions {
-        dir: a.ledger.clone(),
-        budget: a.budget.clone(),
+    let job = PublishJob {
+        request: PublishRequest {
+            input: a.input.clone(),
+            input_opts: a.input_args.options()?,
+            scaling: a.scale.request()?,
+            params: plan.params,
+            output: a.output.clone(),
+        },
+        noise,
+        options,
+        layout,
+        ledger: LedgerOptions {
+            dir: a.ledger.clone(),
+            budget: a.budget.clone(),
+        },
+        dataset: None,
     };
     let on_wait = |dir: &std::path::Path| {
         super::output::note(format_args!(
@@ -171,18 +188,14 @@ pub fn run(a: PublishArgs) -> Result<()> {
             dir.display()
         ))
     };
-    let (mut gate, budget) = match ledger.open(a.shard.is_some(), on_wait)? {
-        Some((g, b)) => (Some(g), b),
-        None => (None, None),
-    };
-    let (out, shard_line) = run_publish(&a, &req, &noise, &opts, gate.as_mut())?;
+    let done = job.run(None, on_wait)?;
     let report = PublishReport {
-        outcome: &out,
+        outcome: &done.outcome,
         output: &a.output,
-        shards: shard_line,
+        shards: done.shards.clone(),
         timings: a.timings,
-        ledger: match (&gate, &a.ledger) {
-            (Some(g), Some(dir)) => Some((g, dir.as_path(), budget)),
+        ledger: match (&done.ledger, &a.ledger) {
+            (Some((g, budget)), Some(dir)) => Some((g, dir.as_path(), *budget)),
             _ => None,
         },
     };
@@ -191,35 +204,5 @@ pub fn run(a: PublishArgs) -> Result<()> {
             outln!("{line}")?;
         }
         Ok(())
-    })
-}
-
-/// One release file, the rows split into `--shards N` files, or one worker's `--shard i/N`.
-fn run_publish(
-    a: &PublishArgs,
-    req: &PublishRequest,
-    noise: &NoiseSource,
-    opts: &PublishOptions,
-    gate: Option<&mut Gate>,
-) -> Result<(PublishOutcome, Option<String>)> {
-    Ok(match (a.shards, &a.shard) {
-        (Some(n), _) => {
-            let (o, l) = shards::publish_split(req, noise, opts, n, gate)?;
-            (o, Some(l))
-        }
-        (None, Some(spec)) => {
-            let (index, count) = super::shards::parse_shard(spec)?;
-            let worker = shards::WorkerShard {
-                index,
-                count,
-                first_row: a.first_row,
-                rows: None,
-            };
-            let plan = worker.plan(req, opts)?;
-            let o = publish_with(&plan.request, noise, &plan.options)?;
-            let line = worker.report(&plan, &req.output, o.meta.n);
-            (o, Some(line))
-        }
-        (None, None) => (publish_gated(req, noise, opts, gate)?, None),
     })
 }

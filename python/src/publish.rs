@@ -7,12 +7,10 @@ use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
 use dprp::data::{open_reader, InputOptions, RowReader};
-use dprp::ledger::Gate;
 use dprp::mechanism;
 use dprp::privacy::gaussian::{analytic_sigma, classical_is_proven, classical_sigma};
-use dprp::privacy::samplers::noise::NoiseSource;
-use dprp::publish::{publish_from_as, PublishOptions, PublishRequest};
-use dprp::request::publish::{LedgerOptions, RunOptions};
+use dprp::publish::PublishRequest;
+use dprp::request::publish::{Layout, LedgerOptions, PublishJob, RunOptions};
 use dprp::request::shards::WorkerShard;
 use dprp::request::MechanismOptions;
 
@@ -106,7 +104,7 @@ pub fn publish<'py>(
     let params = plan.params;
     let input = Input::of(x)?;
     let scaling = scaling(scale, normalize, clip, clip_norm)?;
-    let (opts, source) = RunOptions {
+    let (options, noise) = RunOptions {
         memory_mib: memory,
         output_format: output_format.map(String::from),
         noise_seed: noise_seed.map(String::from),
@@ -120,92 +118,73 @@ pub fn publish<'py>(
         ("id_column", id_column.is_some()),
     ];
     let (view, label_values, input_path) = input.rows(labels, named)?;
-    let req = PublishRequest {
-        input: input_path.clone(),
-        input_opts: InputOptions {
-            csv_label_column: label_column.as_deref().and_then(|l| l.parse().ok()),
-            columns: dprp::data::parquet::Columns {
-                vectors: column,
-                label: label_column,
-                id: id_column,
+    // the job `dprp publish` runs, through the same request function: the ledger as
+    // `--ledger DIR --budget …` opens it (before a worker's shard directory is made, its lock
+    // held until the release is recorded), the layout, the driver's dataset record
+    let job = PublishJob {
+        request: PublishRequest {
+            input: input_path,
+            input_opts: InputOptions {
+                csv_label_column: label_column.as_deref().and_then(|l| l.parse().ok()),
+                columns: dprp::data::parquet::Columns {
+                    vectors: column,
+                    label: label_column,
+                    id: id_column,
+                },
+                ..InputOptions::default()
             },
-            ..InputOptions::default()
+            scaling,
+            params,
+            output,
         },
-        scaling,
-        params,
-        output: output.clone(),
+        noise,
+        options,
+        layout: worker.map_or(Layout::Whole, Layout::Worker),
+        ledger: LedgerOptions {
+            dir: ledger,
+            budget: budget.map(crate::ledger::budget_text).transpose()?,
+        },
+        dataset: dataset.map(crate::ledger::dataset_record).transpose()?,
     };
-    // the ledger as `dprp publish --ledger DIR --budget …` opens it (the request layer's
-    // LedgerOptions, refusals spelt for Python), before a worker's shard directory is made: its
-    // lock held until the release is recorded
-    let ledger = LedgerOptions {
-        dir: ledger,
-        budget: budget.map(crate::ledger::budget_text).transpose()?,
-    };
-    let mut gate = py
-        .detach(|| ledger.open(worker.is_some(), |_| {}))
-        .map_err(err)?
-        .map(|(g, _)| g);
-    let (req, opts, output) = match worker {
-        None => (req, opts, output),
-        Some(w) => {
-            let plan = w.plan(&req, &opts).map_err(err)?;
-            let file = plan.request.output.clone();
-            (plan.request, plan.options, file)
-        }
-    };
-    let labels = label_values.as_deref();
-    let dataset =
-        match dataset {
-            None => None,
-            Some(d) if worker.is_some() => Some(crate::ledger::dataset_record(d)?),
-            Some(_) => return Err(param(
-                "dataset",
-                "records a fingerprint made by a job's driver in one shard (with shard=(i, N)); \
-                 a whole release is fingerprinted as it is published",
-            )),
-        };
-    let run = Run {
-        source: &source,
-        opts: &opts,
-        output: &output,
-        dataset: dataset.as_ref(),
-        gate: gate.as_mut(),
-    };
-    publish_interruptibly(py, &req, view, labels, run)
-}
-
-/// How one publish runs: its noise, options, output file, preset dataset record and ledger.
-struct Run<'a> {
-    source: &'a NoiseSource,
-    opts: &'a PublishOptions,
-    output: &'a std::path::Path,
-    dataset: Option<&'a dprp::release::DatasetRecord>,
-    gate: Option<&'a mut Gate>,
+    publish_interruptibly(py, job, view, label_values.as_deref())
 }
 
 /// Run the publish with Ctrl-C honoured (an interrupted call leaves no output), pass its
 /// warnings to Python's `warnings`, and open the release.
 fn publish_interruptibly<'a>(
     py: Python<'_>,
-    req: &'a PublishRequest,
+    job: PublishJob,
     view: Option<arrays::View<'a>>,
     labels: Option<&'a [f32]>,
-    mut run: Run<'_>,
 ) -> PyResult<Release> {
-    let output = run.output;
+    let input = job.request.input.clone();
+    let input_opts = job.request.input_opts.clone();
     let outcome = interrupt::run(py, |cancel| {
         WARNINGS.with(|w| w.borrow_mut().clear());
-        let r = run_publish(req, view, labels, cancel, &mut run);
+        let mut open = || -> dprp::Result<Box<dyn RowReader + '_>> {
+            Ok(match view {
+                Some(view) => Box::new(ArrayReader {
+                    view,
+                    labels: labels.map(numpy::ndarray::ArrayView1::from),
+                    next: 0,
+                    cancel,
+                }),
+                None => Box::new(CancellableReader {
+                    inner: open_reader(&input, &input_opts)?,
+                    cancel,
+                }),
+            })
+        };
+        let r = job.run(Some(&mut open), |_| {});
         (WARNINGS.with(|w| std::mem::take(&mut *w.borrow_mut())), r)
     })?;
     let (warnings, result) = match outcome {
         Outcome::Done(r) => r,
         Outcome::Interrupted { exc, result } => {
-            if let Some((_, Ok(_))) = result {
+            if let Some((_, Ok(done))) = result {
                 // The signal came after the last chunk was read and the release was committed:
                 // an interrupted call leaves no output, so remove it.
-                let _ = std::fs::remove_file(output);
+                let _ = std::fs::remove_file(&done.release);
             }
             return Err(exc);
         }
@@ -217,8 +196,8 @@ fn publish_interruptibly<'a>(
             warn.call_method1("warn", (crate::py_text(w),))?;
         }
     }
-    result.map_err(err)?;
-    Release::open_path(py, output, true)
+    let done = result.map_err(err)?;
+    Release::open_path(py, &done.release, true)
 }
 
 /// One shard of a sharded release (a Spark executor, a worker), or none: with `shard=(i, N)`,
@@ -334,33 +313,6 @@ pub fn finish_shards(py: Python<'_>, dir: PathBuf) -> PyResult<Release> {
     py.detach(|| dprp::release::shards::finish(&dir))
         .map_err(err)?;
     Release::open_path(py, &dir, true)
-}
-
-/// The pipeline over a numpy array (`view`) or, without one, the file `req.input`; both readers
-/// stop at the next chunk once `cancel` is set.
-fn run_publish<'a: 'c, 'c>(
-    req: &'a PublishRequest,
-    view: Option<arrays::View<'a>>,
-    labels: Option<&'a [f32]>,
-    cancel: &'c interrupt::Cancel,
-    run: &mut Run<'_>,
-) -> dprp::Result<dprp::publish::PublishOutcome> {
-    let mut open = || -> dprp::Result<Box<dyn RowReader + 'c>> {
-        Ok(match view {
-            Some(view) => Box::new(ArrayReader {
-                view,
-                labels: labels.map(numpy::ndarray::ArrayView1::from),
-                next: 0,
-                cancel,
-            }),
-            None => Box::new(CancellableReader {
-                inner: open_reader(&req.input, &req.input_opts)?,
-                cancel,
-            }),
-        })
-    };
-    let gate = run.gate.as_deref_mut();
-    publish_from_as(req, &mut open, run.source, run.opts, gate, run.dataset)
 }
 
 /// Calibrate a mechanism without publishing: its noise (σ and Δ₂ for the Gaussian sketches, the

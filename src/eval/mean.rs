@@ -37,6 +37,7 @@ use rand_distr::{Distribution, StandardNormal};
 use serde::{Deserialize, Serialize};
 
 use super::grid::Seeds;
+use super::mean_repeat::Repeat;
 pub use super::mean_spec::{
     Data, Experiment, MeanConfig, MeanSpec, Plan, CENTRAL, CENTRAL_ADD_REMOVE, CENTRAL_ZCDP, CLIP,
     MAX_WRAP,
@@ -228,26 +229,6 @@ fn true_mean(rows: &[f64], d: usize) -> Vec<f64> {
     }
     m.iter_mut().for_each(|a| *a /= n);
     m
-}
-
-/// The outcome of one repeat.
-pub(super) struct Repeat {
-    pub(super) sq_error: f64,
-    pub(super) expected: f64,
-    pub(super) error_kind: ErrorKind,
-    pub(super) per_user: Vec<f64>,
-    pub(super) client_per_user: Option<f64>,
-    pub(super) server: f64,
-    pub(super) seeds: String,
-    /// Distributed mechanisms: what the plan chose and whether the sum wrapped.
-    pub(super) distributed: Option<DistributedOutcome>,
-}
-
-/// What a distributed repeat adds to a [`Repeat`].
-pub(super) struct DistributedOutcome {
-    pub(super) bits_per_parameter: f64,
-    pub(super) sketch_m: Option<u64>,
-    pub(super) wrapped: u64,
 }
 
 /// One repeat of a local mechanism.

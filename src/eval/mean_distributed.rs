@@ -22,7 +22,7 @@ use rand_chacha::ChaCha20Rng;
 use rayon::prelude::*;
 
 use super::grid::Seeds;
-use super::mean::{DistributedOutcome, Repeat};
+use super::mean_repeat::{DistributedOutcome, Repeat};
 use crate::error::Result;
 use crate::mechanism::distributed::accountant::params::DistributedRequest;
 use crate::mechanism::distributed::secagg::ModularSum;

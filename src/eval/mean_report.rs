@@ -9,6 +9,7 @@ use super::mean::{
     ExperimentReport, MeanReport, MeanRow, MeanSpec, Plan, CENTRAL, CENTRAL_ADD_REMOVE,
     CENTRAL_ZCDP, Z_MAX,
 };
+use super::mean_series::{distinct, legend_for, not_run_notes, point};
 use super::report::{
     csv_field, write_line_figures, write_text_atomic, Line, LineFigure, LinePanel,
 };
@@ -45,16 +46,6 @@ fn secs(x: f64) -> String {
 /// secure aggregation.
 pub fn legend_label(r: &MeanRow) -> String {
     legend_for(&r.mechanism, r)
-}
-
-pub(super) fn legend_for(series: &str, r: &MeanRow) -> String {
-    if MeanSpec::is_central_label(&r.mechanism) {
-        format!("{series} ({}, trusted server)", r.guarantee.short())
-    } else if r.bits.is_some() {
-        format!("{series} ({}, SecAgg)", r.guarantee.short())
-    } else {
-        format!("{series} ({})", r.guarantee.short())
-    }
 }
 
 /// Whether a row is a distributed mechanism's.
@@ -396,43 +387,6 @@ pub fn write_json(rep: &MeanReport, path: &Path) -> Result<()> {
     write_text_atomic(path, &text)
 }
 
-/// Distinct values in order of first appearance.
-pub(super) fn distinct<T: PartialEq + Copy>(it: impl Iterator<Item = T>) -> Vec<T> {
-    let mut out: Vec<T> = Vec::new();
-    for x in it {
-        if !out.contains(&x) {
-            out.push(x);
-        }
-    }
-    out
-}
-
-/// Settings not run, as small print under a legend (at most 8 lines).
-pub(super) fn not_run_notes(rows: &[&MeanRow]) -> Vec<String> {
-    let skipped: Vec<String> = rows
-        .iter()
-        .filter(|r| r.status != Status::Ok)
-        .map(|r| {
-            format!(
-                "{} d={} ε={}{}",
-                r.mechanism,
-                r.d,
-                r.epsilon,
-                r.k.map(|k| format!(" k={k}")).unwrap_or_default()
-            )
-        })
-        .collect();
-    if skipped.is_empty() {
-        return Vec::new();
-    }
-    let mut notes = vec!["not run (see report.md):".to_string()];
-    notes.extend(skipped.iter().take(7).cloned());
-    if skipped.len() > 7 {
-        notes.push(format!("… and {} more", skipped.len() - 7));
-    }
-    notes
-}
-
 /// Style index and legend of the mechanisms of an experiment.
 fn styles(rows: &[&MeanRow], flat_if_no_k: bool) -> Vec<(String, usize, bool, String)> {
     let mut out: Vec<(String, usize, bool, String)> = Vec::new();
@@ -448,13 +402,6 @@ fn styles(rows: &[&MeanRow], flat_if_no_k: bool) -> Vec<(String, usize, bool, St
         }
     }
     out
-}
-
-pub(super) fn point(r: &MeanRow, x: f64, y: &Option<Metric>) -> Option<(f64, f64, f64)> {
-    (r.status == Status::Ok)
-        .then_some(())
-        .and(y.as_ref())
-        .map(|m| (x, m.mean, m.sd))
 }
 
 /// Error against k: a panel per (d, ε); mechanisms without k are flat dashed lines.

@@ -7,7 +7,7 @@
 use std::fmt::Write as _;
 
 use super::mean::{ExperimentReport, MeanRow, CENTRAL_ADD_REMOVE, CENTRAL_ZCDP};
-use super::mean_report::{distinct, legend_for, not_run_notes, point};
+use super::mean_series::{distinct, legend_for, not_run_notes, point};
 use super::report::{Line, LineFigure, LinePanel};
 use super::Status;
 

@@ -1,16 +1,23 @@
 //! A publish run as a user asks for it, besides the mechanism ([`super::mechanism`]): the
 //! pipeline's options (memory budget, output container, the noise source), the privacy budget
-//! ledger that admits the release, and the report of what was published, rendered as text.
+//! ledger that admits the release, the layout of the output (one file, split into shards, one
+//! worker's shard), and the report of what was published, rendered as text.
+//!
+//! [`PublishJob::run`] is the one door every front end publishes through: it opens the ledger,
+//! chooses the path for the layout and runs it, so that `dprp publish` and Python's
+//! `dprp.publish` refuse and record the same things in the same order.
 
 use crate::error::field;
 use std::path::{Path, PathBuf};
 
+use super::shards::{publish_split, WorkerShard};
+use crate::data::{open_reader, RowReader};
 use crate::error::{Error, Result};
 use crate::ledger::{Budget, Gate};
 use crate::privacy::lattice::NoiseChoice;
 use crate::privacy::samplers::noise::NoiseSource;
-use crate::publish::{PublishOptions, PublishOutcome};
-use crate::release::Container;
+use crate::publish::{publish_from_as, PublishOptions, PublishOutcome, PublishRequest};
+use crate::release::{Container, DatasetRecord};
 
 /// How to run the pipeline, as given.
 #[derive(Debug, Clone, Default)]
@@ -106,6 +113,120 @@ impl LedgerOptions {
         }
         let gate = Gate::new(dir, budget, || on_wait(dir))?;
         Ok(Some((gate, budget)))
+    }
+}
+
+/// How a publish lays out its output.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Layout {
+    /// One release file.
+    #[default]
+    Whole,
+    /// The rows split into N shard files in a new directory, with the manifest (‹shards› N).
+    Split(u32),
+    /// One worker's shard of a sharded release (‹shard› i/N), written into the shard directory.
+    Worker(WorkerShard),
+}
+
+/// Everything one publish needs, resolved: the request, the secret noise, the pipeline's options,
+/// the layout, the ledger, and (for a worker's shard only) the dataset record its job's driver
+/// made.
+pub struct PublishJob {
+    /// What to publish, how, and where.
+    pub request: PublishRequest,
+    /// The secret noise source.
+    pub noise: NoiseSource,
+    /// The pipeline's options ([`RunOptions::resolve`]).
+    pub options: PublishOptions,
+    /// One file, split, or a worker's shard.
+    pub layout: Layout,
+    /// The ledger and budget, as given.
+    pub ledger: LedgerOptions,
+    /// A worker's shard recorded with this dataset fingerprint instead of its rows'.
+    pub dataset: Option<DatasetRecord>,
+}
+
+/// What [`PublishJob::run`] did.
+pub struct Published {
+    /// The outcome: the release's metadata, warnings, timings.
+    pub outcome: PublishOutcome,
+    /// The release written: the output file, the shard directory of a split release, or a
+    /// worker's shard file.
+    pub release: PathBuf,
+    /// The line about the shards, for a split release or a worker's shard.
+    pub shards: Option<String>,
+    /// The ledger that admitted the release, with its budget.
+    pub ledger: Option<(Gate, Option<Budget>)>,
+}
+
+/// Where the rows come from when not from the request's input file: an in-memory array, or a
+/// reader that can be cancelled (called once, or again if the pipeline reads twice).
+pub type Rows<'a, 'r> = &'a mut dyn FnMut() -> Result<Box<dyn RowReader + 'r>>;
+
+impl PublishJob {
+    /// Run the publish: refuse what does not fit the layout, open the ledger (its lock taken,
+    /// `on_wait` called while another publish holds it), then write one file, the split shards
+    /// with their manifest, or the worker's shard. The rows come from `rows` when given (one file
+    /// or a worker's shard), else from the request's input file.
+    pub fn run<'r>(
+        self,
+        rows: Option<Rows<'_, 'r>>,
+        on_wait: impl FnOnce(&Path),
+    ) -> Result<Published> {
+        let worker = matches!(self.layout, Layout::Worker(_));
+        if self.dataset.is_some() && !worker {
+            return Err(Error::param(
+                field("dataset"),
+                "records a fingerprint made by a job's driver in one worker's shard (‹shard›); a \
+                 whole release is fingerprinted as it is published",
+            ));
+        }
+        if let (Layout::Split(_), Some(_)) = (self.layout, &rows) {
+            return Err(Error::param(
+                field("shards"),
+                "splits an input file into shards; rows held in memory are published whole or \
+                 as one worker's shard",
+            ));
+        }
+        // refused before anything is written: a worker's shard cannot be recorded
+        let mut ledger = self.ledger.open(worker, on_wait)?;
+        let gate = ledger.as_mut().map(|(g, _)| g);
+        let (req, opts) = (&self.request, &self.options);
+        let mut from_file = || open_reader(&req.input, &req.input_opts);
+        let rows: Rows<'_, '_> = match rows {
+            Some(r) => r,
+            None => &mut from_file,
+        };
+        let (outcome, release, shards) = match self.layout {
+            Layout::Whole => {
+                let o = publish_from_as(req, rows, &self.noise, opts, gate, None)?;
+                (o, req.output.clone(), None)
+            }
+            Layout::Split(n) => {
+                let (o, line) = publish_split(req, &self.noise, opts, n, gate)?;
+                (o, req.output.clone(), Some(line))
+            }
+            Layout::Worker(w) => {
+                let plan = w.plan(req, opts)?;
+                let dataset = self.dataset.as_ref();
+                let o = publish_from_as(
+                    &plan.request,
+                    rows,
+                    &self.noise,
+                    &plan.options,
+                    gate,
+                    dataset,
+                )?;
+                let line = w.report(&plan, &req.output, o.meta.n);
+                (o, plan.request.output, Some(line))
+            }
+        };
+        Ok(Published {
+            outcome,
+            release,
+            shards,
+            ledger,
+        })
     }
 }
 

@@ -2,22 +2,13 @@
 //! axes and the legend column — so that [`super::plot`] and [`super::lines`] draw only their own
 //! marks.
 
-use plotters::coord::combinators::{LogCoord, WithKeyPoints};
 use plotters::coord::ranged1d::{AsRangedCoord, ValueFormatter};
-use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
+pub(super) use super::canvas::{perr, Area, PanelChart, FONT, PANEL_H, PANEL_W, TITLE_H};
 use super::marks::{colour, draw_legend_marker, NOTE_COLOR};
 use super::raster::PResult;
-
-/// Size of one panel in pixels.
-pub(super) const PANEL_W: u32 = 400;
-pub(super) const PANEL_H: u32 = 340;
-/// Height of the title strip above the panels.
-pub(super) const TITLE_H: u32 = 40;
-/// The font family of every text (resolved by the viewer, or by the rasteriser's font).
-pub(super) const FONT: &str = "sans-serif";
 
 /// The legend's left margin, the height of its first entry, the spacing of its entries and of
 /// its small print.
@@ -25,18 +16,6 @@ pub(super) const LEGEND_X: i32 = 12;
 pub(super) const LEGEND_TOP: i32 = 60;
 pub(super) const ENTRY_H: i32 = 24;
 pub(super) const NOTE_H: i32 = 18;
-
-/// A region of the SVG page.
-pub(super) type Area<'a> = DrawingArea<SVGBackend<'a>, Shift>;
-
-/// A panel's chart: x on a log scale with labelled key points, y on the coordinate `Y`.
-pub(super) type PanelChart<'a, 'b, Y> =
-    ChartContext<'a, SVGBackend<'b>, Cartesian2d<WithKeyPoints<LogCoord<f64>>, Y>>;
-
-/// Convert a plotters error into text.
-pub(super) fn perr<E: std::error::Error + Send + Sync>(e: DrawingAreaErrorKind<E>) -> String {
-    e.to_string()
-}
 
 /// The width of a legend column whose longest line has `longest` characters: 8 pixels a
 /// character and a 60-pixel sample, between 150 and `max` pixels.

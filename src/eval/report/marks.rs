@@ -4,8 +4,8 @@ use plotters::coord::types::RangedCoordf64;
 use plotters::element::ErrorBarOrientV;
 use plotters::prelude::*;
 
+use super::canvas::{perr, PanelChart, PANEL_W};
 use super::figures::Series;
-use super::frame::{perr, PanelChart, PANEL_W};
 use super::raster::PResult;
 
 /// Colour-blind-safe palette (Okabe–Ito, without black, which the reference uses).

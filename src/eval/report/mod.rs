@@ -22,6 +22,8 @@
 //! Sans at their usual paths, else any font in the system font directories. Without one, the SVGs
 //! are still written; [`plots`] then returns an error and [`plots_with_warnings`] a warning.
 
+#[cfg(feature = "plot")]
+mod canvas;
 mod figure;
 mod markdown;
 // Drawing (plotters, resvg): only with the `plot` feature; without it `no_plot` says so.
