@@ -7,9 +7,10 @@ use dprp::error::{Error, Result};
 use dprp::mechanism::{self, Mechanism, Payload};
 use dprp::release::{ReleaseMeta, ReleaseSet};
 use dprp::request::query::{release_queries, RawQueries, ZERO_QUERY_NOTE};
+use dprp::request::search::{self, Search, Searcher};
 use dprp::search::hnsw::HnswIndex;
 use dprp::search::queries::QuerySketches;
-use dprp::search::{exact, Hit, Measure, Sketch};
+use dprp::search::{Hit, Measure, Sketch};
 
 #[derive(Debug, Args)]
 pub struct QueryArgs {
@@ -155,21 +156,30 @@ pub fn run(a: QueryArgs) -> Result<()> {
     let k = set.k();
     let q = prepare(&a, meta, m.as_ref())?;
     // An index over a shard directory was built on all shards' rows one after the other.
-    let concatenated = (set.is_sharded() && a.index.is_some())
-        .then(|| dprp::search::sharded::Concatenated::of(&set))
-        .transpose()?;
+    let concatenated = match a.index {
+        Some(_) => search::index_rows(&set)?,
+        None => None,
+    };
     let (db, qs) = sketches(r, concatenated.as_ref(), &q, k)?;
     let measure = Measure::or_default(a.measure.as_deref(), db.is_bits())?;
-    let parts = dprp::search::sharded::part_sketches(&set)?;
-    dprp::search::check_request(&db, &qs, measure, 1)?;
-    if a.top > set.n() {
-        return Err(Error::param(
-            "--top",
-            format!("K = {} exceeds the {} rows of the release", a.top, set.n()),
-        ));
-    }
-    let nq = qs.rows();
     let index = load_index(&a, &db, &set, measure)?;
+    let searcher = match &index {
+        Some((index, ef)) => Searcher::Index {
+            index,
+            ef: *ef,
+            concatenated: concatenated.is_some(),
+        },
+        None => Searcher::Exact,
+    };
+    let s = Search::new(
+        &set,
+        db,
+        qs,
+        &q.zero,
+        (Some(measure.name()), a.top),
+        searcher,
+    )?;
+    let nq = s.queries();
     let batch = batch_size(&a, nq)?;
     let pb = progress_bar(nq as u64, "searching");
     let mut printer = HitPrinter::start(&a, measure)?;
@@ -177,33 +187,16 @@ pub fn run(a: QueryArgs) -> Result<()> {
     // Queries are searched and printed batch by batch, so memory holds one batch of results.
     for start in (0..nq).step_by(batch) {
         let end = (start + batch).min(nq);
-        let part = qs.rows_range(start, end);
         let tick = |done: usize| pb.set_position((start + done) as u64);
-        let mut hits = match &index {
-            Some((index, ef)) => index.search(&part, a.top, *ef, Some(&tick))?,
-            None if parts.len() == 1 => exact::search(&db, &part, measure, a.top, Some(&tick))?,
-            None => dprp::search::sharded::search(&set, &parts, &part, measure, a.top)?,
-        };
+        let hits = s.batch(start, end, Some(&tick))?;
         if a.check_recall && index.is_some() {
-            let truth = exact::search(&db, &part, measure, a.top, None)?;
+            let truth = s.exact(start, end)?;
             found += dprp::search::recall(&hits, &truth) * (end - start) as f64;
             total += end - start;
         }
-        if concatenated.is_some() {
-            // rows of the concatenated shards → global ids, as the sharded exact search gives
-            for h in hits.iter_mut().flatten() {
-                h.row = set.id_of_concatenated(h.row) as usize;
-            }
-        }
-        // one rule for undefined cosines: a zero query gets no neighbours, and a note
-        let undefined = |i: usize| q.zero[start + i] && measure != Measure::Ip;
-        for (i, h) in hits.iter_mut().enumerate() {
-            if undefined(i) {
-                h.clear();
-            }
-        }
-        let notes: Vec<bool> = (0..end - start).map(undefined).collect();
-        printer.write(&set, &q.ids[start..end], &hits, &notes)?;
+        // a query whose ranking is undefined gets no neighbours, and a note
+        let notes: Vec<bool> = (start..end).map(|i| s.undefined(i)).collect();
+        printer.write(&q.ids[start..end], &hits, &notes)?;
     }
     let zeros = q.zero.iter().filter(|&&z| z).count();
     if zeros > 0 && measure != Measure::Ip {
@@ -339,14 +332,6 @@ fn load_index<'d>(
 
 /// The release's id of a hit: for one file, the id of its row; for a sharded release, hits
 /// carry global ids already ([`dprp::search::sharded::search`]).
-fn hit_id(r: &ReleaseSet, h: &Hit) -> u64 {
-    if r.is_sharded() {
-        h.row as u64
-    } else {
-        r.id(0, h.row)
-    }
-}
-
 /// Queries per batch so that one batch of results (`top` hits per query, kept while searching and
 /// while printing) fits in `budget` bytes.
 fn query_batch(top: usize, budget: usize) -> usize {
@@ -398,13 +383,8 @@ impl HitPrinter {
         })
     }
 
-    fn write(
-        &mut self,
-        r: &ReleaseSet,
-        qids: &[u64],
-        hits: &[Vec<Hit>],
-        undefined: &[bool],
-    ) -> Result<()> {
+    /// Write the hits of the queries `qids` (each hit's `row` the row's id).
+    fn write(&mut self, qids: &[u64], hits: &[Vec<Hit>], undefined: &[bool]) -> Result<()> {
         use std::io::Write;
         let io = super::output::stdout_error;
         let out = &mut self.out;
@@ -413,7 +393,7 @@ impl HitPrinter {
                 HitFormat::Json => {
                     let mut v = serde_json::json!({
                         "query": q,
-                        "neighbours": h.iter().map(|x| serde_json::json!({"id": hit_id(r, x), "score": x.score})).collect::<Vec<_>>(),
+                        "neighbours": h.iter().map(|x| serde_json::json!({"id": x.row, "score": x.score})).collect::<Vec<_>>(),
                     });
                     if undef {
                         v["note"] = ZERO_QUERY_NOTE.into();
@@ -425,13 +405,12 @@ impl HitPrinter {
                 }
                 HitFormat::Csv => {
                     for (rank, x) in h.iter().enumerate() {
-                        writeln!(out, "{q},{},{},{}", rank + 1, hit_id(r, x), x.score)
-                            .map_err(io)?;
+                        writeln!(out, "{q},{},{},{}", rank + 1, x.row, x.score).map_err(io)?;
                     }
                 }
                 HitFormat::Text => {
                     for x in h {
-                        writeln!(out, "{q} {} {}", hit_id(r, x), x.score).map_err(io)?;
+                        writeln!(out, "{q} {} {}", x.row, x.score).map_err(io)?;
                     }
                 }
             }

@@ -686,3 +686,32 @@ fn workers_do_not_replace_shards_and_info_gives_global_ids() {
         &["public projection seed"],
     );
 }
+
+/// A shard directory of one shard whose rows start at a global id other than 0 (a worker's
+/// `--shard 0/1 --first-row 1000`): `dprp query` names the rows by their global ids, as Python's
+/// `Release.search` does (it printed the row's index in the shard, 0.., before the search was one
+/// request function for both front ends).
+#[test]
+fn a_one_shard_directory_is_searched_with_global_ids() {
+    let d = tmp();
+    rows_npy(d.path(), "a.npy", 300, 0);
+    let a = args(
+        "a.npy",
+        "dp-rp-g-opt",
+        "w",
+        &["--shard", "0/1", "--first-row", "1000"],
+    );
+    assert!(dprp(d.path(), &a).status.success());
+    ok(d.path(), &["shards", "finish", "w"]);
+    let out = ok(
+        d.path(),
+        &["query", "w", "--queries", "a.npy", "--top", "5", "--csv"],
+    );
+    let ids: Vec<u64> = out
+        .lines()
+        .filter_map(|l| l.split(',').nth(2)?.parse().ok())
+        .collect();
+    // power: 300 queries × 5 neighbours were printed, and every id is a global one
+    assert_eq!(ids.len(), 1500, "{out}");
+    assert!(ids.iter().all(|&i| (1000..1300).contains(&i)), "{out}");
+}

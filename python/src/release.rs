@@ -24,8 +24,9 @@ use dprp::mechanism::{self, Mechanism, Payload};
 use dprp::release::ReleaseSet;
 use dprp::request::estimate::EstimateRequest;
 use dprp::request::query::RawQueries;
+use dprp::request::search::{Search, Searcher};
 use dprp::search::queries::QuerySketches;
-use dprp::search::{exact, Measure, Sketch};
+use dprp::search::Sketch;
 
 use crate::interrupt::{self, Outcome};
 use crate::ints::{self, Int};
@@ -420,17 +421,15 @@ impl Release {
         let view = m.view();
         let p = view.cols();
         self.check_files()?;
-        let parts = dprp::search::sharded::part_sketches(&self.inner).map_err(err)?;
-        let db = parts[0];
-        let measure = Measure::or_default(measure, db.is_bits()).map_err(err)?;
         let nq = view.rows();
         let k = self.inner.k();
         let meta = self.inner.meta();
         let mech = self.mech.as_ref();
+        let set = &self.inner;
         let outcome = interrupt::run(py, |cancel| -> dprp::Result<(Vec<u64>, Vec<f32>)> {
             let mut values = Vec::with_capacity(nq * p);
             view.append_rows(0, nq, &mut values);
-            let undefined = dprp::request::query::undefined_queries(&values, p, measure);
+            let zero = dprp::request::query::zero_queries(&values, p);
             let raw = RawQueries {
                 values,
                 p,
@@ -442,38 +441,17 @@ impl Release {
                 QuerySketches::Real(v) => Sketch::Real { data: v, k },
                 QuerySketches::Bits(v) => Sketch::Bits { data: v, k },
             };
-            dprp::search::check_request(&db, &qs, measure, 1)?;
-            if top > self.inner.n() {
-                return Err(dprp::Error::param(
-                    "top",
-                    format!(
-                        "K = {top} exceeds the {} rows of the release",
-                        self.inner.n()
-                    ),
-                ));
-            }
+            let db = dprp::search::sharded::part_sketches(set)?.remove(0);
+            // the search `dprp query` runs: the same refusals, ids and undefined queries
+            let s = Search::new(set, db, qs, &zero, (measure, top), Searcher::Exact)?;
             let mut ids = Vec::with_capacity(nq * top);
             let mut scores = Vec::with_capacity(nq * top);
             for start in (0..nq).step_by(SEARCH_BATCH) {
                 cancel.check()?;
                 let end = (start + SEARCH_BATCH).min(nq);
-                let batch = qs.rows_range(start, end);
-                let found = if parts.len() == 1 {
-                    exact::search(&db, &batch, measure, top, None)?
-                } else {
-                    dprp::search::sharded::search(&self.inner, &parts, &batch, measure, top)?
-                };
-                for (i, mut hits) in found.into_iter().enumerate() {
-                    // one rule for undefined cosines: a zero query has no neighbours
-                    if undefined[start + i] {
-                        hits.clear();
-                    }
+                for hits in s.batch(start, end, None)? {
                     for h in &hits {
-                        ids.push(if parts.len() == 1 {
-                            self.inner.id(0, h.row)
-                        } else {
-                            h.row as u64
-                        });
+                        ids.push(h.row as u64);
                         scores.push(h.score);
                     }
                     // top ≤ n, so every defined query has `top` hits; pad the others

@@ -49,6 +49,7 @@ pub mod project;
 pub mod publish;
 pub mod query;
 pub mod round;
+pub mod search;
 pub mod shards;
 
 pub use crate::error::Front;

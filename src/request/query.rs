@@ -166,17 +166,9 @@ pub const ZERO_QUERY_NOTE: &str =
     "cosine undefined: the query vector is zero (no direction to compare; its signs would all be \
      sign(0) = +1 by convention)";
 
-/// For each query of `values` (`p` each): whether ranking it by `measure` is undefined — a zero
-/// vector under the cosine, or under agreement counts of signs (all its signs are `sign(0)`). The
-/// inner product of a zero query is 0 for every row, which is its correct estimate: defined.
-pub fn undefined_queries(values: &[f32], p: usize, measure: crate::search::Measure) -> Vec<bool> {
-    if measure == crate::search::Measure::Ip || p == 0 {
-        return vec![false; values.len().checked_div(p).unwrap_or(0)];
-    }
-    zero_queries(values, p)
-}
-
-/// For each query of `values` (`p` each, `p > 0`): whether it is the zero vector.
+/// For each query of `values` (`p` each, `p > 0`): whether it is the zero vector (its ranking by
+/// the cosine or by sign agreement is undefined, [`super::search::Search`]; the inner product of a
+/// zero query is 0 for every row, its correct estimate).
 pub fn zero_queries(values: &[f32], p: usize) -> Vec<bool> {
     values
         .chunks(p.max(1))
