@@ -12,10 +12,10 @@ use pyo3::types::PyDict;
 use std::path::PathBuf;
 
 use dprp::mechanism::local::accumulator::{AccumulatorState, MeanAccumulator as AccMean};
-use dprp::mechanism::{self, LocalMap, LocalOptions, Mechanism, MechanismKind, MechanismParams};
-use dprp::privacy::guarantee::Neighbour;
+use dprp::mechanism::{self, Mechanism, MechanismKind};
 use dprp::privacy::samplers::noise::NoiseSource;
 use dprp::release::ReleaseSet;
+use dprp::request::MechanismOptions;
 
 use crate::ints::{self, Int};
 use crate::{err, param};
@@ -46,25 +46,21 @@ fn local_mechanism(
             ),
         ));
     }
-    let params = MechanismParams {
-        kind,
+    // the options `dprp publish` resolves, through the same function
+    let mut params = MechanismOptions {
+        mechanism: mechanism.to_string(),
         epsilon,
-        delta: None,
-        beta: 1.0,
-        neighbour: Neighbour::ReplaceOne,
-        p: dim,
         k,
-        projection: None,
+        projection: projection.map(String::from),
         seed: Some(crate::public_seed(seed)?),
-        min_norm: None,
-        individual_dp: false,
-        local: LocalOptions {
-            map: projection.map(LocalMap::parse).transpose().map_err(err)?,
-            epsilon_norm,
-            radius,
-            first_row: 0,
-        },
-    };
+        epsilon_norm,
+        radius,
+        ..Default::default()
+    }
+    .resolve()
+    .map_err(err)?
+    .params;
+    params.p = dim;
     mechanism::build(&params).map_err(err)
 }
 
