@@ -446,15 +446,11 @@ pub fn build_with(params: &MechanismParams, noise: NoiseChoice) -> Result<Box<dy
         }
     };
     Ok(match params.kind {
-        MechanismKind::RawGOpt => {
-            Box::new(central::raw_gaussian::build(params)?.with_noise(noise, params)?)
-        }
+        MechanismKind::RawGOpt => Box::new(central::raw_gaussian::build(params, noise)?),
         MechanismKind::DpRpG | MechanismKind::DpRpGOpt => {
-            Box::new(central::dp_rp::build(params, k, seed)?.with_noise(noise, params)?)
+            Box::new(central::dp_rp::build(params, k, seed, noise)?)
         }
-        MechanismKind::DpOporp => {
-            Box::new(central::dp_oporp::build(params, k, seed)?.with_noise(noise, params)?)
-        }
+        MechanismKind::DpOporp => Box::new(central::dp_oporp::build(params, k, seed, noise)?),
         MechanismKind::DpSignrpRr | MechanismKind::DpSignoporpRr => {
             Box::new(central::sign_rr::build(params, k, seed)?)
         }

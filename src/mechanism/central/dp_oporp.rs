@@ -12,17 +12,23 @@
 use super::gaussian_sketch::{GaussianSketch, SigmaRule};
 use super::public_map::PublicMap;
 use crate::error::Result;
-use crate::mechanism::{MechanismParams, MechanismRecord};
+use crate::mechanism::{MechanismParams, MechanismRecord, NoiseChoice};
 use crate::privacy::guarantee::Guarantee;
 use crate::projection::{Oporp, Seed};
 
 /// Citation recorded in releases.
 pub const ALGORITHM: &str = "DP-OPORP (Li & Li, Algorithm 10), analytic sigma (Theorem 3.2)";
 
-/// Build `dp-oporp` with `k ≤ p` bins.
-pub fn build(params: &MechanismParams, k: usize, seed: Seed) -> Result<GaussianSketch> {
+/// Build `dp-oporp` with `k ≤ p` bins and the chosen noise.
+pub fn build(
+    params: &MechanismParams,
+    k: usize,
+    seed: Seed,
+    noise: NoiseChoice,
+) -> Result<GaussianSketch> {
     let map = PublicMap::Oporp(Oporp::generate(params.p, k, seed)?);
-    GaussianSketch::build(params.kind, ALGORITHM, map, params, SigmaRule::Analytic)
+    let rule = (SigmaRule::Analytic, noise);
+    GaussianSketch::build(params.kind, ALGORITHM, map, params, rule)
 }
 
 /// Rebuild `dp-oporp` from a release's record.

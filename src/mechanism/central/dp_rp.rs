@@ -17,7 +17,7 @@
 use super::gaussian_sketch::{GaussianSketch, SigmaRule};
 use super::public_map::PublicMap;
 use crate::error::Result;
-use crate::mechanism::{MechanismKind, MechanismParams, MechanismRecord};
+use crate::mechanism::{MechanismKind, MechanismParams, MechanismRecord, NoiseChoice};
 use crate::privacy::guarantee::Guarantee;
 use crate::projection::{DenseKind, DenseProjection, Seed};
 
@@ -25,8 +25,13 @@ use crate::projection::{DenseKind, DenseProjection, Seed};
 pub const ALGORITHM: &str =
     "DP-RP (Li & Li, Algorithm 1; Rademacher + analytic sigma = Algorithm 9)";
 
-/// Build `dp-rp-g` (classical σ) or `dp-rp-g-opt` (analytic σ).
-pub fn build(params: &MechanismParams, k: usize, seed: Seed) -> Result<GaussianSketch> {
+/// Build `dp-rp-g` (classical σ) or `dp-rp-g-opt` (analytic σ) with the chosen noise.
+pub fn build(
+    params: &MechanismParams,
+    k: usize,
+    seed: Seed,
+    noise: NoiseChoice,
+) -> Result<GaussianSketch> {
     let kind = params.projection.unwrap_or(DenseKind::Rademacher);
     let map = PublicMap::Dense(DenseProjection::generate(kind, params.p, k, seed)?);
     let rule = if params.kind == MechanismKind::DpRpG {
@@ -34,7 +39,7 @@ pub fn build(params: &MechanismParams, k: usize, seed: Seed) -> Result<GaussianS
     } else {
         SigmaRule::Analytic
     };
-    GaussianSketch::build(params.kind, ALGORITHM, map, params, rule)
+    GaussianSketch::build(params.kind, ALGORITHM, map, params, (rule, noise))
 }
 
 /// Rebuild `dp-rp-g` or `dp-rp-g-opt` from a release's record.

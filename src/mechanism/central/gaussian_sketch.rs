@@ -53,23 +53,42 @@ pub fn gaussian_guarantee(
 }
 
 impl GaussianSketch {
-    /// Assemble a float-noise mechanism from its public map (used by the per-mechanism
+    /// Assemble a Gaussian mechanism from its public map (used by the per-mechanism
     /// constructors): plans the map's arithmetic ([`crate::mechanism::central::arithmetic`]) and
-    /// calibrates σ with `rule` for the sensitivity the computed values carry, `Δ_q + 2E`.
+    /// calibrates σ once, with `rule`, for the noise chosen — float noise for the sensitivity the
+    /// computed values carry, `Δ_q + 2E`; lattice noise for the rounded sensitivity
+    /// `Δ_q + 2E + γ√k` at `(ε₀, δ₀)` ([`lattice::plan`]).
     pub fn build(
         kind: MechanismKind,
         algorithm: &'static str,
         map: PublicMap,
         params: &MechanismParams,
-        rule: SigmaRule,
+        (rule, noise): (SigmaRule, NoiseChoice),
     ) -> Result<GaussianSketch> {
         let arithmetic = ArithmeticRecord::plan(&map, params.beta, params.neighbour);
-        let calibration = calibrate(
-            arithmetic.charged_sensitivity(),
-            params.epsilon,
-            params.delta.unwrap_or(0.0),
-            rule,
-        )?;
+        let delta = params.delta.unwrap_or(0.0);
+        let (calibration, lattice) = match noise {
+            NoiseChoice::Float => {
+                let sens = arithmetic.charged_sensitivity();
+                (calibrate(sens, params.epsilon, delta, rule)?, None)
+            }
+            NoiseChoice::Lattice => {
+                let (rec, cal) = lattice::plan(
+                    arithmetic.sensitivity,
+                    arithmetic.error,
+                    map.k(),
+                    params.epsilon,
+                    delta,
+                    rule,
+                )?;
+                lattice::check_range(Arithmetic::max_abs_output(&map), rec.g)?;
+                let s_sq = rec.s_squared.ok_or_else(|| {
+                    Error::param("lattice noise", "the plan of a fixed-σ mechanism lacks s²")
+                })?;
+                let noise = LatticeNoise::new(rec.g, s_sq)?;
+                (cal, Some((rec, noise)))
+            }
+        };
         let guarantee = gaussian_guarantee(params, &calibration);
         Ok(GaussianSketch {
             kind,
@@ -77,7 +96,7 @@ impl GaussianSketch {
             map,
             calibration,
             guarantee,
-            lattice: None,
+            lattice,
             arithmetic,
         })
     }
@@ -85,37 +104,6 @@ impl GaussianSketch {
     /// How the map is evaluated and what that costs.
     pub fn arithmetic(&self) -> &ArithmeticRecord {
         &self.arithmetic
-    }
-
-    /// Switch a float-calibrated mechanism to the chosen noise: for lattice noise, re-plan the
-    /// calibration for the rounded sensitivity `Δ_q + 2E + γ√k` at `(ε₀, δ₀)`
-    /// ([`lattice::plan`]; `Δ_q` and `E` from the map's arithmetic); float leaves it as it is.
-    pub fn with_noise(
-        mut self,
-        noise: NoiseChoice,
-        params: &crate::mechanism::MechanismParams,
-    ) -> Result<GaussianSketch> {
-        if noise == NoiseChoice::Float {
-            return Ok(self);
-        }
-        let rule = self.calibration.rule();
-        let (rec, cal) = lattice::plan(
-            self.arithmetic.sensitivity,
-            self.arithmetic.error,
-            self.map.k(),
-            params.epsilon,
-            params.delta.unwrap_or(0.0),
-            rule,
-        )?;
-        lattice::check_range(Arithmetic::max_abs_output(&self.map), rec.g)?;
-        let s_sq = rec.s_squared.ok_or_else(|| {
-            Error::param("lattice noise", "the plan of a fixed-σ mechanism lacks s²")
-        })?;
-        let noise = LatticeNoise::new(rec.g, s_sq)?;
-        self.guarantee = gaussian_guarantee(params, &cal);
-        self.calibration = cal;
-        self.lattice = Some((rec, noise));
-        Ok(self)
     }
 
     /// The lattice record, when the noise is lattice noise.

@@ -8,23 +8,18 @@
 use super::gaussian_sketch::{GaussianSketch, SigmaRule};
 use super::public_map::PublicMap;
 use crate::error::Result;
-use crate::mechanism::{MechanismKind, MechanismParams, MechanismRecord};
+use crate::mechanism::{MechanismKind, MechanismParams, MechanismRecord, NoiseChoice};
 use crate::privacy::guarantee::Guarantee;
 
 /// Citation recorded in releases.
 pub const ALGORITHM: &str =
     "raw data + Gaussian noise, analytic sigma (Li & Li, Theorem C.1 baseline; Balle & Wang 2018)";
 
-/// Build `raw-g-opt` for `params.p` coordinates.
-pub fn build(params: &MechanismParams) -> Result<GaussianSketch> {
+/// Build `raw-g-opt` for `params.p` coordinates with the chosen noise.
+pub fn build(params: &MechanismParams, noise: NoiseChoice) -> Result<GaussianSketch> {
     let map = PublicMap::Identity { p: params.p };
-    GaussianSketch::build(
-        MechanismKind::RawGOpt,
-        ALGORITHM,
-        map,
-        params,
-        SigmaRule::Analytic,
-    )
+    let rule = (SigmaRule::Analytic, noise);
+    GaussianSketch::build(MechanismKind::RawGOpt, ALGORITHM, map, params, rule)
 }
 
 /// Rebuild `raw-g-opt` from a release's record.
