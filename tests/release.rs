@@ -355,3 +355,35 @@ fn bundled_sample_is_reproducible() {
     assert!(std::fs::metadata(&committed).unwrap().len() < 2 << 20);
     assert!(d.values.iter().all(|v| (0.0..=1.0).contains(v)));
 }
+
+/// A table's stamp is checked by the library for every front end (`Stamp::check`): the release's
+/// own stamp passes; another release's fingerprint, another k, another payload are each refused,
+/// naming the table.
+#[test]
+fn a_tables_stamp_is_checked_against_the_release() {
+    use dprp::export::Stamp;
+    use dprp::release::ReleaseSet;
+    use dprp::search::Measure;
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("d.bin");
+    native::write(&input, &dataset(50, 16)).unwrap();
+    let (a, b) = (dir.path().join("a.dprp"), dir.path().join("b.dprp"));
+    publish_to(&input, &a, MechanismKind::DpOporp, Some(8), "one");
+    publish_to(&input, &b, MechanismKind::DpOporp, Some(8), "two");
+    let (a, b) = (ReleaseSet::open(&a).unwrap(), ReleaseSet::open(&b).unwrap());
+    let stamp = |set: &ReleaseSet| serde_json::to_value(Stamp::of(set, Measure::Cosine)).unwrap();
+    // power: the release's own stamp passes
+    Stamp::check(&stamp(&a), &a, "table 't'").unwrap();
+    let refused = |s: serde_json::Value, needle: &str| {
+        let e = Stamp::check(&s, &a, "table 't'").unwrap_err().to_string();
+        assert!(e.contains("table 't'") && e.contains(needle), "{e}");
+    };
+    refused(stamp(&b), "another release");
+    let mut k = stamp(&a);
+    k["k"] = 9.into();
+    refused(k, "k = 9; the release has f32 sketches with k = 8");
+    let mut bits = stamp(&a);
+    bits["payload"] = "bits".into();
+    refused(bits, "holds bits sketches");
+    refused(serde_json::json!({}), "another release");
+}

@@ -85,6 +85,12 @@ class Release:
     def fingerprint(self) -> str:
         """64 hex digits of the release's BLAKE3 checksum; stored with a database table loaded
         from it and checked by ``dprp.postgres`` / ``dprp.lancedb``."""
+    def stamp(self, measure: Optional[str] = None) -> Dict[str, Any]:
+        """The stamp a database table holding the release carries (fingerprint, p, k, payload,
+        measure — default cosine, hamming for signs —, rows, tool), as ``dprp export`` writes it."""
+    def check_stamp(self, stamp: Dict[str, Any], place: str) -> None:
+        """Raise ``DprpError`` naming ``place`` unless a table's stamp is this release's (its
+        fingerprint, then its k and payload)."""
     def project(
         self, queries: npt.ArrayLike, no_scale: bool = False
     ) -> npt.NDArray[Any]:

@@ -67,13 +67,10 @@ def signs_to_bytes(words: np.ndarray, k: int) -> np.ndarray:
 
 
 def _stamp_of(release, measure: Optional[str]) -> dict:
-    import dprp
-
+    """The stamp ``dprp export --postgres`` writes, built by the library (``Release.stamp``)."""
     bits = _payload(release) == "bits"
     m = _measure(measure if measure is not None else ("hamming" if bits else "cosine"), bits)
-    return {"fingerprint": str(_get(release, "fingerprint")), "p": int(_get(release, "p")),
-            "k": int(_get(release, "k")), "payload": "bits" if bits else "f32", "measure": m,
-            "tool": f"dprp {dprp.__version__}", "rows": int(_get(release, "n"))}
+    return release.stamp(m)
 
 
 def _batches(release, schema, rows: int):

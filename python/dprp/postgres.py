@@ -415,18 +415,9 @@ def _payload(release) -> str:
 
 
 def _check_stamp(stamp: dict, release, where: str) -> None:
-    """Shared with dprp.lancedb: the stamp must be this release's."""
-    fp = str(_get(release, "fingerprint"))
-    theirs = str(stamp.get("fingerprint", ""))
-    if theirs.lower() != fp.lower():
-        raise ValueError(
-            f"{where} holds the sketches of another release (fingerprint {theirs[:12]}…), not "
-            f"of this one (fingerprint {fp[:12]}…): search it with the release it was "
-            "exported from")
-    k, payload = int(_get(release, "k")), _payload(release)
-    if stamp.get("k") != k or stamp.get("payload") != payload:
-        raise ValueError(f"{where} holds {stamp.get('payload')} sketches with k = "
-                         f"{stamp.get('k')}; the release has {payload} sketches with k = {k}")
+    """Shared with dprp.lancedb: the stamp must be this release's (its fingerprint, then its k
+    and payload), checked by the library (``Release.check_stamp``) as every front end checks it."""
+    release.check_stamp(stamp, where)
 
 
 def check_table(conn, release, table: TableName) -> dict:

@@ -480,6 +480,31 @@ impl Release {
         dprp::request::project::fingerprint(&self.inner)
     }
 
+    /// The stamp a database table holding this release's sketches carries (`dprp export
+    /// --postgres` writes it as the table's comment, `dprp.lancedb` in its schema metadata):
+    /// fingerprint, p, k, payload, the `measure` it is indexed for (default: cosine, hamming for
+    /// signs), rows and tool.
+    #[pyo3(signature = (measure=None))]
+    fn stamp<'py>(&self, py: Python<'py>, measure: Option<&str>) -> PyResult<Bound<'py, PyAny>> {
+        let bits = self.inner.meta().payload == Payload::Bits;
+        let m = dprp::search::Measure::or_default(measure, bits).map_err(err)?;
+        crate::to_py_json(py, &dprp::export::Stamp::of(&self.inner, m))
+    }
+
+    /// Check a table's stamp (a dict, as `stamp()` gives it) against this release: its
+    /// fingerprint, then its k and payload; `DprpError` naming `place` when the table holds
+    /// another release's sketches.
+    fn check_stamp(&self, stamp: &Bound<'_, PyAny>, place: &str) -> PyResult<()> {
+        let json: String = stamp
+            .py()
+            .import("json")?
+            .call_method1("dumps", (stamp,))?
+            .extract()?;
+        let value: serde_json::Value =
+            serde_json::from_str(&json).map_err(|e| param("stamp", e))?;
+        dprp::export::Stamp::check(&value, &self.inner, place).map_err(err)
+    }
+
     /// Raw query vectors (2-D float array, p columns) as `dprp project` writes them: brought to
     /// the release's recorded scale (unless `no_scale`) and projected with its public map,
     /// without noise. Returns float32 `queries × k`, or for a sign release uint64

@@ -65,6 +65,52 @@ impl Stamp {
     pub fn to_json(&self) -> String {
         serde_json::json!({ "dprp": self }).to_string()
     }
+
+    /// Check a table's stamp (the object under `dprp`, as read back) against `set`: the same
+    /// fingerprint (the table holds this release's sketches), then the same `k` and payload. Every
+    /// front end and every database refuses through this check; `place` names the table in the
+    /// message (`table 'docs'`, `LanceDB table 'docs'`).
+    pub fn check(stamp: &serde_json::Value, set: &ReleaseSet, place: &str) -> crate::Result<()> {
+        let ours = crate::release::parquet::hex(&set.checksum());
+        let theirs = stamp
+            .get("fingerprint")
+            .and_then(|v| v.as_str())
+            .unwrap_or("");
+        let short = |s: &str| s.chars().take(12).collect::<String>();
+        if !theirs.eq_ignore_ascii_case(&ours) {
+            return Err(crate::Error::param(
+                "table",
+                format!(
+                    "{place} holds the sketches of another release (fingerprint {}…), not of \
+                     this one (fingerprint {}…): search it with the release it was exported from",
+                    short(theirs),
+                    short(&ours)
+                ),
+            ));
+        }
+        let meta = set.meta();
+        let payload = serde_json::to_value(meta.payload).unwrap_or_default();
+        let (k, p) = (stamp.get("k"), stamp.get("payload"));
+        if k.and_then(|v| v.as_u64()) != Some(meta.k as u64) || p != Some(&payload) {
+            let show = |v: Option<&serde_json::Value>| match v {
+                Some(serde_json::Value::String(s)) => s.clone(),
+                Some(v) => v.to_string(),
+                None => "no".into(),
+            };
+            return Err(crate::Error::param(
+                "table",
+                format!(
+                    "{place} holds {} sketches with k = {}; the release has {} sketches with \
+                     k = {}",
+                    show(p),
+                    show(k),
+                    show(Some(&payload)),
+                    meta.k
+                ),
+            ));
+        }
+        Ok(())
+    }
 }
 
 /// `ip`, `cosine` or `hamming`.
