@@ -7,9 +7,8 @@ use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
 use dprp::data::{open_reader, InputOptions, RowReader};
-use dprp::mechanism;
-use dprp::privacy::gaussian::{analytic_sigma, classical_is_proven, classical_sigma};
 use dprp::publish::PublishRequest;
+use dprp::request::calibrate::{mechanism_calibration, sigma_for_sensitivity, CalibrateOptions};
 use dprp::request::publish::{Layout, LedgerOptions, PublishJob, RunOptions};
 use dprp::request::shards::WorkerShard;
 use dprp::request::MechanismOptions;
@@ -344,36 +343,28 @@ pub fn calibrate<'py>(
 ) -> PyResult<Bound<'py, PyDict>> {
     let dim: Option<usize> = ints::opt(dim, "dim")?;
     let k: Option<usize> = ints::opt(k, "k")?;
-    let d = PyDict::new(py);
     let Some(name) = mechanism else {
-        if dim.is_some() || k.is_some() {
-            return Err(param(
-                "dim/k",
-                "apply to a mechanism; without one, calibrate gives σ for an ℓ₂ sensitivity",
-            ));
-        }
-        let delta = delta.ok_or_else(|| {
-            err(dprp::Error::missing(
-                dprp::error::field("delta"),
-                "the Gaussian mechanism needs δ",
-            ))
-        })?;
-        let b = beta.unwrap_or(1.0);
-        dprp::privacy::guarantee::check_beta(b).map_err(err)?;
-        let sens = sensitivity.unwrap_or(b);
-        d.set_item("epsilon", epsilon)?;
-        d.set_item("delta", delta)?;
-        d.set_item("sensitivity", sens)?;
-        d.set_item(
-            "sigma_analytic",
-            analytic_sigma(sens, epsilon, delta).map_err(err)?,
-        )?;
-        d.set_item(
-            "sigma_classical",
-            classical_sigma(sens, epsilon, delta).map_err(err)?,
-        )?;
-        d.set_item("classical_proven", classical_is_proven(epsilon))?;
-        return Ok(d);
+        // the σ `dprp calibrate --sensitivity` prints, with its refusals
+        let report = sigma_for_sensitivity(&CalibrateOptions {
+            epsilon,
+            delta,
+            sensitivity,
+            k,
+            dim,
+            beta: beta.unwrap_or(1.0),
+            projection: projection.map(String::from),
+            // only whether a seed was given matters here: it describes a mechanism
+            projection_seed: seed.map(|_| String::new()),
+            min_norm,
+            epsilon_norm,
+            radius,
+            noise: noise.map(String::from),
+            ..CalibrateOptions::default()
+        })
+        .map_err(err)?;
+        return crate::to_py_json(py, &report)?
+            .cast_into::<PyDict>()
+            .map_err(Into::into);
     };
     if sensitivity.is_some() {
         return Err(param(
@@ -390,22 +381,8 @@ pub fn calibrate<'py>(
         (delta, beta, neighbour, k, projection, seed),
         (min_norm, individual_dp, epsilon_norm, radius, noise),
     )?;
-    let (mut p, choice) = (plan.params, plan.noise);
-    p.p = dim
-        .filter(|&p| p > 0)
-        .ok_or_else(|| param("dim", "give the input dimension p ≥ 1"))?;
-    let m = mechanism::build_with(&p, choice).map_err(err)?;
-    let record = m.record();
-    let guarantee = m.guarantee();
-    d.set_item("mechanism", p.kind.name())?;
-    d.set_item("p", m.input_dim())?;
-    d.set_item("k", m.output_dim())?;
-    if let Some(g) = &record.gaussian {
-        d.set_item("sigma", g.sigma)?;
-        d.set_item("sensitivity", g.sensitivity)?;
-    }
-    d.set_item("guarantee", guarantee.sentence())?;
-    d.set_item("record", crate::to_py_json(py, &record)?)?;
-    d.set_item("privacy", crate::to_py_json(py, &guarantee)?)?;
-    Ok(d)
+    let report = mechanism_calibration(plan, dim).map_err(err)?;
+    crate::to_py_json(py, &report)?
+        .cast_into::<PyDict>()
+        .map_err(Into::into)
 }

@@ -70,6 +70,79 @@ pub struct CalibrateOptions {
     pub noise: Option<String>,
 }
 
+impl Default for CalibrateOptions {
+    /// ε = 1 and the command's defaults: β = 1, a pair of unit norms with cosine 0.5, a wrap
+    /// bound of 10⁻⁶; nothing else given.
+    fn default() -> CalibrateOptions {
+        CalibrateOptions {
+            epsilon: 1.0,
+            delta: None,
+            sensitivity: None,
+            mechanism: None,
+            k: None,
+            dim: None,
+            beta: 1.0,
+            projection: None,
+            projection_seed: None,
+            norm_u: 1.0,
+            norm_v: 1.0,
+            cosine: 0.5,
+            min_norm: None,
+            users: None,
+            epsilon_norm: None,
+            radius: None,
+            clip: None,
+            bits: None,
+            max_wrap: 1e-6,
+            bits_per_parameter: None,
+            noise: None,
+        }
+    }
+}
+
+/// The Gaussian σ for an ℓ₂ sensitivity under both rules: what `dprp calibrate` prints without a
+/// mechanism, and the dict Python's `dprp.calibrate()` returns without one.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct SigmaReport {
+    /// ε.
+    pub epsilon: f64,
+    /// δ.
+    pub delta: f64,
+    /// Δ₂ (given, or β).
+    pub sensitivity: f64,
+    /// σ of the analytic Gaussian mechanism (Balle & Wang 2018, Theorem 3.2).
+    pub sigma_analytic: f64,
+    /// σ of the classical rule (Theorem 3.1).
+    pub sigma_classical: f64,
+    /// Whether the classical rule is proven at this ε (ε < 1).
+    pub classical_proven: bool,
+}
+
+impl SigmaReport {
+    /// The report as text lines.
+    pub fn to_text(&self) -> Vec<String> {
+        vec![
+            format!(
+                "ε = {}, δ = {:e}, Δ₂ = {}",
+                self.epsilon, self.delta, self.sensitivity
+            ),
+            format!(
+                "σ analytic  (Theorem 3.2, Balle & Wang 2018) = {:.6}",
+                self.sigma_analytic
+            ),
+            format!(
+                "σ classical (Theorem 3.1)                    = {:.6}{}",
+                self.sigma_classical,
+                if self.classical_proven {
+                    ""
+                } else {
+                    "  (proven only for ε < 1)"
+                }
+            ),
+        ]
+    }
+}
+
 /// The calibration report of the options, as text lines (nothing is printed, so a refusal leaves
 /// no partial table).
 pub fn report(a: &CalibrateOptions) -> Result<Vec<String>> {
@@ -90,7 +163,8 @@ fn calibrate(a: &CalibrateOptions, out: &mut Vec<String>) -> Result<()> {
         return Err(Error::param("‹cosine›", "the cosine must lie in [-1, 1]"));
     }
     let Some(name) = &a.mechanism else {
-        return sigma_for_sensitivity(a, out);
+        out.extend(sigma_for_sensitivity(a)?.to_text());
+        return Ok(());
     };
     if matches!(
         name.to_ascii_lowercase().as_str(),
@@ -192,7 +266,8 @@ fn calibrate(a: &CalibrateOptions, out: &mut Vec<String>) -> Result<()> {
 
 /// Without a mechanism: the Gaussian σ for an ℓ₂ sensitivity, analytic and classical. The
 /// options that describe a mechanism are refused (they would be ignored).
-fn sigma_for_sensitivity(a: &CalibrateOptions, out: &mut Vec<String>) -> Result<()> {
+pub fn sigma_for_sensitivity(a: &CalibrateOptions) -> Result<SigmaReport> {
+    check_beta(a.beta)?;
     let mechanism_only = [
         (a.k.is_some(), "‹k›"),
         (a.dim.is_some(), "‹dim›"),
@@ -218,23 +293,62 @@ fn sigma_for_sensitivity(a: &CalibrateOptions, out: &mut Vec<String>) -> Result<
         .delta
         .ok_or_else(|| Error::missing("‹delta›", "the Gaussian mechanism needs δ"))?;
     let sens = a.sensitivity.unwrap_or(a.beta);
-    let sa = analytic_sigma(sens, a.epsilon, delta)?;
-    let sc = classical_sigma(sens, a.epsilon, delta)?;
-    push!(out, "ε = {}, δ = {:e}, Δ₂ = {sens}", a.epsilon, delta)?;
-    push!(
-        out,
-        "σ analytic  (Theorem 3.2, Balle & Wang 2018) = {sa:.6}"
-    )?;
-    push!(
-        out,
-        "σ classical (Theorem 3.1)                    = {sc:.6}{}",
-        if classical_is_proven(a.epsilon) {
-            ""
-        } else {
-            "  (proven only for ε < 1)"
-        }
-    )?;
-    Ok(())
+    Ok(SigmaReport {
+        epsilon: a.epsilon,
+        delta,
+        sensitivity: sens,
+        sigma_analytic: analytic_sigma(sens, a.epsilon, delta)?,
+        sigma_classical: classical_sigma(sens, a.epsilon, delta)?,
+        classical_proven: classical_is_proven(a.epsilon),
+    })
+}
+
+/// One mechanism calibrated for inputs of dimension `p`, without publishing: its noise, its record
+/// as a release would store it and its guarantee (Python's `dprp.calibrate(mechanism=…)`).
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct MechanismCalibration {
+    /// The mechanism's name.
+    pub mechanism: &'static str,
+    /// Input dimension.
+    pub p: usize,
+    /// Output values (or signs) per row.
+    pub k: usize,
+    /// σ of the Gaussian noise (Gaussian sketches).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sigma: Option<f64>,
+    /// The sensitivity σ is calibrated for (Gaussian sketches).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sensitivity: Option<f64>,
+    /// The guarantee, as the sentence a release states.
+    pub guarantee: String,
+    /// The record a release would store.
+    pub record: crate::mechanism::MechanismRecord,
+    /// The guarantee as a value.
+    pub privacy: crate::privacy::guarantee::Guarantee,
+}
+
+/// Build the mechanism of `plan` for `dim` inputs and report its calibration.
+pub fn mechanism_calibration(
+    plan: super::MechanismPlan,
+    dim: Option<usize>,
+) -> Result<MechanismCalibration> {
+    let mut params = plan.params;
+    params.p = dim
+        .filter(|&p| p > 0)
+        .ok_or_else(|| Error::param("‹dim›", "give the input dimension p ≥ 1"))?;
+    let m = mechanism::build_with(&params, plan.noise)?;
+    let record = m.record();
+    let privacy = m.guarantee();
+    Ok(MechanismCalibration {
+        mechanism: params.kind.name(),
+        p: m.input_dim(),
+        k: m.output_dim(),
+        sigma: record.gaussian.as_ref().map(|g| g.sigma),
+        sensitivity: record.gaussian.as_ref().map(|g| g.sensitivity),
+        guarantee: privacy.sentence(),
+        record,
+        privacy,
+    })
 }
 
 /// A Gaussian sketch's σ for each k, with the variance of the inner-product estimate it implies

@@ -140,6 +140,11 @@ def test_calibrate_errors():
     with pytest.raises(dprp.DprpError, match="sensitivity"):
         dprp.calibrate(epsilon=1.0, delta=1e-6, mechanism="dp-oporp", k=8, dim=32,
                        sensitivity=2.0)
+    # without a mechanism, an option that describes one is refused as `dprp calibrate` refuses
+    # it (it was ignored), naming it
+    for kw in (dict(k=8), dict(projection="gaussian"), dict(min_norm=0.5), dict(noise="float")):
+        with pytest.raises(dprp.DprpError, match=f"invalid {next(iter(kw))}: describes a mechanism"):
+            dprp.calibrate(epsilon=1.0, delta=1e-6, **kw)
 
 
 # ---- negative integers name their keyword (issue 25 item 5) --------------------------------
