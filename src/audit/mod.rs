@@ -96,18 +96,12 @@ impl Miscalibration {
         let mut p = params.clone();
         match *self {
             Miscalibration::Sigma(f) => {
-                // the real-valued Gaussian sketches: neither local nor signs (the table's rows)
-                let real = |k: &MechanismKind| !k.is_local() && !k.is_sign();
-                if !real(&p.kind) {
-                    let names: Vec<&str> = MechanismKind::all()
-                        .filter(real)
-                        .map(|k| k.name())
-                        .collect();
+                if !p.kind.is_gaussian_sketch() {
                     return Err(Error::param(
                         "‹miscalibrate›",
                         format!(
                             "sigma= applies to the Gaussian sketches ({}), not {}",
-                            names.join(", "),
+                            MechanismKind::names_where(MechanismKind::is_gaussian_sketch),
                             p.kind.name()
                         ),
                     ));

@@ -65,6 +65,21 @@ impl MechanismKind {
         Self::LOCAL.map(|k| k.name()).join(", ")
     }
 
+    /// The names of the kinds with a property of the table, comma-separated in declaration order
+    /// (for messages: never a stale list).
+    pub fn names_where(property: impl Fn(&MechanismKind) -> bool) -> String {
+        Self::all()
+            .filter(|k| property(k))
+            .map(|k| k.name())
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+
+    /// Whether the mechanism is a real-valued Gaussian sketch (neither local nor signs).
+    pub fn is_gaussian_sketch(&self) -> bool {
+        !self.is_local() && !self.is_sign()
+    }
+
     /// The local-DP mechanisms for mean estimation (MECHANISMS-LDP.md §A–C).
     pub const LOCAL: [MechanismKind; 8] = [
         MechanismKind::Privunit2,

@@ -519,6 +519,20 @@ pub fn from_record(record: &MechanismRecord, guarantee: &Guarantee) -> Result<Bo
 mod tests {
     use super::*;
 
+    /// The lists messages give are read from the table, in declaration order.
+    #[test]
+    fn names_where_lists_the_table_rows() {
+        assert_eq!(
+            MechanismKind::names_where(MechanismKind::is_gaussian_sketch),
+            "raw-g-opt, dp-rp-g, dp-rp-g-opt, dp-oporp"
+        );
+        assert_eq!(
+            MechanismKind::names_where(|k| k.adds_gaussian_noise()),
+            "raw-g-opt, dp-rp-g, dp-rp-g-opt, dp-oporp, idp-signrp-g, idp-signoporp-g"
+        );
+        assert_eq!(MechanismKind::names_where(|_| false), "");
+    }
+
     /// `KIND_TABLE` is indexed by the discriminant: each row's name is the kind's serde name, the
     /// 20 names are distinct, and `all()` lists every kind once. A reordered enum or table fails.
     #[test]

@@ -205,12 +205,12 @@ fn calibrate(a: &CalibrateOptions, out: &mut Vec<String>) -> Result<()> {
         },
     )?;
     let noise = match &a.noise {
-        Some(_) if kind.is_sign() || !kind.adds_gaussian_noise() => {
+        Some(_) if !kind.is_gaussian_sketch() => {
             return Err(Error::param(
                 "‹noise›",
                 format!(
-                    "calibrate's σ table is for the Gaussian sketches (raw-g-opt, dp-rp-g, \
-                     dp-rp-g-opt, dp-oporp), not {}",
+                    "calibrate's σ table is for the Gaussian sketches ({}), not {}",
+                    MechanismKind::names_where(MechanismKind::is_gaussian_sketch),
                     kind.name()
                 ),
             ))

@@ -195,11 +195,10 @@ impl MechanismOptions {
                 return Err(Error::param(
                     field("noise"),
                     format!(
-                        "{} adds no Gaussian noise ({} chooses the Gaussian sampler of \
-                         raw-g-opt, dp-rp-g, dp-rp-g-opt, dp-oporp, idp-signrp-g, \
-                         idp-signoporp-g)",
+                        "{} adds no Gaussian noise ({} chooses the Gaussian sampler of {})",
                         kind.name(),
-                        field("noise")
+                        field("noise"),
+                        MechanismKind::names_where(|k| k.adds_gaussian_noise())
                     ),
                 ))
             }
