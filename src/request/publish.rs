@@ -6,6 +6,61 @@
 //! [`PublishJob::run`] is the one door every front end publishes through: it opens the ledger,
 //! chooses the path for the layout and runs it, so that `dprp publish` and Python's
 //! `dprp.publish` refuse and record the same things in the same order.
+//!
+//! A Rust program publishes as the command does: here `dprp publish sample.bin -m dp-oporp -e 10
+//! -d 1e-6 -k 32 --shards 3 -o sharded`, then `dprp query sharded --queries sample.bin --top 5`
+//! through [`super::search::Search`].
+//!
+//! ```
+//! use dprp::data::{native, sample};
+//! use dprp::publish::PublishRequest;
+//! use dprp::release::ReleaseSet;
+//! use dprp::request::publish::{Layout, PublishJob, RunOptions};
+//! use dprp::request::search::{Search, Searcher};
+//! use dprp::request::MechanismOptions;
+//! use dprp::search::sharded;
+//!
+//! # fn main() -> dprp::Result<()> {
+//! let dir = tempfile::tempdir().map_err(|e| dprp::Error::io("tmp", e))?;
+//! let input = dir.path().join("sample.bin");
+//! native::write(&input, &sample::generate())?; // 2000 rows × 64 features in [0,1]
+//! let plan = MechanismOptions {
+//!     mechanism: "dp-oporp".into(),
+//!     epsilon: 10.0,
+//!     delta: Some(1e-6),
+//!     k: Some(32),
+//!     ..Default::default()
+//! }
+//! .resolve()?;
+//! let output = dir.path().join("sharded");
+//! let run = RunOptions { memory_mib: 64, ..Default::default() };
+//! let (options, noise) = run.resolve(&output, plan.noise, None)?;
+//! let job = PublishJob {
+//!     request: PublishRequest {
+//!         input: input.clone(),
+//!         input_opts: Default::default(),
+//!         scaling: Default::default(),
+//!         params: plan.params,
+//!         output: output.clone(),
+//!     },
+//!     noise,
+//!     options,
+//!     layout: Layout::Split(3),
+//!     ledger: Default::default(),
+//!     dataset: None,
+//! };
+//! let done = job.run(None, |_| {})?;
+//! assert_eq!(done.outcome.meta.n, 2000);
+//!
+//! // its first ten rows as queries, searched as `dprp query` searches a shard directory
+//! let set = ReleaseSet::open(&output)?;
+//! let parts = sharded::part_sketches(&set)?;
+//! let queries = parts[0].rows_range(0, 10);
+//! let search = Search::new(&set, parts[0], queries, &[], (None, 5), Searcher::Exact)?;
+//! let hits = search.batch(0, 10, None)?;
+//! assert!(hits.iter().all(|h| h.len() == 5 && h.iter().all(|x| x.row < 2000)));
+//! # Ok(()) }
+//! ```
 
 use crate::error::field;
 use std::path::{Path, PathBuf};

@@ -105,7 +105,7 @@ pub struct SignRecord {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub min_norm: Option<f64>,
     /// Dense randomised response on the grid: `ν_q`, the lower bound on the norm of every rounded
-    /// row that N₊ was computed for ([`super::sign_rr::grid_min_norm`]). Absent: the values
+    /// row that N₊ was computed for ([`super::arithmetic::grid_min_norm`]). Absent: the values
     /// were computed in f64 from the rows themselves (releases of dprp 0.3.0, and maps or
     /// neighbour relations without a grid).
     #[serde(default, skip_serializing_if = "Option::is_none")]

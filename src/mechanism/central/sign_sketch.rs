@@ -91,7 +91,7 @@ pub struct SignSketch {
     smooth_table: Vec<Flip>,
     /// Randomised response: the coin (½ for the other rules, unused).
     rr_flip: Flip,
-    /// iDP-Gaussian with lattice noise ([`super::idp_sign::IdpLattice`]); `None`: float noise.
+    /// iDP-Gaussian with lattice noise ([`super::idp_lattice::IdpLattice`]); `None`: float noise.
     pub(super) idp_lattice: Option<IdpLattice>,
 }
 
