@@ -59,6 +59,7 @@
 //! let search = Search::new(&set, parts[0], queries, &[], (None, 5), Searcher::Exact)?;
 //! let hits = search.batch(0, 10, None)?;
 //! assert!(hits.iter().all(|h| h.len() == 5 && h.iter().all(|x| x.row < 2000)));
+//! assert!(search.batch(5, 11, None).is_err()); // not a range of the 10 queries
 //! # Ok(()) }
 //! ```
 

@@ -99,6 +99,7 @@ impl<'a> Search<'a> {
         end: usize,
         tick: Option<&(dyn Fn(usize) + Sync)>,
     ) -> Result<Vec<Vec<Hit>>> {
+        self.check_range(start, end)?;
         let part = self.queries.rows_range(start, end);
         let mut hits = match &self.searcher {
             Searcher::Index { index, ef, .. } => index.search(&part, self.top, *ef, tick)?,
@@ -121,11 +122,26 @@ impl<'a> Search<'a> {
     /// The exact hits of queries `start..end` in the index's database (for an index's recall),
     /// with the rows named as [`Search::batch`] names them.
     pub fn exact(&self, start: usize, end: usize) -> Result<Vec<Vec<Hit>>> {
+        self.check_range(start, end)?;
         let part = self.queries.rows_range(start, end);
         let mut hits = exact::search(&self.db, &part, self.measure, self.top, None)?;
         self.to_ids(&mut hits);
         self.clear_undefined(start, &mut hits);
         Ok(hits)
+    }
+
+    /// Queries `start..end` must be queries of this search.
+    fn check_range(&self, start: usize, end: usize) -> Result<()> {
+        if start > end || end > self.queries.rows() {
+            return Err(Error::param(
+                "queries",
+                format!(
+                    "{start}..{end} is not a range of the {} queries",
+                    self.queries.rows()
+                ),
+            ));
+        }
+        Ok(())
     }
 
     /// Rows of `db` → ids: the first part's ids, or the concatenated shards' global ids.
