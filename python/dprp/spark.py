@@ -279,7 +279,11 @@ def _number_rows(df, column: str, order_by: Optional[str], count: int, rows_key:
     from pyspark.sql import functions as F
 
     if order_by:
-        df = df.orderBy(order_by)
+        # orderBy would sort into `spark.sql.shuffle.partitions` (200 by default) partitions
+        # whatever the data's size, each a task in every pass below; the same global order
+        # (range partitions, each sorted) over as many partitions as the data has
+        parts = max(df.rdd.getNumPartitions(), count)
+        df = df.repartitionByRange(parts, order_by).sortWithinPartitions(order_by)
     # each partition's rows get its offset (a count per partition) plus their position in it
     df = (df.select(column).withColumn("_pid", F.spark_partition_id())
           .withColumn("_mid", F.monotonically_increasing_id()).persist(StorageLevel.MEMORY_AND_DISK))

@@ -7,16 +7,18 @@ use std::path::PathBuf;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict};
 
-use dprp::ledger::fingerprint::Fingerprinter;
 use dprp::ledger::{Budget, Gate};
 use dprp::publish::{provisional_entry, PublishRequest};
 use dprp::release::{DatasetRecord, ReleaseSet};
+use dprp::request::ledger::{file_part, fingerprint_part as fingerprint_part_of};
 use dprp::request::publish::RunOptions;
 use dprp::request::MechanismOptions;
 
+use crate::arrays::{self, ArrayReader};
+use crate::interrupt::Cancel;
 use crate::ints::{self, Int};
 use crate::options::{mechanism_plan, scaling};
-use crate::{arrays, err, param};
+use crate::{err, param};
 
 /// The 32 bytes of a row-hashing key, or a `DprpError` naming `rows_key`.
 fn key_bytes(b: &[u8]) -> PyResult<[u8; 32]> {
@@ -52,7 +54,7 @@ pub fn fingerprint_part<'py>(
     rows: Option<(u64, u64)>,
 ) -> PyResult<(u64, usize, Bound<'py, PyBytes>)> {
     let key = key_bytes(rows_key)?;
-    let f = if x.cast::<numpy::PyUntypedArray>().is_ok() {
+    let part = if x.cast::<numpy::PyUntypedArray>().is_ok() {
         if column.is_some() || rows.is_some() {
             return Err(param(
                 "column",
@@ -60,64 +62,22 @@ pub fn fingerprint_part<'py>(
             ));
         }
         let m = arrays::matrix(x, "x")?;
-        let view = m.view();
-        let mut f = Fingerprinter::with_rows_key(key, view.cols());
-        let mut buf = Vec::new();
-        let step = (1 << 16) / view.cols().max(1) + 1;
-        let mut lo = 0;
-        while lo < view.rows() {
-            let hi = (lo + step).min(view.rows());
-            buf.clear();
-            view.append_rows(lo, hi, &mut buf);
-            f.update(&buf).map_err(err)?;
-            lo = hi;
-        }
-        (f, view.cols())
+        let cancel = Cancel::default();
+        let mut reader = ArrayReader {
+            view: m.view(),
+            labels: None,
+            next: 0,
+            cancel: &cancel,
+        };
+        fingerprint_part_of(&mut reader, key).map_err(err)?
     } else {
         let path: PathBuf = x.extract().map_err(|_| {
             pyo3::exceptions::PyTypeError::new_err("x: expected a 2-D numpy array or a path")
         })?;
-        py.detach(|| fingerprint_file(&path, key, column, rows))
+        py.detach(|| fingerprint_part_of(file_part(&path, column, rows)?.as_mut(), key))
             .map_err(err)?
     };
-    let (n, sum) = f.0.partial();
-    Ok((n, f.1, PyBytes::new(py, &sum)))
-}
-
-/// [`fingerprint_part`] of a file's rows `lo..hi` (all without `rows`).
-fn fingerprint_file(
-    path: &std::path::Path,
-    key: [u8; 32],
-    column: Option<String>,
-    rows: Option<(u64, u64)>,
-) -> dprp::Result<(Fingerprinter, usize)> {
-    let opts = dprp::data::InputOptions {
-        columns: dprp::data::parquet::Columns {
-            vectors: column,
-            ..Default::default()
-        },
-        ..Default::default()
-    };
-    let inner = dprp::data::open_reader(path, &opts)?;
-    let mut r: Box<dyn dprp::data::RowReader> = match rows {
-        Some((lo, hi)) => Box::new(dprp::data::source::Window::new(
-            inner,
-            lo,
-            Some(hi.saturating_sub(lo)),
-        )),
-        None => inner,
-    };
-    let p = r.dim();
-    let mut f = Fingerprinter::with_rows_key(key, p);
-    let (mut v, mut l) = (Vec::new(), Vec::new());
-    loop {
-        v.clear();
-        l.clear();
-        if r.read_chunk(4096, &mut v, &mut l)? == 0 {
-            return Ok((f, p));
-        }
-        f.update(&v)?;
-    }
+    Ok((part.rows, part.dim, PyBytes::new(py, &part.sum)))
 }
 
 /// A privacy budget ledger held for one release made by many processes: open it (taking its

@@ -189,6 +189,11 @@ impl MechanismKind {
         self.properties().projects
     }
 
+    /// The file that implements the kind.
+    pub fn home(self) -> Home {
+        self.properties().home
+    }
+
     /// Whether `--projection` applies (a dense projection of selectable kind).
     pub fn dense(&self) -> bool {
         self.properties().map == MapClass::Dense
@@ -206,6 +211,56 @@ pub enum MapClass {
     Oporp,
     /// ProjUnit's public per-row maps (`--projection` names the family).
     PerRow,
+}
+
+/// The file that implements a kind: what the one dispatch of its family matches on (`build` and
+/// `from_record` in `central/mod.rs` for a central sketch, `algorithm` in `local/mod.rs` for a
+/// local randomiser). Each family's match names only its own files, so a new kind is placed by
+/// its row here and an arm in its family's `mod.rs`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Home {
+    /// A central sketch (`central/`).
+    Central(CentralFile),
+    /// A local randomiser (`local/`).
+    Local(LocalFile),
+}
+
+/// The files of the central sketches (`src/mechanism/central/`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CentralFile {
+    /// `raw_gaussian.rs`.
+    RawGaussian,
+    /// `dp_rp.rs`.
+    DpRp,
+    /// `dp_oporp.rs`.
+    DpOporp,
+    /// `sign_rr.rs`.
+    SignRr,
+    /// `smooth_flipping.rs`.
+    SmoothFlipping,
+    /// `idp_sign.rs`.
+    IdpSign,
+}
+
+/// The local randomisers (`src/mechanism/local/`), one per kind.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LocalFile {
+    /// PrivUnit2 (`privunit2.rs`).
+    PrivUnit2,
+    /// Duchi et al. (`privunit2.rs`, PrivUnit2 with γ = 0).
+    Duchi,
+    /// PrivUnitG (`privunitg.rs`).
+    PrivUnitG,
+    /// ProjUnit (`projunit.rs`).
+    ProjUnit,
+    /// Correlated FastProjUnit (`projunit_correlated.rs`).
+    ProjUnitCorrelated,
+    /// ScalarDP (`scalar.rs`).
+    ScalarDp,
+    /// PrivUnit2 × ScalarDP (`composite.rs`).
+    PrivUnit2Norm,
+    /// PrivUnitInf (`privunit_inf.rs`).
+    PrivUnitInf,
 }
 
 /// What distinguishes one mechanism kind from another, in one place ([`KIND_TABLE`]).
@@ -229,13 +284,15 @@ pub struct KindProperties {
     pub projects: bool,
     /// The public map.
     pub map: MapClass,
+    /// The file that implements it.
+    pub home: Home,
 }
 
-const fn props(name: &'static str, flags: [bool; 7], map: MapClass) -> KindProperties {
-    let [local, signs, needs_delta, individual, min_norm, gaussian, projects] = flags;
+const fn props(name: &'static str, flags: [bool; 6], map: MapClass, home: Home) -> KindProperties {
+    let [signs, needs_delta, individual, min_norm, gaussian, projects] = flags;
     KindProperties {
         name,
-        local,
+        local: matches!(home, Home::Local(_)),
         signs,
         needs_delta,
         individual,
@@ -243,36 +300,43 @@ const fn props(name: &'static str, flags: [bool; 7], map: MapClass) -> KindPrope
         gaussian,
         projects,
         map,
+        home,
     }
 }
 
 /// The properties of every kind, in the declaration order of [`MechanismKind`] (the index is the
 /// discriminant; `kind_table_is_in_declaration_order` checks the names). Columns of the flags:
-/// local, signs, needs δ, individual DP, needs `--min-norm`, Gaussian noise, `--k` applies.
+/// signs, needs δ, individual DP, needs `--min-norm`, Gaussian noise, `--k` applies; then the
+/// public map and the file (which also says local or central).
+#[rustfmt::skip]
 pub const KIND_TABLE: [KindProperties; 20] = {
+    use CentralFile::{DpOporp, DpRp, IdpSign, RawGaussian, SignRr, SmoothFlipping};
+    use Home::{Central, Local};
+    use LocalFile::{Duchi, PrivUnit2, PrivUnit2Norm, PrivUnitG, PrivUnitInf, ProjUnit};
+    use LocalFile::{ProjUnitCorrelated, ScalarDp};
     use MapClass::{Dense, Identity, Oporp, PerRow};
     const F: bool = false;
     const T: bool = true;
     [
-        props("raw-g-opt", [F, F, T, F, F, T, F], Identity),
-        props("dp-rp-g", [F, F, T, F, F, T, T], Dense),
-        props("dp-rp-g-opt", [F, F, T, F, F, T, T], Dense),
-        props("dp-oporp", [F, F, T, F, F, T, T], Oporp),
-        props("dp-signrp-rr", [F, T, T, F, T, F, T], Dense),
-        props("dp-signrp-rr-smooth", [F, T, F, F, F, F, T], Dense),
-        props("dp-signoporp-rr", [F, T, F, F, F, F, T], Oporp),
-        props("dp-signoporp-rr-smooth", [F, T, F, F, F, F, T], Oporp),
-        props("idp-signrp-g", [F, T, T, T, F, T, T], Dense),
-        props("idp-signrp-rr", [F, T, F, T, F, F, T], Dense),
-        props("idp-signoporp-g", [F, T, T, T, F, T, T], Oporp),
-        props("idp-signoporp-rr", [F, T, F, T, F, F, T], Oporp),
-        props("privunit2", [T, F, F, F, F, F, F], Identity),
-        props("duchi", [T, F, F, F, F, F, F], Identity),
-        props("privunitg", [T, F, F, F, F, F, F], Identity),
-        props("projunit", [T, F, F, F, F, F, T], PerRow),
-        props("scalar-dp", [T, F, F, F, F, F, F], Identity),
-        props("privunit2-norm", [T, F, F, F, F, F, F], Identity),
-        props("projunit-correlated", [T, F, F, F, F, F, T], PerRow),
-        props("privunit-inf", [T, F, F, F, F, F, F], Identity),
+        props("raw-g-opt",              [F, T, F, F, T, F], Identity, Central(RawGaussian)),
+        props("dp-rp-g",                [F, T, F, F, T, T], Dense,    Central(DpRp)),
+        props("dp-rp-g-opt",            [F, T, F, F, T, T], Dense,    Central(DpRp)),
+        props("dp-oporp",               [F, T, F, F, T, T], Oporp,    Central(DpOporp)),
+        props("dp-signrp-rr",           [T, T, F, T, F, T], Dense,    Central(SignRr)),
+        props("dp-signrp-rr-smooth",    [T, F, F, F, F, T], Dense,    Central(SmoothFlipping)),
+        props("dp-signoporp-rr",        [T, F, F, F, F, T], Oporp,    Central(SignRr)),
+        props("dp-signoporp-rr-smooth", [T, F, F, F, F, T], Oporp,    Central(SmoothFlipping)),
+        props("idp-signrp-g",           [T, T, T, F, T, T], Dense,    Central(IdpSign)),
+        props("idp-signrp-rr",          [T, F, T, F, F, T], Dense,    Central(IdpSign)),
+        props("idp-signoporp-g",        [T, T, T, F, T, T], Oporp,    Central(IdpSign)),
+        props("idp-signoporp-rr",       [T, F, T, F, F, T], Oporp,    Central(IdpSign)),
+        props("privunit2",              [F, F, F, F, F, F], Identity, Local(PrivUnit2)),
+        props("duchi",                  [F, F, F, F, F, F], Identity, Local(Duchi)),
+        props("privunitg",              [F, F, F, F, F, F], Identity, Local(PrivUnitG)),
+        props("projunit",               [F, F, F, F, F, T], PerRow,   Local(ProjUnit)),
+        props("scalar-dp",              [F, F, F, F, F, F], Identity, Local(ScalarDp)),
+        props("privunit2-norm",         [F, F, F, F, F, F], Identity, Local(PrivUnit2Norm)),
+        props("projunit-correlated",    [F, F, F, F, F, T], PerRow,   Local(ProjUnitCorrelated)),
+        props("privunit-inf",           [F, F, F, F, F, F], Identity, Local(PrivUnitInf)),
     ]
 };

@@ -74,7 +74,7 @@ pub use local::release::{LocalDecoder, LocalMap, LocalOptions, LocalRecord};
 
 pub use central::gaussian_sketch::GaussianSketch;
 pub use central::sign_sketch::{SignRecord, SignSketch};
-pub use kind::{KindProperties, MapClass, MechanismKind, KIND_TABLE};
+pub use kind::{CentralFile, Home, KindProperties, LocalFile, MapClass, MechanismKind, KIND_TABLE};
 
 /// What a release's payload holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -370,9 +370,10 @@ pub fn build(params: &MechanismParams) -> Result<Box<dyn Mechanism>> {
 /// noise and ignore it).
 pub fn build_with(params: &MechanismParams, noise: NoiseChoice) -> Result<Box<dyn Mechanism>> {
     crate::privacy::guarantee::check_epsilon(params.epsilon)?;
-    if params.kind.is_local() {
-        return Ok(Box::new(local::release::build(params)?));
-    }
+    let file = match params.kind.home() {
+        Home::Local(_) => return Ok(Box::new(local::release::build(params)?)),
+        Home::Central(file) => file,
+    };
     params.local.refuse_for(params.kind)?;
     crate::privacy::guarantee::check_beta(params.beta)?;
     if params.kind.needs_delta() {
@@ -445,74 +446,18 @@ pub fn build_with(params: &MechanismParams, noise: NoiseChoice) -> Result<Box<dy
             _ => params.p,
         }
     };
-    Ok(match params.kind {
-        MechanismKind::RawGOpt => Box::new(central::raw_gaussian::build(params, noise)?),
-        MechanismKind::DpRpG | MechanismKind::DpRpGOpt => {
-            Box::new(central::dp_rp::build(params, k, seed, noise)?)
-        }
-        MechanismKind::DpOporp => Box::new(central::dp_oporp::build(params, k, seed, noise)?),
-        MechanismKind::DpSignrpRr | MechanismKind::DpSignoporpRr => {
-            Box::new(central::sign_rr::build(params, k, seed)?)
-        }
-        MechanismKind::DpSignrpRrSmooth | MechanismKind::DpSignoporpRrSmooth => {
-            Box::new(central::smooth_flipping::build(params, k, seed)?)
-        }
-        MechanismKind::IdpSignrpG
-        | MechanismKind::IdpSignrpRr
-        | MechanismKind::IdpSignoporpG
-        | MechanismKind::IdpSignoporpRr => {
-            Box::new(central::idp_sign::build(params, k, seed, noise)?)
-        }
-        // every local kind by name: a new kind must be placed (no wildcard arm)
-        local @ (MechanismKind::Privunit2
-        | MechanismKind::Duchi
-        | MechanismKind::Privunitg
-        | MechanismKind::Projunit
-        | MechanismKind::ProjunitCorrelated
-        | MechanismKind::ScalarDp
-        | MechanismKind::Privunit2Norm
-        | MechanismKind::PrivunitInf) => {
-            return Err(Error::param(
-                "‹mechanism›",
-                format!(
-                    "{} is a local mechanism (built by local::release)",
-                    local.name()
-                ),
-            ))
-        }
-    })
+    central::build(file, params, k, seed, noise)
 }
 
 /// Rebuild the mechanism (with its public projection regenerated from the seed) from a release's
 /// record, e.g. to project raw queries or to check a release.
 pub fn from_record(record: &MechanismRecord, guarantee: &Guarantee) -> Result<Box<dyn Mechanism>> {
-    let (r, g) = (record, guarantee);
-    // every kind by name, to the file that cites its algorithm (no wildcard arm)
-    Ok(match record.name {
-        MechanismKind::RawGOpt => Box::new(central::raw_gaussian::from_record(r, g)?),
-        MechanismKind::DpRpG | MechanismKind::DpRpGOpt => {
-            Box::new(central::dp_rp::from_record(r, g)?)
-        }
-        MechanismKind::DpOporp => Box::new(central::dp_oporp::from_record(r, g)?),
-        MechanismKind::DpSignrpRr | MechanismKind::DpSignoporpRr => {
-            Box::new(central::sign_rr::from_record(r, g)?)
-        }
-        MechanismKind::DpSignrpRrSmooth | MechanismKind::DpSignoporpRrSmooth => {
-            Box::new(central::smooth_flipping::from_record(r, g)?)
-        }
-        MechanismKind::IdpSignrpG
-        | MechanismKind::IdpSignrpRr
-        | MechanismKind::IdpSignoporpG
-        | MechanismKind::IdpSignoporpRr => Box::new(central::idp_sign::from_record(r, g)?),
-        MechanismKind::Privunit2
-        | MechanismKind::Duchi
-        | MechanismKind::Privunitg
-        | MechanismKind::Projunit
-        | MechanismKind::ProjunitCorrelated
-        | MechanismKind::ScalarDp
-        | MechanismKind::Privunit2Norm
-        | MechanismKind::PrivunitInf => Box::new(local::release::LocalSketch::from_record(r, g)?),
-    })
+    match record.name.home() {
+        Home::Central(file) => central::from_record(file, record, guarantee),
+        Home::Local(_) => Ok(Box::new(local::release::LocalSketch::from_record(
+            record, guarantee,
+        )?)),
+    }
 }
 
 #[cfg(test)]
@@ -556,6 +501,57 @@ mod tests {
             assert_eq!(k.oporp(), k.name().contains("oporp"), "{k:?}");
         }
         assert_eq!(names.len(), 20);
+    }
+
+    /// Each kind's row names the file that implements it: one local file per local kind, every
+    /// central file used, and `build` makes a mechanism of the kind it was asked for (a row
+    /// pointing at another kind's file would build that kind). Power: a table with two local
+    /// kinds on one file fails the first check.
+    #[test]
+    fn each_kind_names_its_file() {
+        let local: Vec<LocalFile> = MechanismKind::LOCAL
+            .iter()
+            .map(|k| match k.home() {
+                Home::Local(f) => f,
+                Home::Central(f) => panic!("{k:?} is local but names {f:?}"),
+            })
+            .collect();
+        let distinct = |files: &[LocalFile]| {
+            files
+                .iter()
+                .enumerate()
+                .all(|(i, f)| !files[..i].contains(f))
+        };
+        assert!(distinct(&local));
+        assert!(!distinct(&[
+            LocalFile::Duchi,
+            LocalFile::PrivUnit2,
+            LocalFile::Duchi
+        ]));
+        let central: Vec<CentralFile> = MechanismKind::SKETCH
+            .iter()
+            .map(|k| match k.home() {
+                Home::Central(f) => f,
+                Home::Local(f) => panic!("{k:?} is central but names {f:?}"),
+            })
+            .collect();
+        for f in [
+            CentralFile::RawGaussian,
+            CentralFile::DpRp,
+            CentralFile::DpOporp,
+            CentralFile::SignRr,
+            CentralFile::SmoothFlipping,
+            CentralFile::IdpSign,
+        ] {
+            assert!(central.contains(&f), "{f:?} implements no kind");
+        }
+        for kind in MechanismKind::SKETCH {
+            let mut p = params(kind, 2.0, kind.projects().then_some(8));
+            p.min_norm = kind.needs_min_norm().then_some(0.5);
+            p.individual_dp = kind.is_idp();
+            p.seed = Some(Seed::parse_hex("5eed").unwrap());
+            assert_eq!(build(&p).unwrap().kind(), kind);
+        }
     }
     use crate::privacy::gaussian::{analytic_sigma, classical_sigma, gaussian_delta};
 

@@ -5,8 +5,12 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
+use crate::data::parquet::Columns;
+use crate::data::source::Window;
+use crate::data::{open_reader, InputOptions, RowReader};
 use crate::error::{Error, Result};
 use crate::ledger::compose::{compose, fmt_num, Totals};
+use crate::ledger::fingerprint::Fingerprinter;
 use crate::ledger::{FileStatus, Inventory, Ledger, Listed, Unreadable};
 use crate::release::DatasetRecord;
 
@@ -271,4 +275,57 @@ impl LedgerReport {
         }
         s
     }
+}
+
+/// A part of a dataset's fingerprint, made where the rows are (`dprp.fingerprint_part`, a Spark
+/// task's rows) for the driver to merge ([`Fingerprinter::merge`]): how many rows, their width,
+/// and the sum of their digests under a ledger's row key ([`Fingerprinter::partial`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FingerprintPart {
+    /// Rows hashed.
+    pub rows: u64,
+    /// Their width (0 when no row was read and the reader knows none).
+    pub dim: usize,
+    /// The sum of their digests modulo 2^256, little-endian.
+    pub sum: [u8; 32],
+}
+
+/// The rows `reader` gives, hashed with a ledger's row key (`rows_key`, from the ledger's
+/// dataset key) in chunks, as publishing reads them: a part of the dataset's fingerprint.
+pub fn fingerprint_part(reader: &mut dyn RowReader, rows_key: [u8; 32]) -> Result<FingerprintPart> {
+    let dim = reader.dim();
+    let mut f = Fingerprinter::with_rows_key(rows_key, dim);
+    let (mut values, mut labels) = (Vec::new(), Vec::new());
+    let chunk = ((1 << 16) / dim.max(1)).max(1);
+    loop {
+        values.clear();
+        labels.clear();
+        if reader.read_chunk(chunk, &mut values, &mut labels)? == 0 {
+            let (rows, sum) = f.partial();
+            return Ok(FingerprintPart { rows, dim, sum });
+        }
+        f.update(&values)?;
+    }
+}
+
+/// The rows of a dataset file as `dprp publish` reads them (`column`: the vector column of a
+/// Parquet input), only rows `lo..hi` when `rows` is given: what [`fingerprint_part`] hashes for
+/// a task that reads its part itself.
+pub fn file_part(
+    path: &Path,
+    column: Option<String>,
+    rows: Option<(u64, u64)>,
+) -> Result<Box<dyn RowReader>> {
+    let opts = InputOptions {
+        columns: Columns {
+            vectors: column,
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    let inner = open_reader(path, &opts)?;
+    Ok(match rows {
+        Some((lo, hi)) => Box::new(Window::new(inner, lo, Some(hi.saturating_sub(lo)))),
+        None => inner,
+    })
 }

@@ -42,6 +42,19 @@ def _xdist_group(path: pathlib.Path) -> str:
     return name
 
 
+# The longest groups first (each 2–5 min of test.sh's run; the rest are seconds each), so that
+# the two workers finish together: with `--no-loadscope-reorder` (test.sh) xdist hands out the
+# groups in this order, the next to the first worker free. By default it would order them by
+# their number of tests, which put the one-test Spark cluster group last, alone on one worker.
+LONGEST_FIRST = ["test_flower_deployment.py", "flower-simulation", "test_spark.py", "test_spark_cluster.py"]
+
+
 def pytest_collection_modifyitems(config, items):
     for item in items:
         item.add_marker(pytest.mark.xdist_group(_xdist_group(item.path)))
+
+    def rank(item) -> int:
+        group = _xdist_group(item.path)
+        return LONGEST_FIRST.index(group) if group in LONGEST_FIRST else len(LONGEST_FIRST)
+
+    items.sort(key=rank)  # stable: each file keeps its order

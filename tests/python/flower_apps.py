@@ -220,7 +220,41 @@ def server_app(strategy, rounds: int, workflow_of: Optional[Callable] = None, sp
     return app
 
 
+def _one_ray_runtime() -> None:
+    """Start Ray once per test process, as Flower's Ray backend would (2 CPUs, its PYTHONPATH
+    for the actors), and keep it between simulations: the backend starts Ray only when none is
+    running, and its `terminate` (which kills the simulation's actors) would also stop Ray — 3–4
+    s of every simulation here. Ray stops at the process's exit (its own atexit hook)."""
+    import os
+    import sys
+
+    import ray
+    from flwr.server.superlink.fleet.vce.backend import raybackend
+
+    if not ray.is_initialized():
+        path = os.pathsep.join([*sys.path, *filter(None, [os.environ.get("PYTHONPATH")])])
+        ray.init(num_cpus=2, include_dashboard=False, runtime_env={"env_vars": {"PYTHONPATH": path}})
+    if not getattr(raybackend, "_dprp_tests_keep_ray", False):
+        raybackend.ray = _KeepRay(ray)
+        raybackend._dprp_tests_keep_ray = True
+
+
+class _KeepRay:
+    """The `ray` module as Flower's Ray backend sees it in these tests: `shutdown` does nothing
+    (the actors are still terminated one by one)."""
+
+    def __init__(self, ray) -> None:
+        self._ray = ray
+
+    def shutdown(self, *a, **kw) -> None:
+        pass
+
+    def __getattr__(self, name: str):
+        return getattr(self._ray, name)
+
+
 def simulate(server: ServerApp, client: ClientApp, clients: int) -> None:
+    _one_ray_runtime()
     run_simulation(
         server_app=server,
         client_app=client,

@@ -183,3 +183,15 @@ def test_a_ledger_counts_a_notebook_release_as_the_cli_does(tmp_path, data):
     with pytest.raises(dprp.DprpError, match="shard"):
         dprp.publish(data, output=tmp_path / "s", shard=(0, 2), seed=7, ledger=tmp_path / "new", **opts)
     assert not (tmp_path / "s").exists() and not (tmp_path / "new").exists()
+
+    # the dataset hashed in parts where the rows are (dprp.fingerprint_part, as Spark's tasks
+    # do): an array's two halves, and two row windows of the .npy file, make the fingerprint the
+    # CLI recorded; power: a part left out makes another
+    with dprp.LedgerGate(led) as gate:
+        key, p = gate.rows_key(), data.shape[1]
+        halves = [dprp.fingerprint_part(data[:250], key), dprp.fingerprint_part(data[250:], key)]
+        windows = [dprp.fingerprint_part(npy, key, rows=(0, 100)), dprp.fingerprint_part(npy, key, rows=(100, 600))]
+        for parts in (halves, windows):
+            assert sum(r for r, _, _ in parts) == len(data) and {d for _, d, _ in parts} == {p}
+            assert gate.dataset(p, [(r, s) for r, _, s in parts])["fingerprint"] == b.meta["dataset"]["fingerprint"]
+        assert gate.dataset(p, [(r, s) for r, _, s in windows[1:]])["fingerprint"] != b.meta["dataset"]["fingerprint"]

@@ -34,3 +34,46 @@ pub mod sign_record;
 pub mod sign_rr;
 pub mod sign_sketch;
 pub mod smooth_flipping;
+
+use super::{Mechanism, MechanismParams, MechanismRecord, NoiseChoice};
+use crate::error::Result;
+use crate::mechanism::kind::CentralFile;
+use crate::privacy::guarantee::Guarantee;
+use crate::projection::Seed;
+
+/// The sketch of `params` (checked by [`super::build_with`]: ε, δ, β, `k` of width `k`, the
+/// public seed drawn) by the file that implements its kind: the one dispatch over the central
+/// files (a new file adds its arm here and its row in [`super::kind::KIND_TABLE`]).
+pub(crate) fn build(
+    file: CentralFile,
+    params: &MechanismParams,
+    k: usize,
+    seed: Seed,
+    noise: NoiseChoice,
+) -> Result<Box<dyn Mechanism>> {
+    Ok(match file {
+        CentralFile::RawGaussian => Box::new(raw_gaussian::build(params, noise)?),
+        CentralFile::DpRp => Box::new(dp_rp::build(params, k, seed, noise)?),
+        CentralFile::DpOporp => Box::new(dp_oporp::build(params, k, seed, noise)?),
+        CentralFile::SignRr => Box::new(sign_rr::build(params, k, seed)?),
+        CentralFile::SmoothFlipping => Box::new(smooth_flipping::build(params, k, seed)?),
+        CentralFile::IdpSign => Box::new(idp_sign::build(params, k, seed, noise)?),
+    })
+}
+
+/// The sketch a release's record describes, rebuilt by the file that implements its kind (with
+/// its public map regenerated from the seed).
+pub(crate) fn from_record(
+    file: CentralFile,
+    r: &MechanismRecord,
+    g: &Guarantee,
+) -> Result<Box<dyn Mechanism>> {
+    Ok(match file {
+        CentralFile::RawGaussian => Box::new(raw_gaussian::from_record(r, g)?),
+        CentralFile::DpRp => Box::new(dp_rp::from_record(r, g)?),
+        CentralFile::DpOporp => Box::new(dp_oporp::from_record(r, g)?),
+        CentralFile::SignRr => Box::new(sign_rr::from_record(r, g)?),
+        CentralFile::SmoothFlipping => Box::new(smooth_flipping::from_record(r, g)?),
+        CentralFile::IdpSign => Box::new(idp_sign::from_record(r, g)?),
+    })
+}

@@ -46,11 +46,17 @@ pub mod release;
 pub mod rotation;
 pub mod scalar_dp;
 
+use std::sync::Arc;
+
 use rand::Rng;
 
 pub use normal::WordRng;
 
 use crate::error::{Error, Result};
+use crate::mechanism::kind::LocalFile;
+use algorithm::LocalMap;
+use release::LocalSpec;
+use rotation::ReflectionDraw;
 
 pub use algorithm::{LocalAlgorithm, WithMaps};
 pub use privunit2::{Duchi, PrivUnit2};
@@ -63,6 +69,62 @@ pub use rotation::HaarRows;
 pub use scalar_dp::ScalarDp;
 
 pub use crate::data::scale::UNIT_NORM_TOL;
+
+/// The randomiser of a local kind with its constants computed from (ε, d, k) and its public maps
+/// from the spec's seed, a rotation's reflections drawn as `draw` says: the one dispatch over the
+/// local files (a new local mechanism adds its arm here and its row in
+/// [`crate::mechanism::KIND_TABLE`]).
+pub(crate) fn algorithm(
+    file: LocalFile,
+    spec: &LocalSpec,
+    draw: ReflectionDraw,
+) -> Result<Arc<dyn LocalAlgorithm>> {
+    let (eps, d) = (spec.epsilon, spec.d);
+    Ok(match file {
+        LocalFile::PrivUnit2 => Arc::new(PrivUnit2::new(eps, d)?),
+        LocalFile::Duchi => Arc::new(Duchi(PrivUnit2::duchi(eps, d)?)),
+        LocalFile::PrivUnitG => Arc::new(PrivUnitG::new(eps, d)?),
+        LocalFile::ProjUnit => {
+            let (k, public) = (spec.k()?, spec.seed()?);
+            match spec.options.map.unwrap_or(LocalMap::Srht) {
+                LocalMap::SrhtNearlyUnbiased => Arc::new(WithMaps {
+                    mechanism: NearlyUnbiasedSrht::exact(eps, d, k)?,
+                    public,
+                }),
+                map => Arc::new(WithMaps {
+                    mechanism: ProjUnit::new(eps, d, k, proj_kind(map))?.with_rotation_draw(draw),
+                    public,
+                }),
+            }
+        }
+        LocalFile::ProjUnitCorrelated => {
+            let k = spec.k()?;
+            if k < 2 {
+                return Err(Error::param(
+                    "‹k›",
+                    "projunit-correlated needs k ≥ 2 (PrivUnitG in k dimensions)",
+                ));
+            }
+            let m = CorrelatedProjUnit::new(eps, d, k)?;
+            let public = m.public(spec.seed()?)?;
+            Arc::new(WithMaps {
+                mechanism: m,
+                public,
+            })
+        }
+        LocalFile::PrivUnitInf => Arc::new(PrivUnitInf::new(eps, d)?),
+        LocalFile::ScalarDp => spec.scalar()?,
+        LocalFile::PrivUnit2Norm => spec.norm()?,
+    })
+}
+
+fn proj_kind(map: LocalMap) -> ProjKind {
+    match map {
+        LocalMap::Rotation => ProjKind::Rotation,
+        LocalMap::Gaussian => ProjKind::Gaussian,
+        LocalMap::Srht | LocalMap::SrhtNearlyUnbiased => ProjKind::Srht,
+    }
+}
 
 /// Validate ε for a local mechanism: positive, finite and at most
 /// [`crate::privacy::guarantee::MAX_EPSILON`].

@@ -26,14 +26,11 @@ use serde::{Deserialize, Serialize};
 pub use super::algorithm::{rotation_draw, ErrorKind, LocalAlgorithm, LocalMap, WithMaps};
 pub use super::algorithm::{CORRELATED_LAYOUT, LAYOUT, PER_ROW_LAYOUTS};
 pub use super::decoder::LocalDecoder;
-use super::privunit2::Duchi;
-use super::projunit_correlated::CorrelatedProjUnit;
 use super::rotation::ReflectionDraw;
-use super::{NearlyUnbiasedSrht, PrivUnit2, PrivUnit2Norm, PrivUnitG, PrivUnitInf, ProjKind};
-use super::{ProjUnit, ScalarDp};
+use super::{PrivUnit2Norm, ScalarDp};
 use crate::error::{Error, Result};
 use crate::mechanism::{
-    Mechanism, MechanismKind, MechanismParams, MechanismRecord, Payload, ProjectionRecord,
+    Home, Mechanism, MechanismKind, MechanismParams, MechanismRecord, Payload, ProjectionRecord,
     SketchMut,
 };
 use crate::privacy::guarantee::{Guarantee, InputDomain};
@@ -103,14 +100,6 @@ pub struct LocalSketch {
     pub(super) d: usize,
     pub(super) first_row: u64,
     pub(super) algo: Arc<dyn LocalAlgorithm>,
-}
-
-fn proj_kind(map: LocalMap) -> ProjKind {
-    match map {
-        LocalMap::Rotation => ProjKind::Rotation,
-        LocalMap::Gaussian => ProjKind::Gaussian,
-        LocalMap::Srht | LocalMap::SrhtNearlyUnbiased => ProjKind::Srht,
-    }
 }
 
 /// What fixes a local mechanism: its kind, budget, dimensions and public map. A publish run
@@ -210,7 +199,7 @@ fn refuse_options(params: &MechanismParams) -> Result<()> {
 
 impl LocalSpec {
     /// The projected dimension, `1 ≤ k ≤ d`.
-    fn k(&self) -> Result<usize> {
+    pub(super) fn k(&self) -> Result<usize> {
         let (kind, d) = (self.kind, self.d);
         let k = self.k.ok_or_else(|| {
             Error::missing(
@@ -227,7 +216,8 @@ impl LocalSpec {
         Ok(k)
     }
 
-    fn seed(&self) -> Result<Seed> {
+    /// The public seed of the maps (fresh from the OS when none was given).
+    pub(super) fn seed(&self) -> Result<Seed> {
         match self.seed {
             Some(s) => Ok(s),
             None => Seed::random(),
@@ -237,65 +227,17 @@ impl LocalSpec {
     /// The algorithm with its constants, computed from (ε, d, k); a rotation's reflections
     /// drawn as `draw` says (that of the release's layout).
     fn algo(&self, draw: ReflectionDraw) -> Result<Arc<dyn LocalAlgorithm>> {
-        let (eps, d, o) = (self.epsilon, self.d, &self.options);
-        Ok(match self.kind {
-            MechanismKind::Privunit2 => Arc::new(PrivUnit2::new(eps, d)?),
-            MechanismKind::Duchi => Arc::new(Duchi(PrivUnit2::duchi(eps, d)?)),
-            MechanismKind::Privunitg => Arc::new(PrivUnitG::new(eps, d)?),
-            MechanismKind::Projunit => {
-                let k = self.k()?;
-                match o.map.unwrap_or(LocalMap::Srht) {
-                    LocalMap::SrhtNearlyUnbiased => Arc::new(WithMaps {
-                        mechanism: NearlyUnbiasedSrht::exact(eps, d, k)?,
-                        public: self.seed()?,
-                    }),
-                    map => Arc::new(WithMaps {
-                        mechanism: ProjUnit::new(eps, d, k, proj_kind(map))?
-                            .with_rotation_draw(draw),
-                        public: self.seed()?,
-                    }),
-                }
-            }
-            MechanismKind::ProjunitCorrelated => {
-                let k = self.k()?;
-                if k < 2 {
-                    return Err(Error::param(
-                        "‹k›",
-                        "projunit-correlated needs k ≥ 2 (PrivUnitG in k dimensions)",
-                    ));
-                }
-                let m = CorrelatedProjUnit::new(eps, d, k)?;
-                let public = m.public(self.seed()?)?;
-                Arc::new(WithMaps {
-                    mechanism: m,
-                    public,
-                })
-            }
-            MechanismKind::PrivunitInf => Arc::new(PrivUnitInf::new(eps, d)?),
-            MechanismKind::ScalarDp => self.scalar()?,
-            MechanismKind::Privunit2Norm => self.norm()?,
-            // every other kind by name: a new kind must be placed here (no wildcard arm)
-            other @ (MechanismKind::RawGOpt
-            | MechanismKind::DpRpG
-            | MechanismKind::DpRpGOpt
-            | MechanismKind::DpOporp
-            | MechanismKind::DpSignrpRr
-            | MechanismKind::DpSignrpRrSmooth
-            | MechanismKind::DpSignoporpRr
-            | MechanismKind::DpSignoporpRrSmooth
-            | MechanismKind::IdpSignrpG
-            | MechanismKind::IdpSignrpRr
-            | MechanismKind::IdpSignoporpG
-            | MechanismKind::IdpSignoporpRr) => {
-                return Err(Error::param(
-                    "‹mechanism›",
-                    format!("{} is not a local mechanism", other.name()),
-                ))
-            }
-        })
+        match self.kind.home() {
+            Home::Local(file) => super::algorithm(file, self, draw),
+            Home::Central(_) => Err(Error::param(
+                "‹mechanism›",
+                format!("{} is not a local mechanism", self.kind.name()),
+            )),
+        }
     }
 
-    fn scalar(&self) -> Result<Arc<dyn LocalAlgorithm>> {
+    /// ScalarDP of the spec: one value per row in `[0, R]`.
+    pub(super) fn scalar(&self) -> Result<Arc<dyn LocalAlgorithm>> {
         let d = self.d;
         if d != 1 {
             return Err(Error::param(
@@ -312,7 +254,8 @@ impl LocalSpec {
         Ok(Arc::new(ScalarDp::new(self.epsilon, r)?))
     }
 
-    fn norm(&self) -> Result<Arc<dyn LocalAlgorithm>> {
+    /// PrivUnit2 × ScalarDP of the spec: ε₁ on the direction, ε₂ on the norm, radius `R`.
+    pub(super) fn norm(&self) -> Result<Arc<dyn LocalAlgorithm>> {
         let o = &self.options;
         let e2 = o.epsilon_norm.ok_or_else(|| {
             Error::missing(

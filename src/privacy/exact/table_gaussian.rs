@@ -365,24 +365,26 @@ fn flat_tables(weights: &[u128]) -> Result<(Vec<u128>, Vec<u16>)> {
     if reject >= AMBIGUOUS as usize {
         return Err(Error::param("lattice noise s²", "too many envelope bins"));
     }
-    // one sweep: the bin of the interval's first and last value only move forward
+    // Entry p covers the values [p·2^shift, (p+1)·2^shift). Its first value lies in bin i for
+    // ⌈c_i/2^shift⌉ ≤ p < ⌈c_{i+1}/2^shift⌉ (bin `reject` past the last boundary), so each bin
+    // fills one run of entries; the entry is ambiguous when a boundary c_i falls strictly inside
+    // its interval (a non-zero low part). One pass over the bins, then one over the boundaries:
+    // no 128-bit comparison per entry.
     let last_bin = cumulative.len() - 1;
-    let advance = |mut i: usize, u: u128| {
-        while i < last_bin && cumulative[i + 1] <= u {
-            i += 1;
-        }
-        i
-    };
     let shift = 128 - GUIDE_BITS;
-    let mut first = 0usize;
-    let guide: Vec<u16> = (0..1u128 << GUIDE_BITS)
-        .map(|p| {
-            first = advance(first, p << shift);
-            let last = advance(first, (p << shift) | ((1u128 << shift) - 1));
-            let (f, l) = (first.min(reject), last.min(reject));
-            f as u16 | if f == l { 0 } else { AMBIGUOUS }
-        })
-        .collect();
+    let size = 1usize << GUIDE_BITS;
+    let low = (1u128 << shift) - 1;
+    let start = |c: u128| (((c >> shift) + u128::from(c & low != 0)) as usize).min(size);
+    let mut guide = vec![0u16; size];
+    for (i, pair) in cumulative.windows(2).enumerate() {
+        guide[start(pair[0])..start(pair[1])].fill(i as u16);
+    }
+    guide[start(cumulative[last_bin])..].fill(last_bin as u16);
+    for &c in &cumulative[1..] {
+        if c & low != 0 {
+            guide[(c >> shift) as usize] |= AMBIGUOUS;
+        }
+    }
     Ok((cumulative, guide))
 }
 
@@ -393,33 +395,65 @@ mod tests {
     use rand::SeedableRng;
     use rand_chacha::ChaCha20Rng;
 
-    /// The guide table agrees with a binary search on the cumulative weights for every prefix:
-    /// an unambiguous entry's bin holds the whole interval, an ambiguous one starts there (a
-    /// guide built from the wrong boundary would give the wrong bin for some interval).
-    #[test]
-    fn guide_table_matches_the_cumulative_weights() {
-        let t = TableGaussian::new(1 << 30).unwrap();
-        let shift = 128 - GUIDE_BITS;
-        let bin_of = |u: u128| t.cumulative.partition_point(|&c| c <= u) - 1;
-        let mut ambiguous = 0;
-        for p in 0..1usize << GUIDE_BITS {
-            let e = t.guide.entry(p as u64);
-            let lo = (p as u128) << shift;
-            let hi = lo | ((1u128 << shift) - 1);
-            let first = bin_of(lo).min(t.weights.len());
-            assert_eq!((e & !AMBIGUOUS) as usize, first, "prefix {p}");
-            if e & AMBIGUOUS == 0 {
-                assert_eq!(bin_of(hi).min(t.weights.len()), first, "prefix {p}");
-            } else {
-                ambiguous += 1;
+    /// Weight sets for the guide tests: every `τ` class of `s²`, a distorted envelope, an
+    /// all-tail table, and one with empty bins (repeated boundaries) and boundaries on entry
+    /// edges.
+    fn weight_sets() -> Vec<Vec<u128>> {
+        let mut sets: Vec<Vec<u128>> = [MIN_S2, 70_001, 5_034_748_662, 3 << 40, MAX_S2]
+            .iter()
+            .map(|&s2| TableGaussian::new(s2).unwrap().weights)
+            .collect();
+        let n = sets[0].len();
+        let mut odd = sets[0].clone();
+        for (m, wt) in odd.iter_mut().enumerate() {
+            if m % 2 == 1 && m + 1 < n {
+                *wt = *wt / 4 * 3;
             }
         }
-        assert!(ambiguous <= t.weights.len() + 1, "{ambiguous}");
-        assert_eq!(t.cumulative.len(), t.weights.len() + 1);
-        assert_eq!(
-            *t.cumulative.last().unwrap(),
-            t.weights.iter().sum::<u128>()
-        );
+        sets.push(odd);
+        sets.push((0..n).map(|i| (i + 1 == n) as u128 * (1 << 120)).collect());
+        let edge = 1u128 << (128 - GUIDE_BITS);
+        sets.push(vec![0, 3 * edge, 0, 0, edge + 1, edge - 1, 5, 0, 7 * edge]);
+        sets
+    }
+
+    /// The guide table agrees with a binary search on the cumulative weights for every prefix
+    /// of every weight set: an unambiguous entry's bin holds the whole interval, an ambiguous one
+    /// starts there, and the entries past the last boundary are the rejection bin (a guide built
+    /// from the wrong boundary would give the wrong bin for some interval). Power: the guide of
+    /// the next weight set disagrees with each set's search.
+    #[test]
+    fn guide_table_matches_the_cumulative_weights() {
+        let shift = 128 - GUIDE_BITS;
+        let sets = weight_sets();
+        let mut flats = Vec::new();
+        for weights in &sets {
+            let (cumulative, flat) = flat_tables(weights).unwrap();
+            let bin_of = |u: u128| (cumulative.partition_point(|&c| c <= u) - 1).min(weights.len());
+            let mut ambiguous = 0;
+            for (p, &e) in flat.iter().enumerate() {
+                let lo = (p as u128) << shift;
+                let hi = lo | ((1u128 << shift) - 1);
+                let first = bin_of(lo);
+                assert_eq!((e & !AMBIGUOUS) as usize, first, "prefix {p}");
+                assert_eq!(e & AMBIGUOUS == 0, bin_of(hi) == first, "prefix {p}");
+                ambiguous += usize::from(e & AMBIGUOUS != 0);
+            }
+            assert!(ambiguous <= weights.len() + 1, "{ambiguous}");
+            assert_eq!(cumulative.len(), weights.len() + 1);
+            assert_eq!(*cumulative.last().unwrap(), weights.iter().sum::<u128>());
+            flats.push((cumulative, flat));
+        }
+        for (i, (cumulative, _)) in flats.iter().enumerate() {
+            let (_, other) = &flats[(i + 1) % flats.len()];
+            let n = sets[i].len();
+            let bin_of = |u: u128| (cumulative.partition_point(|&c| c <= u) - 1).min(n);
+            assert!(
+                (0..other.len())
+                    .any(|p| (other[p] & !AMBIGUOUS) as usize != bin_of((p as u128) << shift)),
+                "set {i}"
+            );
+        }
     }
 
     /// The two-level guide returns the flat table's entry for every one of the 2^16 prefixes
@@ -429,19 +463,7 @@ mod tests {
     /// stored one place off, or one that took the first entry of every block, differs.
     #[test]
     fn two_level_guide_is_the_flat_table() {
-        let mut weight_sets: Vec<Vec<u128>> = [MIN_S2, 70_001, 5_034_748_662, 3 << 40, MAX_S2]
-            .iter()
-            .map(|&s2| TableGaussian::new(s2).unwrap().weights)
-            .collect();
-        let n = weight_sets[0].len();
-        let mut odd = weight_sets[0].clone();
-        for (m, wt) in odd.iter_mut().enumerate() {
-            if m % 2 == 1 && m + 1 < n {
-                *wt = *wt / 4 * 3;
-            }
-        }
-        weight_sets.push(odd);
-        weight_sets.push((0..n).map(|i| (i + 1 == n) as u128 * (1 << 120)).collect());
+        let weight_sets = weight_sets();
         let mut powered = 0;
         for weights in &weight_sets {
             let (_, flat) = flat_tables(weights).unwrap();
