@@ -13,6 +13,8 @@
 //!   `t = σ + 1`.
 //! * `table-gaussian/fill/s²`: [`TableGaussian::fill`] of 10^4 samples (the lattice noise's
 //!   sampler; `s² = 5 034 748 662` is MNIST's at ε = 10, k = 1024, `γ = 2^-17`).
+//! * `table-gaussian/new/s²`: [`TableGaussian::new`], the sampler's set-up (its weights, the
+//!   cumulative table and the 2^16-entry guide), paid once per mechanism built.
 //! * `lattice-noise/add/k`: [`LatticeNoise::add`] of 256 rows of `k` values, each row from its
 //!   own ChaCha20 stream as `publish` draws them (per value: the sampler, the keystream, the
 //!   rounding and adding).
@@ -79,6 +81,11 @@ fn bench_table(c: &mut Criterion) {
     settings(&mut g);
     g.throughput(Throughput::Elements(n as u64));
     for s2 in [5_034_748_662u64, 1 << 40] {
+        g.throughput(Throughput::Elements(1));
+        g.bench_function(BenchmarkId::new("new", s2), |b| {
+            b.iter(|| black_box(TableGaussian::new(black_box(s2)).expect("s²")))
+        });
+        g.throughput(Throughput::Elements(n as u64));
         let t = TableGaussian::new(s2).expect("s²");
         g.bench_function(BenchmarkId::new("fill", s2), |b| {
             b.iter(|| {
