@@ -41,7 +41,9 @@ use rayon::prelude::*;
 use serde::Serialize;
 
 use crate::error::{Error, Result};
-use crate::mechanism::{self, Mechanism, MechanismKind, MechanismParams, Payload, SketchMut};
+use crate::mechanism::{
+    self, LocalOption, Mechanism, MechanismKind, MechanismParams, Payload, SketchMut,
+};
 use crate::privacy::samplers::noise::NoiseSource;
 use crate::projection::Seed;
 
@@ -686,9 +688,8 @@ pub fn default_params(kind: MechanismKind, seed: Seed) -> MechanismParams {
         min_norm: kind.needs_min_norm().then_some(1.0),
         individual_dp: kind.is_idp(),
         local: LocalOptions {
-            epsilon_norm: (kind == MechanismKind::Privunit2Norm).then_some(0.5),
-            radius: matches!(kind, MechanismKind::ScalarDp | MechanismKind::Privunit2Norm)
-                .then_some(1.0),
+            epsilon_norm: kind.takes(LocalOption::EpsilonNorm).then_some(0.5),
+            radius: kind.takes(LocalOption::Radius).then_some(1.0),
             ..Default::default()
         },
     }

@@ -13,7 +13,9 @@ use rayon::prelude::*;
 use crate::data::Dataset;
 use crate::error::{Error, Result};
 use crate::mechanism::central::sign_sketch::pack_signs;
-use crate::mechanism::{build, LocalMap, LocalOptions, Mechanism, MechanismKind, MechanismParams};
+use crate::mechanism::{
+    build, LocalMap, LocalOption, LocalOptions, Mechanism, MechanismKind, MechanismParams,
+};
 use crate::privacy::guarantee::{GuaranteeKind, Neighbour};
 use crate::privacy::samplers::noise::NoiseSource;
 use crate::projection::{DenseKind, DenseProjection, Oporp, Seed};
@@ -66,7 +68,7 @@ impl MechanismSpec {
                 ));
             }
             let local_map = match proj {
-                Some(p) if kind == MechanismKind::Projunit => Some(LocalMap::parse(p)?),
+                Some(p) if kind.takes(LocalOption::Map) => Some(LocalMap::parse(p)?),
                 Some(_) => {
                     return Err(Error::param(
                         "‹mechanisms›",

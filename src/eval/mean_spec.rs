@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use super::grid::Seeds;
 use crate::error::{Error, Result};
 use crate::mechanism::distributed::DistributedKind;
-use crate::mechanism::{LocalMap, MechanismKind};
+use crate::mechanism::{LocalMap, LocalOption, MechanismKind};
 use crate::privacy::guarantee::GuaranteeKind;
 use crate::projection::hadamard::next_pow2;
 
@@ -129,7 +129,7 @@ impl MeanSpec {
             ));
         }
         let map = match map {
-            Some(m) if kind == MechanismKind::Projunit => Some(LocalMap::parse(m)?),
+            Some(m) if kind.takes(LocalOption::Map) => Some(LocalMap::parse(m)?),
             Some(_) => {
                 return Err(Error::param(
                     "‹mechanisms›",
@@ -158,10 +158,7 @@ impl MeanSpec {
 
     /// Local mechanisms whose input domain is not the unit ball.
     fn other_domain(kind: MechanismKind) -> bool {
-        matches!(
-            kind,
-            MechanismKind::ScalarDp | MechanismKind::Privunit2Norm | MechanismKind::PrivunitInf
-        )
+        !kind.on_unit_ball()
     }
 
     /// Parse a comma-separated list (duplicates dropped). A central reference named without its

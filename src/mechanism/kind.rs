@@ -189,6 +189,17 @@ impl MechanismKind {
         self.properties().projects
     }
 
+    /// Whether the kind takes a local option (`‹projection›`'s map, `‹epsilon_norm›`,
+    /// `‹radius›`).
+    pub fn takes(self, option: LocalOption) -> bool {
+        self.properties().takes.contains(&option)
+    }
+
+    /// Whether its rows are vectors of the unit ball.
+    pub fn on_unit_ball(self) -> bool {
+        self.properties().unit_ball
+    }
+
     /// The file that implements the kind.
     pub fn home(self) -> Home {
         self.properties().home
@@ -211,6 +222,18 @@ pub enum MapClass {
     Oporp,
     /// ProjUnit's public per-row maps (`--projection` names the family).
     PerRow,
+}
+
+/// An option that only some local mechanisms take: a column of [`KIND_TABLE`], from which the
+/// refusals of the others (`local::release`) and the audit's defaults are made.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LocalOption {
+    /// ProjUnit's public map (`‹projection›`).
+    Map,
+    /// The norm's budget ε₂ (`‹epsilon_norm›`).
+    EpsilonNorm,
+    /// The public radius `R` of the input ball or interval (`‹radius›`).
+    Radius,
 }
 
 /// The file that implements a kind: what the one dispatch of its family matches on (`build` and
@@ -286,10 +309,21 @@ pub struct KindProperties {
     pub map: MapClass,
     /// The file that implements it.
     pub home: Home,
+    /// Its rows are vectors of the unit ball (the direction mechanisms; not ScalarDP's interval,
+    /// PrivUnit2 × ScalarDP's ball of radius R or PrivUnitInf's cube).
+    pub unit_ball: bool,
+    /// The local options it takes.
+    pub takes: &'static [LocalOption],
 }
 
-const fn props(name: &'static str, flags: [bool; 6], map: MapClass, home: Home) -> KindProperties {
-    let [signs, needs_delta, individual, min_norm, gaussian, projects] = flags;
+const fn props(
+    name: &'static str,
+    flags: [bool; 7],
+    map: MapClass,
+    home: Home,
+    takes: &'static [LocalOption],
+) -> KindProperties {
+    let [signs, needs_delta, individual, min_norm, gaussian, projects, unit_ball] = flags;
     KindProperties {
         name,
         local: matches!(home, Home::Local(_)),
@@ -301,42 +335,46 @@ const fn props(name: &'static str, flags: [bool; 6], map: MapClass, home: Home) 
         projects,
         map,
         home,
+        unit_ball,
+        takes,
     }
 }
 
 /// The properties of every kind, in the declaration order of [`MechanismKind`] (the index is the
 /// discriminant; `kind_table_is_in_declaration_order` checks the names). Columns of the flags:
-/// signs, needs δ, individual DP, needs `--min-norm`, Gaussian noise, `--k` applies; then the
-/// public map and the file (which also says local or central).
+/// signs, needs δ, individual DP, needs `--min-norm`, Gaussian noise, `--k` applies, rows on the
+/// unit ball; then the public map, the file (which also says local or central) and the local
+/// options it takes.
 #[rustfmt::skip]
 pub const KIND_TABLE: [KindProperties; 20] = {
     use CentralFile::{DpOporp, DpRp, IdpSign, RawGaussian, SignRr, SmoothFlipping};
     use Home::{Central, Local};
     use LocalFile::{Duchi, PrivUnit2, PrivUnit2Norm, PrivUnitG, PrivUnitInf, ProjUnit};
     use LocalFile::{ProjUnitCorrelated, ScalarDp};
+    use LocalOption::{EpsilonNorm, Map, Radius};
     use MapClass::{Dense, Identity, Oporp, PerRow};
     const F: bool = false;
     const T: bool = true;
     [
-        props("raw-g-opt",              [F, T, F, F, T, F], Identity, Central(RawGaussian)),
-        props("dp-rp-g",                [F, T, F, F, T, T], Dense,    Central(DpRp)),
-        props("dp-rp-g-opt",            [F, T, F, F, T, T], Dense,    Central(DpRp)),
-        props("dp-oporp",               [F, T, F, F, T, T], Oporp,    Central(DpOporp)),
-        props("dp-signrp-rr",           [T, T, F, T, F, T], Dense,    Central(SignRr)),
-        props("dp-signrp-rr-smooth",    [T, F, F, F, F, T], Dense,    Central(SmoothFlipping)),
-        props("dp-signoporp-rr",        [T, F, F, F, F, T], Oporp,    Central(SignRr)),
-        props("dp-signoporp-rr-smooth", [T, F, F, F, F, T], Oporp,    Central(SmoothFlipping)),
-        props("idp-signrp-g",           [T, T, T, F, T, T], Dense,    Central(IdpSign)),
-        props("idp-signrp-rr",          [T, F, T, F, F, T], Dense,    Central(IdpSign)),
-        props("idp-signoporp-g",        [T, T, T, F, T, T], Oporp,    Central(IdpSign)),
-        props("idp-signoporp-rr",       [T, F, T, F, F, T], Oporp,    Central(IdpSign)),
-        props("privunit2",              [F, F, F, F, F, F], Identity, Local(PrivUnit2)),
-        props("duchi",                  [F, F, F, F, F, F], Identity, Local(Duchi)),
-        props("privunitg",              [F, F, F, F, F, F], Identity, Local(PrivUnitG)),
-        props("projunit",               [F, F, F, F, F, T], PerRow,   Local(ProjUnit)),
-        props("scalar-dp",              [F, F, F, F, F, F], Identity, Local(ScalarDp)),
-        props("privunit2-norm",         [F, F, F, F, F, F], Identity, Local(PrivUnit2Norm)),
-        props("projunit-correlated",    [F, F, F, F, F, T], PerRow,   Local(ProjUnitCorrelated)),
-        props("privunit-inf",           [F, F, F, F, F, F], Identity, Local(PrivUnitInf)),
+        props("raw-g-opt",              [F, T, F, F, T, F, F], Identity, Central(RawGaussian),       &[]),
+        props("dp-rp-g",                [F, T, F, F, T, T, F], Dense,    Central(DpRp),              &[]),
+        props("dp-rp-g-opt",            [F, T, F, F, T, T, F], Dense,    Central(DpRp),              &[]),
+        props("dp-oporp",               [F, T, F, F, T, T, F], Oporp,    Central(DpOporp),           &[]),
+        props("dp-signrp-rr",           [T, T, F, T, F, T, F], Dense,    Central(SignRr),            &[]),
+        props("dp-signrp-rr-smooth",    [T, F, F, F, F, T, F], Dense,    Central(SmoothFlipping),    &[]),
+        props("dp-signoporp-rr",        [T, F, F, F, F, T, F], Oporp,    Central(SignRr),            &[]),
+        props("dp-signoporp-rr-smooth", [T, F, F, F, F, T, F], Oporp,    Central(SmoothFlipping),    &[]),
+        props("idp-signrp-g",           [T, T, T, F, T, T, F], Dense,    Central(IdpSign),           &[]),
+        props("idp-signrp-rr",          [T, F, T, F, F, T, F], Dense,    Central(IdpSign),           &[]),
+        props("idp-signoporp-g",        [T, T, T, F, T, T, F], Oporp,    Central(IdpSign),           &[]),
+        props("idp-signoporp-rr",       [T, F, T, F, F, T, F], Oporp,    Central(IdpSign),           &[]),
+        props("privunit2",              [F, F, F, F, F, F, T], Identity, Local(PrivUnit2),           &[]),
+        props("duchi",                  [F, F, F, F, F, F, T], Identity, Local(Duchi),               &[]),
+        props("privunitg",              [F, F, F, F, F, F, T], Identity, Local(PrivUnitG),           &[]),
+        props("projunit",               [F, F, F, F, F, T, T], PerRow,   Local(ProjUnit),            &[Map]),
+        props("scalar-dp",              [F, F, F, F, F, F, F], Identity, Local(ScalarDp),            &[Radius]),
+        props("privunit2-norm",         [F, F, F, F, F, F, F], Identity, Local(PrivUnit2Norm),       &[EpsilonNorm, Radius]),
+        props("projunit-correlated",    [F, F, F, F, F, T, T], PerRow,   Local(ProjUnitCorrelated),  &[]),
+        props("privunit-inf",           [F, F, F, F, F, F, F], Identity, Local(PrivUnitInf),         &[]),
     ]
 };

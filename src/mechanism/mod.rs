@@ -74,7 +74,9 @@ pub use local::release::{LocalDecoder, LocalMap, LocalOptions, LocalRecord};
 
 pub use central::gaussian_sketch::GaussianSketch;
 pub use central::sign_sketch::{SignRecord, SignSketch};
-pub use kind::{CentralFile, Home, KindProperties, LocalFile, MapClass, MechanismKind, KIND_TABLE};
+pub use kind::{
+    CentralFile, Home, KindProperties, LocalFile, LocalOption, MapClass, MechanismKind, KIND_TABLE,
+};
 
 /// What a release's payload holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -501,6 +503,49 @@ mod tests {
             assert_eq!(k.oporp(), k.name().contains("oporp"), "{k:?}");
         }
         assert_eq!(names.len(), 20);
+    }
+
+    /// The table's `unit_ball` and `takes` columns are what the mechanisms do: a local kind built
+    /// with the options it takes (and only those) reports the unit ball as its domain exactly
+    /// when its row says so, and each option it does not take is refused. Power: the refusal of
+    /// an option a kind takes would fail the build of that kind.
+    #[test]
+    fn unit_ball_and_local_options_match_the_mechanisms() {
+        for kind in MechanismKind::LOCAL {
+            let mut p = params(kind, 2.0, kind.projects().then_some(4));
+            p.delta = None;
+            p.neighbour = Neighbour::ReplaceOne;
+            p.p = if kind.home() == Home::Local(LocalFile::ScalarDp) {
+                1
+            } else {
+                8
+            };
+            p.local.epsilon_norm = kind.takes(LocalOption::EpsilonNorm).then_some(0.5);
+            p.local.radius = kind.takes(LocalOption::Radius).then_some(2.0);
+            p.local.map = kind.takes(LocalOption::Map).then_some(LocalMap::Rotation);
+            let domain = build(&p).unwrap().guarantee().local.unwrap().domain;
+            assert_eq!(
+                kind.on_unit_ball(),
+                domain == InputDomain::Ball { radius: 1.0 },
+                "{kind:?}: {domain:?}"
+            );
+            for option in [
+                LocalOption::Map,
+                LocalOption::EpsilonNorm,
+                LocalOption::Radius,
+            ] {
+                if kind.takes(option) {
+                    continue;
+                }
+                let mut q = p.clone();
+                match option {
+                    LocalOption::Map => q.local.map = Some(LocalMap::Gaussian),
+                    LocalOption::EpsilonNorm => q.local.epsilon_norm = Some(0.5),
+                    LocalOption::Radius => q.local.radius = Some(2.0),
+                }
+                assert!(build(&q).is_err(), "{kind:?} took {option:?}");
+            }
+        }
     }
 
     /// Each kind's row names the file that implements it: one local file per local kind, every

@@ -29,6 +29,7 @@ pub use super::decoder::LocalDecoder;
 use super::rotation::ReflectionDraw;
 use super::{PrivUnit2Norm, ScalarDp};
 use crate::error::{Error, Result};
+use crate::mechanism::kind::LocalOption;
 use crate::mechanism::{
     Home, Mechanism, MechanismKind, MechanismParams, MechanismRecord, Payload, ProjectionRecord,
     SketchMut,
@@ -173,22 +174,30 @@ fn refuse_options(params: &MechanismParams) -> Result<()> {
             Ok(())
         }
     };
-    refuse(
-        o.map.is_some() && kind != MechanismKind::Projunit,
-        "‹projection›",
-        "projunit among the local mechanisms (projunit-correlated is always SRHT)",
-    )?;
-    refuse(
-        o.epsilon_norm.is_some() && kind != MechanismKind::Privunit2Norm,
-        "‹epsilon_norm›",
-        "privunit2-norm",
-    )?;
-    refuse(
-        o.radius.is_some()
-            && !matches!(kind, MechanismKind::Privunit2Norm | MechanismKind::ScalarDp),
-        "‹radius›",
-        "privunit2-norm and scalar-dp (the direction mechanisms take the unit ball)",
-    )?;
+    // the options only some kinds take, refused by the table's column for the others
+    for (option, given, key, note) in [
+        (
+            LocalOption::Map,
+            o.map.is_some(),
+            "‹projection›",
+            " among the local mechanisms (projunit-correlated is always SRHT)",
+        ),
+        (
+            LocalOption::EpsilonNorm,
+            o.epsilon_norm.is_some(),
+            "‹epsilon_norm›",
+            "",
+        ),
+        (
+            LocalOption::Radius,
+            o.radius.is_some(),
+            "‹radius›",
+            " (the direction mechanisms take the unit ball)",
+        ),
+    ] {
+        let who = MechanismKind::names_where(|k| k.takes(option));
+        refuse(given && !kind.takes(option), key, &format!("{who}{note}"))?;
+    }
     refuse(
         params.k.is_some() && !kind.projects(),
         "‹k›",
