@@ -1,12 +1,11 @@
-//! `dprp.eval_retrieval`: the retrieval evaluation of `dprp eval retrieval`
-//! ([`dprp::eval::retrieval`]) on numpy arrays, returning its report as dicts and lists.
+//! `dprp.eval_retrieval`: the retrieval evaluation of `dprp eval retrieval` on numpy arrays
+//! (`dprp::request::eval::RowsRetrieval`: the command's checks), returning its report
+//! as dicts and lists.
 
 use pyo3::prelude::*;
 
 use dprp::data::Dataset;
-use dprp::eval::grid::{MechanismSpec, Privacy, Seeds};
-use dprp::eval::retrieval::{self, QueryMode, RetrievalConfig};
-use dprp::projection::Seed;
+use dprp::request::eval::RowsRetrieval;
 
 use crate::interrupt::{self, Outcome};
 use crate::ints::{self, Int};
@@ -61,32 +60,20 @@ pub fn eval_retrieval<'py>(
         .into_iter()
         .map(|k| k.get::<usize>("ks"))
         .collect::<PyResult<Vec<usize>>>()?;
-    let repeat: usize = ints::unsigned(repeat, "repeat")?;
-    let train = dataset(train, "train")?;
-    let test = dataset(test, "test")?;
-    if epsilons.is_empty() || ks.is_empty() {
-        return Err(param("epsilons/ks", "give at least one ε and one k"));
-    }
-    if repeat == 0 {
-        return Err(param("repeat", "must be at least 1"));
-    }
-    let master = match seed {
-        Some(s) => crate::public_seed(s)?,
-        None => Seed::random().map_err(err)?,
-    };
-    let cfg = RetrievalConfig {
-        mechanisms: MechanismSpec::parse_list(mechanisms).map_err(err)?,
+    let request = RowsRetrieval {
+        mechanisms: mechanisms.to_string(),
         epsilons,
         ks,
-        privacy: Privacy {
-            delta,
-            beta,
-            min_norm,
-        },
-        query_modes: QueryMode::parse_list(query_mode).map_err(err)?,
-        repeat,
-        seeds: Seeds::new(master),
+        delta: Some(delta),
+        beta: Some(beta),
+        min_norm,
+        query_mode: Some(query_mode.to_string()),
+        repeat: Some(ints::unsigned(repeat, "repeat")?),
+        seed: seed.map(crate::public_seed).transpose()?,
     };
+    let run = request
+        .with_rows(dataset(train, "train")?, dataset(test, "test")?)
+        .map_err(err)?;
     let outcome = interrupt::run(py, |cancel| {
         // The grid has no cancellation hook; its progress callback unwinds out of it instead.
         let tick = |_: usize, _: usize| {
@@ -94,7 +81,7 @@ pub fn eval_retrieval<'py>(
                 std::panic::resume_unwind(Box::new(Cancelled));
             }
         };
-        retrieval::run(&train, &test, &cfg, &tick)
+        run.run(&tick)
     })?;
     let report = match outcome {
         Outcome::Done(r) => r.map_err(err)?,

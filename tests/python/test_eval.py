@@ -37,3 +37,11 @@ def test_retrieval_errors():
                             query_mode="sideways")
     with pytest.raises(dprp.DprpError, match="ε|epsilon"):
         dprp.eval_retrieval(x, x, mechanisms="dp-oporp", epsilons=[], ks=[4])
+    # through the request layer, the command's checks: a value outside [-1, 1] names its side,
+    # row and column (issue 41); the same rows scaled into the domain run
+    big = x.copy()
+    big[7, 2] = 1.5
+    with pytest.raises(dprp.DprpError, match=r"(?s)test.*row 7"):
+        dprp.eval_retrieval(np.tile(x, (3, 1)), big, mechanisms="dp-oporp", epsilons=[1.0], ks=[4])
+    rep = dprp.eval_retrieval(np.tile(x, (3, 1)), x, mechanisms="dp-oporp", epsilons=[1.0], ks=[4], seed="5eed")
+    assert rep["rows"]

@@ -27,7 +27,7 @@ pub mod mean;
 mod retrieval;
 mod svm;
 
-pub use retrieval::{RetrievalOptions, RetrievalRequest, RetrievalRun};
+pub use retrieval::{RetrievalOptions, RetrievalRequest, RetrievalRun, RowsRetrieval};
 pub use svm::{SvmOptions, SvmRequest, SvmRun, SvmSet};
 
 /// The classification grid of paper-svm.
@@ -239,7 +239,7 @@ impl GridOptions {
     }
 
     /// δ, β and ν, each checked.
-    fn privacy(&self, min_norm: Option<f64>) -> Result<Privacy> {
+    pub(super) fn privacy(&self, min_norm: Option<f64>) -> Result<Privacy> {
         let delta = self.delta.unwrap_or(1e-6);
         if !(delta > 0.0 && delta < 1.0) {
             return Err(Error::param(
