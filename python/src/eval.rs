@@ -7,9 +7,9 @@ use pyo3::prelude::*;
 use dprp::data::Dataset;
 use dprp::request::eval::RowsRetrieval;
 
+use crate::err;
 use crate::interrupt::{self, Outcome};
 use crate::ints::{self, Int};
-use crate::{err, param};
 
 /// The unwinding payload that stops a grid once the call is interrupted (raised with
 /// `resume_unwind`, so no panic message is printed; caught on the worker thread).
@@ -18,9 +18,6 @@ struct Cancelled;
 fn dataset(x: &Bound<'_, PyAny>, what: &str) -> PyResult<Dataset> {
     let m = crate::arrays::matrix(x, what)?;
     let v = m.view();
-    if v.rows() == 0 || v.cols() == 0 {
-        return Err(param(what, "the array is empty"));
-    }
     let mut values = Vec::with_capacity(v.rows() * v.cols());
     v.append_rows(0, v.rows(), &mut values);
     Ok(Dataset {

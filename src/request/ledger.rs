@@ -323,9 +323,17 @@ pub fn file_part(
         },
         ..Default::default()
     };
+    if let Some((lo, hi)) = rows {
+        if lo > hi {
+            return Err(Error::param(
+                "rows",
+                format!("({lo}, {hi}): the first row is past the end"),
+            ));
+        }
+    }
     let inner = open_reader(path, &opts)?;
     Ok(match rows {
-        Some((lo, hi)) => Box::new(Window::new(inner, lo, Some(hi.saturating_sub(lo)))),
+        Some((lo, hi)) => Box::new(Window::new(inner, lo, Some(hi - lo))),
         None => inner,
     })
 }

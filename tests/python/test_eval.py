@@ -43,5 +43,7 @@ def test_retrieval_errors():
     big[7, 2] = 1.5
     with pytest.raises(dprp.DprpError, match=r"(?s)test.*row 7"):
         dprp.eval_retrieval(np.tile(x, (3, 1)), big, mechanisms="dp-oporp", epsilons=[1.0], ks=[4])
+    with pytest.raises(dprp.DprpError, match="test"):
+        dprp.eval_retrieval(np.tile(x, (3, 1)), x[:0], mechanisms="dp-oporp", epsilons=[1.0], ks=[4])
     rep = dprp.eval_retrieval(np.tile(x, (3, 1)), x, mechanisms="dp-oporp", epsilons=[1.0], ks=[4], seed="5eed")
     assert rep["rows"]

@@ -195,3 +195,5 @@ def test_a_ledger_counts_a_notebook_release_as_the_cli_does(tmp_path, data):
             assert sum(r for r, _, _ in parts) == len(data) and {d for _, d, _ in parts} == {p}
             assert gate.dataset(p, [(r, s) for r, _, s in parts])["fingerprint"] == b.meta["dataset"]["fingerprint"]
         assert gate.dataset(p, [(r, s) for r, _, s in windows[1:]])["fingerprint"] != b.meta["dataset"]["fingerprint"]
+        with pytest.raises(dprp.DprpError, match="rows"):
+            dprp.fingerprint_part(npy, key, rows=(300, 100))
