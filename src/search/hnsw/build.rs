@@ -318,10 +318,14 @@ where
     }
 
     /// After the insertions: give every row of `layer` that the entry point does not reach a
-    /// link from the nearest reachable row that has room for one (found by the same descent
-    /// and search as an insertion). The heuristic can prune the last link into a row (in
-    /// hnswlib too); this makes every row reachable again. Returns the rows left unreachable
-    /// (rows whose candidates all have full lists: none in practice).
+    /// link from a reachable row near it (found by the same descent and search as an
+    /// insertion). The heuristic can prune the last link into a row (in hnswlib too); this makes
+    /// every row reachable again. The nearest candidate with room for a link takes it; when all
+    /// candidates are full, the nearest one, `r`, gives up its farthest link `r → t` for
+    /// `r → u`, and `u` takes `u → t` (dropping its own farthest link if it is full). Every row
+    /// reached before is still reached (a path through `r → t` now goes `r → u → t`; no reached
+    /// row needed `u`'s links, since `u` was not reached), and no list grows past its bound.
+    /// Returns the rows left unreachable: none (the entry point is always a candidate).
     fn link_unreachable(&self, layer: usize, s: &mut Scratch) -> usize {
         let n = self.levels.len();
         let (entry, top) = *lock(&self.entry);
@@ -337,18 +341,16 @@ where
             for l in (layer + 1..=top as usize).rev() {
                 cur = self.greedy(u, cur, l, s);
             }
-            let found = self.search_layer(u, cur, layer, s);
-            let max = self.max_links(layer);
-            let linked = found.iter().any(|&(_, r)| {
-                let mut g = lock(&self.lists[r as usize]);
-                match g.get_mut(layer) {
-                    Some(list) if list.len() < max && !list.contains(&u) && seen[r as usize] => {
-                        list.push(u);
-                        true
-                    }
-                    _ => false,
-                }
-            });
+            let mut found = self.search_layer(u, cur, layer, s);
+            if !found.iter().any(|&(_, r)| seen[r as usize]) {
+                // The descent ended on a row this layer does not reach yet: start at the entry.
+                found = self.search_layer(u, ((self.dist)(u, entry), entry), layer, s);
+            }
+            let reached = || found.iter().map(|&(_, r)| r).filter(|&r| seen[r as usize]);
+            let linked = reached().any(|r| self.push_link(r, u, layer))
+                || reached()
+                    .next()
+                    .is_some_and(|r| self.swap_link(r, u, layer));
             if linked {
                 self.mark_reachable(u, layer, &mut seen, &mut links);
             } else {
@@ -356,6 +358,54 @@ where
             }
         }
         left
+    }
+
+    /// Add `r → u` on `layer` if `r`'s list has room (and no such link).
+    fn push_link(&self, r: u32, u: u32, layer: usize) -> bool {
+        let max = self.max_links(layer);
+        let mut g = lock(&self.lists[r as usize]);
+        match g.get_mut(layer) {
+            Some(list) if list.len() < max && !list.contains(&u) => {
+                list.push(u);
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// Replace `r`'s farthest link `r → t` on `layer` by `r → u`, and give `u` the link `u → t`
+    /// (in place of `u`'s own farthest link if its list is full), so that `t` stays reachable
+    /// through `u`. `u` must not be `r` and `r` must not already link to `u`.
+    fn swap_link(&self, r: u32, u: u32, layer: usize) -> bool {
+        let farthest = |row: u32, list: &[u32]| {
+            (0..list.len()).max_by_key(|&i| key((self.dist)(row, list[i]), list[i]))
+        };
+        let t = {
+            let mut g = lock(&self.lists[r as usize]);
+            let Some(list) = g.get_mut(layer) else {
+                return false;
+            };
+            if list.contains(&u) {
+                return false;
+            }
+            let Some(i) = farthest(r, list) else {
+                list.push(u);
+                return true;
+            };
+            std::mem::replace(&mut list[i], u)
+        };
+        let max = self.max_links(layer);
+        let mut g = lock(&self.lists[u as usize]);
+        if let Some(list) = g.get_mut(layer) {
+            if !list.contains(&t) {
+                if list.len() < max {
+                    list.push(t);
+                } else if let Some(i) = farthest(u, list) {
+                    list[i] = t;
+                }
+            }
+        }
+        true
     }
 }
 
