@@ -1,13 +1,12 @@
-//! `dprp export`: a release loaded into PostgreSQL with pgvector ([`dprp::export::postgres`]).
+//! `dprp export`: a release loaded into PostgreSQL with pgvector ([`dprp::request::export`]).
 
 use std::path::PathBuf;
 
 use clap::Args;
 
-use dprp::error::{Error, Result};
-use dprp::export::measure_name;
-use dprp::export::postgres::{export, measure_for, redact, ExportOptions};
+use dprp::error::Result;
 use dprp::release::ReleaseSet;
+use dprp::request::export::ExportRequest;
 
 #[derive(Debug, Args)]
 pub struct ExportArgs {
@@ -38,42 +37,14 @@ pub struct ExportArgs {
 
 pub fn run(a: ExportArgs) -> Result<()> {
     let set = ReleaseSet::open(&a.release)?;
-    let hnsw = match a.index.as_str() {
-        "hnsw" => true,
-        "none" => false,
-        o => {
-            return Err(Error::param(
-                "--index",
-                format!("unknown index '{o}' (expected hnsw or none)"),
-            ))
-        }
-    };
-    let o = ExportOptions {
-        url: a.postgres.clone(),
-        table: a.table.clone(),
+    let done = ExportRequest {
+        url: a.postgres,
+        table: a.table,
         replace: a.replace,
-        hnsw,
-        measure: measure_for(&set, a.measure.as_deref())?,
-    };
-    let done = export(&set, &o, &|| Ok(()))?;
-    let s = &done.stamp;
-    let rate = s.rows as f64 / done.copy_seconds.max(1e-9);
-    super::output::note(format_args!(
-        "exported {} rows (k = {}, {}) to table {} at {} in {:.2} s ({:.0} rows/s loading{}); \
-         release fingerprint {} stored as the table's comment",
-        s.rows,
-        s.k,
-        measure_name(o.measure),
-        o.table,
-        redact(&o.url),
-        done.total_seconds,
-        rate,
-        if done.hnsw {
-            ", then an HNSW index"
-        } else {
-            ""
-        },
-        &s.fingerprint[..16]
-    ));
+        index: Some(a.index),
+        measure: a.measure,
+    }
+    .run(&set, &|| Ok(()))?;
+    super::output::note(format_args!("{}", done.to_text()));
     Ok(())
 }

@@ -290,3 +290,29 @@ fn keywords_are_refused_as_table_names_before_connecting() {
         );
     }
 }
+
+#[test]
+fn an_unknown_index_or_a_measure_of_the_other_payload_is_refused_before_connecting() {
+    let d = tmp();
+    let rel = release(d.path());
+    let url = format!("postgresql://u@127.0.0.1:{}/db", closed_port());
+    let base = ["export", &rel, "--postgres", &url, "--table", "t"];
+    let err = fails(
+        d.path(),
+        &[&base[..], &["--index", "ivf"]].concat(),
+        &["invalid --index", "unknown index 'ivf' (expected hnsw or none)"],
+    );
+    assert!(!err.contains("connect"), "{err}");
+    let err = fails(
+        d.path(),
+        &[&base[..], &["--measure", "hamming"]].concat(),
+        &["--measure"],
+    );
+    assert!(!err.contains("connect"), "{err}");
+    // power: with the index and measure accepted, the same command does reach the network
+    fails(
+        d.path(),
+        &[&base[..], &["--index", "hnsw", "--measure", "cosine"]].concat(),
+        &["connect"],
+    );
+}

@@ -7,7 +7,7 @@ use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyTuple};
 
-use dprp::data::RowReader;
+use dprp::request::rows::{RowReader, Scaling};
 
 use crate::interrupt::Cancel;
 
@@ -112,7 +112,7 @@ pub fn matrix<'py>(x: &Bound<'py, PyAny>, what: &str) -> PyResult<Matrix<'py>> {
 
 /// A shape as Python prints it: `(2, 3)`, `(4,)`, `()` (the `.npy` reader's wording).
 fn shape_text(shape: &[usize]) -> String {
-    dprp::data::npy::shape_text(&shape.iter().map(|&d| d as u64).collect::<Vec<_>>())
+    dprp::request::rows::shape_text(&shape.iter().map(|&d| d as u64).collect::<Vec<_>>())
 }
 
 /// One vector, copied as f64: a 1-D float32 or float64 numpy array (any strides), or a list or
@@ -253,7 +253,7 @@ impl RowReader for CancellableReader<'_> {
     fn has_labels(&self) -> bool {
         self.inner.has_labels()
     }
-    fn scaling(&self) -> dprp::data::Scaling {
+    fn scaling(&self) -> Scaling {
         self.inner.scaling()
     }
     fn read_chunk(

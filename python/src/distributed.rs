@@ -8,12 +8,10 @@ use numpy::{PyArray1, PyReadonlyArray1};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
-use dprp::mechanism::distributed::accountant::params::DistributedRequest;
-use dprp::mechanism::distributed::guarantee::Accounting;
-use dprp::mechanism::distributed::modular::ModularSum;
-use dprp::mechanism::distributed::{plan_encoder_for, DistributedKind, PlanDetail, Planned};
-use dprp::privacy::rounds::{Family, RoundCost, RoundsAccountant as Accountant, Spent};
-use dprp::privacy::samplers::noise::NoiseSource;
+use dprp::request::encoder::{
+    self, Encoder, EncoderOptions, Family, PlanDetail, RoundCost, RoundsAccountant as Accountant,
+    Spent,
+};
 
 use crate::ints::{self, Int};
 use crate::{err, param};
@@ -22,8 +20,7 @@ use crate::{err, param};
 /// parameters (mechanism, dimension, clients, ε, δ, clip, bits, seed) and get the same plan.
 #[pyclass(module = "dprp")]
 pub struct DistributedEncoder {
-    planned: Planned,
-    kind: DistributedKind,
+    inner: Encoder,
 }
 
 #[pymethods]
@@ -32,7 +29,7 @@ impl DistributedEncoder {
     /// vectors of `dim` values, each clipped to ℓ₂ norm `clip`, sent as residues mod `2^bits`,
     /// the sum `(epsilon, delta)`-DP (the plan's statement says under which neighbours and
     /// theorem). `clients` is the number of noise shares the plan counts on: a round whose sum
-    /// holds fewer has a larger ε ([`Planned::guarantee_at`]); `max_clients` (default `clients`)
+    /// holds fewer has a larger ε ([`Encoder::guarantee_at`]); `max_clients` (default `clients`)
     /// is the most messages a sum may hold, for which the modulus is sized. `seed` is the public
     /// seed of the rotation and sketch; `bits_per_parameter` caps sketch-DDG's message.
     #[new]
@@ -52,83 +49,63 @@ impl DistributedEncoder {
         max_wrap: f64,
         max_clients: Option<Int>,
     ) -> PyResult<Self> {
-        let kind = DistributedKind::parse(mechanism).ok_or_else(|| {
-            param(
-                "mechanism",
-                format!("'{mechanism}' is not a distributed mechanism (ddg, sketch-ddg, binomial)"),
-            )
-        })?;
-        if bits_per_parameter.is_some() && kind != DistributedKind::SketchDdg {
-            return Err(param(
-                "bits_per_parameter",
-                "applies to sketch-ddg only (ddg and binomial send b bits per rotated coordinate)",
-            ));
-        }
-        let req = DistributedRequest {
-            n: clients.get("clients")?,
-            d: dim.get("dim")?,
+        let options = EncoderOptions {
+            mechanism: mechanism.to_string(),
+            dim: dim.get("dim")?,
+            clients: clients.get("clients")?,
             epsilon,
             delta,
             clip,
+            seed: crate::public_seed(seed)?,
             bits: ints::unsigned(bits, "bits")?,
-            max_wrap_probability: max_wrap,
+            bits_per_parameter,
+            max_wrap,
+            max_clients: max_clients.map(|m| m.get("max_clients")).transpose()?,
         };
-        let sum_clients = match max_clients {
-            Some(m) => m.get("max_clients")?,
-            None => req.n,
-        };
-        if sum_clients < req.n {
-            return Err(param(
-                "max_clients",
-                format!("{sum_clients} is below clients = {}", req.n),
-            ));
-        }
-        let seed = crate::public_seed(seed)?;
-        let planned =
-            plan_encoder_for(kind, &req, bits_per_parameter, seed, sum_clients).map_err(err)?;
-        Ok(DistributedEncoder { planned, kind })
+        let inner = Encoder::plan(&options).map_err(err)?;
+        Ok(DistributedEncoder { inner })
     }
 
     /// The input dimension.
     #[getter]
     fn dim(&self) -> usize {
-        self.planned.encoder.input_dim()
+        self.inner.dim()
     }
 
     /// Residues per message.
     #[getter]
     fn message_len(&self) -> usize {
-        self.planned.encoder.message_len()
+        self.inner.message_len()
     }
 
     /// `b`: the sum is taken mod `2^b`.
     #[getter]
     fn bits(&self) -> u32 {
-        self.planned.encoder.modulus().bits()
+        self.inner.bits()
     }
 
     /// Bits each client sends per input value.
     #[getter]
     fn bits_per_parameter(&self) -> f64 {
-        self.planned.bits_per_parameter
+        self.inner.bits_per_parameter()
     }
 
     /// The plan: ε achieved for `clients` noise shares, the mechanism's parameters, the expected
     /// squared error of the mean term by term, the wrap bound and the guarantee's statement.
     fn plan<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        let p = &self.planned;
+        let p = self.inner.plan_report();
         let d = PyDict::new(py);
-        d.set_item("mechanism", self.kind.name())?;
-        d.set_item("clients", p.request.n)?;
+        d.set_item("mechanism", p.mechanism)?;
+        d.set_item("clients", p.clients)?;
         d.set_item("epsilon", p.epsilon)?;
-        d.set_item("delta", p.guarantee.delta)?;
-        d.set_item("bits", p.request.bits)?;
+        d.set_item("delta", p.delta)?;
+        d.set_item("bits", p.bits)?;
         d.set_item("bits_per_parameter", p.bits_per_parameter)?;
-        d.set_item("message_len", p.encoder.message_len())?;
+        d.set_item("message_len", p.message_len)?;
         d.set_item("wrap_probability", p.wrap_probability)?;
-        d.set_item("mse", p.mse.total())?;
-        d.set_item("statement", p.guarantee.statement(p.request.n))?;
-        match &p.plan {
+        d.set_item("mse", p.mse)?;
+        d.set_item("statement", p.statement)?;
+        match &p.detail {
             PlanDetail::Ddg(q) => {
                 d.set_item("sigma", q.sigma)?;
                 d.set_item("gamma", q.gamma)?;
@@ -157,20 +134,7 @@ impl DistributedEncoder {
         x: &Bound<'py, PyAny>,
     ) -> PyResult<Bound<'py, PyArray1<u64>>> {
         let x = crate::arrays::vector(x, "x", "encode takes one client's vector (1-D array)")?;
-        let enc = &self.planned.encoder;
-        if x.len() != enc.input_dim() {
-            return Err(param(
-                "x",
-                format!(
-                    "has {} values, the encoder was planned for dim = {}",
-                    x.len(),
-                    enc.input_dim()
-                ),
-            ));
-        }
-        let mut out = vec![0u64; enc.message_len()];
-        let mut rng = NoiseSource::from_os().map_err(err)?.row_rng(0);
-        enc.encode(&x, &mut out, &mut rng, None).map_err(err)?;
+        let out = self.inner.encode(&x).map_err(err)?;
         Ok(PyArray1::from_vec(py, out))
     }
 
@@ -183,51 +147,31 @@ impl DistributedEncoder {
         residues: &Bound<'py, PyAny>,
         clients: Int,
     ) -> PyResult<Bound<'py, PyArray1<f64>>> {
-        let enc = &self.planned.encoder;
         let r = residues_of(residues)?;
-        if r.len() != enc.message_len() {
-            return Err(param(
-                "residues",
-                format!(
-                    "has {} values, a message of this plan has {}",
-                    r.len(),
-                    enc.message_len()
-                ),
-            ));
-        }
-        let sum =
-            ModularSum::from_residues(enc.modulus(), r, clients.get("clients")?).map_err(err)?;
-        Ok(PyArray1::from_vec(py, enc.decode(&sum).map_err(err)?))
+        let mean = self.inner.decode(r, clients.get("clients")?).map_err(err)?;
+        Ok(PyArray1::from_vec(py, mean))
     }
 
     /// The guarantee of a round whose sum holds `survivors` clients' messages (fewer noise
     /// shares than planned: a larger ε), with the round's cost for a `RoundsAccountant`.
     fn guarantee_at<'py>(&self, py: Python<'py>, survivors: Int) -> PyResult<Bound<'py, PyDict>> {
         let n: u64 = survivors.get("survivors")?;
-        let g = self.planned.guarantee_at(n).map_err(err)?;
+        let g = self.inner.guarantee_at(n).map_err(err)?;
         let d = PyDict::new(py);
         d.set_item("epsilon", g.epsilon)?;
         d.set_item("delta", g.delta)?;
-        d.set_item("clients", n)?;
-        d.set_item("statement", g.statement(n))?;
-        let cost = PyDict::new(py);
-        match g.accounting {
-            Accounting::Zcdp { rho } => {
-                d.set_item("rho", rho)?;
-                cost.set_item("rho", rho)?;
-            }
-            Accounting::Binomial { .. } => {
-                cost.set_item("epsilon", g.epsilon)?;
-                cost.set_item("delta", g.delta)?;
-            }
+        d.set_item("clients", g.clients)?;
+        d.set_item("statement", g.statement)?;
+        if let Some(rho) = g.rho {
+            d.set_item("rho", rho)?;
         }
-        d.set_item("cost", cost)?;
+        d.set_item("cost", cost_dict(py, &g.cost)?)?;
         Ok(d)
     }
 
     /// The bound on the probability that the modular sum of `clients` messages wraps.
     fn wrap_probability_at(&self, clients: Int) -> PyResult<f64> {
-        self.planned
+        self.inner
             .wrap_probability_at(clients.get("clients")?)
             .map_err(err)
     }
@@ -235,10 +179,7 @@ impl DistributedEncoder {
     /// `zcdp` (DDG family) or `approx` (Binomial): how its rounds compose.
     #[getter]
     fn family(&self) -> &'static str {
-        match self.kind {
-            DistributedKind::Binomial => "approx",
-            _ => "zcdp",
-        }
+        encoder::family_name(self.inner.family())
     }
 }
 
@@ -267,7 +208,7 @@ fn residues_of(a: &Bound<'_, PyAny>) -> PyResult<Vec<u64>> {
 }
 
 /// Composition over training rounds against a budget given before round 1
-/// ([`dprp::privacy::rounds`]): `family` is `zcdp` (DDG family: ρ's add), `approx` (Binomial:
+/// ([`dprp::request::encoder`]): `family` is `zcdp` (DDG family: ρ's add), `approx` (Binomial:
 /// basic composition) or `local` (pure ε-LDP: basic composition, δ = 0).
 #[pyclass(module = "dprp")]
 pub struct RoundsAccountant {
@@ -275,15 +216,21 @@ pub struct RoundsAccountant {
 }
 
 fn family_of(name: &str) -> PyResult<Family> {
-    match name {
-        "zcdp" => Ok(Family::Zcdp),
-        "approx" => Ok(Family::Approx),
-        "local" => Ok(Family::PureLocal),
-        _ => Err(param(
-            "family",
-            format!("'{name}' is not a family (zcdp, approx, local)"),
-        )),
+    encoder::family(name).map_err(err)
+}
+
+/// A round's cost as a dict (what [`cost_of`] reads).
+fn cost_dict<'py>(py: Python<'py>, cost: &RoundCost) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    match *cost {
+        RoundCost::Zcdp { rho } => d.set_item("rho", rho)?,
+        RoundCost::Approx { epsilon, delta } => {
+            d.set_item("epsilon", epsilon)?;
+            d.set_item("delta", delta)?;
+        }
+        RoundCost::PureLocal { epsilon } => d.set_item("epsilon", epsilon)?,
     }
+    Ok(d)
 }
 
 /// A round's cost from a dict: `{"rho": ρ}`, `{"epsilon": ε, "delta": δ}` or `{"epsilon": ε}`.

@@ -4,8 +4,8 @@
 
 use pyo3::prelude::*;
 
-use dprp::data::Dataset;
 use dprp::request::eval::RowsRetrieval;
+use dprp::request::rows::Dataset;
 
 use crate::err;
 use crate::interrupt::{self, Outcome};

@@ -1,7 +1,7 @@
 //! Long calls with the GIL released, and Ctrl-C.
 //!
 //! The CLI answers SIGINT by removing pending outputs and exiting the process
-//! (`dprp::cli::output::install_signal_handlers`); a Python module must not exit its host, and
+//! (`install_signal_handlers` in the command's crate, `cli/src/output.rs`); a Python module must not exit its host, and
 //! only Python's main thread, holding the GIL, can see that a signal arrived
 //! (`PyErr_CheckSignals`). So a long call runs its work on a worker thread while the calling
 //! thread, with the GIL released, waits for it and every [`POLL`] re-takes the GIL briefly to

@@ -7,11 +7,8 @@ use std::path::PathBuf;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict};
 
-use dprp::ledger::{Budget, Gate};
-use dprp::publish::{provisional_entry, PublishRequest};
-use dprp::release::{DatasetRecord, ReleaseSet};
-use dprp::request::ledger::{file_part, fingerprint_part as fingerprint_part_of};
-use dprp::request::publish::RunOptions;
+use dprp::release::DatasetRecord;
+use dprp::request::ledger::{file_part, fingerprint_part as fingerprint_part_of, JobGate};
 use dprp::request::MechanismOptions;
 
 use crate::arrays::{self, ArrayReader};
@@ -85,12 +82,12 @@ pub fn fingerprint_part<'py>(
 /// runs, then `confirm` the finished release or `withdraw` a failed one.
 #[pyclass(module = "dprp._dprp")]
 pub struct LedgerGate {
-    gate: Option<Gate>,
+    gate: Option<JobGate>,
     dir: PathBuf,
 }
 
 impl LedgerGate {
-    fn gate(&mut self) -> PyResult<&mut Gate> {
+    fn gate(&mut self) -> PyResult<&mut JobGate> {
         self.gate.as_mut().ok_or_else(|| {
             param(
                 "ledger",
@@ -120,10 +117,10 @@ impl LedgerGate {
     #[new]
     #[pyo3(signature = (dir, budget = None))]
     fn new(py: Python<'_>, dir: PathBuf, budget: Option<&Bound<'_, PyAny>>) -> PyResult<Self> {
-        let budget = budget
-            .map(|b| Budget::parse(&budget_text(b)?).map_err(err))
-            .transpose()?;
-        let gate = py.detach(|| Gate::new(&dir, budget, || {})).map_err(err)?;
+        let budget = budget.map(budget_text).transpose()?;
+        let gate = py
+            .detach(|| JobGate::open(&dir, budget.as_deref()))
+            .map_err(err)?;
         Ok(LedgerGate {
             gate: Some(gate),
             dir,
@@ -133,7 +130,7 @@ impl LedgerGate {
     /// The row-hashing key for [`fingerprint_part`] (secret: for the processes that read the
     /// rows, never to be logged or written).
     fn rows_key<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
-        Ok(PyBytes::new(py, &self.gate()?.key().rows_key()))
+        Ok(PyBytes::new(py, &self.gate()?.rows_key()))
     }
 
     /// The dataset's fingerprint from its parts `[(rows, sum), …]` (each from
@@ -145,22 +142,12 @@ impl LedgerGate {
         parts: Vec<(u64, Vec<u8>)>,
     ) -> PyResult<Bound<'py, PyDict>> {
         let dim: usize = dim.get("dim")?;
-        let mut f = self.gate()?.key().fingerprinter(dim);
-        for (rows, sum) in &parts {
-            let sum: [u8; 32] = sum.as_slice().try_into().map_err(|_| {
-                param(
-                    "parts",
-                    format!("a sum of {} bytes, expected 32", sum.len()),
-                )
-            })?;
-            f.merge(*rows, &sum).map_err(err)?;
-        }
-        let rec = f.finish();
+        let (rec, rows) = self.gate()?.dataset(dim, &parts).map_err(err)?;
         let d = PyDict::new(py);
         d.set_item("fingerprint", rec.fingerprint)?;
         d.set_item("key_id", rec.key_id)?;
         d.set_item("hashed", rec.hashed)?;
-        d.set_item("rows", f.rows())?;
+        d.set_item("rows", rows)?;
         Ok(d)
     }
 
@@ -208,36 +195,26 @@ impl LedgerGate {
             (delta, beta, neighbour, k, projection, seed),
             (min_norm, individual_dp, epsilon_norm, radius, noise),
         )?;
-        let (opts, source) = RunOptions {
-            memory_mib: 256,
-            output_format: None,
-            noise_seed: noise_seed.map(String::from),
-            overwrite: false,
-        }
-        .resolve(&output, plan.noise, None::<fn(&str)>)
-        .map_err(err)?;
-        let req = PublishRequest {
-            input: PathBuf::from("(reservation)"),
-            input_opts: Default::default(),
-            scaling: scaling(scale, normalize, clip, clip_norm)?,
-            params: plan.params,
-            output: output.clone(),
-        };
-        let entry = provisional_entry(&req, dim, &source, &opts).map_err(err)?;
+        let scaling = scaling(scale, normalize, clip, clip_norm)?;
         let dataset = dataset_record(dataset)?;
         self.gate()?
-            .reserve(&output, entry, dataset, rows)
+            .reserve(
+                &output,
+                rows,
+                dataset,
+                dim,
+                plan,
+                scaling,
+                noise_seed.map(String::from),
+            )
             .map_err(err)
     }
 
     /// Record the finished release at `release` (a sharded release's directory, not yet
     /// published elsewhere) in its reservation's place; refused when it is not what was reserved.
     fn confirm(&mut self, py: Python<'_>, release: PathBuf) -> PyResult<()> {
-        let set = py
-            .detach(|| ReleaseSet::open_with(&release, true))
-            .map_err(err)?;
-        let (meta, sum) = (set.meta().clone(), set.checksum());
-        self.gate()?.confirm(&release, &meta, &sum).map_err(err)
+        let gate = self.gate()?;
+        py.detach(|| gate.confirm(&release)).map_err(err)
     }
 
     /// The job failed and nothing it wrote remains: the reservation no longer counts.

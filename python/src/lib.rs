@@ -68,7 +68,7 @@ pub(crate) fn py_text(s: &str) -> String {
 /// A public projection seed: a non-negative int (any size; numpy integers too) or up to 64 hex
 /// digits, as `--projection-seed`. A negative int is a `DprpError` naming `seed`; another type a
 /// `TypeError`.
-pub(crate) fn public_seed(s: &Bound<'_, PyAny>) -> PyResult<dprp::projection::Seed> {
+pub(crate) fn public_seed(s: &Bound<'_, PyAny>) -> PyResult<dprp::request::Seed> {
     let text = if let Ok(t) = s.extract::<String>() {
         t
     } else if let Ok(ints::Int(v)) = s.extract::<ints::Int>() {
@@ -88,7 +88,7 @@ pub(crate) fn public_seed(s: &Bound<'_, PyAny>) -> PyResult<dprp::projection::Se
             s.get_type().name()?
         )));
     };
-    dprp::projection::Seed::parse_hex(&text).map_err(err)
+    dprp::request::Seed::parse_hex(&text).map_err(err)
 }
 
 /// A parameter error raised from the bindings themselves, worded as dprp words its own.

@@ -5,9 +5,7 @@
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 
-use dprp::data::scale::{parse_normalize, ScaleArg, ScalingRequest};
-use dprp::projection::Seed;
-use dprp::request::{MechanismOptions, MechanismPlan};
+use dprp::request::{MechanismOptions, MechanismPlan, ScaleOptions, ScalingRequest, Seed};
 
 use crate::err;
 
@@ -61,24 +59,22 @@ pub(crate) fn scaling(
     clip: bool,
     clip_norm: Option<f64>,
 ) -> PyResult<ScalingRequest> {
-    Ok(ScalingRequest {
-        scale: match scale {
-            None => None,
-            Some(s) => Some(if let Ok(v) = s.extract::<f64>() {
-                ScaleArg::parse(&v.to_string()).map_err(err)?
-            } else {
-                ScaleArg::parse(&s.extract::<String>().map_err(|_| {
-                    PyTypeError::new_err("scale: expected a positive number or \"max-abs\"")
-                })?)
-                .map_err(err)?
-            }),
-        },
-        normalize_l2: normalize
-            .map(parse_normalize)
-            .transpose()
-            .map_err(err)?
-            .unwrap_or(false),
+    let scale = match scale {
+        None => None,
+        Some(s) => Some(if let Ok(v) = s.extract::<f64>() {
+            v.to_string()
+        } else {
+            s.extract::<String>().map_err(|_| {
+                PyTypeError::new_err("scale: expected a positive number or \"max-abs\"")
+            })?
+        }),
+    };
+    ScaleOptions {
+        scale,
+        normalize: normalize.map(String::from),
         clip,
         clip_norm,
-    })
+    }
+    .request()
+    .map_err(err)
 }

@@ -6,10 +6,9 @@ use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
-use dprp::data::{open_reader, InputOptions, RowReader};
-use dprp::publish::PublishRequest;
 use dprp::request::calibrate::{mechanism_calibration, sigma_for_sensitivity, CalibrateOptions};
-use dprp::request::publish::{Layout, LedgerOptions, PublishJob, RunOptions};
+use dprp::request::publish::{Layout, LedgerOptions, PublishJob, PublishRequest, RunOptions};
+use dprp::request::rows::{open_reader, Columns, InputOptions, RowReader};
 use dprp::request::shards::WorkerShard;
 use dprp::request::MechanismOptions;
 
@@ -125,7 +124,7 @@ pub fn publish<'py>(
             input: input_path,
             input_opts: InputOptions {
                 csv_label_column: label_column.as_deref().and_then(|l| l.parse().ok()),
-                columns: dprp::data::parquet::Columns {
+                columns: Columns {
                     vectors: column,
                     label: label_column,
                     id: id_column,

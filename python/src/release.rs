@@ -19,14 +19,11 @@ use numpy::{IntoPyArray, PyArray2};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
-use dprp::estimate::Estimator;
-use dprp::mechanism::{self, Mechanism, Payload};
-use dprp::release::ReleaseSet;
+use dprp::release::{Mechanism, Payload, ReleaseSet};
 use dprp::request::estimate::EstimateRequest;
+use dprp::request::project::{stamp, Stamp};
 use dprp::request::query::RawQueries;
-use dprp::request::search::{Search, Searcher};
-use dprp::search::queries::QuerySketches;
-use dprp::search::Sketch;
+use dprp::request::search::search_raw;
 
 use crate::interrupt::{self, Outcome};
 use crate::ints::{self, Int};
@@ -152,8 +149,7 @@ impl Release {
         let inner = py
             .detach(|| ReleaseSet::open_with(path, verify))
             .map_err(err)?;
-        let mech = mechanism::from_record(&inner.meta().mechanism, &inner.meta().guarantee)
-            .map_err(err)?;
+        let mech = inner.mechanism().map_err(err)?;
         let guards = inner
             .parts()
             .iter()
@@ -422,46 +418,28 @@ impl Release {
         let p = view.cols();
         self.check_files()?;
         let nq = view.rows();
-        let k = self.inner.k();
-        let meta = self.inner.meta();
         let mech = self.mech.as_ref();
         let set = &self.inner;
         let outcome = interrupt::run(py, |cancel| -> dprp::Result<(Vec<u64>, Vec<f32>)> {
             let mut values = Vec::with_capacity(nq * p);
             view.append_rows(0, nq, &mut values);
-            let zero = dprp::request::query::zero_queries(&values, p);
             let raw = RawQueries {
                 values,
                 p,
                 scaling: Default::default(),
                 file: None,
             };
-            let (q, _) = raw.sketch_for(meta, mech, "queries", no_scale)?;
-            let qs = match &q {
-                QuerySketches::Real(v) => Sketch::Real { data: v, k },
-                QuerySketches::Bits(v) => Sketch::Bits { data: v, k },
-            };
-            let db = dprp::search::sharded::part_sketches(set)?.remove(0);
             // the search `dprp query` runs: the same refusals, ids and undefined queries
-            let s = Search::new(set, db, qs, &zero, (measure, top), Searcher::Exact)?;
-            let mut ids = Vec::with_capacity(nq * top);
-            let mut scores = Vec::with_capacity(nq * top);
-            for start in (0..nq).step_by(SEARCH_BATCH) {
-                cancel.check()?;
-                let end = (start + SEARCH_BATCH).min(nq);
-                for hits in s.batch(start, end, None)? {
-                    for h in &hits {
-                        ids.push(h.row as u64);
-                        scores.push(h.score);
-                    }
-                    // top ≤ n, so every defined query has `top` hits; pad the others
-                    for _ in hits.len()..top {
-                        ids.push(u64::MAX);
-                        scores.push(f32::NAN);
-                    }
-                }
-            }
-            Ok((ids, scores))
+            let between = || cancel.check();
+            search_raw(
+                set,
+                mech,
+                raw,
+                no_scale,
+                (measure, top),
+                SEARCH_BATCH,
+                &between,
+            )
         })?;
         let (ids, scores) = match outcome {
             Outcome::Done(r) => r.map_err(err)?,
@@ -486,9 +464,7 @@ impl Release {
     /// signs), rows and tool.
     #[pyo3(signature = (measure=None))]
     fn stamp<'py>(&self, py: Python<'py>, measure: Option<&str>) -> PyResult<Bound<'py, PyAny>> {
-        let bits = self.inner.meta().payload == Payload::Bits;
-        let m = dprp::search::Measure::or_default(measure, bits).map_err(err)?;
-        crate::to_py_json(py, &dprp::export::Stamp::of(&self.inner, m))
+        crate::to_py_json(py, &stamp(&self.inner, measure).map_err(err)?)
     }
 
     /// Check a table's stamp (a dict, as `stamp()` gives it) against this release: its
@@ -502,7 +478,7 @@ impl Release {
             .extract()?;
         let value: serde_json::Value =
             serde_json::from_str(&json).map_err(|e| param("stamp", e))?;
-        dprp::export::Stamp::check(&value, &self.inner, place).map_err(err)
+        Stamp::check(&value, &self.inner, place).map_err(err)
     }
 
     /// Raw query vectors (2-D float array, p columns) as `dprp project` writes them: brought to
@@ -600,32 +576,13 @@ impl Release {
         self.locate(j, "j")?;
         self.check_files()?;
         let rows = [i as usize, j as usize];
-        let line = EstimateRequest::new(&self.inner, self.mech.as_ref(), &rows)
-            .and_then(|r| r.pair())
-            .map_err(err)?
-            .to_json()[0]
-            .take();
+        let request = EstimateRequest::new(&self.inner, self.mech.as_ref(), &rows).map_err(err)?;
         if full {
+            let line = request.pair().map_err(err)?.to_json()[0].take();
             let text = serde_json::to_string(&line).map_err(|e| param("estimate", e))?;
             return py.import("json")?.call_method1("loads", (text,));
         }
-        let num = |k: &str| line[k].as_f64();
-        let pair = match self.mech.as_sketch().map_err(err)?.estimator() {
-            Estimator::Sign { .. } => match (num("cosine"), num("se_cosine")) {
-                (Some(c), Some(s)) => (c, s),
-                _ => {
-                    return Err(param(
-                        "release",
-                        "its sign flips depend on the data (smooth flipping or iDP), so the \
-                         agreement rate cannot be debiased into a cosine",
-                    ))
-                }
-            },
-            _ => (
-                num("inner_product").unwrap_or(f64::NAN),
-                num("se").unwrap_or(f64::NAN),
-            ),
-        };
+        let pair = request.pair_value().map_err(err)?;
         pair.into_pyobject(py).map(|t| t.into_any())
     }
 }

@@ -1,22 +1,19 @@
 //! The parts of `dprp.Release` that serve a release where embeddings are queried: raw queries
 //! projected for a database (`project`), candidates re-ranked by the debiased estimates
-//! (`rerank`), the release loaded into PostgreSQL (`to_postgres`). The work is the library's
-//! (`dprp::request::project`, `dprp::search::rerank`, `dprp::export::postgres`); this module only
-//! converts arrays and runs it interruptibly.
+//! (`rerank`), the release loaded into PostgreSQL (`to_postgres`). The work is the request
+//! layer's (`dprp::request::project`, `dprp::request::search::rerank_raw`,
+//! `dprp::request::export`); this module only converts arrays and runs it interruptibly.
 
 use numpy::ndarray::Array2;
 use numpy::{IntoPyArray, PyArray2, PyReadonlyArray2, PyUntypedArrayMethods};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
-use dprp::export::postgres::{export, measure_for, ExportOptions};
-use dprp::mechanism::Mechanism;
-use dprp::release::ReleaseSet;
-use dprp::request::project::Projected;
+use dprp::release::{Mechanism, ReleaseSet};
+use dprp::request::export::ExportRequest;
+use dprp::request::project::{Projected, QuerySketches};
 use dprp::request::query::RawQueries;
-use dprp::search::queries::QuerySketches;
-use dprp::search::rerank::{rerank as rerank_rows, Reranked};
-use dprp::search::Measure;
+use dprp::request::search::{rerank_raw, Reranked};
 
 use crate::interrupt::{self, Outcome};
 use crate::{err, param};
@@ -123,14 +120,12 @@ pub fn rerank<'py>(
     measure: Option<&str>,
     no_scale: bool,
 ) -> PyResult<RerankedArrays<'py>> {
-    let mut raw = raw_queries(queries)?;
+    let raw = raw_queries(queries)?;
     let nq = raw.n();
     let (ids, c) = candidate_ids(candidates, nq)?;
-    let by = measure.map(Measure::parse).transpose().map_err(err)?;
     let outcome = interrupt::run(py, |cancel| -> dprp::Result<Reranked> {
-        raw.scale_for(set.meta(), "queries", no_scale)?;
-        cancel.check()?;
-        rerank_rows(set, mech, &raw.values, &ids, c, top, by)
+        let between = || cancel.check();
+        rerank_raw(set, mech, raw, (&ids, c), top, measure, no_scale, &between)
     })?;
     let r = finish(outcome)?;
     let shape = |e: numpy::ndarray::ShapeError| param("rerank", e);
@@ -151,7 +146,7 @@ pub fn rerank<'py>(
 /// URL's `user:password@`, and `password` / `sslpassword` parameters in any case or encoding.
 #[pyfunction(name = "_redact_postgres_url")]
 pub fn redact_postgres_url(url: &str) -> String {
-    dprp::export::postgres::redact(url)
+    dprp::request::export::redact(url)
 }
 
 /// `Release.to_postgres`: a dict with the stamp stored, the rows and the times.
@@ -164,25 +159,15 @@ pub fn to_postgres<'py>(
     index: Option<&str>,
     measure: Option<&str>,
 ) -> PyResult<Bound<'py, PyDict>> {
-    let hnsw = match index {
-        None | Some("none") => false,
-        Some("hnsw") => true,
-        Some(o) => {
-            return Err(param(
-                "index",
-                format!("unknown index '{o}' (expected 'hnsw' or None)"),
-            ))
-        }
-    };
-    let o = ExportOptions {
+    let request = ExportRequest {
         url,
         table,
         replace,
-        hnsw,
-        measure: measure_for(set, measure).map_err(err)?,
+        index: index.map(String::from),
+        measure: measure.map(String::from),
     };
     let outcome = interrupt::run(py, |cancel| {
-        export(set, &o, &|| cancel.check()).map_err(|e| match e {
+        request.run(set, &|| cancel.check()).map_err(|e| match e {
             // the export's options as this method's arguments
             dprp::Error::Param { name, msg } if name == dprp::error::field("postgres") => {
                 dprp::Error::Param {
@@ -194,13 +179,13 @@ pub fn to_postgres<'py>(
         })
     })?;
     let done = finish(outcome)?;
-    let d = PyDict::new(py);
-    d.set_item("rows", done.stamp.rows)?;
-    d.set_item("table", &o.table)?;
-    d.set_item("fingerprint", &done.stamp.fingerprint)?;
-    d.set_item("measure", &done.stamp.measure)?;
-    d.set_item("hnsw", done.hnsw)?;
-    d.set_item("copy_seconds", done.copy_seconds)?;
-    d.set_item("total_seconds", done.total_seconds)?;
+    let (x, d) = (&done.exported, PyDict::new(py));
+    d.set_item("rows", x.stamp.rows)?;
+    d.set_item("table", &done.options.table)?;
+    d.set_item("fingerprint", &x.stamp.fingerprint)?;
+    d.set_item("measure", &x.stamp.measure)?;
+    d.set_item("hnsw", x.hnsw)?;
+    d.set_item("copy_seconds", x.copy_seconds)?;
+    d.set_item("total_seconds", x.total_seconds)?;
     Ok(d)
 }

@@ -30,6 +30,8 @@ mod reader;
 pub mod shards;
 mod writer;
 
+/// The mechanism a release records ([`ReleaseSet::mechanism`] rebuilds it) and its payload's type.
+pub use crate::mechanism::{Mechanism, Payload};
 pub use format::*;
 pub use reader::Release;
 pub use shards::ReleaseSet;

@@ -455,6 +455,15 @@ impl ReleaseSet {
     pub fn meta(&self) -> &ReleaseMeta {
         &self.meta
     }
+    /// The mechanism that made the release, rebuilt from its record (its public map from the
+    /// recorded seed): what estimates, queries and means of the release need.
+    pub fn mechanism(&self) -> Result<Box<dyn crate::mechanism::Mechanism>> {
+        crate::mechanism::from_record(&self.meta.mechanism, &self.meta.guarantee)
+    }
+    /// Whether the payload is packed sign bits (else float32 values).
+    pub fn is_bits(&self) -> bool {
+        self.meta.payload == crate::mechanism::Payload::Bits
+    }
     /// Rows in all parts.
     pub fn n(&self) -> usize {
         self.parts.iter().map(|r| r.n()).sum()

@@ -107,6 +107,31 @@ impl<'a> EstimateRequest<'a> {
         })
     }
 
+    /// The pair's estimate as two numbers (`Release.estimate`): for a sign release the cosine
+    /// debiased from the agreements and its standard error — refused when the flips depend on
+    /// the data (smooth flipping, iDP) —, else the inner product and its standard error (NaN
+    /// where undefined).
+    pub fn pair_value(&self) -> Result<(f64, f64)> {
+        let line = self.pair()?.to_json()[0].take();
+        let num = |k: &str| line[k].as_f64();
+        Ok(match self.mechanism.as_sketch()?.estimator() {
+            Estimator::Sign { .. } => match (num("cosine"), num("se_cosine")) {
+                (Some(c), Some(s)) => (c, s),
+                _ => {
+                    return Err(Error::param(
+                        "release",
+                        "its sign flips depend on the data (smooth flipping or iDP), so the \
+                         agreement rate cannot be debiased into a cosine",
+                    ))
+                }
+            },
+            _ => (
+                num("inner_product").unwrap_or(f64::NAN),
+                num("se").unwrap_or(f64::NAN),
+            ),
+        })
+    }
+
     /// The estimates between the raw query vector `u` (read from `file`, already at the scale of
     /// the release's rows) and each row the request names; `u` is projected with the release's
     /// public map, without noise.

@@ -1,18 +1,24 @@
 //! `dprp ledger DIR`: the releases of each dataset in a privacy budget ledger and their total
-//! guarantee ([`crate::ledger`]), as one report rendered as text or serialised as JSON.
+//! guarantee ([`crate::ledger`]), as one report rendered as text or serialised as JSON; a part
+//! of a dataset's fingerprint ([`fingerprint_part`]); and the ledger a job of many processes
+//! holds in its driver ([`JobGate`]).
 
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
 use crate::data::parquet::Columns;
+use crate::data::scale::ScalingRequest;
 use crate::data::source::Window;
 use crate::data::{open_reader, InputOptions, RowReader};
 use crate::error::{Error, Result};
 use crate::ledger::compose::{compose, fmt_num, Totals};
 use crate::ledger::fingerprint::Fingerprinter;
-use crate::ledger::{FileStatus, Inventory, Ledger, Listed, Unreadable};
-use crate::release::DatasetRecord;
+use crate::ledger::{Budget, FileStatus, Gate, Inventory, Ledger, Listed, Unreadable};
+use crate::publish::{provisional_entry, PublishRequest};
+use crate::release::{DatasetRecord, ReleaseSet};
+use crate::request::publish::RunOptions;
+use crate::request::MechanismPlan;
 
 /// One dataset's releases and totals.
 #[derive(Debug, Serialize)]
@@ -336,4 +342,93 @@ pub fn file_part(
         Some((lo, hi)) => Box::new(Window::new(inner, lo, Some(hi - lo))),
         None => inner,
     })
+}
+
+/// A ledger held by the driver of a job of many processes (`dprp.LedgerGate`, the Spark driver
+/// of `dprp.spark.publish(…, ledger=, budget=)`): opened with its lock, the dataset fingerprinted
+/// from its tasks' parts, the release reserved before any task publishes, then confirmed when it
+/// is finished or withdrawn when the job failed. Dropping it releases the lock.
+pub struct JobGate {
+    gate: Gate,
+}
+
+impl JobGate {
+    /// Open (or create) the ledger in `dir` and take its lock, waiting for another publish that
+    /// holds it; with `budget` (`--budget`'s text: `ε` or `ε,δ`) releases that would exceed it
+    /// are refused.
+    pub fn open(dir: &Path, budget: Option<&str>) -> Result<JobGate> {
+        let budget = budget.map(Budget::parse).transpose()?;
+        Ok(JobGate {
+            gate: Gate::new(dir, budget, || {})?,
+        })
+    }
+
+    /// The row-hashing key for [`fingerprint_part`] (secret: for the processes that read the
+    /// rows, never to be logged or written).
+    pub fn rows_key(&self) -> [u8; 32] {
+        self.gate.key().rows_key()
+    }
+
+    /// The dataset's record from its parts `(rows, sum)` (each a [`FingerprintPart`]'s) of rows
+    /// of `dim` values, and the rows they hold.
+    pub fn dataset(&self, dim: usize, parts: &[(u64, Vec<u8>)]) -> Result<(DatasetRecord, u64)> {
+        let mut f = self.gate.key().fingerprinter(dim);
+        for (rows, sum) in parts {
+            let sum: [u8; 32] = sum.as_slice().try_into().map_err(|_| {
+                Error::param(
+                    "parts",
+                    format!("a sum of {} bytes, expected 32", sum.len()),
+                )
+            })?;
+            f.merge(*rows, &sum)?;
+        }
+        let rows = f.rows();
+        Ok((f.finish(), rows))
+    }
+
+    /// Charge the release to be written at `output` — `rows` rows of `dataset` of `dim` values,
+    /// published with `plan` and `scaling` (and `noise_seed`, `--noise-seed`'s text) — before
+    /// any task runs: what [`provisional_entry`] records, refused when it would exceed the
+    /// budget. Returns the reservation's id.
+    #[allow(clippy::too_many_arguments)]
+    pub fn reserve(
+        &mut self,
+        output: &Path,
+        rows: u64,
+        dataset: DatasetRecord,
+        dim: usize,
+        plan: MechanismPlan,
+        scaling: ScalingRequest,
+        noise_seed: Option<String>,
+    ) -> Result<String> {
+        let (opts, source) = RunOptions {
+            memory_mib: 256,
+            output_format: None,
+            noise_seed,
+            overwrite: false,
+        }
+        .resolve(output, plan.noise, None::<fn(&str)>)?;
+        let req = PublishRequest {
+            input: PathBuf::from("(reservation)"),
+            input_opts: Default::default(),
+            scaling,
+            params: plan.params,
+            output: output.to_path_buf(),
+        };
+        let entry = provisional_entry(&req, dim, &source, &opts)?;
+        self.gate.reserve(output, entry, dataset, rows)
+    }
+
+    /// Record the finished release at `release` (a sharded release's directory, not yet
+    /// published elsewhere) in its reservation's place; refused when it is not what was reserved.
+    pub fn confirm(&mut self, release: &Path) -> Result<()> {
+        let set = ReleaseSet::open_with(release, true)?;
+        let (meta, sum) = (set.meta().clone(), set.checksum());
+        self.gate.confirm(release, &meta, &sum)
+    }
+
+    /// The job failed and nothing it wrote remains: the reservation no longer counts.
+    pub fn withdraw(&mut self) -> Result<()> {
+        self.gate.withdraw()
+    }
 }

@@ -13,12 +13,20 @@
 //!   plans), built whole before anything is printed.
 //! - [`convert`]: `dprp convert`, an input scaled and written as a native dataset.
 //! - [`demo`]: `dprp demo`'s releases of the bundled sample and what each keeps.
+//! - [`encoder`]: distributed DP one client and one server at a time
+//!   (`dprp.DistributedEncoder`, `dprp.RoundsAccountant`): the plan, a message, the decoded
+//!   mean, a round's guarantee, composition over rounds.
 //! - [`estimate`]: `dprp estimate`'s inner products and cosines with error bars, as text or
 //!   JSON.
 //! - [`eval`]: `dprp eval retrieval|svm|mean` (and their presets' datasets): the grid or the
 //!   experiments and the data checked, loaded and run, the report annotated (and written).
+//! - `export` (feature `postgres`): `dprp export` / `Release.to_postgres`, a release loaded
+//!   into PostgreSQL, and what was loaded.
 //! - [`info`]: what `dprp info` says about a release, as text or JSON.
 //! - [`ledger`]: `dprp ledger`, a ledger's releases grouped by dataset with their totals.
+//! - [`local`]: local DP one user and one server at a time (`dprp.privatise`,
+//!   `dprp.MeanAccumulator`): the mechanism from its public parameters, a message, the
+//!   streaming mean.
 //! - [`mean`]: `dprp mean`, the mean of one or several local-DP releases, and the file a mean
 //!   vector is written to.
 //! - [`mechanism`]: the mechanism options of `publish` (and `dprp.publish`) → [`MechanismParams`]
@@ -30,6 +38,10 @@
 //!   as queries.
 //! - [`round`]: a secure-aggregation round (`dprp aggregate`): encoder, plan, round, and one
 //!   report rendered as text or JSON.
+//! - [`rows`]: the rows a request reads — the reader a front end implements for rows it holds,
+//!   the input options of a file.
+//! - [`search`]: one search of a release ([`search::Search`]), and the whole of
+//!   `Release.search` / `Release.rerank` on queries held in memory.
 //! - [`shards`]: sharded publishing — `--shards N` on one machine, one worker's shard — with the
 //!   refusals that keep a shard from being privatised twice.
 //!
@@ -39,20 +51,29 @@ pub mod audit;
 pub mod calibrate;
 pub mod convert;
 pub mod demo;
+pub mod encoder;
 pub mod estimate;
 pub mod eval;
+#[cfg(feature = "postgres")]
+pub mod export;
 pub mod info;
 pub mod ledger;
+pub mod local;
 pub mod mean;
 pub mod mechanism;
 pub mod project;
 pub mod publish;
 pub mod query;
 pub mod round;
+pub mod rows;
 pub mod search;
 pub mod shards;
 
+/// The option types the requests take, named here so that a front end needs only this module:
+/// the scaling options (`--scale`, `--normalize`, `--clip`, `--clip-norm`) and a public seed.
+pub use crate::data::scale::{ScaleOptions, ScalingRequest};
 pub use crate::error::Front;
+pub use crate::projection::Seed;
 pub use mechanism::{MechanismOptions, MechanismPlan};
 
 /// `n` and the noun in the number it takes: `1 row`, `2 rows` (`many` is the plural).

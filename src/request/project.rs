@@ -20,7 +20,10 @@ use crate::mechanism::{Mechanism, Payload};
 use crate::release::parquet::{hex, ParquetSink};
 use crate::release::{ReleaseMeta, ReleaseSet};
 use crate::request::query::RawQueries;
-use crate::search::queries::QuerySketches;
+use crate::search::Measure;
+
+pub use crate::export::Stamp;
+pub use crate::search::queries::QuerySketches;
 
 /// Key of the projected-for fingerprint in a Parquet file of projected queries.
 pub const PROJECTED_FOR_KEY: &str = "dprp.projected_for";
@@ -31,6 +34,14 @@ pub const PROJECTED_FOR_KEY: &str = "dprp.projected_for";
 /// holding the release's sketches records and is checked against.
 pub fn fingerprint(set: &ReleaseSet) -> String {
     hex(&set.checksum())
+}
+
+/// The stamp a database table holding the release's sketches carries (`dprp export` writes it as
+/// the table's comment, `dprp.lancedb` in its schema metadata): fingerprint, p, k, payload, rows,
+/// and the `measure` the table is indexed for (given, or the payload's default: cosine, hamming
+/// for signs). [`Stamp::check`] checks a table's stamp against a release.
+pub fn stamp(set: &ReleaseSet, measure: Option<&str>) -> Result<Stamp> {
+    Ok(Stamp::of(set, Measure::or_default(measure, set.is_bits())?))
 }
 
 /// Raw query vectors projected for one release.

@@ -13,9 +13,8 @@
 //!
 //! ```
 //! use dprp::data::{native, sample};
-//! use dprp::publish::PublishRequest;
 //! use dprp::release::ReleaseSet;
-//! use dprp::request::publish::{Layout, PublishJob, RunOptions};
+//! use dprp::request::publish::{Layout, PublishJob, PublishRequest, RunOptions};
 //! use dprp::request::search::{Search, Searcher};
 //! use dprp::request::MechanismOptions;
 //! use dprp::search::sharded;
@@ -72,7 +71,10 @@ use crate::error::{Error, Result};
 use crate::ledger::{Budget, Gate};
 use crate::privacy::lattice::NoiseChoice;
 use crate::privacy::samplers::noise::NoiseSource;
-use crate::publish::{publish_from_as, PublishOptions, PublishOutcome, PublishRequest};
+use crate::publish::{publish_from_as, PublishOptions, PublishOutcome};
+
+/// What to publish, how and where: the job's [`PublishJob::request`].
+pub use crate::publish::PublishRequest;
 use crate::release::{Container, DatasetRecord};
 
 /// How to run the pipeline, as given.

@@ -3,12 +3,11 @@
 //! the round run ([`crate::mechanism::distributed::round`]), and its outcome as one report that
 //! renders itself as text or JSON.
 
-use crate::error::field;
 use std::path::Path;
 use std::time::Instant;
 
 use crate::data::RowReader;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::mechanism::distributed::accountant::params::{
     BinomialPlan, DdgPlan, DistributedRequest,
 };
@@ -69,22 +68,7 @@ pub struct RoundOutcome {
 impl RoundOptions {
     /// The encoder the options name, checked against the options that apply to it only.
     pub fn kind(&self) -> Result<DistributedKind> {
-        let kind = DistributedKind::parse(&self.mechanism).ok_or_else(|| {
-            Error::param(
-                field("mechanism"),
-                format!(
-                    "'{}' is not an aggregation encoder (expected ddg, sketch-ddg or binomial)",
-                    self.mechanism.to_ascii_lowercase()
-                ),
-            )
-        })?;
-        if self.bits_per_parameter.is_some() && kind != DistributedKind::SketchDdg {
-            return Err(Error::param(
-                field("bits_per_parameter"),
-                "applies to sketch-ddg only (ddg and binomial send b bits per rotated coordinate)",
-            ));
-        }
-        Ok(kind)
+        super::encoder::encoder_kind(&self.mechanism, self.bits_per_parameter)
     }
 
     /// Plan the encoder for the `n` clients `reader` holds and run the round: every client's

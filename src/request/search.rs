@@ -2,13 +2,21 @@
 //! the request once ([`Search::new`]) and then search batch by batch ([`Search::batch`]), each hit
 //! naming its row by the row's **id** (a one-file release's row id, a shard directory's global id)
 //! and a query whose ranking is undefined (a zero vector under the cosine or sign agreement) given
-//! no neighbours — the same refusals, the same ids and the same rule in both.
+//! no neighbours — the same refusals, the same ids and the same rule in both. [`search_raw`] and
+//! [`rerank_raw`] are the whole of `Release.search` and `Release.rerank` on queries held in
+//! memory.
 
 use crate::error::{field, Error, Result};
+use crate::mechanism::Mechanism;
 use crate::release::ReleaseSet;
+use crate::request::query::{zero_queries, RawQueries};
 use crate::search::hnsw::HnswIndex;
+use crate::search::queries::QuerySketches;
+use crate::search::rerank::rerank;
 use crate::search::sharded::{self, Concatenated};
 use crate::search::{check_request, exact, Hit, Measure, Sketch};
+
+pub use crate::search::rerank::Reranked;
 
 /// Where the rows are searched: every part exactly, or an HNSW index (with its search breadth
 /// `ef`) built over the release's rows — a shard directory's parts one after the other.
@@ -175,4 +183,72 @@ impl<'a> Search<'a> {
 /// the other.
 pub fn index_rows(set: &ReleaseSet) -> Result<Option<Concatenated>> {
     set.is_sharded().then(|| Concatenated::of(set)).transpose()
+}
+
+/// Ids and scores of a search, `queries × top` each, row-major.
+pub type FlatHits = (Vec<u64>, Vec<f32>);
+
+/// Search a release for raw query vectors held in memory (`Release.search`): `raw` brought to
+/// the release's recorded scale (unless `no_scale`) and projected with its public map, as `dprp
+/// query --queries` does, then searched exactly, `batch` queries at a time with `between`
+/// called before each batch (a front end's interrupt check). Every query gets `top` slots, best
+/// first; a query whose ranking is undefined (a zero vector under the cosine or sign agreement)
+/// gets `(u64::MAX, NaN)` in each.
+pub fn search_raw(
+    set: &ReleaseSet,
+    mech: &dyn Mechanism,
+    raw: RawQueries,
+    no_scale: bool,
+    (measure, top): (Option<&str>, usize),
+    batch: usize,
+    between: &dyn Fn() -> Result<()>,
+) -> Result<FlatHits> {
+    let (nq, k) = (raw.n(), set.k());
+    let zero = zero_queries(&raw.values, raw.p);
+    let (q, _) = raw.sketch_for(set.meta(), mech, "queries", no_scale)?;
+    let qs = match &q {
+        QuerySketches::Real(v) => Sketch::Real { data: v, k },
+        QuerySketches::Bits(v) => Sketch::Bits { data: v, k },
+    };
+    let db = sharded::part_sketches(set)?.remove(0);
+    let s = Search::new(set, db, qs, &zero, (measure, top), Searcher::Exact)?;
+    let mut ids = Vec::with_capacity(nq * top);
+    let mut scores = Vec::with_capacity(nq * top);
+    for start in (0..nq).step_by(batch.max(1)) {
+        between()?;
+        let end = (start + batch.max(1)).min(nq);
+        for hits in s.batch(start, end, None)? {
+            for h in &hits {
+                ids.push(h.row as u64);
+                scores.push(h.score);
+            }
+            // top ≤ n, so every defined query has `top` hits; pad the others
+            for _ in hits.len()..top {
+                ids.push(u64::MAX);
+                scores.push(f32::NAN);
+            }
+        }
+    }
+    Ok((ids, scores))
+}
+
+/// Re-rank candidate rows for raw queries held in memory by the debiased estimates
+/// ([`crate::search::rerank`], `Release.rerank`): `raw` brought to the release's recorded scale
+/// unless `no_scale`, `ids` the candidates, `c` per query, `measure` (`cosine` or `ip`) as
+/// given; `between` is called between the steps (a front end's interrupt check).
+#[allow(clippy::too_many_arguments)]
+pub fn rerank_raw(
+    set: &ReleaseSet,
+    mech: &dyn Mechanism,
+    mut raw: RawQueries,
+    (ids, c): (&[u64], usize),
+    top: usize,
+    measure: Option<&str>,
+    no_scale: bool,
+    between: &dyn Fn() -> Result<()>,
+) -> Result<Reranked> {
+    let by = measure.map(Measure::parse).transpose()?;
+    raw.scale_for(set.meta(), "queries", no_scale)?;
+    between()?;
+    rerank(set, mech, &raw.values, ids, c, top, by)
 }

@@ -500,6 +500,12 @@ def test_to_postgres_names_its_arguments_and_masks_passwords(exported, tmp_path)
     with pytest.raises(dprp.DprpError, match="invalid table: 'user': user is a PostgreSQL "
                                              "keyword"):
         rel.to_postgres("postgresql://u@h/db", "user")
+    # the index and the measure are checked before anything is sent (the command's checks)
+    with pytest.raises(dprp.DprpError, match=r"invalid index: unknown index 'ivf' \(expected "
+                                             r"hnsw or none\)"):
+        rel.to_postgres("postgresql://u@h/db", "t", index="ivf")
+    with pytest.raises(dprp.DprpError, match="measure"):
+        rel.to_postgres("postgresql://u@h/db", "t", measure="hamming")
     # a refused connection is not "invalid url": the step is named, the password masked
     d = tmp_path / "sock"
     d.mkdir()
