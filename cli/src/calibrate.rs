@@ -95,7 +95,7 @@ pub fn run(a: CalibrateArgs) -> Result<()> {
         bits_per_parameter: a.bits_per_parameter,
         noise: a.noise,
     };
-    for line in report(&opts)? {
+    for line in report(&opts)?.to_text() {
         outln!("{line}")?;
     }
     Ok(())

@@ -300,7 +300,10 @@ fn an_unknown_index_or_a_measure_of_the_other_payload_is_refused_before_connecti
     let err = fails(
         d.path(),
         &[&base[..], &["--index", "ivf"]].concat(),
-        &["invalid --index", "unknown index 'ivf' (expected hnsw or none)"],
+        &[
+            "invalid --index",
+            "unknown index 'ivf' (expected hnsw or none)",
+        ],
     );
     assert!(!err.contains("connect"), "{err}");
     let err = fails(

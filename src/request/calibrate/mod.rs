@@ -1,28 +1,26 @@
 //! `dprp calibrate`: what a mechanism's noise would be before anything is published — the
 //! Gaussian σ for a sensitivity, the σ table of a Gaussian sketch with the inner-product error it
 //! implies, the flip rules of a sign sketch, a local mechanism's constants and error, or the plan
-//! of a distributed round. One report of text lines, built whole before anything is printed.
+//! of a distributed round. One typed report ([`CalibrationReport`]), built whole before anything
+//! is printed, that renders its own lines. The mechanism is resolved from the options as `dprp
+//! publish` resolves it ([`MechanismOptions::resolve`]), once, and built for each k.
 
 use crate::error::{Error, Result};
 use crate::estimate::{ip_variance, PairStats, QueryMode};
 use crate::mechanism::distributed::DistributedGuarantee;
-use crate::mechanism::local::release::describe_constants;
 use crate::mechanism::{self, MechanismKind, MechanismParams};
-use crate::privacy::guarantee::{check_beta, Neighbour};
+use crate::privacy::guarantee::check_beta;
 use crate::privacy::lattice::NoiseChoice;
 use crate::projection::{DenseKind, Seed};
+use crate::request::MechanismOptions;
 
 mod one;
+mod tables;
 pub use one::{mechanism_calibration, sigma_for_sensitivity, MechanismCalibration, SigmaReport};
-
-/// `push!(out, "…", args)?`: one line of the report (a `Result` so that the code reads as the
-/// printing it replaced).
-macro_rules! push {
-    ($out:expr, $($arg:tt)*) => {{
-        $out.push(format!($($arg)*));
-        Ok::<(), Error>(())
-    }};
-}
+pub use tables::{
+    BinomialRow, CalibrationReport, DdgRow, DistributedPlan, DistributedTable, GaussianRow,
+    GaussianTable, LocalRow, LocalTable, SignFlips, SignRow, SignTable,
+};
 
 /// The options of `dprp calibrate` as given; `None` where the user gave nothing.
 #[derive(Debug, Clone)]
@@ -102,15 +100,9 @@ impl Default for CalibrateOptions {
     }
 }
 
-/// The calibration report of the options, as text lines (nothing is printed, so a refusal leaves
-/// no partial table).
-pub fn report(a: &CalibrateOptions) -> Result<Vec<String>> {
-    let mut out = Vec::new();
-    calibrate(a, &mut out)?;
-    Ok(out)
-}
-
-fn calibrate(a: &CalibrateOptions, out: &mut Vec<String>) -> Result<()> {
+/// The calibration report of the options (nothing is printed, so a refusal leaves no partial
+/// table).
+pub fn report(a: &CalibrateOptions) -> Result<CalibrationReport> {
     check_beta(a.beta)?;
     if !(a.norm_u.is_finite() && a.norm_u >= 0.0 && a.norm_v.is_finite() && a.norm_v >= 0.0) {
         return Err(Error::param(
@@ -122,14 +114,13 @@ fn calibrate(a: &CalibrateOptions, out: &mut Vec<String>) -> Result<()> {
         return Err(Error::param("‹cosine›", "the cosine must lie in [-1, 1]"));
     }
     let Some(name) = &a.mechanism else {
-        out.extend(sigma_for_sensitivity(a)?.to_text());
-        return Ok(());
+        return Ok(CalibrationReport::Sigma(sigma_for_sensitivity(a)?));
     };
     if matches!(
         name.to_ascii_lowercase().as_str(),
         "ddg" | "sketch-ddg" | "binomial"
     ) {
-        return distributed(a, &name.to_ascii_lowercase(), out);
+        return distributed(a, &name.to_ascii_lowercase()).map(CalibrationReport::Distributed);
     }
     for (given, opt) in [
         (a.clip.is_some(), "‹clip›"),
@@ -154,6 +145,7 @@ fn calibrate(a: &CalibrateOptions, out: &mut Vec<String>) -> Result<()> {
             ),
         ));
     }
+    // the options that do not apply refused first, as `dprp publish` refuses them
     super::mechanism::check_applies(
         kind,
         super::mechanism::Given {
@@ -163,46 +155,65 @@ fn calibrate(a: &CalibrateOptions, out: &mut Vec<String>) -> Result<()> {
             projection: a.projection.is_some() && !kind.is_local(),
         },
     )?;
-    let noise = match &a.noise {
-        Some(_) if !kind.is_gaussian_sketch() => {
-            return Err(Error::param(
-                "‹noise›",
-                format!(
-                    "calibrate's σ table is for the Gaussian sketches ({}), not {}",
-                    MechanismKind::names_where(MechanismKind::is_gaussian_sketch),
-                    kind.name()
-                ),
-            ))
-        }
-        Some(n) => NoiseChoice::parse(n)?,
-        None => NoiseChoice::default(),
-    };
+    if a.noise.is_some() && !kind.is_gaussian_sketch() {
+        return Err(Error::param(
+            "‹noise›",
+            format!(
+                "calibrate's σ table is for the Gaussian sketches ({}), not {}",
+                MechanismKind::names_where(MechanismKind::is_gaussian_sketch),
+                kind.name()
+            ),
+        ));
+    }
     let p = a
         .dim
         .filter(|&p| p > 0)
         .ok_or_else(|| Error::param("‹dim›", "give the input dimension p ≥ 1"))?;
-    if kind.is_local() {
-        return local_table(a, kind, p, out);
-    }
-    for (given, opt) in [
-        (a.users.is_some(), "‹users›"),
-        (a.epsilon_norm.is_some(), "‹epsilon_norm›"),
-        (a.radius.is_some(), "‹radius›"),
-    ] {
-        if given {
-            return Err(Error::param(
-                opt,
-                format!(
-                    "applies to the local-DP mechanisms only, not {}",
-                    kind.name()
-                ),
-            ));
+    if !kind.is_local() {
+        for (given, opt) in [
+            (a.users.is_some(), "‹users›"),
+            (a.epsilon_norm.is_some(), "‹epsilon_norm›"),
+            (a.radius.is_some(), "‹radius›"),
+        ] {
+            if given {
+                return Err(Error::param(
+                    opt,
+                    format!(
+                        "applies to the local-DP mechanisms only, not {}",
+                        kind.name()
+                    ),
+                ));
+            }
         }
     }
-    let seed = match a.projection_seed.as_deref() {
-        Some(s) => Seed::parse_hex(s)?,
-        None => Seed::random()?,
+    // the options `dprp publish` resolves, through the same function (its refusals of options
+    // that do not apply); the local constants do not depend on the seed
+    let seed = match (kind.is_local(), a.projection_seed.as_deref()) {
+        (true, _) => Seed([0; 32]),
+        (false, Some(s)) => Seed::parse_hex(s)?,
+        (false, None) => Seed::random()?,
     };
+    let plan = MechanismOptions {
+        mechanism: name.clone(),
+        epsilon: a.epsilon,
+        delta: a.delta,
+        beta: (!kind.is_local()).then_some(a.beta),
+        k: a.k,
+        projection: a.projection.clone(),
+        seed: Some(seed),
+        min_norm: a.min_norm,
+        individual_dp: kind.is_idp(),
+        epsilon_norm: a.epsilon_norm,
+        radius: a.radius,
+        noise: a.noise.clone(),
+        ..Default::default()
+    }
+    .resolve()?;
+    let mut params = plan.params;
+    params.p = p;
+    if kind.is_local() {
+        return local_table(a, params).map(CalibrationReport::Local);
+    }
     let ks: Vec<usize> = match (kind.projects(), a.k) {
         (false, _) => vec![p],
         (true, Some(k)) => vec![k],
@@ -218,23 +229,20 @@ fn calibrate(a: &CalibrateOptions, out: &mut Vec<String>) -> Result<()> {
         ));
     }
     if kind.is_sign() {
-        return sign_table(a, kind, p, &ks, seed, out);
+        return sign_table(a, params, &ks).map(CalibrationReport::Sign);
     }
-    gaussian_table(a, kind, p, &ks, seed, noise, out)
+    gaussian_table(a, params, &ks, plan.noise).map(CalibrationReport::Gaussian)
 }
 
 /// A Gaussian sketch's σ for each k, with the variance of the inner-product estimate it implies
 /// and the cost of the arithmetic's rounding.
 fn gaussian_table(
     a: &CalibrateOptions,
-    kind: MechanismKind,
-    p: usize,
+    mut params: MechanismParams,
     ks: &[usize],
-    seed: Seed,
     noise: NoiseChoice,
-    out: &mut Vec<String>,
-) -> Result<()> {
-    let delta = a.delta;
+) -> Result<GaussianTable> {
+    let (kind, p) = (params.kind, params.p);
     let nu2 = a.norm_u * a.norm_u;
     let nv2 = a.norm_v * a.norm_v;
     let stats = PairStats {
@@ -246,20 +254,7 @@ fn gaussian_table(
     };
     let mut rows = Vec::new();
     for &k in ks {
-        let params = MechanismParams {
-            kind,
-            epsilon: a.epsilon,
-            delta,
-            beta: a.beta,
-            neighbour: Neighbour::Coordinate,
-            p,
-            k: kind.projects().then_some(k),
-            projection: a.projection.as_deref().map(DenseKind::parse).transpose()?,
-            seed: Some(seed),
-            min_norm: None,
-            individual_dp: false,
-            local: Default::default(),
-        };
+        params.k = kind.projects().then_some(k);
         let m = mechanism::build_with(&params, noise)?;
         let rec = m.record();
         let Some(cal) = rec.gaussian.as_ref() else {
@@ -269,89 +264,39 @@ fn gaussian_table(
         let crate::estimate::Estimator::Gaussian { family, .. } = est else {
             continue;
         };
-        let both = ip_variance(family, k, cal.sigma, &stats, QueryMode::BothPrivate);
-        let raw = ip_variance(family, k, cal.sigma, &stats, QueryMode::RawQuery);
         let cost = crate::mechanism::central::arithmetic::RoundingCost::of(&rec, &m.guarantee());
-        rows.push((k, cal.sigma, cal.sigma_classical, both, raw, cost));
+        rows.push(GaussianRow {
+            k,
+            sensitivity: cost.as_ref().map(|c| c.sensitivity_exact),
+            sensitivity_excess: cost.as_ref().map(|c| c.sensitivity_excess),
+            sigma: cal.sigma,
+            sigma_textbook: cost.as_ref().and_then(|c| c.sigma_textbook),
+            sigma_classical: cal.sigma_classical,
+            var_both: ip_variance(family, k, cal.sigma, &stats, QueryMode::BothPrivate),
+            var_raw_query: ip_variance(family, k, cal.sigma, &stats, QueryMode::RawQuery),
+        });
     }
-    push!(out,
-        "{} at ε = {}, δ = {:e}, β = {}, p = {p}, {} noise; pair with ‖u‖ = {}, ‖v‖ = {}, cos = {} \
-         (ρ = {:.4})",
-        kind.name(),
-        a.epsilon,
-        delta.unwrap_or(0.0),
-        a.beta,
-        match noise {
+    Ok(GaussianTable {
+        mechanism: kind.name(),
+        epsilon: a.epsilon,
+        delta: a.delta,
+        beta: a.beta,
+        p,
+        noise: match noise {
             NoiseChoice::Lattice => "lattice",
             NoiseChoice::Float => "float",
         },
-        a.norm_u,
-        a.norm_v,
-        a.cosine,
-        stats.ip
-    )?;
-    push!(out,
-        "(Σu²v² taken as ‖u‖²‖v‖²/p; variance and standard deviation of the inner-product estimate \
-         ⟨x̃,ỹ⟩ (Theorems C.1–C.3, docs/commands.md#query-and-estimate-what-they-print): both \
-         rows released, or a raw query against a released row)"
-    )?;
-    push!(out,
-        "(rounding: Δ_r is the sensitivity the noise is calibrated for — Δ₂ of the exact map plus \
-         the input grid, the arithmetic's error bound and the lattice step; \"σ cost\" is σ against \
-         the σ for Δ₂ itself)"
-    )?;
-    push!(
-        out,
-        "{:>6} {:>10} {:>10} {:>10} {:>9} {:>12} {:>13} {:>10} {:>13} {:>10}",
-        "k",
-        "Δ₂",
-        "Δ_r/Δ₂−1",
-        "σ",
-        "σ cost",
-        "σ classical",
-        "var both",
-        "sd both",
-        "var raw-q",
-        "sd raw-q"
-    )?;
-    for (k, sigma, classical, both, raw, cost) in rows {
-        let (sens, excess, sigma_cost) = match &cost {
-            Some(c) => (
-                c.sensitivity_exact,
-                format!("{:.2e}", c.sensitivity_excess),
-                c.sigma_textbook
-                    .map(|t| format!("{:+.3}%", (sigma / t - 1.0) * 100.0))
-                    .unwrap_or_else(|| "-".into()),
-            ),
-            None => (f64::NAN, "-".into(), "-".into()),
-        };
-        push!(
-            out,
-            "{:>6} {:>10.6} {:>10} {:>10.6} {:>9} {:>12.6} {:>13.6} {:>10.6} {:>13.6} {:>10.6}",
-            k,
-            sens,
-            excess,
-            sigma,
-            sigma_cost,
-            classical,
-            both,
-            both.sqrt(),
-            raw,
-            raw.sqrt()
-        )?;
-    }
-    Ok(())
+        norm_u: a.norm_u,
+        norm_v: a.norm_v,
+        cosine: a.cosine,
+        ip: stats.ip,
+        rows,
+    })
 }
 
 /// A local mechanism's guarantee, constants and error: per user, and of the mean over n users.
-fn local_table(
-    a: &CalibrateOptions,
-    kind: MechanismKind,
-    p: usize,
-    out: &mut Vec<String>,
-) -> Result<()> {
-    use crate::mechanism::{LocalMap, LocalOptions};
-    let map = a.projection.as_deref().map(LocalMap::parse).transpose()?;
+fn local_table(a: &CalibrateOptions, mut params: MechanismParams) -> Result<LocalTable> {
+    let (kind, p) = (params.kind, params.p);
     let ks: Vec<Option<usize>> = match (kind.projects(), a.k) {
         (false, _) => vec![None],
         (true, Some(k)) => vec![Some(k)],
@@ -372,174 +317,120 @@ fn local_table(
         Some(n) => vec![n],
         None => vec![100, 10_000, 1_000_000],
     };
-    let mut first = true;
+    let mut table = LocalTable {
+        mechanism: kind.name(),
+        d: p,
+        label: String::new(),
+        guarantee: String::new(),
+        mse_note: String::new(),
+        users,
+        rows: Vec::new(),
+    };
     for k in ks {
-        let params = MechanismParams {
-            kind,
-            epsilon: a.epsilon,
-            delta: None,
-            beta: 1.0,
-            neighbour: Neighbour::ReplaceOne,
-            p,
-            k,
-            projection: None,
-            seed: Some(Seed([0; 32])),
-            min_norm: None,
-            individual_dp: false,
-            local: LocalOptions {
-                map,
-                epsilon_norm: a.epsilon_norm,
-                radius: a.radius,
-                first_row: 0,
-            },
-        };
+        params.k = k;
         let m = mechanism::build(&params)?;
         let rec = m.record();
         let Some(l) = rec.local.as_ref() else {
             continue;
         };
-        if first {
+        if table.rows.is_empty() {
             let g = m.guarantee();
-            push!(out, "{} at d = {p}: {}", kind.name(), g.label())?;
-            push!(out, "guarantee: {}", g.sentence())?;
-            push!(out, "per-user error: {}", l.mse_note)?;
-            first = false;
+            table.label = g.label();
+            table.guarantee = g.sentence();
+            table.mse_note = l.mse_note.clone();
         }
-        let errs: Vec<String> = users
-            .iter()
-            .map(|&n| format!("n = {n}: {:.4e}", l.mse_per_user / n as f64))
-            .collect();
-        push!(
-            out,
-            "{}constants: {}\n  E‖Z − v‖² per user = {:.6}; E‖mean − μ‖² = per user / n: {}",
-            k.map(|k| format!("k = {k}: ")).unwrap_or_default(),
-            describe_constants(&l.constants),
-            l.mse_per_user,
-            errs.join(", ")
-        )?;
+        table.rows.push(LocalRow {
+            k,
+            constants: l.constants.clone(),
+            mse_per_user: l.mse_per_user,
+        });
     }
-    Ok(())
+    Ok(table)
 }
 
 /// The flip parameters of a sign mechanism for each k: N₊ and its inputs, ε' per sign, flip
 /// probabilities (DESIGN.md §4).
 fn sign_table(
     a: &CalibrateOptions,
-    kind: MechanismKind,
-    p: usize,
+    mut params: MechanismParams,
     ks: &[usize],
-    seed: Seed,
-    out: &mut Vec<String>,
-) -> Result<()> {
+) -> Result<SignTable> {
     use crate::mechanism::central::sign_sketch::FlipRule;
     use crate::privacy::rr::rr_flip_probability;
-    let mut lines = Vec::new();
+    let (kind, p) = (params.kind, params.p);
+    let mut rows = Vec::new();
     let mut weak = false;
     for &k in ks {
-        let params = MechanismParams {
-            kind,
-            epsilon: a.epsilon,
-            delta: a.delta,
-            beta: a.beta,
-            neighbour: Neighbour::Coordinate,
-            p,
-            k: Some(k),
-            projection: a.projection.as_deref().map(DenseKind::parse).transpose()?,
-            seed: Some(seed),
-            min_norm: a.min_norm,
-            individual_dp: true,
-            local: Default::default(),
-        };
+        params.k = Some(k);
         let m = mechanism::build(&params)?;
         let rec = m.record();
         let Some(sign) = rec.sign else { continue };
-        let line = match sign.rule {
+        let flips = match sign.rule {
             FlipRule::RandomisedResponse {
                 eps_prime,
                 flip_probability,
             } => {
                 weak |= flip_probability >= 0.499;
-                match &sign.n_plus {
+                let paper = match &sign.n_plus {
+                    // what the paper's formulas would give (not used: not proven bounds)
                     Some(n) => {
-                        // what the paper's formulas would give (not used: not proven bounds)
                         let paper_p = match params.projection.unwrap_or(DenseKind::Rademacher) {
                             DenseKind::Gaussian => crate::privacy::nplus::f_gaussian(n.r, p)?,
                             _ => crate::privacy::nplus::p_rademacher(n.r),
                         };
-                        let paper_n = crate::privacy::nplus::n_plus(k, paper_p, n.delta);
-                        format!(
-                            "k = {k:>5}: r = β/ν = {:.4}, P = {:.6} ({}), μ = {:.3}, η = {:.4}, \
-                             N₊ = {}, ε' = ε/N₊ = {:.6}, flip probability {:.6}\n          \
-                             (the paper's eq. (5)/(10) value P = {:.6}, N₊ = {}, is not a proven \
-                             bound and is not used)",
-                            n.r,
-                            n.prob,
-                            n.method,
-                            n.mu,
-                            n.eta,
-                            n.n_plus,
-                            eps_prime,
-                            flip_probability,
-                            paper_p,
-                            paper_n
-                        )
+                        Some((paper_p, crate::privacy::nplus::n_plus(k, paper_p, n.delta)))
                     }
-                    None => format!(
-                        "k = {k:>5}: N₊ = 1 (one bin moves), ε' = {eps_prime}, flip probability {flip_probability:.6}"
-                    ),
+                    None => None,
+                };
+                SignFlips::RandomisedResponse {
+                    eps_prime,
+                    flip_probability,
+                    n_plus: sign.n_plus.clone(),
+                    paper,
                 }
             }
             FlipRule::SmoothFlipping { eps_prime } => {
-                let q1 = rr_flip_probability(eps_prime);
-                weak |= q1 >= 0.499;
-                let qs: Vec<String> = [0u64, 1, 2, 5, 10, 50]
-                    .iter()
-                    .map(|&l| format!("q(L={l}) = {:.6}", rr_flip_probability(eps_prime * l as f64)))
-                    .collect();
-                format!("k = {k:>5}: ε' = {eps_prime:.6}; {}", qs.join(", "))
+                weak |= rr_flip_probability(eps_prime) >= 0.499;
+                SignFlips::SmoothFlipping {
+                    eps_prime,
+                    by_distance: [0u64, 1, 2, 5, 10, 50]
+                        .iter()
+                        .map(|&l| (l, rr_flip_probability(eps_prime * l as f64)))
+                        .collect(),
+                }
             }
-            FlipRule::IdpGaussian { sigma_unit, .. } => format!(
-                "k = {k:>5}: σ = Δ₂(A)·{sigma_unit:.6}; Rademacher Δ₂(A) = β·√(|A|/k), e.g. |A| = k/10: σ = {:.6}",
-                a.beta * (0.1f64).sqrt() * sigma_unit
-            ),
+            FlipRule::IdpGaussian { sigma_unit, .. } => SignFlips::IdpGaussian {
+                sigma_unit,
+                sigma_at_a_tenth: a.beta * (0.1f64).sqrt() * sigma_unit,
+            },
             FlipRule::IdpRandomisedResponse { epsilon, split } => {
-                if split {
-                    format!(
-                        "k = {k:>5}: flip probability 1/(1+e^(ε/|A|)); |A| = k/10: {:.6}",
+                SignFlips::IdpRandomisedResponse {
+                    split,
+                    flip_probability: if split {
                         rr_flip_probability(epsilon / (k as f64 / 10.0).max(1.0))
-                    )
-                } else {
-                    format!("k = {k:>5}: flip probability {:.6} per bin in A", rr_flip_probability(epsilon))
+                    } else {
+                        rr_flip_probability(epsilon)
+                    },
                 }
             }
         };
-        lines.push(line);
+        rows.push(SignRow { k, flips });
     }
-    push!(
-        out,
-        "{} at ε = {}{}, β = {}, p = {p}",
-        kind.name(),
-        a.epsilon,
-        a.delta.map(|d| format!(", δ = {d:e}")).unwrap_or_default(),
-        a.beta
-    )?;
-    for l in lines {
-        push!(out, "{l}")?;
-    }
-    if weak {
-        push!(
-            out,
-            "warning: flip probabilities are ≥ 0.499: such a release carries almost no signal \
-             (raise ε or lower k)"
-        )?;
-    }
-    Ok(())
+    Ok(SignTable {
+        mechanism: kind.name(),
+        epsilon: a.epsilon,
+        delta: a.delta,
+        beta: a.beta,
+        p,
+        rows,
+        weak,
+    })
 }
 
 /// `calibrate --mechanism ddg|sketch-ddg|binomial`: the parameters dprp would use for `n`
 /// clients (`--users`) of dimension `--dim`, with the expected error, the bits per parameter and
 /// the wrap probability ([`crate::mechanism::distributed::accountant::params`]).
-fn distributed(a: &CalibrateOptions, name: &str, out: &mut Vec<String>) -> Result<()> {
+fn distributed(a: &CalibrateOptions, name: &str) -> Result<DistributedTable> {
     use crate::mechanism::distributed::accountant::params::{
         plan_binomial, plan_ddg, plan_sketch_ddg, DdgPlan, DistributedRequest,
     };
@@ -587,90 +478,158 @@ fn distributed(a: &CalibrateOptions, name: &str, out: &mut Vec<String>) -> Resul
         bits: a.bits.unwrap_or(16),
         max_wrap_probability: a.max_wrap,
     };
-    let ddg_lines = |out: &mut Vec<String>, p: &DdgPlan, dims: &str| -> Result<()> {
-        push!(
-            out,
-            "guarantee: {}",
-            DistributedGuarantee::of_ddg(p).summary()
-        )?;
-        push!(
-            out,
-            "{dims}; γ = {:.6e}, σ = {:.6e} per client (integer noise N_Z(0, {})), β = {:.4e}",
-            p.gamma,
-            p.sigma,
-            crate::privacy::guarantee::fmt_param((p.sigma / p.gamma).powi(2)),
-            p.beta
-        )?;
-        push!(
-            out,
-            "expected squared error of the mean: {:.6e} (noise {:.3e}, rounding {:.3e}, rounding \
-             bias ≤ {:.3e}, sketch ≤ {:.3e})",
+    let ddg_row = |p: &DdgPlan, d_rot: Option<u64>, sketch: Option<(u64, u64)>| DdgRow {
+        d_rot,
+        sketch,
+        gamma: p.gamma,
+        sigma: p.sigma,
+        beta: p.beta,
+        mse: [
             p.mse.total(),
             p.mse.noise,
             p.mse.rounding,
             p.mse.rounding_bias,
-            p.mse.sketch
-        )?;
-        push!(
-            out,
-            "bits per parameter: {:.4} (M = 2^{}); P(the modular sum wraps) ≤ {:.3e}",
-            p.bits_per_parameter,
-            req.bits,
-            p.wrap_probability
-        )
+            p.mse.sketch,
+        ],
+        bits_per_parameter: p.bits_per_parameter,
+        wrap_probability: p.wrap_probability,
     };
-    push!(
-        out,
-        "{name}: n = {n} clients, d = {d}, ε = {}, δ = {delta:e}, c = {clip}",
-        a.epsilon
-    )?;
-    match name {
+    let (guarantee, plan) = match name {
         "ddg" => {
             let p = plan_ddg(&req)?;
-            ddg_lines(out, &p, &format!("rotated dimension d' = {}", p.d_rot))
+            (
+                DistributedGuarantee::of_ddg(&p).summary(),
+                DistributedPlan::Ddg(ddg_row(&p, Some(p.d_rot), None)),
+            )
         }
         "sketch-ddg" => {
             let sp = plan_sketch_ddg(&req, a.bits_per_parameter)?;
-            ddg_lines(
-                out,
-                &sp.ddg,
-                &format!("count sketch to m = {} rows (t = {})", sp.m, sp.t),
+            (
+                DistributedGuarantee::of_ddg(&sp.ddg).summary(),
+                DistributedPlan::Ddg(ddg_row(&sp.ddg, None, Some((sp.m, sp.t)))),
             )
         }
         _ => {
             let p = plan_binomial(&req)?;
-            push!(
-                out,
-                "guarantee: {}",
-                DistributedGuarantee::of_binomial(&p).summary()
-            )?;
-            push!(
-                out,
-                "rotated dimension d' = {}; clamp X = {:.6e}, k = {} levels ({:.6e} apart), \
-                 Bin(m = {}, ½) per client and coordinate (N = {} in the sum)",
-                p.d_rot,
-                p.x_max,
-                p.k,
-                p.s,
-                p.m,
-                p.n_trials
-            )?;
-            push!(
-                out,
-                "expected squared error of the mean: {:.6e} (noise {:.3e}, quantisation {:.3e})",
-                p.mse.total(),
-                p.mse.noise,
-                p.mse.rounding
-            )?;
-            push!(
-                out,
-                "bits per coordinate: log₂(k + m) = {:.3} (cpSGD's count; {} under SecAgg with \
-                 M = 2^{}); the sum never wraps (it needs M ≥ {})",
-                p.bits_per_coordinate,
-                req.bits,
-                req.bits,
-                p.modulus_needed
+            (
+                DistributedGuarantee::of_binomial(&p).summary(),
+                DistributedPlan::Binomial(BinomialRow {
+                    d_rot: p.d_rot,
+                    x_max: p.x_max,
+                    k: p.k,
+                    s: p.s,
+                    m: p.m,
+                    n_trials: p.n_trials,
+                    mse: [p.mse.total(), p.mse.noise, p.mse.rounding],
+                    bits_per_coordinate: p.bits_per_coordinate,
+                    modulus_needed: p.modulus_needed,
+                }),
             )
         }
+    };
+    Ok(DistributedTable {
+        mechanism: name.to_string(),
+        n,
+        d,
+        epsilon: a.epsilon,
+        delta,
+        clip,
+        bits: req.bits,
+        guarantee,
+        plan,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn opts(mechanism: &str, dim: usize) -> CalibrateOptions {
+        CalibrateOptions {
+            epsilon: 2.0,
+            delta: Some(1e-6),
+            mechanism: Some(mechanism.into()),
+            dim: Some(dim),
+            projection_seed: Some("0a".into()),
+            ..Default::default()
+        }
+    }
+
+    /// The table's σ for each k is the σ the one-mechanism report (Python's `dprp.calibrate`,
+    /// and what `dprp publish` records) gives for that k, and the text prints it.
+    #[test]
+    fn gaussian_table_sigma_is_the_mechanisms_at_every_k() {
+        let a = opts("dp-rp-g-opt", 300);
+        let CalibrationReport::Gaussian(t) = report(&a).unwrap() else {
+            panic!("not a Gaussian table")
+        };
+        assert_eq!(
+            t.rows.iter().map(|r| r.k).collect::<Vec<_>>(),
+            [64, 128, 256, 512, 1024]
+        );
+        let text = CalibrationReport::Gaussian(t.clone()).to_text();
+        assert_eq!(text.len(), 4 + t.rows.len());
+        for (r, line) in t.rows.iter().zip(&text[4..]) {
+            let plan = MechanismOptions {
+                mechanism: "dp-rp-g-opt".into(),
+                epsilon: 2.0,
+                delta: Some(1e-6),
+                k: Some(r.k),
+                seed: Some(Seed::parse_hex("0a").unwrap()),
+                ..Default::default()
+            }
+            .resolve()
+            .unwrap();
+            let one = mechanism_calibration(plan, Some(300)).unwrap();
+            assert_eq!(Some(r.sigma), one.sigma, "k = {}", r.k);
+            assert!(line.contains(&format!("{:.6}", r.sigma)), "{line}");
+            assert!(r.var_raw_query < r.var_both);
+        }
+        // power: σ differs between k (a table that repeated one row would fail above)
+        assert!(t.rows[0].sigma != t.rows[4].sigma);
+        let json = serde_json::to_value(CalibrationReport::Gaussian(t)).unwrap();
+        assert_eq!(json["table"], "gaussian");
+        assert_eq!(json["rows"][1]["k"], 128);
+    }
+
+    /// The options `dprp publish` refuses are refused here by the same function, and the
+    /// distributed and local tables carry what their lines print.
+    #[test]
+    fn refusals_and_the_other_tables() {
+        // δ for a mechanism without δ, as `dprp publish` refuses it
+        let e = report(&opts("privunitg", 10)).unwrap_err();
+        assert!(e.to_string().contains("delta"), "{e}");
+        let local = report(&CalibrateOptions {
+            delta: None,
+            users: Some(500),
+            ..opts("privunitg", 100)
+        })
+        .unwrap();
+        let CalibrationReport::Local(t) = &local else {
+            panic!("not a local table")
+        };
+        assert_eq!((t.rows.len(), t.users.as_slice()), (1, &[500u64][..]));
+        let text = local.to_text().join("\n");
+        assert!(
+            text.contains(&format!("{:.6}", t.rows[0].mse_per_user)),
+            "{text}"
+        );
+        assert!(text.contains(&format!("n = 500: {:.4e}", t.rows[0].mse_per_user / 500.0)));
+        let ddg = report(&CalibrateOptions {
+            mechanism: Some("ddg".into()),
+            projection_seed: None,
+            users: Some(100),
+            clip: Some(1.0),
+            ..opts("ddg", 1000)
+        })
+        .unwrap();
+        let CalibrationReport::Distributed(d) = &ddg else {
+            panic!("not a distributed table")
+        };
+        let DistributedPlan::Ddg(p) = &d.plan else {
+            panic!("not a DDG plan")
+        };
+        assert_eq!(p.d_rot, Some(1024));
+        assert!(ddg.to_text()[3].contains(&format!("{:.6e}", p.mse[0])));
     }
 }
