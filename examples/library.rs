@@ -22,7 +22,6 @@ use dprp::mechanism::distributed::modular::ModularSum;
 use dprp::mechanism::distributed::planned::{plan_encoder, DistributedKind};
 use dprp::mechanism::local::PrivUnitG;
 use dprp::mechanism::{from_record, MechanismKind, MechanismParams};
-use dprp::privacy::guarantee::Neighbour;
 use dprp::privacy::samplers::noise::NoiseSource;
 use dprp::projection::Seed;
 use dprp::publish::{publish_from, PublishOptions, PublishRequest};
@@ -57,19 +56,12 @@ pub fn sketches(dir: &std::path::Path) -> Result<()> {
         input: dir.join("(memory)"), // names the input in messages only
         input_opts: Default::default(),
         scaling: Default::default(),
+        // β = 1, one-coordinate neighbours, p taken from the rows, a fresh public projection
+        // seed recorded in the release: MechanismParams::of's defaults
         params: MechanismParams {
-            kind: MechanismKind::DpOporp,
-            epsilon: 4.0,
             delta: Some(1e-6),
-            beta: 1.0,
-            neighbour: Neighbour::Coordinate,
-            p: 0, // taken from the rows
             k: Some(64),
-            projection: None,
-            seed: None, // a fresh public projection seed, recorded in the release
-            min_norm: None,
-            individual_dp: false,
-            local: Default::default(),
+            ..MechanismParams::of(MechanismKind::DpOporp, 4.0)
         },
         output: output.clone(),
     };

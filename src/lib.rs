@@ -44,7 +44,7 @@
 //! use dprp::data::{native, sample};
 //! use dprp::estimate::estimate_ip;
 //! use dprp::mechanism::{from_record, MechanismKind, MechanismParams};
-//! use dprp::privacy::{guarantee::Neighbour, samplers::noise::NoiseSource};
+//! use dprp::privacy::samplers::noise::NoiseSource;
 //! use dprp::publish::{publish, PublishRequest};
 //! use dprp::release::Release;
 //! use dprp::search::{exact, Measure, Sketch};
@@ -57,19 +57,11 @@
 //!     input,
 //!     input_opts: Default::default(),
 //!     scaling: Default::default(),
+//!     // β = 1, one-coordinate neighbours, p from the input, a fresh public seed: the defaults
 //!     params: MechanismParams {
-//!         kind: MechanismKind::DpOporp,
-//!         epsilon: 10.0,
 //!         delta: Some(1e-6),
-//!         beta: 1.0,
-//!         neighbour: Neighbour::Coordinate,
-//!         p: 0, // taken from the input
 //!         k: Some(32),
-//!         projection: None,
-//!         seed: None,
-//!         min_norm: None,
-//!         individual_dp: false,
-//!         local: Default::default(),
+//!         ..MechanismParams::of(MechanismKind::DpOporp, 10.0)
 //!     },
 //!     output: dir.path().join("sample.dprp"),
 //! };

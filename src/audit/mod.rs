@@ -665,25 +665,14 @@ fn largest_bound(results: &[PairResult]) -> Option<(f64, String)> {
 /// k = 8; `scalar-dp` and `privunit2-norm` with R = 1 (ε₂ = 0.5 for the norm).
 pub fn default_params(kind: MechanismKind, seed: Seed) -> MechanismParams {
     use crate::mechanism::LocalOptions;
-    use crate::privacy::guarantee::Neighbour;
-    let local = kind.is_local();
     MechanismParams {
-        kind,
-        epsilon: 1.0,
         delta: kind.needs_delta().then_some(1e-5),
-        beta: 1.0,
-        neighbour: if local {
-            Neighbour::ReplaceOne
-        } else {
-            Neighbour::Coordinate
-        },
         p: if kind == MechanismKind::ScalarDp {
             1
         } else {
             16
         },
         k: kind.projects().then_some(8),
-        projection: None,
         seed: Some(seed),
         min_norm: kind.needs_min_norm().then_some(1.0),
         individual_dp: kind.is_idp(),
@@ -692,5 +681,6 @@ pub fn default_params(kind: MechanismKind, seed: Seed) -> MechanismParams {
             radius: kind.takes(LocalOption::Radius).then_some(1.0),
             ..Default::default()
         },
+        ..MechanismParams::of(kind, 1.0)
     }
 }

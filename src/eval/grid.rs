@@ -244,10 +244,9 @@ pub fn mechanism(
 ) -> Result<Box<dyn Mechanism>> {
     let local = spec.kind.is_local();
     build(&MechanismParams {
-        kind: spec.kind,
-        epsilon,
         delta: spec.kind.needs_delta().then_some(privacy.delta),
         beta: privacy.beta,
+        // the retrieval grid compares every mechanism under one neighbour relation
         neighbour: Neighbour::Coordinate,
         p,
         k: spec.kind.projects().then_some(k),
@@ -259,6 +258,7 @@ pub fn mechanism(
             map: spec.local_map,
             ..Default::default()
         },
+        ..MechanismParams::of(spec.kind, epsilon)
     })
 }
 

@@ -50,7 +50,7 @@ use crate::mechanism::local::accumulator::MeanAccumulator;
 use crate::mechanism::local::release::ErrorKind;
 use crate::mechanism::{self, LocalOptions, MechanismKind, MechanismParams};
 use crate::privacy::gaussian::analytic_sigma;
-use crate::privacy::guarantee::{GuaranteeKind, InputDomain, Neighbour};
+use crate::privacy::guarantee::{GuaranteeKind, InputDomain};
 use crate::privacy::zcdp;
 
 /// Disagreement threshold of the closed-form check: `|z| > 4` has probability about 6·10⁻⁵ for
@@ -251,21 +251,14 @@ fn run_local(
         spec.label
     ));
     let params = MechanismParams {
-        kind,
-        epsilon: eps,
-        delta: None,
-        beta: 1.0,
-        neighbour: Neighbour::ReplaceOne,
         p: d,
         k,
-        projection: None,
         seed: Some(map_seed),
-        min_norm: None,
-        individual_dp: false,
         local: LocalOptions {
             map: spec.map,
             ..Default::default()
         },
+        ..MechanismParams::of(kind, eps)
     };
     let mech = mechanism::build(&params)?;
     if mech.input_domain() != (InputDomain::Ball { radius: 1.0 }) {

@@ -215,6 +215,34 @@ pub struct MechanismParams {
     pub local: LocalOptions,
 }
 
+impl MechanismParams {
+    /// `kind` at `epsilon` with every other parameter at its default: no δ, β = 1, the family's
+    /// neighbour relation (replace-one for local DP, one coordinate for the sketches), `p = 0`
+    /// (taken from the input), and no k, map, seed (a fresh one is drawn), ν, individual DP or
+    /// local option. [`crate::request::MechanismOptions::resolve`] starts from these; a caller
+    /// sets what it chooses with struct-update syntax.
+    pub fn of(kind: MechanismKind, epsilon: f64) -> MechanismParams {
+        MechanismParams {
+            kind,
+            epsilon,
+            delta: None,
+            beta: 1.0,
+            neighbour: if kind.is_local() {
+                Neighbour::ReplaceOne
+            } else {
+                Neighbour::Coordinate
+            },
+            p: 0,
+            k: None,
+            projection: None,
+            seed: None,
+            min_norm: None,
+            individual_dp: false,
+            local: LocalOptions::default(),
+        }
+    }
+}
+
 /// Output buffer for a block of privatised rows.
 pub enum SketchMut<'a> {
     /// `rows×k` floats.

@@ -14,7 +14,6 @@ use crate::estimate::{
 };
 use crate::mechanism::central::sign_sketch::pack_signs;
 use crate::mechanism::{self, Mechanism, MechanismKind, MechanismParams};
-use crate::privacy::guarantee::Neighbour;
 use crate::privacy::samplers::noise::NoiseSource;
 use crate::publish::PublishRequest;
 use crate::release::Release;
@@ -120,18 +119,9 @@ impl Demo {
             input_opts: InputOptions::default(),
             scaling: Default::default(),
             params: MechanismParams {
-                kind,
-                epsilon,
                 delta: kind.needs_delta().then_some(1e-6),
-                beta: 1.0,
-                neighbour: Neighbour::Coordinate,
-                p: 0,
                 k: Some(K),
-                projection: None,
-                seed: None,
-                min_norm: None,
-                individual_dp: false,
-                local: Default::default(),
+                ..MechanismParams::of(kind, epsilon)
             },
             output: out.clone(),
         };

@@ -167,17 +167,14 @@ impl MechanismOptions {
                 }
             }
         }
+        let base = MechanismParams::of(kind, self.epsilon);
         let params = MechanismParams {
-            kind,
-            epsilon: self.epsilon,
             delta: self.delta,
-            beta: self.beta.unwrap_or(1.0),
+            beta: self.beta.unwrap_or(base.beta),
             neighbour: match &self.neighbour {
                 Some(n) => Neighbour::parse(n)?,
-                None if kind.is_local() => Neighbour::ReplaceOne,
-                None => Neighbour::Coordinate,
+                None => base.neighbour,
             },
-            p: 0,
             k: self.k,
             projection,
             seed: self.seed,
@@ -189,6 +186,7 @@ impl MechanismOptions {
                 radius: self.radius,
                 first_row: self.first_row,
             },
+            ..base
         };
         let noise = match &self.noise {
             Some(_) if !kind.adds_gaussian_noise() => {
