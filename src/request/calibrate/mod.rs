@@ -100,6 +100,14 @@ impl Default for CalibrateOptions {
     }
 }
 
+/// Refuse the first option given (`(given, ‹key›)`) with the reason `why`.
+fn refuse_given(options: &[(bool, &str)], why: impl Fn() -> String) -> Result<()> {
+    match options.iter().find(|(given, _)| *given) {
+        Some((_, opt)) => Err(Error::param(*opt, why())),
+        None => Ok(()),
+    }
+}
+
 /// The calibration report of the options (nothing is printed, so a refusal leaves no partial
 /// table).
 pub fn report(a: &CalibrateOptions) -> Result<CalibrationReport> {
@@ -122,18 +130,14 @@ pub fn report(a: &CalibrateOptions) -> Result<CalibrationReport> {
     ) {
         return distributed(a, &name.to_ascii_lowercase()).map(CalibrationReport::Distributed);
     }
-    for (given, opt) in [
-        (a.clip.is_some(), "‹clip›"),
-        (a.bits.is_some(), "‹bits›"),
-        (a.bits_per_parameter.is_some(), "‹bits_per_parameter›"),
-    ] {
-        if given {
-            return Err(Error::param(
-                opt,
-                "applies to the distributed mechanisms (ddg, sketch-ddg, binomial) only",
-            ));
-        }
-    }
+    refuse_given(
+        &[
+            (a.clip.is_some(), "‹clip›"),
+            (a.bits.is_some(), "‹bits›"),
+            (a.bits_per_parameter.is_some(), "‹bits_per_parameter›"),
+        ],
+        || "applies to the distributed mechanisms (ddg, sketch-ddg, binomial) only".into(),
+    )?;
     let kind = MechanismKind::parse(name)?;
     if a.sensitivity.is_some() {
         return Err(Error::param(
@@ -170,21 +174,19 @@ pub fn report(a: &CalibrateOptions) -> Result<CalibrationReport> {
         .filter(|&p| p > 0)
         .ok_or_else(|| Error::param("‹dim›", "give the input dimension p ≥ 1"))?;
     if !kind.is_local() {
-        for (given, opt) in [
-            (a.users.is_some(), "‹users›"),
-            (a.epsilon_norm.is_some(), "‹epsilon_norm›"),
-            (a.radius.is_some(), "‹radius›"),
-        ] {
-            if given {
-                return Err(Error::param(
-                    opt,
-                    format!(
-                        "applies to the local-DP mechanisms only, not {}",
-                        kind.name()
-                    ),
-                ));
-            }
-        }
+        refuse_given(
+            &[
+                (a.users.is_some(), "‹users›"),
+                (a.epsilon_norm.is_some(), "‹epsilon_norm›"),
+                (a.radius.is_some(), "‹radius›"),
+            ],
+            || {
+                format!(
+                    "applies to the local-DP mechanisms only, not {}",
+                    kind.name()
+                )
+            },
+        )?;
     }
     // the options `dprp publish` resolves, through the same function (its refusals of options
     // that do not apply); the local constants do not depend on the seed
@@ -447,22 +449,19 @@ fn distributed(a: &CalibrateOptions, name: &str) -> Result<DistributedTable> {
     let clip = a
         .clip
         .ok_or_else(|| Error::missing("‹clip›", "give the clip norm c of each client's vector"))?;
-    let sketch_only = [
-        (a.k.is_some(), "‹k›"),
-        (a.projection.is_some(), "‹projection›"),
-        (a.projection_seed.is_some(), "‹projection_seed›"),
-        (a.min_norm.is_some(), "‹min_norm›"),
-        (a.sensitivity.is_some(), "‹sensitivity›"),
-        (a.epsilon_norm.is_some(), "‹epsilon_norm›"),
-        (a.radius.is_some(), "‹radius›"),
-        (a.noise.is_some(), "‹noise›"),
-    ];
-    if let Some((_, opt)) = sketch_only.iter().find(|(given, _)| *given) {
-        return Err(Error::param(
-            *opt,
-            format!("does not apply to {name} (a distributed mechanism)"),
-        ));
-    }
+    refuse_given(
+        &[
+            (a.k.is_some(), "‹k›"),
+            (a.projection.is_some(), "‹projection›"),
+            (a.projection_seed.is_some(), "‹projection_seed›"),
+            (a.min_norm.is_some(), "‹min_norm›"),
+            (a.sensitivity.is_some(), "‹sensitivity›"),
+            (a.epsilon_norm.is_some(), "‹epsilon_norm›"),
+            (a.radius.is_some(), "‹radius›"),
+            (a.noise.is_some(), "‹noise›"),
+        ],
+        || format!("does not apply to {name} (a distributed mechanism)"),
+    )?;
     if a.bits_per_parameter.is_some() && name != "sketch-ddg" {
         return Err(Error::param(
             "‹bits_per_parameter›",
