@@ -10,24 +10,13 @@
 //!
 //! ```
 //! use dprp::mechanism::local::accumulator::MeanAccumulator;
-//! use dprp::mechanism::{self, LocalOptions, MechanismKind, MechanismParams};
-//! use dprp::privacy::guarantee::Neighbour;
+//! use dprp::mechanism::{self, MechanismKind, MechanismParams};
 //! use rand::SeedableRng;
 //!
 //! # fn main() -> dprp::Result<()> {
 //! let params = MechanismParams {
-//!     kind: MechanismKind::Privunitg,
-//!     epsilon: 4.0,
-//!     delta: None,
-//!     beta: 1.0,
-//!     neighbour: Neighbour::ReplaceOne,
 //!     p: 8,
-//!     k: None,
-//!     projection: None,
-//!     seed: None,
-//!     min_norm: None,
-//!     individual_dp: false,
-//!     local: LocalOptions::default(),
+//!     ..MechanismParams::of(MechanismKind::Privunitg, 4.0)
 //! };
 //! let mech = mechanism::build(&params)?;
 //! let client = mech.local().expect("a local mechanism");
