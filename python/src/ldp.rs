@@ -156,7 +156,7 @@ impl MeanAccumulator {
         let view = matrix.view();
         let mut m = Vec::with_capacity(view.rows() * view.cols());
         view.append_rows(0, view.rows(), &mut m);
-        self.inner.add_rows(first_row, &m, view.cols()).map_err(err)
+        self.inner.add_rows(first_row, &m).map_err(err)
     }
 
     /// Merge another accumulator of the same configuration that saw other users.

@@ -30,8 +30,13 @@
 //!     let message = privatise(&config, user, &v)?; // on the user's device
 //!     server.add(user, &message)?;
 //! }
-//! // a message with a NaN is refused, and nothing is added
+//! // a message with a NaN is refused, and nothing is added; so is a batch holding one
 //! assert!(server.add(400, &[f32::NAN; 16]).is_err());
+//! let mut batch = privatise(&config, 400, &v)?;
+//! batch.extend(privatise(&config, 401, &v)?);
+//! batch[20] = f32::INFINITY; // in the second message
+//! let e = server.add_rows(400, &batch).unwrap_err();
+//! assert!(e.to_string().contains("message 1 (row 401)"), "{e}");
 //! let e = server.finish()?;
 //! assert_eq!(e.n, 400);
 //! let err: f64 = e.mean.iter().zip(&v).map(|(m, t)| (m - t) * (m - t)).sum();
@@ -195,11 +200,13 @@ impl Accumulator {
         self.with(|a| a.add(row, message))
     }
 
-    /// Add the messages of users `first_row, first_row + 1, …`, `cols` values each (row-major).
-    /// Nothing is added when any message is refused.
-    pub fn add_rows(&mut self, first_row: u64, messages: &[f32], cols: usize) -> Result<()> {
+    /// Add the messages of users `first_row, first_row + 1, …` (row-major, one message's
+    /// values each). Nothing is added when any message is refused: a value that is not finite
+    /// anywhere in `messages` refuses the call, naming its message.
+    pub fn add_rows(&mut self, first_row: u64, messages: &[f32]) -> Result<()> {
         if let Some(bad) = messages.iter().position(|x| !x.is_finite()) {
-            let i = bad / cols.max(1);
+            let cols = self.mech.output_dim().max(1);
+            let i = bad / cols;
             let row = first_row.saturating_add(i as u64);
             let one = &messages[i * cols..((i + 1) * cols).min(messages.len())];
             check_finite(one, || format!("message {i} (row {row})"))?;
