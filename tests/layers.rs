@@ -686,21 +686,7 @@ fn library_modules_named(dir: &Path) -> BTreeSet<String> {
 const FRONT_END_REACH: &[(&str, &[&str])] = &[
     (
         "cli/src",
-        &[
-            "atomic",
-            "data",
-            "error",
-            "eval",
-            "export",
-            "ledger",
-            "mechanism",
-            "privacy",
-            "projection",
-            "publish",
-            "release",
-            "request",
-            "search",
-        ],
+        &["atomic", "error", "eval", "release", "request", "search"],
     ),
     (
         "python/src",

@@ -9,13 +9,13 @@ use clap::Args;
 
 use super::InputArgs;
 use dprp::atomic::check_not_input;
-use dprp::data::synthetic::SyntheticRows;
-use dprp::data::{open_reader, RowReader};
 use dprp::error::{Error, Result};
-use dprp::mechanism::distributed::round::check_round_memory;
-use dprp::projection::Seed;
 use dprp::request::mean::MeanFile;
+use dprp::request::round::check_round_memory;
 use dprp::request::round::RoundOptions;
+use dprp::request::rows::SyntheticRows;
+use dprp::request::rows::{open_reader, RowReader};
+use dprp::request::Seed;
 
 #[derive(Debug, Args)]
 pub struct AggregateArgs {

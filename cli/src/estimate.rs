@@ -3,7 +3,6 @@ use std::path::PathBuf;
 use clap::Args;
 
 use dprp::error::{Error, Result};
-use dprp::mechanism;
 use dprp::release::ReleaseSet;
 use dprp::request::estimate::EstimateRequest;
 
@@ -33,7 +32,7 @@ pub struct EstimateArgs {
 
 pub fn run(a: EstimateArgs) -> Result<()> {
     let r = ReleaseSet::open(&a.release)?;
-    let m = mechanism::from_record(&r.meta().mechanism, &r.meta().guarantee)?;
+    let m = r.mechanism()?;
     let req = EstimateRequest::new(&r, m.as_ref(), &a.rows)?;
     let estimates = match &a.query_vector {
         None => req.pair()?,

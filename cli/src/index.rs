@@ -3,7 +3,7 @@ use std::path::PathBuf;
 use clap::Args;
 
 use dprp::error::Result;
-use dprp::mechanism::Payload;
+use dprp::release::Payload;
 use dprp::release::ReleaseSet;
 use dprp::search::hnsw::{HnswIndex, HnswParams};
 use dprp::search::sharded::Concatenated;
@@ -39,7 +39,7 @@ pub fn run(a: IndexArgs) -> Result<()> {
     let set = ReleaseSet::open(&a.release)?;
     // a local-DP release holds per-user messages, which no search reads: refused here, not
     // after the build by the first query
-    dprp::mechanism::from_record(&set.meta().mechanism, &set.meta().guarantee)?.as_sketch()?;
+    set.mechanism()?.as_sketch()?;
     let k = set.k();
     // A shard directory is indexed as one graph over all its rows (copied one after the other,
     // like faiss's merged shards); the index is bound to the checksums of all shards.

@@ -5,9 +5,9 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
 
-use dprp::data::scale::{ScaleOptions, ScalingRequest};
-use dprp::data::{Format, InputOptions};
 use dprp::error::{Error, Result};
+use dprp::request::rows::{Format, InputOptions};
+use dprp::request::{ScaleOptions, ScalingRequest};
 
 #[macro_use]
 pub mod output;
@@ -141,7 +141,7 @@ impl InputArgs {
                 }
             },
             csv_label_column: self.label_column.as_deref().and_then(|l| l.parse().ok()),
-            columns: dprp::data::parquet::Columns {
+            columns: dprp::request::rows::Columns {
                 vectors: self.column.clone(),
                 label: self.label_column.clone(),
                 id: self.id_column.clone(),
@@ -204,7 +204,7 @@ fn run(cli: Cli) -> Result<()> {
 
         Command::Sample { output, overwrite } => {
             let existing = dprp::atomic::Existing::replace_if(overwrite);
-            dprp::data::native::write_as(&output, &dprp::data::sample::generate(), existing)?;
+            dprp::request::demo::write_sample(&output, existing)?;
             output::report_written(&[&output], || outln!("wrote {}", output.display()))
         }
     }
@@ -225,7 +225,7 @@ fn run_main() -> i32 {
             "note: removed {} ({}), a temporary output left by a dprp process that is no longer \
              running",
             r.path.display(),
-            dprp::publish::human_bytes(r.bytes)
+            dprp::request::publish::human_bytes(r.bytes)
         ))
     });
     let cli = Cli::parse();

@@ -6,8 +6,7 @@ use std::path::PathBuf;
 use clap::Args;
 
 use dprp::error::Result;
-use dprp::mechanism;
-use dprp::release::ReleaseSet;
+use dprp::release::{Payload, ReleaseSet};
 use dprp::request::project::{fingerprint, Projected};
 
 #[derive(Debug, Args)]
@@ -38,7 +37,7 @@ pub fn run(a: ProjectArgs) -> Result<()> {
     dprp::atomic::check_file_output(&a.output, dprp::atomic::Existing::replace_if(a.overwrite))?;
     let set = ReleaseSet::open(&a.release)?;
     let meta = set.meta();
-    let m = mechanism::from_record(&meta.mechanism, &meta.guarantee)?;
+    let m = set.mechanism()?;
     let raw = super::query::read_file(&a.queries, a.column.as_deref())?;
     let pr = Projected::new(meta, m.as_ref(), raw, "--queries", a.no_scale)?;
     super::query::note_applied(&pr.applied);
@@ -49,8 +48,8 @@ pub fn run(a: ProjectArgs) -> Result<()> {
         pr.rows,
         pr.width(),
         match pr.payload() {
-            mechanism::Payload::F32 => "float32 values",
-            mechanism::Payload::Bits => "packed sign words (uint64)",
+            Payload::F32 => "float32 values",
+            Payload::Bits => "packed sign words (uint64)",
         },
         &fingerprint(&set)[..16],
         a.output.display()

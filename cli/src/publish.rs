@@ -4,10 +4,10 @@ use clap::Args;
 
 use super::{InputArgs, ScaleArgs};
 use dprp::error::Result;
-use dprp::projection::Seed;
-use dprp::publish::PublishRequest;
-use dprp::request::publish::{Layout, LedgerOptions, PublishJob, PublishReport, RunOptions};
-use dprp::request::{shards, MechanismOptions};
+use dprp::request::publish::{
+    Layout, LedgerOptions, PublishJob, PublishReport, PublishRequest, RunOptions,
+};
+use dprp::request::{shards, MechanismOptions, Seed};
 
 #[derive(Debug, Args)]
 pub struct PublishArgs {

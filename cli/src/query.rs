@@ -2,14 +2,14 @@ use std::path::PathBuf;
 
 use clap::Args;
 
-use dprp::data::{read_all, Scaling};
 use dprp::error::{Error, Result};
-use dprp::mechanism::{self, Mechanism, Payload};
-use dprp::release::{ReleaseMeta, ReleaseSet};
+use dprp::request::rows::{read_all, Scaling};
+
+use dprp::release::{Mechanism, Payload, ReleaseMeta, ReleaseSet};
+use dprp::request::project::QuerySketches;
 use dprp::request::query::{release_queries, RawQueries, ZERO_QUERY_NOTE};
 use dprp::request::search::{self, Search, Searcher};
 use dprp::search::hnsw::HnswIndex;
-use dprp::search::queries::QuerySketches;
 use dprp::search::{Hit, Measure, Sketch};
 
 #[derive(Debug, Args)]
@@ -152,7 +152,7 @@ pub fn run(a: QueryArgs) -> Result<()> {
     let set = ReleaseSet::open(&a.release)?;
     let r = &set.parts()[0];
     let meta = set.meta();
-    let m = mechanism::from_record(&meta.mechanism, &meta.guarantee)?;
+    let m = set.mechanism()?;
     let k = set.k();
     let q = prepare(&a, meta, m.as_ref())?;
     // An index over a shard directory was built on all shards' rows one after the other.

@@ -18,6 +18,12 @@ use crate::privacy::samplers::noise::NoiseSource;
 use crate::publish::PublishRequest;
 use crate::release::Release;
 
+/// `dprp sample`: write the bundled sample (2 000 rows × 64 features in [0, 1], the demo's data)
+/// as a native dataset at `output`.
+pub fn write_sample(output: &Path, existing: Existing) -> Result<()> {
+    crate::data::native::write_as(output, &crate::data::sample::generate(), existing)
+}
+
 /// The mechanisms the demo publishes, in order.
 pub const KINDS: [MechanismKind; 3] = [
     MechanismKind::DpOporp,

@@ -73,6 +73,8 @@ use crate::privacy::lattice::NoiseChoice;
 use crate::privacy::samplers::noise::NoiseSource;
 use crate::publish::{publish_from_as, PublishOptions, PublishOutcome};
 
+/// A byte count as a person reads it (`1.5 GiB`), as the reports write it.
+pub use crate::publish::human_bytes;
 /// What to publish, how and where: the job's [`PublishJob::request`].
 pub use crate::publish::PublishRequest;
 use crate::release::{Container, DatasetRecord};

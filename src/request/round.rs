@@ -11,7 +11,11 @@ use crate::error::Result;
 use crate::mechanism::distributed::accountant::params::{
     BinomialPlan, DdgPlan, DistributedRequest,
 };
-use crate::mechanism::distributed::round::{check_round_memory, run_round, RoundReport};
+use crate::mechanism::distributed::round::{run_round, RoundReport};
+
+/// Refuse a round whose dimension needs more memory than a round may take (before any row is
+/// read).
+pub use crate::mechanism::distributed::round::check_round_memory;
 use crate::mechanism::distributed::secagg::SecAggRound;
 use crate::mechanism::distributed::sketch_ddg::SKETCH_CLIP_FACTOR;
 use crate::mechanism::distributed::{

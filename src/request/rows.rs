@@ -5,4 +5,5 @@
 
 pub use crate::data::npy::shape_text;
 pub use crate::data::parquet::Columns;
-pub use crate::data::{open_reader, Dataset, InputOptions, RowReader, Scaling};
+pub use crate::data::synthetic::SyntheticRows;
+pub use crate::data::{open_reader, read_all, Dataset, Format, InputOptions, RowReader, Scaling};
