@@ -40,9 +40,19 @@ def test_pgvector_example():
     assert hnsw >= 0.9, out
     db, reranked = number(r"database ([\d.]+), HNSW top-100 re-ranked ([\d.]+)", out)
     assert db >= 0.35 and reranked >= 0.35, out
-    est, true, cover = number(r"re-ranked cosines: mean ([-\d.]+) \(true ([-\d.]+)\), (\d+)% "
-                              r"within 2 standard errors", out)
-    assert abs(est - true) < 0.2 and cover >= 80, out
+    est, true, _ = number(r"re-ranked cosines: mean ([-\d.]+) \(true ([-\d.]+)\), (\d+)% "
+                          r"within 2 standard errors", out)
+    assert abs(est - true) < 0.2, out
+    # The top-10 by the estimates is selected for its noise (the winner's curse), so the share
+    # of it within 2 standard errors moves with the noise: 70-97 % in 22 runs on 2026-12-07
+    # (75 % in a CI run): no level is checked there. The error bars are checked on the true
+    # top-10, chosen without the noise. 2 000 pairs share one public map, whose draw moves them
+    # together, so one release's share varies more than a binomial's: 86.9-97.8 % in 21 runs
+    # (mean 95 %, sd 2.8). 75 % is 2.5 times the worst shortfall seen below the mean. Power:
+    # standard errors half as large would give about 68 %.
+    (cover_true,) = number(r"the true top-10's estimated cosines: ([\d.]+)% within 2 standard "
+                           r"errors", out)
+    assert cover_true >= 75, out
     d_db, d_rr, _ = number(r"top-10 of the query's digit: database (\d+)%, re-ranked (\d+)% "
                            r"\(the true top-10: (\d+)%\)", out)
     assert d_db >= 60 and d_rr >= 60, out
